@@ -1,0 +1,3 @@
+"""transcli: train and run an English-to-Spanish Transformer from the command line."""
+
+__version__ = "0.1.0"

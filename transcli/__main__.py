@@ -1,0 +1,3 @@
+from transcli.cli import main
+
+main()

@@ -1,0 +1,147 @@
+"""The command line: parses options, loads the config, calls one library function.
+
+Precedence: YAML file < command-line flags < `--set section.key=value`.
+Any `UserError` becomes one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from transcli.config import Config, load_config
+from transcli.errors import UserError
+
+app = typer.Typer(
+    help="Train and run an English-to-Spanish Transformer.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (defaults when omitted).")
+SetOpt = typer.Option(None, "--set", help="Override any setting: section.key=value (repeatable).")
+
+
+def _config(path: Optional[Path], flags: dict[str, Any], sets: Optional[list[str]]) -> Config:
+    """Load YAML, then flags (only those given), then --set overrides."""
+    overrides = [f"{key}={_yaml_value(value)}" for key, value in flags.items() if value is not None]
+    return load_config(path, overrides + list(sets or []))
+
+
+def _yaml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (Path, str)):
+        return "'" + str(value).replace("'", "''") + "'"  # YAML single-quoted scalar
+    return str(value)
+
+
+@app.command()
+def prepare(
+    config: Optional[Path] = ConfigOpt,
+    src_file: Optional[Path] = typer.Option(None, help="English side, one sentence per line."),
+    tgt_file: Optional[Path] = typer.Option(None, help="Spanish side, line-aligned with --src-file."),
+    tsv: Optional[Path] = typer.Option(None, help="TSV: English in column 1, Spanish in column 2."),
+    dataset: Optional[str] = typer.Option(
+        None, help="Hugging Face dataset: hub name, local json/jsonl/csv/parquet file, "
+        "or save_to_disk directory."),
+    subset: Optional[str] = typer.Option(None, help="Dataset configuration, e.g. en-es."),
+    split: Optional[str] = typer.Option(None, help="Dataset split (default: train)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory."),
+    force: bool = typer.Option(False, help="Overwrite an output dir holding other files."),
+    skip_invalid: bool = typer.Option(
+        False, help="Skip and count malformed lines instead of stopping."),
+    sets: Optional[list[str]] = SetOpt,
+) -> None:
+    """Read a parallel corpus, clean and split it, train sentencepiece, encode everything."""
+    from transcli.prepare import prepare as run_prepare, source_from_flags
+
+    cfg = _config(config, {"data.out": out, "data.skip_invalid": skip_invalid or None}, sets)
+    source = source_from_flags(src_file, tgt_file, tsv, dataset, subset, split)
+    if source is not None:
+        cfg.data.train = [source]
+    run_prepare(cfg, Path(cfg.data.out), force=force)
+
+
+@app.command()
+def train(
+    config: Optional[Path] = ConfigOpt,
+    data: Path = typer.Option(..., help="Directory written by `transcli prepare`."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run directory (checkpoints, logs)."),
+    resume: bool = typer.Option(False, help="Continue the run in --out where it stopped."),
+    force: bool = typer.Option(False, help="Start afresh in an --out holding another run."),
+    max_steps: Optional[int] = typer.Option(None, help="Stop after this many updates."),
+    save_every: Optional[int] = typer.Option(None, help="Checkpoint every N updates."),
+    valid_every: Optional[int] = typer.Option(None, help="Validate every N updates."),
+    seed: Optional[int] = typer.Option(None, help="Random seed."),
+    device: Optional[str] = typer.Option(None, help="auto, cpu or cuda."),
+    sets: Optional[list[str]] = SetOpt,
+) -> None:
+    """Train the Transformer on a prepared dataset, with checkpoints and validation."""
+    from transcli.train import train as run_train
+
+    flags = {"train.max_steps": max_steps, "train.save_every": save_every,
+             "train.valid_every": valid_every, "train.seed": seed, "train.device": device}
+    cfg = _config(config, flags, sets)
+    run_train(cfg, data_dir=data, run_dir=out, resume=resume, force=force)
+
+
+@app.command()
+def translate(
+    model: Path = typer.Option(..., "--model", "-m", help="Run directory written by `train`."),
+    checkpoint: str = typer.Option("best", help="best, last, avg, or a checkpoint path."),
+    input: str = typer.Option("-", "--input", "-i", help="Input file, or - for stdin."),
+    output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
+    greedy: bool = typer.Option(False, help="Greedy search (same as --beam-size 1)."),
+    beam_size: Optional[int] = typer.Option(None, help="Beam width."),
+    length_penalty: Optional[float] = typer.Option(None, help="GNMT length penalty alpha."),
+    max_len_a: Optional[float] = typer.Option(None, help="Max length = a * source length + b."),
+    max_len_b: Optional[int] = typer.Option(None, help="Max length = a * source length + b."),
+    batch_tokens: Optional[int] = typer.Option(None, help="Source tokens per batch."),
+    n_best: Optional[int] = typer.Option(None, help="Hypotheses per line (TSV with scores)."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    sets: Optional[list[str]] = SetOpt,
+) -> None:
+    """Translate English lines to Spanish, in input order, from a file or stdin."""
+    from transcli.translate import translate_file
+
+    flags = {"decode.beam_size": 1 if greedy else beam_size,
+             "decode.length_penalty": length_penalty, "decode.max_len_a": max_len_a,
+             "decode.max_len_b": max_len_b, "decode.batch_tokens": batch_tokens,
+             "decode.n_best": n_best}
+    overrides = [f"{k}={_yaml_value(v)}" for k, v in flags.items() if v is not None]
+    translate_file(model, checkpoint, input, output, overrides + list(sets or []), device)
+
+
+@app.command()
+def evaluate(
+    ref: list[Path] = typer.Option(..., "--ref", "-r", help="Reference file (repeatable)."),
+    hyp: Optional[Path] = typer.Option(None, help="Hypotheses to score (instead of --model)."),
+    model: Optional[Path] = typer.Option(None, "--model", "-m", help="Run dir to translate with."),
+    src: Optional[Path] = typer.Option(None, help="Source file to translate (with --model)."),
+    checkpoint: str = typer.Option("best", help="best, last, avg, or a checkpoint path."),
+    beam_size: Optional[int] = typer.Option(None, help="Beam width (with --model)."),
+    hyp_out: Optional[Path] = typer.Option(None, help="Write the scored hypotheses here."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+) -> None:
+    """Score translations with sacreBLEU (BLEU, chrF), translating --src first with --model."""
+    from transcli.evaluate import evaluate_cli
+
+    evaluate_cli(ref=ref, hyp=hyp, model=model, src=src, checkpoint=checkpoint,
+                 beam_size=beam_size, hyp_out=hyp_out, as_json=json_out, device=device)
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as exc:
+        print(f"transcli: error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except BrokenPipeError:  # e.g. `transcli translate ... | head`
+        sys.stderr.close()
+        sys.exit(0)

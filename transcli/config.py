@@ -1,0 +1,355 @@
+"""Typed configuration: one dataclass per YAML section, strict loading, overrides.
+
+A config file has up to four sections (`model`, `data`, `train`, `decode`).
+Every key is checked against its dataclass: unknown keys (with a did-you-mean),
+wrong types and out-of-range values are `UserError`s naming the file and the key.
+`--set section.key=value` overrides are typed the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import yaml
+
+from transcli.errors import UserError
+
+
+@dataclass
+class ModelConfig:
+    """The Transformer's shape (Vaswani et al. 2017, table 3)."""
+
+    enc_layers: int = 6
+    dec_layers: int = 6
+    d_model: int = 512
+    d_ff: int = 2048
+    heads: int = 8
+    dropout: float = 0.1  # on embeddings+positions and on every sub-layer output
+    attn_dropout: float = 0.0  # on attention weights (the paper uses none)
+    pre_norm: bool = False  # False = the paper's post-norm: LayerNorm(x + Sublayer(x))
+    share_embeddings: bool = True  # one table for source and target (joint vocabulary)
+    tie_output: bool = True  # output projection = target embedding matrix
+    max_positions: int = 1024  # longest sequence the positional table covers
+
+    def validate(self) -> None:
+        for key in ("enc_layers", "dec_layers", "d_model", "d_ff", "heads", "max_positions"):
+            _require(getattr(self, key) >= 1, key, "must be at least 1")
+        _require(self.d_model % self.heads == 0, "d_model",
+                 f"{self.d_model} is not divisible by heads={self.heads}")
+        for key in ("dropout", "attn_dropout"):
+            _require(0.0 <= getattr(self, key) < 1.0, key, "must be in [0, 1)")
+
+
+@dataclass
+class SourceConfig:
+    """One parallel corpus: a file pair, a TSV file, or a Hugging Face dataset."""
+
+    src_file: Optional[str] = None
+    tgt_file: Optional[str] = None
+    tsv: Optional[str] = None
+    dataset: Optional[str] = None  # hub name, local data file, or save_to_disk directory
+    subset: Optional[str] = None  # hub config name, e.g. "en-es"
+    split: str = "train"
+    src_column: Optional[str] = None  # two text columns instead of a `translation` column
+    tgt_column: Optional[str] = None
+
+    def validate(self) -> None:
+        kinds = [self.src_file is not None or self.tgt_file is not None,
+                 self.tsv is not None, self.dataset is not None]
+        _require(sum(kinds) == 1, "src_file",
+                 "give exactly one of src_file+tgt_file, tsv or dataset")
+        if kinds[0]:
+            _require(self.src_file is not None and self.tgt_file is not None, "tgt_file",
+                     "src_file and tgt_file go together")
+        _require((self.src_column is None) == (self.tgt_column is None), "src_column",
+                 "src_column and tgt_column go together")
+
+
+@dataclass
+class DataConfig:
+    """What `prepare` reads, how it cleans and splits it, and the tokenizer it trains."""
+
+    src_lang: str = "en"
+    tgt_lang: str = "es"
+    train: list[SourceConfig] = field(default_factory=list)
+    valid: Optional[SourceConfig] = None  # None: carve `valid_size` pairs off train
+    test: Optional[SourceConfig] = None  # None: carve `test_size` pairs off train
+    valid_size: int = 1000
+    test_size: int = 1000
+    max_tokens: int = 200  # whitespace-separated words per side
+    max_chars: int = 1000  # characters per side
+    max_ratio: float = 3.0  # longer side / shorter side, in words
+    vocab_size: int = 32000
+    tokenizer: str = "unigram"  # sentencepiece model type: unigram or bpe
+    character_coverage: float = 1.0  # 1.0 keeps ¿ ¡ ñ and accents
+    input_sentence_size: int = 2_000_000  # sentences sampled to train sentencepiece
+    skip_invalid: bool = False  # skip (and count) malformed lines instead of failing
+    seed: int = 1
+    out: str = "prepared"
+
+    def validate(self) -> None:
+        for key in ("valid_size", "test_size"):
+            _require(getattr(self, key) >= 0, key, "must be >= 0")
+        for key in ("max_tokens", "max_chars", "input_sentence_size"):
+            _require(getattr(self, key) >= 1, key, "must be at least 1")
+        _require(self.max_ratio >= 1.0, "max_ratio", "must be >= 1")
+        _require(self.vocab_size >= 8, "vocab_size", "must be at least 8")
+        _require(self.tokenizer in ("unigram", "bpe"), "tokenizer", "must be unigram or bpe")
+        _require(0.0 < self.character_coverage <= 1.0, "character_coverage", "must be in (0, 1]")
+
+
+@dataclass
+class TrainConfig:
+    """The training recipe: batches, objective, optimiser, schedule, bookkeeping."""
+
+    batch_tokens: int = 25000  # per batch and per side, padding included
+    accum_steps: int = 1  # batches summed into one update
+    max_steps: int = 100_000
+    label_smoothing: float = 0.1
+    lr_factor: float = 1.0  # Noam: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+    warmup_steps: int = 4000
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.98
+    adam_eps: float = 1e-9
+    clip_grad_norm: float = 0.0  # 0 disables clipping
+    seed: int = 1
+    device: str = "auto"  # auto, cpu or cuda
+    precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32; CPU is fp32
+    compile: bool = False  # torch.compile the model
+    log_every: int = 100
+    valid_every: int = 1000
+    save_every: int = 1000
+    keep_last: int = 5  # last checkpoints kept besides the best
+    average_last: int = 5  # checkpoints averaged into `avg`
+    valid_bleu_lines: int = 500  # valid pairs decoded greedily for BLEU (0: none)
+    early_stop_metric: str = "bleu"  # bleu or loss
+    patience: int = 0  # validations without improvement before stopping (0: never)
+
+    def validate(self) -> None:
+        for key in ("batch_tokens", "accum_steps", "max_steps", "warmup_steps",
+                    "log_every", "valid_every", "save_every", "keep_last", "average_last"):
+            _require(getattr(self, key) >= 1, key, "must be at least 1")
+        _require(0.0 <= self.label_smoothing < 1.0, "label_smoothing", "must be in [0, 1)")
+        _require(self.lr_factor > 0, "lr_factor", "must be > 0")
+        _require(0.0 <= self.adam_beta1 < 1.0, "adam_beta1", "must be in [0, 1)")
+        _require(0.0 <= self.adam_beta2 < 1.0, "adam_beta2", "must be in [0, 1)")
+        _require(self.adam_eps > 0, "adam_eps", "must be > 0")
+        _require(self.clip_grad_norm >= 0, "clip_grad_norm", "must be >= 0")
+        _require(self.device in ("auto", "cpu", "cuda"), "device", "must be auto, cpu or cuda")
+        _require(self.precision in ("bf16", "fp16", "fp32"), "precision",
+                 "must be bf16, fp16 or fp32")
+        _require(self.valid_bleu_lines >= 0, "valid_bleu_lines", "must be >= 0")
+        _require(self.early_stop_metric in ("bleu", "loss"), "early_stop_metric",
+                 "must be bleu or loss")
+        _require(self.patience >= 0, "patience", "must be >= 0")
+
+
+@dataclass
+class DecodeConfig:
+    """Search settings for `translate` and `evaluate` (paper: beam 4, alpha 0.6, len + 50)."""
+
+    beam_size: int = 4  # 1 = greedy
+    length_penalty: float = 0.6  # GNMT alpha: score / ((5 + len) / 6) ** alpha
+    max_len_a: float = 1.0  # max target length = a * source length + b
+    max_len_b: int = 50
+    batch_tokens: int = 4096  # source tokens per batch (before beams)
+    n_best: int = 1
+
+    def validate(self) -> None:
+        _require(self.beam_size >= 1, "beam_size", "must be at least 1")
+        _require(self.length_penalty >= 0, "length_penalty", "must be >= 0")
+        _require(self.max_len_a >= 0, "max_len_a", "must be >= 0")
+        _require(self.max_len_b >= 1, "max_len_b", "must be at least 1")
+        _require(self.batch_tokens >= 1, "batch_tokens", "must be at least 1")
+        _require(1 <= self.n_best <= self.beam_size, "n_best", "must be in [1, beam_size]")
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+    def validate(self, origin: str = "config") -> None:
+        """Check every section; errors name `origin` and the dotted key."""
+        _validate_tree(self, origin, "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def fingerprint(self, *sections: str) -> str:
+        """A short hash of the given sections (all when none), for refusing mismatched runs."""
+        data = self.to_dict()
+        picked = {k: data[k] for k in (sections or data.keys())}
+        blob = json.dumps(picked, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class _Invalid(Exception):
+    """Raised by `validate()` methods; carries the key relative to its section."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+def _require(ok: bool, key: str, message: str) -> None:
+    if not ok:
+        raise _Invalid(key, message)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load_config(path: str | Path | None, overrides: list[str] | None = None) -> Config:
+    """Read a YAML config (or the defaults when `path` is None), apply `section.key=value`
+    overrides, and validate. Every problem is a `UserError` naming the file and key."""
+    origin = str(path) if path is not None else "defaults"
+    raw: dict[str, Any] = {}
+    if path is not None:
+        raw = _read_yaml(Path(path))
+    cfg = _build(Config, raw, origin, "")
+    for item in overrides or []:
+        apply_override(cfg, item)
+    cfg.validate(origin if not overrides else f"{origin} (with --set)")
+    return cfg
+
+
+def config_from_dict(raw: dict[str, Any], origin: str = "config") -> Config:
+    """Build and validate a Config from an already-parsed mapping (e.g. a run dir's copy)."""
+    cfg = _build(Config, raw, origin, "")
+    cfg.validate(origin)
+    return cfg
+
+
+def save_config(cfg: Config, path: str | Path) -> None:
+    """Write the resolved config as YAML that `load_config` reads back to equal values."""
+    text = yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def apply_override(cfg: Config, item: str) -> None:
+    """Apply one `section.key=value` (the value is parsed as YAML, then typed)."""
+    origin = "--set"
+    if "=" not in item:
+        raise UserError(f"{origin}: '{item}' is not of the form section.key=value")
+    dotted, text = item.split("=", 1)
+    parts = dotted.strip().split(".")
+    try:
+        value = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError:
+        value = text
+    target: Any = cfg
+    for depth, name in enumerate(parts):
+        where = ".".join(parts[: depth + 1])
+        if not dataclasses.is_dataclass(target):
+            raise UserError(f"{origin}: '{where}' does not name a setting")
+        fields = {f.name: f for f in dataclasses.fields(target)}
+        if name not in fields:
+            raise UserError(f"{origin}: unknown key '{where}'{_did_you_mean(name, fields)}")
+        if depth == len(parts) - 1:
+            hint = _resolved_hints(type(target))[name]
+            setattr(target, name, _coerce(value, hint, origin, where))
+        else:
+            target = getattr(target, name)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read config: {exc}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "malformed YAML"
+        raise UserError(f"{path}:{where}: malformed YAML: {problem}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: the top level must be a mapping of sections")
+    return raw
+
+
+def _build(cls: type, raw: Any, origin: str, prefix: str) -> Any:
+    """Turn a mapping into dataclass `cls`, checking keys and types recursively."""
+    if not isinstance(raw, dict):
+        raise UserError(f"{origin}: '{prefix or 'top level'}' must be a mapping, "
+                        f"got {_type_name(raw)}")
+    hints = _resolved_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    values = {}
+    for key, value in raw.items():
+        where = f"{prefix}{key}"
+        if key not in names:
+            raise UserError(f"{origin}: unknown key '{where}'{_did_you_mean(str(key), names)}")
+        values[key] = _coerce(value, hints[key], origin, where)
+    return cls(**values)
+
+
+def _coerce(value: Any, hint: Any, origin: str, where: str) -> Any:
+    """Check `value` against the type hint, converting only where lossless (int -> float)."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(value, inner[0], origin, where)
+    if typing.get_origin(hint) is list:
+        if not isinstance(value, list):
+            raise UserError(f"{origin}: '{where}' must be a list, got {_type_name(value)}")
+        return [_coerce(v, args[0], origin, f"{where}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, origin, f"{where}.")
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is float and isinstance(value, str):
+        try:  # YAML 1.1 reads 1e-9 (no dot) as a string
+            return float(value)
+        except ValueError:
+            pass
+    if isinstance(value, hint) and not (hint is int and isinstance(value, bool)):
+        return value
+    raise UserError(f"{origin}: '{where}' must be {hint.__name__}, "
+                    f"got {_type_name(value)} {value!r}")
+
+
+def _validate_tree(obj: Any, origin: str, prefix: str) -> None:
+    try:
+        if hasattr(obj, "validate") and not isinstance(obj, Config):
+            obj.validate()
+    except _Invalid as exc:
+        raise UserError(f"{origin}: '{prefix}{exc.key}' {exc}") from None
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        items = enumerate(value) if isinstance(value, list) else [(None, value)]
+        for i, item in items:
+            if dataclasses.is_dataclass(item):
+                sub = f"{prefix}{f.name}" + (f"[{i}]" if i is not None else "")
+                _validate_tree(item, origin, sub + ".")
+
+
+def _resolved_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _did_you_mean(name: str, candidates: Any) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

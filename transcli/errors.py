@@ -1,0 +1,10 @@
+"""The one exception type a user can cause.
+
+Library code raises `UserError` with a single line that says what is wrong and
+where (file, line, key). The CLI prints that line and exits non-zero; anything
+else is a bug and keeps its traceback.
+"""
+
+
+class UserError(Exception):
+    """A problem with the user's input, config or files, reported as one line."""
