@@ -1,0 +1,298 @@
+"""The Transformer of Vaswani et al. (2017), "Attention Is All You Need".
+
+Reading order follows the paper's section 3: embeddings scaled by sqrt(d_model)
+plus sinusoidal positions (3.4, 3.5), multi-head scaled dot-product attention
+(3.2), the position-wise feed-forward network (3.3), residual + LayerNorm around
+every sub-layer (3.1), encoder and decoder stacks, and the final linear +
+log-softmax. For decoding, `encode` runs once per batch and `step` feeds one new
+token per sequence, reusing cached keys/values (`DecoderState`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from transcli.config import ModelConfig
+from transcli.tokenizer import PAD_ID
+
+
+def sinusoidal_table(max_positions: int, d_model: int) -> Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same)."""
+    position = torch.arange(max_positions, dtype=torch.float32).unsqueeze(1)
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32)
+                         * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_positions, d_model)
+    table[:, 0::2] = torch.sin(position * inv_freq)
+    table[:, 1::2] = torch.cos(position * inv_freq)
+    return table
+
+
+class Embedding(nn.Module):
+    """Token embedding scaled by sqrt(d_model), plus the positional encoding, then dropout."""
+
+    def __init__(self, table: nn.Embedding, positions: Tensor, dropout: float):
+        super().__init__()
+        self.table = table
+        self.scale = math.sqrt(table.embedding_dim)
+        self.register_buffer("positions", positions, persistent=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
+        length = ids.size(1)
+        if offset + length > self.positions.size(0):
+            raise ValueError(f"sequence of {offset + length} tokens exceeds max_positions="
+                             f"{self.positions.size(0)}")
+        x = self.table(ids) * self.scale + self.positions[offset:offset + length]
+        return self.dropout(x)
+
+
+def split_heads(x: Tensor, heads: int) -> Tensor:
+    """[batch, time, d_model] -> [batch, heads, time, d_k]."""
+    batch, time, d_model = x.shape
+    return x.view(batch, time, heads, d_model // heads).transpose(1, 2)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """[batch, heads, time, d_k] -> [batch, time, d_model]."""
+    batch, heads, time, d_k = x.shape
+    return x.transpose(1, 2).reshape(batch, time, heads * d_k)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention; Q, K and V come from one fused projection."""
+
+    def __init__(self, d_model: int, heads: int, attn_dropout: float):
+        super().__init__()
+        self.heads = heads
+        self.attn_dropout = attn_dropout
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None, causal: bool = False,
+                cache: Optional[LayerCache] = None) -> Tensor:
+        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
+        if cache is not None:  # decoding: keys/values of earlier positions are reused
+            if cache.self_k is not None:
+                k = torch.cat([cache.self_k, k], dim=2)
+                v = torch.cat([cache.self_v, v], dim=2)
+            cache.self_k, cache.self_v = k, v
+        dropout = self.attn_dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
+                                           is_causal=causal)
+        return self.out(merge_heads(y))
+
+
+class CrossAttention(nn.Module):
+    """Encoder-decoder attention: queries from the decoder, keys/values from memory."""
+
+    def __init__(self, d_model: int, heads: int, attn_dropout: float):
+        super().__init__()
+        self.heads = heads
+        self.attn_dropout = attn_dropout
+        self.q = nn.Linear(d_model, d_model)
+        self.kv = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def memory_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values of the encoder output; computed once per batch when decoding."""
+        k, v = self.kv(memory).chunk(2, dim=-1)
+        return split_heads(k, self.heads), split_heads(v, self.heads)
+
+    def forward(self, x: Tensor, kv: tuple[Tensor, Tensor], mask: Tensor) -> Tensor:
+        q = split_heads(self.q(x), self.heads)
+        dropout = self.attn_dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, kv[0], kv[1], attn_mask=mask, dropout_p=dropout)
+        return self.out(merge_heads(y))
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position alike."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.inner = nn.Linear(d_model, d_ff)
+        self.outer = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.outer(F.relu(self.inner(x)))
+
+
+class Sublayer(nn.Module):
+    """Residual connection with dropout: LayerNorm(x + Dropout(f(x))) as in the paper,
+    or x + Dropout(f(LayerNorm(x))) with pre_norm (more stable for deep stacks)."""
+
+    def __init__(self, d_model: int, dropout: float, pre_norm: bool):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def forward(self, x: Tensor, f: Callable[[Tensor], Tensor]) -> Tensor:
+        if self.pre_norm:
+            return x + self.dropout(f(self.norm(x)))
+        return self.norm(x + self.dropout(f(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.self_attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        self.sub = nn.ModuleList(Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm)
+                                 for _ in range(2))
+
+    def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
+        x = self.sub[0](x, lambda h: self.self_attn(h, mask=src_mask))
+        return self.sub[1](x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.self_attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
+        self.cross_attn = CrossAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        self.sub = nn.ModuleList(Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm)
+                                 for _ in range(3))
+
+    def forward(self, y: Tensor, memory_kv: tuple[Tensor, Tensor], src_mask: Tensor,
+                cache: Optional[LayerCache] = None) -> Tensor:
+        # Training sees the whole target at once, so causality comes from the mask;
+        # a cached decoding step holds only the newest position and needs none.
+        causal = cache is None
+        y = self.sub[0](y, lambda h: self.self_attn(h, causal=causal, cache=cache))
+        y = self.sub[1](y, lambda h: self.cross_attn(h, memory_kv, src_mask))
+        return self.sub[2](y, self.ffn)
+
+
+@dataclass
+class Memory:
+    """The encoder output and the mask of its real (non-pad) positions."""
+
+    states: Tensor  # [batch, src_len, d_model]
+    mask: Tensor  # [batch, 1, 1, src_len], True where a key may be attended to
+
+
+@dataclass
+class LayerCache:
+    """One decoder layer's keys/values: self-attention grows a step at a time,
+    cross-attention is fixed for the whole decode."""
+
+    cross_k: Tensor
+    cross_v: Tensor
+    self_k: Optional[Tensor] = None
+    self_v: Optional[Tensor] = None
+
+
+@dataclass
+class DecoderState:
+    """Everything a decoding step needs besides the newest token."""
+
+    layers: list[LayerCache]
+    src_mask: Tensor
+    position: int = 0  # target tokens fed so far
+
+    def reorder(self, index: Tensor) -> None:
+        """Select / repeat batch rows, e.g. to follow surviving beams or expand to beams."""
+        self.src_mask = self.src_mask.index_select(0, index)
+        for cache in self.layers:
+            for name in ("cross_k", "cross_v", "self_k", "self_v"):
+                value = getattr(cache, name)
+                if value is not None:
+                    setattr(cache, name, value.index_select(0, index))
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer over one joint source/target vocabulary."""
+
+    def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int = PAD_ID):
+        super().__init__()
+        self.cfg = cfg
+        self.pad_id = pad_id
+        self.vocab_size = vocab_size
+        positions = sinusoidal_table(cfg.max_positions, cfg.d_model)
+        tgt_table = nn.Embedding(vocab_size, cfg.d_model, padding_idx=pad_id)
+        src_table = tgt_table if cfg.share_embeddings else nn.Embedding(
+            vocab_size, cfg.d_model, padding_idx=pad_id)
+        self.src_embed = Embedding(src_table, positions, cfg.dropout)
+        self.tgt_embed = Embedding(tgt_table, positions, cfg.dropout)
+        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
+        # Pre-norm leaves the residual stream un-normalised: normalise each stack's output.
+        self.enc_norm = nn.LayerNorm(cfg.d_model) if cfg.pre_norm else nn.Identity()
+        self.dec_norm = nn.LayerNorm(cfg.d_model) if cfg.pre_norm else nn.Identity()
+        self.generator = None if cfg.tie_output else nn.Linear(cfg.d_model, vocab_size,
+                                                               bias=False)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """Xavier for projections; N(0, d^-1/2) for embeddings, so that embeddings
+        scaled by sqrt(d) have unit variance and tied-output logits start near unit
+        variance: the first loss is about ln(V), not tens."""
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        std = self.cfg.d_model ** -0.5
+        tables = {id(e.table): e.table for e in (self.src_embed, self.tgt_embed)}
+        for table in tables.values():
+            nn.init.normal_(table.weight, std=std)
+            with torch.no_grad():
+                table.weight[self.pad_id].zero_()
+        if self.generator is not None:
+            nn.init.normal_(self.generator.weight, std=std)
+
+    # ------------------------------------------------------------------ training path
+
+    def encode(self, src: Tensor) -> Memory:
+        """src: [batch, src_len] token ids (padded with pad_id) -> encoder memory."""
+        mask = (src != self.pad_id)[:, None, None, :]
+        x = self.src_embed(src)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return Memory(self.enc_norm(x), mask)
+
+    def decode(self, tgt_in: Tensor, memory: Memory) -> Tensor:
+        """Teacher-forced decoder: tgt_in [batch, tgt_len] -> log-probs [batch, tgt_len, V]."""
+        y = self.tgt_embed(tgt_in)
+        for layer in self.decoder:
+            y = layer(y, layer.cross_attn.memory_kv(memory.states), memory.mask)
+        return self.log_probs(self.dec_norm(y))
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        return self.decode(tgt_in, self.encode(src))
+
+    def log_probs(self, hidden: Tensor) -> Tensor:
+        """The final linear layer (tied to the target embedding by default) + log-softmax."""
+        weight = (self.tgt_embed.table.weight if self.generator is None
+                  else self.generator.weight)
+        return F.log_softmax(F.linear(hidden, weight).float(), dim=-1)
+
+    # ------------------------------------------------------------------ decoding path
+
+    def start_decoding(self, memory: Memory) -> DecoderState:
+        """Compute every layer's cross-attention keys/values once for the whole decode."""
+        layers = [LayerCache(*layer.cross_attn.memory_kv(memory.states))
+                  for layer in self.decoder]
+        return DecoderState(layers, memory.mask)
+
+    def step(self, tokens: Tensor, state: DecoderState) -> Tensor:
+        """Feed the newest token of each sequence ([batch]); returns log-probs [batch, V]
+        for the next one. Costs one position per layer: earlier keys/values are cached."""
+        y = self.tgt_embed(tokens[:, None], offset=state.position)
+        for layer, cache in zip(self.decoder, state.layers):
+            y = layer(y, (cache.cross_k, cache.cross_v), state.src_mask, cache=cache)
+        state.position += 1
+        return self.log_probs(self.dec_norm(y))[:, 0]
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters, each tied tensor counted once."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
