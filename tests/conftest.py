@@ -1,0 +1,77 @@
+"""Shared fixtures: a tiny real sentencepiece model and an untrained tiny run dir.
+
+Real components, only small: tests exercise the same tokenizer and model code
+that users run, in well under a second each.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+import torch
+
+from transcli.checkpoint import CONFIG_FILE, save_weights, step_path
+from transcli.config import load_config, save_config
+from transcli.model import Transformer
+from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID, TOKENIZER_FILE, UNK_ID, Tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY_CONFIG = ROOT / "configs" / "tiny.yaml"
+
+# A few pairs written for the tests (the shipped corpus lives in data/sample).
+PAIRS = [
+    ("I like trees.", "Me gustan los árboles."),
+    ("Where is the station?", "¿Dónde está la estación?"),
+    ("What a beautiful day!", "¡Qué día tan bonito!"),
+    ("The boy eats an apple.", "El niño come una manzana."),
+    ("We live in a small town.", "Vivimos en un pueblo pequeño."),
+    ("My sister has two cats.", "Mi hermana tiene dos gatos."),
+    ("It is raining in the mountains.", "Está lloviendo en las montañas."),
+    ("Tomorrow we will go to the beach.", "Mañana iremos a la playa."),
+    ("Do you want some coffee?", "¿Quieres un poco de café?"),
+    ("The teacher opened the window.", "La profesora abrió la ventana."),
+    ("They are reading a long book.", "Están leyendo un libro largo."),
+    ("I don't understand the question.", "No entiendo la pregunta."),
+    ("The shop closes at eight.", "La tienda cierra a las ocho."),
+    ("Our grandmother makes bread on Sundays.", "Nuestra abuela hace pan los domingos."),
+    ("Please speak more slowly.", "Por favor, habla más despacio."),
+    ("The dog sleeps under the table.", "El perro duerme debajo de la mesa."),
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 120-piece joint sentencepiece model with transcli's fixed special ids."""
+    folder = tmp_path_factory.mktemp("spm")
+    text = [s for pair in PAIRS for s in pair] * 4
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.Train(
+        sentence_iterator=iter(text), model_writer=model, vocab_size=120,
+        character_coverage=1.0, pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+        hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    path = folder / TOKENIZER_FILE
+    path.write_bytes(model.getvalue())
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tiny_spm: Path) -> Tokenizer:
+    return Tokenizer(tiny_spm)
+
+
+@pytest.fixture
+def tiny_run_dir(tmp_path: Path, tiny_spm: Path) -> Path:
+    """An untrained tiny run dir (config, tokenizer, one checkpoint), seeded so
+    every test that uses it sees the same weights."""
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = load_config(TINY_CONFIG)
+    save_config(cfg, run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(tiny_spm.read_bytes())
+    torch.manual_seed(0)
+    model = Transformer(cfg.model, Tokenizer(tiny_spm).vocab_size)
+    save_weights(model, step_path(run, 0))
+    return run
