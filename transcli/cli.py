@@ -58,9 +58,9 @@ def prepare(
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Read a parallel corpus, clean and split it, train sentencepiece, encode everything."""
+    cfg = _config(config, {"data.out": out, "data.skip_invalid": skip_invalid or None}, sets)
     from transcli.prepare import prepare as run_prepare, source_from_flags
 
-    cfg = _config(config, {"data.out": out, "data.skip_invalid": skip_invalid or None}, sets)
     source = source_from_flags(src_file, tgt_file, tsv, dataset, subset, split)
     if source is not None:
         cfg.data.train = [source]
@@ -82,11 +82,11 @@ def train(
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Train the Transformer on a prepared dataset, with checkpoints and validation."""
-    from transcli.train import train as run_train
-
     flags = {"train.max_steps": max_steps, "train.save_every": save_every,
              "train.valid_every": valid_every, "train.seed": seed, "train.device": device}
     cfg = _config(config, flags, sets)
+    from transcli.train import train as run_train
+
     run_train(cfg, data_dir=data, run_dir=out, resume=resume, force=force)
 
 

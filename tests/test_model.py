@@ -1,0 +1,156 @@
+"""The Transformer: size, causality, padding, cached decoding, gradients, first loss."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from transcli.config import ModelConfig, load_config
+from transcli.model import Transformer, count_parameters
+from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+ROOT = Path(__file__).resolve().parent.parent
+VOCAB = 97
+
+
+def tiny(**changes: object) -> ModelConfig:
+    cfg = ModelConfig(enc_layers=2, dec_layers=2, d_model=32, d_ff=64, heads=4,
+                      dropout=0.0, max_positions=64)
+    for key, value in changes.items():
+        setattr(cfg, key, value)
+    return cfg
+
+
+def model_for(cfg: ModelConfig, seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(cfg, VOCAB).eval()
+
+
+def batch(seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, VOCAB, (3, 9), generator=g)
+    src[:, -1] = EOS_ID
+    tgt = torch.randint(4, VOCAB, (3, 7), generator=g)
+    tgt[:, 0] = BOS_ID
+    return src, tgt
+
+
+def analytic_count(vocab: int, d: int, d_ff: int, n_enc: int, n_dec: int) -> int:
+    """Weights + biases of the paper's base model with one tied embedding matrix."""
+    attention = 4 * (d * d + d)  # W_Q, W_K, W_V, W_O
+    ffn = d * d_ff + d_ff + d_ff * d + d
+    norm = 2 * d
+    encoder_layer = attention + ffn + 2 * norm
+    decoder_layer = 2 * attention + ffn + 3 * norm
+    return vocab * d + n_enc * encoder_layer + n_dec * decoder_layer
+
+
+def test_base_parameter_count_matches_the_analytic_count() -> None:
+    cfg = load_config(ROOT / "configs" / "base.yaml").model
+    model = Transformer(cfg, 32000)
+    expected = analytic_count(32000, 512, 2048, 6, 6)
+    assert count_parameters(model) == expected == 60_522_496
+
+
+def test_untying_adds_exactly_the_extra_matrices() -> None:
+    tied = count_parameters(model_for(tiny()))
+    untied = count_parameters(model_for(tiny(share_embeddings=False, tie_output=False)))
+    pre = count_parameters(model_for(tiny(pre_norm=True)))
+    assert untied - tied == 2 * VOCAB * 32
+    assert pre - tied == 2 * 2 * 32  # final LayerNorm after each stack
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_decoder_is_causal(pre_norm: bool) -> None:
+    model = model_for(tiny(pre_norm=pre_norm))
+    src, tgt = batch()
+    before = model(src, tgt)
+    changed = tgt.clone()
+    changed[:, 4] = (changed[:, 4] + 1 - 4) % (VOCAB - 4) + 4
+    after = model(src, changed)
+    assert torch.allclose(before[:, :4], after[:, :4], atol=1e-6)
+    assert not torch.allclose(before[:, 4:], after[:, 4:], atol=1e-3)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_padding_leaves_real_positions_unchanged(pre_norm: bool) -> None:
+    model = model_for(tiny(pre_norm=pre_norm))
+    src, tgt = batch()
+    plain = model(src, tgt)
+    pad_src = torch.cat([src, torch.full((3, 5), PAD_ID)], dim=1)
+    pad_tgt = torch.cat([tgt, torch.full((3, 4), PAD_ID)], dim=1)
+    padded = model(pad_src, pad_tgt)
+    assert torch.allclose(plain, padded[:, :7], atol=1e-5)
+
+
+def test_source_padding_is_masked_not_attended() -> None:
+    """Changing what sits under the pad positions must not matter: the mask, not the
+    pad embedding being zero, is what hides them."""
+    model = model_for(tiny())
+    src, tgt = batch()
+    src[:, 6:] = PAD_ID
+    memory = model.encode(src)
+    out = model.decode(tgt, memory)
+    memory.states[:, 6:] = 1e3
+    assert torch.allclose(out, model.decode(tgt, memory), atol=1e-5)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_cached_steps_reproduce_the_full_forward(pre_norm: bool) -> None:
+    model = model_for(tiny(pre_norm=pre_norm))
+    src, tgt = batch()
+    src[0, 5:] = PAD_ID
+    full = model(src, tgt)
+    with torch.inference_mode():
+        state = model.start_decoding(model.encode(src))
+        steps = torch.stack([model.step(tgt[:, t], state) for t in range(tgt.size(1))], dim=1)
+    assert state.position == tgt.size(1)
+    assert (full - steps).abs().max().item() <= 1e-5
+
+
+def test_reorder_follows_the_selected_rows() -> None:
+    model = model_for(tiny())
+    src, tgt = batch()
+    index = torch.tensor([2, 2, 0])
+    with torch.inference_mode():
+        state = model.start_decoding(model.encode(src))
+        for t in range(3):
+            model.step(tgt[:, t], state)
+        state.reorder(index)
+        reordered = model.step(tgt[index, 3], state)
+        fresh = model.start_decoding(model.encode(src[index]))
+        for t in range(4):
+            expected = model.step(tgt[index, t], fresh)
+    assert torch.allclose(reordered, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("changes", [{}, {"pre_norm": True},
+                                     {"share_embeddings": False, "tie_output": False}])
+def test_every_parameter_gets_a_gradient(changes: dict) -> None:
+    model = model_for(tiny(dropout=0.1, **changes)).train()
+    src, tgt = batch()
+    model(src, tgt).mean().backward()
+    missing = [name for name, p in model.named_parameters()
+               if p.grad is None or not torch.any(p.grad != 0)]
+    assert missing == []
+
+
+def test_first_loss_is_near_log_vocab() -> None:
+    cfg = load_config(ROOT / "configs" / "small.yaml").model
+    torch.manual_seed(0)
+    vocab = 8000
+    model = Transformer(cfg, vocab).eval()
+    src = torch.randint(4, vocab, (8, 20))
+    tgt = torch.randint(4, vocab, (8, 21))
+    log_probs = model(src, tgt[:, :-1])
+    loss = torch.nn.functional.nll_loss(log_probs.reshape(-1, vocab), tgt[:, 1:].reshape(-1))
+    assert abs(loss.item() - math.log(vocab)) < 1.5
+
+
+def test_too_long_sequence_is_an_error_not_a_wrong_answer() -> None:
+    model = model_for(tiny(max_positions=8))
+    with pytest.raises(ValueError, match="max_positions"):
+        model(torch.full((1, 9), 5), torch.full((1, 3), 5))
