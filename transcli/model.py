@@ -259,11 +259,14 @@ class Transformer(nn.Module):
             x = layer(x, mask)
         return Memory(self.enc_norm(x), mask)
 
-    def decode(self, tgt_in: Tensor, memory: Memory) -> Tensor:
-        """Teacher-forced decoder: tgt_in [batch, tgt_len] -> log-probs [batch, tgt_len, V]."""
+    def decode(self, tgt_in: Tensor, memory: Memory, last_only: bool = False) -> Tensor:
+        """Teacher-forced decoder: tgt_in [batch, tgt_len] -> log-probs [batch, tgt_len, V].
+        `last_only` projects just the final position (uncached reference decoding)."""
         y = self.tgt_embed(tgt_in)
         for layer in self.decoder:
             y = layer(y, layer.cross_attn.memory_kv(memory.states), memory.mask)
+        if last_only:
+            y = y[:, -1:]
         return self.log_probs(self.dec_norm(y))
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
