@@ -113,6 +113,7 @@ class TrainConfig:
     batch_tokens: int = 25000  # per batch and per side, padding included
     accum_steps: int = 1  # batches summed into one update
     max_steps: int = 100_000
+    max_minutes: float = 0.0  # also stop (and save) after this much wall time; 0: no limit
     label_smoothing: float = 0.1
     lr_factor: float = 1.0  # Noam: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
     warmup_steps: int = 4000
@@ -137,6 +138,7 @@ class TrainConfig:
         for key in ("batch_tokens", "accum_steps", "max_steps", "warmup_steps",
                     "log_every", "valid_every", "save_every", "keep_last", "average_last"):
             _require(getattr(self, key) >= 1, key, "must be at least 1")
+        _require(self.max_minutes >= 0, "max_minutes", "must be >= 0")
         _require(0.0 <= self.label_smoothing < 1.0, "label_smoothing", "must be in [0, 1)")
         _require(self.lr_factor > 0, "lr_factor", "must be > 0")
         _require(0.0 <= self.adam_beta1 < 1.0, "adam_beta1", "must be in [0, 1)")
