@@ -1,0 +1,232 @@
+"""`transcli evaluate` and `score`: the figures are the `sacrebleu` command's own.
+
+Each comparison runs the real `sacrebleu` command and `transcli evaluate` on the
+same files, including the awkward ones (CRLF, no final newline, byte-order mark,
+empty lines, several references), and asks for identical numbers and signatures.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from transcli.errors import UserError
+from transcli.evaluate import evaluate_cli, read_lines, score
+
+SACREBLEU = Path(sys.executable).with_name("sacrebleu")
+METRICS = {"BLEU": "bleu", "chrF2": "chrf", "TER": "ter"}
+
+HYP = ("El gato está en la mesa.\nMe gusta los árboles.\n\n"
+       "¿Dónde está la estación?\nMañana vamos a la playa con mi niña.\n")
+REF_A = ("El gato está sobre la mesa.\nMe gustan los árboles.\n\n"
+         "¿Dónde está la estación?\nMañana iremos a la playa con mi niña.\n")
+REF_B = ("Hay un gato en la mesa.\nMe gustan los árboles.\nHola.\n"
+         "¿Dónde queda la estación?\nMañana vamos a ir a la playa con mi hija.\n")
+
+CASES = {
+    "one reference, accents and an empty line": (HYP, [REF_A]),
+    "two references": (HYP, [REF_A, REF_B]),
+    "three references": (HYP, [REF_A, REF_B, REF_A.upper()]),
+    # CRLF endings, no final newline, trailing blanks, a BOM, a lone CR and a
+    # Unicode line separator inside lines: sacrebleu splits on '\n' only.
+    "awkward bytes": ("\ufeffEl gato está en la mesa. \r\nMe gusta\rlos árboles.\t\r\n"
+                      "\r\n¿Dónde\u2028está la estación?\r\n  Mañana vamos a la playa.",
+                      [REF_A, "El gato\r\nMe gustan los árboles.\r\n \r\n"
+                              "¿Dónde está?\u2028\r\nMañana iremos a la playa.\r\n"]),
+}
+
+
+def transcli(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "transcli", *map(str, args)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def sacrebleu_json(refs: list[Path], hyp: Path) -> dict[str, dict]:
+    """The `sacrebleu` command's scores (4 decimals) and signatures, by metric key."""
+    result = subprocess.run(
+        [str(SACREBLEU), *map(str, refs), "-i", str(hyp), "-m", "bleu", "chrf", "ter",
+         "-w", "4", "--format", "json"], capture_output=True, text=True, check=True,
+        timeout=60)
+    return {METRICS[entry["name"]]: entry for entry in json.loads(result.stdout)}
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+@pytest.mark.parametrize("hyp_text, ref_texts", CASES.values(), ids=CASES.keys())
+def test_json_figures_equal_the_sacrebleu_command(tmp_path: Path, hyp_text: str,
+                                                  ref_texts: list[str]) -> None:
+    hyp = write(tmp_path / "hyp.es", hyp_text)
+    refs = [write(tmp_path / f"ref{i}.es", text) for i, text in enumerate(ref_texts)]
+    result = transcli("evaluate", "--hyp", hyp, *[a for r in refs for a in ("--ref", r)],
+                      "--json")
+    assert result.returncode == 0, result.stderr
+    ours = json.loads(result.stdout)
+    theirs = sacrebleu_json(refs, hyp)
+    assert set(theirs) == {"bleu", "chrf", "ter"}
+    for key, entry in theirs.items():
+        assert f"{ours[key]:.4f}" == f"{entry['score']:.4f}", key
+        assert ours["signatures"][key] == entry["signature"], key
+    assert ours["nrefs"] == len(refs)
+    assert ours["lines"] == hyp_text.count("\n") + (not hyp_text.endswith("\n"))
+
+
+def test_gzipped_reference_is_read_like_sacrebleu(tmp_path: Path) -> None:
+    hyp = write(tmp_path / "hyp.es", HYP)
+    ref = tmp_path / "ref.es.gz"
+    ref.write_bytes(gzip.compress(REF_A.encode("utf-8")))
+    result = transcli("evaluate", "--hyp", hyp, "--ref", ref, "--json")
+    assert result.returncode == 0, result.stderr
+    assert f"{json.loads(result.stdout)['bleu']:.4f}" == \
+        f"{sacrebleu_json([ref], hyp)['bleu']['score']:.4f}"
+
+
+def test_text_output_has_one_line_per_metric_with_its_signature(tmp_path: Path) -> None:
+    hyp = write(tmp_path / "hyp.es", HYP)
+    ref = write(tmp_path / "ref.es", REF_A)
+    result = transcli("evaluate", "--hyp", hyp, "--ref", ref)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert [line.split(" = ")[0] for line in lines] == ["BLEU", "chrF2", "TER"]
+    assert "(signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in lines[0]
+    theirs = sacrebleu_json([ref], hyp)
+    assert lines[1].startswith(f"chrF2 = {theirs['chrf']['score']:.1f}  (signature: ")
+
+
+def run_error(*args: str | Path) -> str:
+    """The single stderr line of a failing `transcli evaluate`."""
+    result = transcli("evaluate", *args)
+    assert result.returncode == 1
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("transcli: error: ")
+    return lines[0]
+
+
+def test_missing_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    ref = write(tmp_path / "ref.es", REF_A)
+    message = run_error("--hyp", tmp_path / "absent.es", "--ref", ref)
+    assert "absent.es" in message and "No such file" in message
+    message = run_error("--hyp", ref, "--ref", ref, "--ref", tmp_path / "gone.es")
+    assert "gone.es" in message
+
+
+def test_mismatched_line_counts_name_both_files_and_counts(tmp_path: Path) -> None:
+    hyp = write(tmp_path / "hyp.es", "uno\ndos\n")
+    ref = write(tmp_path / "ref.es", REF_A)
+    ok = write(tmp_path / "ok.es", "uno\ndos")  # no final newline: still 2 lines
+    message = run_error("--hyp", hyp, "--ref", ok, "--ref", ref)
+    assert "hyp.es has 2 lines" in message and "ref.es has 5" in message
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path: Path) -> None:
+    hyp = tmp_path / "hyp.es"
+    hyp.write_bytes(b"bien\nel a\xf1o\n")  # Latin-1, not UTF-8
+    ref = write(tmp_path / "ref.es", "bien\nel año\n")
+    message = run_error("--hyp", hyp, "--ref", ref)
+    assert "hyp.es: line 2 is not valid UTF-8" in message
+
+
+def call(**options: object) -> None:
+    """evaluate_cli with the CLI's defaults, overridden by `options`."""
+    arguments: dict[str, object] = dict(ref=[], hyp=None, model=None, src=None,
+                                        checkpoint="best", beam_size=None, hyp_out=None,
+                                        as_json=True, device="cpu")
+    evaluate_cli(**{**arguments, **options})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({}, "give --hyp FILE to score, or --model RUN_DIR --src FILE"),
+    ({"hyp": Path("h"), "model": Path("m")}, "not both"),
+    ({"model": Path("m")}, "--model needs --src FILE"),
+    ({"hyp": Path("h"), "src": Path("s")}, "--src only applies with --model"),
+    ({"hyp": Path("h"), "beam_size": 5}, "--beam-size only applies with --model"),
+    ({"hyp": Path("h"), "hyp_out": Path("o")}, "--hyp-out only applies with --model"),
+])
+def test_option_combinations(options: dict, expected: str) -> None:
+    with pytest.raises(UserError, match=expected.replace("-", r"\-")):
+        call(ref=[Path("r")], **options)
+
+
+def test_empty_files_have_nothing_to_score(tmp_path: Path) -> None:
+    empty = write(tmp_path / "empty.es", "")
+    with pytest.raises(UserError, match="empty.es: no lines to score"):
+        call(ref=[empty], hyp=empty)
+
+
+def test_model_mode_translates_src_and_writes_hyp_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The wiring of --model (source reading, overrides, --hyp-out), with a stand-in
+    for `translate_lines`; the end-to-end run with a trained model is an integration test."""
+    calls = []
+
+    def translate_lines(run_dir: Path, checkpoint: str, lines: list[str],
+                        overrides: list[str], device: str) -> list[str]:
+        calls.append((run_dir, checkpoint, lines, overrides, device))
+        return {"I like trees.": ["Me gustan los árboles. "], "": [""]}[lines[0]] + \
+            ["El perro duerme."] * (len(lines) - 1)
+
+    monkeypatch.setitem(sys.modules, "transcli.translate",
+                        types.SimpleNamespace(translate_lines=translate_lines))
+    src = tmp_path / "src.en"
+    src.write_bytes(b"\xef\xbb\xbfI like trees.\r\nThe dog sleeps.\r\n")
+    ref = write(tmp_path / "ref.es", "Me gustan los árboles.\nEl perro duerme.\n")
+    out = tmp_path / "hyp.es"
+    call(ref=[ref], model=tmp_path / "run", src=src, checkpoint="last", beam_size=3,
+         hyp_out=out, device="cpu")
+    assert calls == [(tmp_path / "run", "last", ["I like trees.", "The dog sleeps."],
+                      ["decode.n_best=1", "decode.beam_size=3"], "cpu")]
+    assert out.read_text(encoding="utf-8") == "Me gustan los árboles. \nEl perro duerme.\n"
+    report = json.loads(capsys.readouterr().out)
+    assert report["bleu"] == pytest.approx(100.0) and report["hyp"] == str(out)
+    assert report["src"] == str(src) and report["checkpoint"] == "last"
+
+
+def test_model_mode_checks_line_counts_before_translating(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "transcli.translate", types.SimpleNamespace())
+    src = write(tmp_path / "src.en", "one\ntwo\nthree\n")
+    ref = write(tmp_path / "ref.es", "uno\ndos\n")
+    with pytest.raises(UserError, match="src.en has 3 lines, .*ref.es has 2"):
+        call(ref=[ref], model=tmp_path / "run", src=src)
+
+
+def test_score_matches_sacrebleu_api_and_can_skip_ter() -> None:
+    from sacrebleu.metrics import BLEU, CHRF
+
+    hyps, refs = HYP.splitlines(), [REF_A.splitlines(), REF_B.splitlines()]
+    scores = score(hyps, refs, ter=False)
+    assert scores.bleu == BLEU().corpus_score(hyps, refs).score
+    assert scores.chrf == CHRF().corpus_score(hyps, refs).score
+    assert scores.ter is None and set(scores.metrics) == {"bleu", "chrf"}
+    assert (scores.lines, scores.nrefs) == (5, 2)
+    assert scores.metrics["bleu"].with_signature().startswith("BLEU|nrefs:2|case:mixed|")
+
+
+def test_score_rejects_empty_or_misaligned_input() -> None:
+    with pytest.raises(ValueError):
+        score([], [[]])
+    with pytest.raises(ValueError):
+        score(["a", "b"], [["a"]])
+    with pytest.raises(ValueError):
+        score(["a"], [])
+
+
+def test_read_lines_splits_on_newline_only(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes("a\r\n\nb\u2028c\x0cd\re".encode("utf-8"))
+    assert read_lines(path) == ["a\r", "", "b\u2028c\x0cd\re"]
+    path.write_bytes(b"\n")
+    assert read_lines(path) == [""]
+    path.write_bytes(b"")
+    assert read_lines(path) == []
