@@ -51,8 +51,14 @@ def prepare(
         "or save_to_disk directory."),
     subset: Optional[str] = typer.Option(None, help="Dataset configuration, e.g. en-es."),
     split: Optional[str] = typer.Option(None, help="Dataset split (default: train)."),
+    src_column: Optional[str] = typer.Option(
+        None, help="Dataset column holding English (default: a `translation` column, else 'en')."),
+    tgt_column: Optional[str] = typer.Option(
+        None, help="Dataset column holding Spanish (default: a `translation` column, else 'es')."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory."),
-    force: bool = typer.Option(False, help="Overwrite an output dir holding other files."),
+    force: bool = typer.Option(
+        False, help="Write into a non-empty --out: replaces an earlier prepare's files, "
+        "never deletes others."),
     skip_invalid: bool = typer.Option(
         False, help="Skip and count malformed lines instead of stopping."),
     sets: Optional[list[str]] = SetOpt,
@@ -61,7 +67,8 @@ def prepare(
     cfg = _config(config, {"data.out": out, "data.skip_invalid": skip_invalid or None}, sets)
     from transcli.prepare import prepare as run_prepare, source_from_flags
 
-    source = source_from_flags(src_file, tgt_file, tsv, dataset, subset, split)
+    source = source_from_flags(src_file, tgt_file, tsv, dataset, subset, split,
+                               src_column, tgt_column)
     if source is not None:
         cfg.data.train = [source]
     run_prepare(cfg, Path(cfg.data.out), force=force)

@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -104,6 +105,10 @@ class DataConfig:
         _require(self.vocab_size >= 8, "vocab_size", "must be at least 8")
         _require(self.tokenizer in ("unigram", "bpe"), "tokenizer", "must be unigram or bpe")
         _require(0.0 < self.character_coverage <= 1.0, "character_coverage", "must be in (0, 1]")
+        for key in ("src_lang", "tgt_lang"):  # they name files: valid.en, valid.es
+            _require(bool(re.fullmatch(r"[A-Za-z0-9_-]+", getattr(self, key))), key,
+                     "must be a language code (letters, digits, _ or -)")
+        _require(self.src_lang != self.tgt_lang, "tgt_lang", "must differ from src_lang")
 
 
 @dataclass

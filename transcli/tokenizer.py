@@ -6,9 +6,11 @@ rather than read back from each model.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable, Iterator, Sequence
 
+import numpy as np
 import sentencepiece as spm
 
 from transcli.errors import UserError
@@ -19,6 +21,12 @@ BOS_ID = 2
 EOS_ID = 3
 
 TOKENIZER_FILE = "spm.model"  # name of the model file inside prepared and run dirs
+VOCAB_FILE = "spm.vocab"  # human-readable piece list written beside it
+
+# The trainer's result depends on its thread count (each thread sums its own share
+# of the EM statistics), so it is fixed: the same corpus gives the same model bytes
+# on any machine. Encoding does not depend on it and uses every core.
+TRAIN_THREADS = 2
 
 
 class Tokenizer:
@@ -49,3 +57,73 @@ class Tokenizer:
         """Text from ids; special ids (pad/bos/eos) are dropped."""
         cleaned = [[i for i in seq if i > EOS_ID or i == UNK_ID] for seq in ids]
         return self.sp.Decode(cleaned)
+
+
+def train_tokenizer(
+    files: Sequence[Path], out_dir: Path, *, vocab_size: int, model_type: str,
+    character_coverage: float, input_sentence_size: int, seed: int,
+    max_sentence_length: int = 4192,
+) -> dict[str, Any]:
+    """Train the joint sentencepiece model on every line of `files`; write
+    `spm.model` and `spm.vocab` into `out_dir`; return the settings for the manifest.
+
+    Reproducible by construction: sentencepiece's own sampling is not seeded
+    reliably, so when the files hold more than `input_sentence_size` lines we pick
+    that many here (seeded, in file order); sentences arrive through an iterator
+    and the model through a buffer, so no temp path ends up inside the model.
+    Text is already NFC and whitespace-normalised, so the model normalises
+    nothing (`identity`) and decode(encode(s)) == s for every covered character.
+    """
+    total = sum(_count_lines(path) for path in files)
+    keep = _sample_mask(total, input_sentence_size, seed)
+    settings: dict[str, Any] = dict(
+        vocab_size=vocab_size, model_type=model_type, character_coverage=character_coverage,
+        input_sentence_size=input_sentence_size, shuffle_input_sentence=True,
+        pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+        normalization_rule_name="identity", hard_vocab_limit=False,
+        max_sentence_length=max_sentence_length, num_threads=TRAIN_THREADS)
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.Train(sentence_iterator=_lines(files, keep), model_writer=model,
+                                       minloglevel=2, **settings)
+    except RuntimeError as exc:  # e.g. vocab_size too small for the corpus' characters
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "failed"
+        raise UserError(f"sentencepiece training failed on {total} sentences: {reason} "
+                        f"(adjust data.vocab_size)") from None
+    (out_dir / TOKENIZER_FILE).write_bytes(model.getvalue())
+    _write_vocab(out_dir / TOKENIZER_FILE, out_dir / VOCAB_FILE)
+    return {**settings, "sentences": total, "sampled": int(keep.sum()) if keep is not None else total}
+
+
+def _sample_mask(total: int, size: int, seed: int) -> np.ndarray | None:
+    """None when every line is used, else a boolean mask choosing `size` lines."""
+    if total <= size:
+        return None
+    mask = np.zeros(total, dtype=bool)
+    mask[np.random.default_rng(seed).choice(total, size=size, replace=False)] = True
+    return mask
+
+
+def _lines(files: Sequence[Path], keep: np.ndarray | None) -> Iterator[str]:
+    index = 0
+    for path in files:
+        with open(path, encoding="utf-8", newline="\n") as handle:
+            for line in handle:
+                if keep is None or keep[index]:
+                    yield line.rstrip("\n")
+                index += 1
+
+
+def _count_lines(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            count += block.count(b"\n")
+    return count
+
+
+def _write_vocab(model_path: Path, vocab_path: Path) -> None:
+    """`piece<TAB>score` per line, as sentencepiece's own .vocab file."""
+    sp = spm.SentencePieceProcessor(model_file=str(model_path))
+    lines = [f"{sp.IdToPiece(i)}\t{sp.GetScore(i):.6g}\n" for i in range(sp.GetPieceSize())]
+    vocab_path.write_text("".join(lines), encoding="utf-8")

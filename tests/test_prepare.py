@@ -1,0 +1,423 @@
+"""`transcli prepare`: every input shape, every drop reason, splits, determinism, bad input.
+
+Corpora are a few hundred generated pairs written to tmp_path; sentencepiece
+trains on them in a fraction of a second (tiny vocab, soft limit).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pytest
+
+from transcli.config import Config, SourceConfig, load_config
+from transcli.encoded import EncodedSplit, load_manifest
+from transcli.errors import UserError
+from transcli.prepare import prepare
+from transcli.tokenizer import Tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT / "configs" / "tiny.yaml"
+SETTINGS = ["data.vocab_size=120", "data.valid_size=5", "data.test_size=5"]
+
+NOUNS = [("cat", "gato"), ("dog", "perro"), ("boy", "niño"), ("year", "año"),
+         ("gentleman", "señor"), ("tree", "árbol"), ("song", "canción"), ("train", "tren"),
+         ("house", "casa"), ("book", "libro"), ("mountain", "montaña"), ("coffee", "café")]
+ADJECTIVES = [("big", "grande"), ("small", "pequeño"), ("old", "viejo"), ("new", "nuevo"),
+              ("beautiful", "bonito"), ("quiet", "tranquilo")]
+
+
+def corpus() -> list[tuple[str, str]]:
+    """About 200 distinct pairs with ¿ ¡ ñ and accents, all of them clean."""
+    pairs = []
+    for en_noun, es_noun in NOUNS:
+        pairs.append((f"Where is the {en_noun}?", f"¿Dónde está el {es_noun}?"))
+        for en_adj, es_adj in ADJECTIVES:
+            pairs.append((f"The {en_noun} is {en_adj}.", f"El {es_noun} es {es_adj}."))
+            pairs.append((f"What a {en_adj} {en_noun}!", f"¡Qué {es_noun} tan {es_adj}!"))
+    return pairs
+
+
+def write_pair(folder: Path, pairs: list[tuple[str, str]], name: str = "corpus") -> tuple[Path, Path]:
+    src, tgt = folder / f"{name}.en", folder / f"{name}.es"
+    src.write_text("".join(f"{s}\n" for s, _ in pairs), encoding="utf-8")
+    tgt.write_text("".join(f"{t}\n" for _, t in pairs), encoding="utf-8")
+    return src, tgt
+
+
+def config(*sources: SourceConfig, sets: tuple[str, ...] = (), **data: Any) -> Config:
+    cfg = load_config(TINY, SETTINGS + list(sets))
+    cfg.data.train = list(sources)
+    for key, value in data.items():
+        setattr(cfg.data, key, value)
+    cfg.validate()
+    return cfg
+
+
+def file_source(src: Path, tgt: Path) -> SourceConfig:
+    return SourceConfig(src_file=str(src), tgt_file=str(tgt))
+
+
+def run_prepare(cfg: Config, out: Path, force: bool = False) -> dict[str, Any]:
+    prepare(cfg, out, force)
+    return load_manifest(out)
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def decoded_sources(out: Path, split: str) -> list[str]:
+    tokenizer = Tokenizer(out / "spm.model")
+    encoded = EncodedSplit(out, split)
+    return tokenizer.decode([encoded.src(i).tolist() for i in range(len(encoded))])
+
+
+def transcli(*args: str, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "transcli", *args], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT, env={**os.environ, **(env or {})})
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    """The CLI's contract for user errors: exit 1, one line on stderr, no traceback."""
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    error = result.stderr.strip().splitlines()
+    assert len(error) == 1, result.stderr
+    assert error[0].startswith("transcli: error: ")
+    return error[0]
+
+
+# ----------------------------------------------------------------------------- input shapes
+
+
+def test_file_pair_through_the_cli(tmp_path: Path) -> None:
+    pairs = corpus()
+    src, tgt = write_pair(tmp_path, pairs)
+    out = tmp_path / "prepared"
+    result = transcli("prepare", "--config", str(TINY), "--src-file", str(src),
+                      "--tgt-file", str(tgt), "--out", str(out),
+                      *[arg for s in SETTINGS for arg in ("--set", s)])
+    assert result.returncode == 0, result.stderr
+    manifest = load_manifest(out)
+    assert manifest["src_lang"] == "en" and manifest["tgt_lang"] == "es"
+    assert sorted(os.listdir(out)) == sorted(manifest["files"])
+    assert {"valid.en", "valid.es", "test.en", "test.es", "spm.model", "spm.vocab"} <= set(
+        manifest["files"])
+    sizes = {split: manifest["splits"][split]["pairs"] for split in ("train", "valid", "test")}
+    assert sizes == {"train": len(pairs) - 10, "valid": 5, "test": 5}
+    assert manifest["counts"]["train"]["read"] == len(pairs)
+    assert manifest["vocab_size"] == Tokenizer(out / "spm.model").vocab_size
+    assert len(manifest["data_hash"]) == 64 and manifest["config_hash"]
+    for split in ("train", "valid", "test"):
+        encoded = EncodedSplit(out, split)
+        assert len(encoded) == sizes[split]
+        assert int(encoded.src_lengths.sum()) == manifest["splits"][split]["src_tokens"]
+        assert int(encoded.tgt_lengths.sum()) == manifest["splits"][split]["tgt_tokens"]
+    # The text copies are the encoded valid pairs, and real pairs of the corpus.
+    tokenizer = Tokenizer(out / "spm.model")
+    valid = EncodedSplit(out, "valid")
+    assert tokenizer.decode([valid.tgt(i).tolist() for i in range(5)]) == lines(out / "valid.es")
+    assert set(zip(lines(out / "valid.en"), lines(out / "valid.es"))) <= set(pairs)
+
+
+def test_tsv_ignores_extra_columns(tmp_path: Path) -> None:
+    pairs = corpus()
+    tsv = tmp_path / "anki.tsv"
+    tsv.write_text("".join(f"{s}\t{t}\tCC-BY 2.0 (France) Attribution: tatoeba.org #{i}\n"
+                           for i, (s, t) in enumerate(pairs)), encoding="utf-8")
+    out = tmp_path / "out"
+    manifest = run_prepare(config(SourceConfig(tsv=str(tsv))), out)
+    assert manifest["counts"]["train"]["read"] == len(pairs)
+    assert manifest["splits"]["train"]["pairs"] == len(pairs) - 10
+    assert set(zip(lines(out / "test.en"), lines(out / "test.es"))) <= set(pairs)
+
+
+def _translation_rows(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [{"translation": {"en": s, "es": t, "fr": "-"}, "id": i} for i, (s, t) in enumerate(pairs)]
+
+
+@pytest.mark.parametrize("shape", ["jsonl-translation", "csv-columns", "parquet-named-columns",
+                                   "disk-dict", "disk-dataset"])
+def test_hugging_face_local_datasets(tmp_path: Path, shape: str) -> None:
+    datasets = pytest.importorskip("datasets")
+    pairs = corpus()
+    source = SourceConfig(dataset=str(tmp_path / "data"))
+    if shape == "jsonl-translation":
+        path = tmp_path / "data.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in _translation_rows(pairs)),
+                        encoding="utf-8")
+        source.dataset = str(path)
+    elif shape == "csv-columns":
+        table = datasets.Dataset.from_dict({"en": [s for s, _ in pairs],
+                                            "es": [t for _, t in pairs]})
+        table.to_csv(str(tmp_path / "data.csv"))
+        source.dataset = str(tmp_path / "data.csv")
+    elif shape == "parquet-named-columns":
+        table = datasets.Dataset.from_dict({"english": [s for s, _ in pairs],
+                                            "spanish": [t for _, t in pairs]})
+        table.to_parquet(str(tmp_path / "data.parquet"))
+        source = SourceConfig(dataset=str(tmp_path / "data.parquet"),
+                              src_column="english", tgt_column="spanish")
+    else:
+        table = datasets.Dataset.from_list(_translation_rows(pairs))
+        saved = datasets.DatasetDict({"train": table}) if shape == "disk-dict" else table
+        saved.save_to_disk(str(tmp_path / "data"))
+    out = tmp_path / "out"
+    manifest = run_prepare(config(source), out)
+    assert manifest["counts"]["train"]["read"] == len(pairs)
+    assert manifest["splits"]["train"]["pairs"] == len(pairs) - 10
+    assert set(zip(lines(out / "valid.en"), lines(out / "valid.es"))) <= set(pairs)
+    assert not list(tmp_path.glob(".out.prepare-*")), "scratch dir left behind"
+
+
+def test_several_train_sources_and_given_valid_test(tmp_path: Path) -> None:
+    pairs = corpus()
+    first, second = pairs[:100], pairs[100:]
+    held = [("A new sentence for validation.", "Una frase nueva para validar."),
+            ("Another held-out sentence.", "Otra frase apartada.")]
+    tsv = tmp_path / "second.tsv"
+    tsv.write_text("".join(f"{s}\t{t}\n" for s, t in second), encoding="utf-8")
+    cfg = config(file_source(*write_pair(tmp_path, first)), SourceConfig(tsv=str(tsv)),
+                 valid=file_source(*write_pair(tmp_path, held, "valid")),
+                 test=file_source(*write_pair(tmp_path, held[:1], "test")))
+    out = tmp_path / "out"
+    manifest = run_prepare(cfg, out)
+    assert manifest["splits"]["train"]["pairs"] == len(pairs)  # nothing carved
+    assert [s["read"] for s in manifest["sources"]["train"]] == [100, len(second)]
+    assert lines(out / "valid.en") == [s for s, _ in held]
+    assert lines(out / "test.es") == [held[0][1]]
+    assert manifest["counts"]["valid"]["read"] == 2
+
+
+# ----------------------------------------------------------------------------- cleaning
+
+
+def test_each_drop_reason_is_counted(tmp_path: Path) -> None:
+    good = corpus()
+    long_word = "word " * 30
+    noisy = [
+        ("", "Vacío."), ("Only English.", "   "),  # empty: 2
+        ("x" * 250, "Demasiado largo."),  # too_long_chars (max_chars=200): 1
+        (long_word.strip() + ".", long_word.strip() + "."),  # too_long_tokens (max 20): 1
+        ("Hi.", "Hola, ¿cómo estás hoy, amigo mío?"),  # ratio (> 3): 1
+        good[0], good[1], good[1],  # duplicates of corpus pairs: 3
+        ("The  cat\u3000is big. ", "El gato\u00a0es grande."),  # duplicate once normalised: 1
+    ]
+    tsv = tmp_path / "noisy.tsv"
+    rows = [f"{s}\t{t}".encode() for s, t in good + noisy]
+    rows += [b"no tab on this line", b"bad \xff byte\tmal"]  # no_tab: 1, invalid_utf8: 1
+    tsv.write_bytes(b"\n".join(rows) + b"\n")
+    cfg = config(SourceConfig(tsv=str(tsv)), max_chars=200, max_tokens=20, max_ratio=3.0,
+                 skip_invalid=True)
+    manifest = run_prepare(cfg, tmp_path / "out")
+    train = manifest["counts"]["train"]
+    assert train["dropped"] == {"invalid_utf8": 1, "no_tab": 1, "empty": 2, "too_long_chars": 1,
+                                "too_long_tokens": 1, "ratio": 1, "duplicate": 4,
+                                "decontaminated": 0}
+    assert train["read"] == len(rows)
+    assert train["read"] == (train["kept"] + sum(train["dropped"].values())
+                             + sum(train["carved"].values()))
+    assert train["kept"] == len(good) - 10
+
+
+def test_decontamination_removes_train_pairs_whose_english_is_held_out(tmp_path: Path) -> None:
+    pairs = corpus()
+    valid = pairs[:3]
+    # Same English, another Spanish: still contamination.
+    train = pairs + [(valid[0][0], "Otra traducción distinta.")]
+    cfg = config(file_source(*write_pair(tmp_path, train)),
+                 valid=file_source(*write_pair(tmp_path, valid, "valid")), valid_size=0)
+    out = tmp_path / "out"
+    manifest = run_prepare(cfg, out)
+    assert manifest["counts"]["train"]["dropped"]["decontaminated"] == 4
+    train_english = set(decoded_sources(out, "train"))
+    assert not train_english & {s for s, _ in valid}
+    assert not train_english & set(lines(out / "test.en"))
+
+
+def test_carved_splits_share_no_english_with_train(tmp_path: Path) -> None:
+    pairs = corpus()
+    # Tatoeba-style alternates: many English sentences with two translations.
+    alternates = [(s, t.replace(".", "!")) for s, t in pairs[::2]]
+    out = tmp_path / "out"
+    manifest = run_prepare(config(file_source(*write_pair(tmp_path, pairs + alternates)),
+                                  valid_size=20, test_size=20), out)
+    valid_en, test_en = lines(out / "valid.en"), lines(out / "test.en")
+    assert len(valid_en) == 20 and len(test_en) == 20
+    assert len(set(valid_en) | set(test_en)) == 40  # one pair per held-out English sentence
+    train_english = set(decoded_sources(out, "train"))
+    assert not train_english & (set(valid_en) | set(test_en))
+    assert manifest["counts"]["train"]["dropped"]["decontaminated"] > 0
+
+
+def test_normalisation_nfc_and_whitespace(tmp_path: Path) -> None:
+    pairs = corpus()
+    decomposed = [(f"  {s}   ", unicodedata.normalize("NFD", t).replace(" ", " \t ")) for s, t in pairs]
+    out = tmp_path / "out"
+    run_prepare(config(file_source(*write_pair(tmp_path, decomposed))), out)
+    for line in lines(out / "valid.es") + lines(out / "test.es") + lines(out / "valid.en"):
+        assert line == unicodedata.normalize("NFC", line) == " ".join(line.split())
+    assert set(zip(lines(out / "valid.en"), lines(out / "valid.es"))) <= set(pairs)
+
+
+def test_round_trip_keeps_spanish_characters(tmp_path: Path) -> None:
+    pairs = corpus()
+    out = tmp_path / "out"
+    run_prepare(config(file_source(*write_pair(tmp_path, pairs))), out)
+    tokenizer = Tokenizer(out / "spm.model")
+    texts = [t for _, t in pairs] + ["¿Dónde está el niño? ¡Qué año tan bonito!"]
+    assert tokenizer.decode(tokenizer.encode(texts)) == texts
+    assert tokenizer.sp.PieceToId("ñ") != tokenizer.sp.unk_id()
+
+
+def test_bpe_and_sampled_tokenizer_input(tmp_path: Path) -> None:
+    src, tgt = write_pair(tmp_path, corpus())
+    cfg = config(file_source(src, tgt), tokenizer="bpe", input_sentence_size=150)
+    manifest = run_prepare(cfg, tmp_path / "a")
+    assert manifest["tokenizer"]["model_type"] == "bpe"
+    assert manifest["tokenizer"]["sampled"] == 150 < manifest["tokenizer"]["sentences"]
+    run_prepare(cfg, tmp_path / "b")
+    assert (tmp_path / "a" / "spm.model").read_bytes() == (tmp_path / "b" / "spm.model").read_bytes()
+
+
+# ----------------------------------------------------------------------------- determinism
+
+
+def test_same_input_gives_byte_identical_output(tmp_path: Path) -> None:
+    src, tgt = write_pair(tmp_path, corpus())
+    for name in ("one", "two"):
+        run_prepare(config(file_source(src, tgt)), tmp_path / name)
+    files = sorted(os.listdir(tmp_path / "one"))
+    assert files == sorted(os.listdir(tmp_path / "two"))
+    for name in files:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    run_prepare(config(file_source(src, tgt), seed=2), tmp_path / "other-seed")
+    assert lines(tmp_path / "one" / "valid.en") != lines(tmp_path / "other-seed" / "valid.en")
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    src, tgt = write_pair(tmp_path, corpus())
+    bad = {"src": src, "tgt": tgt, "short": tmp_path / "short.es",
+           "latin1": tmp_path / "latin1.en", "tsv": tmp_path / "notab.tsv",
+           "blank_en": tmp_path / "blank.en", "blank_es": tmp_path / "blank.es"}
+    bad["short"].write_text("".join(f"{t}\n" for _, t in corpus()[:-1]), encoding="utf-8")
+    latin1 = [s for s, _ in corpus()]
+    latin1[6] = "The café is open."
+    bad["latin1"].write_bytes("\n".join(latin1).encode("latin-1") + b"\n")
+    bad["tsv"].write_text("Hello.\tHola.\tCC-BY\nGoodbye. Adiós.\n", encoding="utf-8")
+    bad["blank_en"].write_text("\n \n", encoding="utf-8")
+    bad["blank_es"].write_text("Hola.\n\n", encoding="utf-8")
+    return bad
+
+
+BAD_INPUTS = {
+    "mismatched line counts": (["--src-file", "{src}", "--tgt-file", "{short}"],
+                               ["corpus.en has {n} lines", "short.es has {n_short}"]),
+    "missing file": (["--src-file", "{src}", "--tgt-file", "{src}.missing"],
+                     ["corpus.en.missing: file not found"]),
+    "directory as file": (["--tsv", "{tmp}"], ["is a directory"]),
+    "invalid UTF-8": (["--src-file", "{latin1}", "--tgt-file", "{tgt}"],
+                      ["latin1.en:7: invalid UTF-8", "--skip-invalid"]),
+    "TSV line without tab": (["--tsv", "{tsv}"], ["notab.tsv:2: no tab"]),
+    "nothing left": (["--src-file", "{blank_en}", "--tgt-file", "{blank_es}"],
+                     ["nothing left to train on", "empty 2"]),
+    "unknown hub dataset": (["--dataset", "no-such-owner/no-such-dataset"],
+                            ["dataset 'no-such-owner/no-such-dataset'", "cannot load"]),
+    "unknown column": (["--dataset", "{jsonl}", "--src-column", "english", "--tgt-column", "es"],
+                       ["no column 'english'", "columns: translation"]),
+    "missing translation language": (["--dataset", "{jsonl}", "--set", "data.tgt_lang=de"],
+                                     ["translation column has no 'de'"]),
+    "two sources": (["--tsv", "{tsv}", "--src-file", "{src}", "--tgt-file", "{tgt}"],
+                    ["give one training source"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, files: dict[str, Path],
+                                                   case: str) -> None:
+    jsonl = tmp_path / "data.jsonl"
+    jsonl.write_text(json.dumps({"translation": {"en": "Hi.", "es": "Hola."}}) + "\n")
+    args, expected = BAD_INPUTS[case]
+    names = {**{k: str(v) for k, v in files.items()}, "tmp": str(tmp_path), "jsonl": str(jsonl)}
+    out = tmp_path / "out"
+    result = transcli("prepare", "--config", str(TINY), *[a.format(**names) for a in args],
+                      "--out", str(out), env={"HF_HUB_OFFLINE": "1"})
+    error = one_error_line(result)
+    for fragment in expected:
+        assert fragment.format(n=len(corpus()), n_short=len(corpus()) - 1) in error
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+
+
+def test_skip_invalid_counts_instead_of_failing(tmp_path: Path, files: dict[str, Path]) -> None:
+    cfg = config(file_source(files["latin1"], files["tgt"]), skip_invalid=True)
+    manifest = run_prepare(cfg, tmp_path / "out")
+    assert manifest["counts"]["train"]["dropped"]["invalid_utf8"] == 1
+
+
+def test_out_holding_other_files_is_refused_and_never_emptied(tmp_path: Path) -> None:
+    src, tgt = write_pair(tmp_path, corpus())
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    args = ["prepare", "--config", str(TINY), "--src-file", str(src), "--tgt-file", str(tgt),
+            "--out", str(out), "--set", "data.vocab_size=120"]
+    error = one_error_line(transcli(*args))
+    assert "notes.txt" in error and "--force" in error
+    assert os.listdir(out) == ["notes.txt"]
+
+    assert transcli(*args, "--force").returncode == 0
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert "manifest.json" in os.listdir(out)
+
+    # Its own output: refused without --force, replaced with it; notes.txt survives both.
+    assert "already holds a prepared dataset" in one_error_line(transcli(*args))
+    assert transcli(*args, "--force", "--set", "data.seed=7").returncode == 0
+    assert load_manifest(out)["cleaning"]["seed"] == 7
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_force_never_overwrites_a_file_it_did_not_write(tmp_path: Path) -> None:
+    src, tgt = write_pair(tmp_path, corpus())
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "valid.en").write_text("my own references\n", encoding="utf-8")
+    with pytest.raises(UserError, match="valid.en: exists and was not written"):
+        prepare(config(file_source(src, tgt)), out, force=True)
+    assert lines(out / "valid.en") == ["my own references"]
+    assert os.listdir(out) == ["valid.en"]
+
+
+def test_corrupt_encoded_file_names_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run_prepare(config(file_source(*write_pair(tmp_path, corpus()))), out)
+    data = (out / "train.src.npy").read_bytes()
+    (out / "train.src.npy").write_bytes(data[: len(data) // 2])
+    with pytest.raises(UserError, match="train.src.npy"):
+        EncodedSplit(out, "train")
+    (out / "valid.idx.npy").unlink()
+    with pytest.raises(UserError, match="valid.idx.npy: encoded split file not found"):
+        EncodedSplit(out, "valid")
+
+
+def test_encoded_lengths_match_tokens(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run_prepare(config(file_source(*write_pair(tmp_path, corpus()))), out)
+    tokenizer = Tokenizer(out / "spm.model")
+    valid = EncodedSplit(out, "valid")
+    expected = tokenizer.encode(lines(out / "valid.en"))
+    assert [valid.src(i).tolist() for i in range(len(valid))] == expected
+    assert valid.src_lengths.tolist() == [len(ids) for ids in expected]
+    assert valid.src(0).dtype == np.int64
