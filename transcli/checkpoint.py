@@ -3,11 +3,17 @@
 A run dir holds:
   config.yaml                       the resolved config the run was trained with
   spm.model                         the tokenizer (copied from the prepared dir)
+  run.json                          what the run trains on (data hash, vocab, model fingerprint)
+  metrics.jsonl, curves.png         training log (one JSON object per line) and its plot
   checkpoints/step-NNNNNNN.safetensors   model weights after update N
+  checkpoints/step-NNNNNNN.state.pt      optimizer, step, RNG and data position after update N
   checkpoints/best.safetensors      weights of the best validation so far
   checkpoints/avg.safetensors       average of the last checkpoints (written by train)
 
-Weights are safetensors files: loading them never unpickles anything.
+Weights are safetensors files and training state is loaded with
+`torch.load(weights_only=True)` (tensors and plain containers only): loading
+never unpickles arbitrary objects. Weights are written before state, each
+atomically, so "the latest checkpoint" is the newest step that has both.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ from pathlib import Path
 from typing import Iterator
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file as st_load_file
 from safetensors.torch import load_model as st_load_model
+from safetensors.torch import save_file as st_save_file
 from safetensors.torch import save_model as st_save_model
 
 from transcli.config import Config, load_config
@@ -31,7 +39,10 @@ from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINT_DIR = "checkpoints"
+BEST_FILE = "best.safetensors"
+AVG_FILE = "avg.safetensors"
 STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
+STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
 
 
 @contextlib.contextmanager
@@ -56,6 +67,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 def step_path(run_dir: Path, step: int) -> Path:
     return Path(run_dir) / CHECKPOINT_DIR / f"step-{step:07d}.safetensors"
+
+
+def state_path(run_dir: Path, step: int) -> Path:
+    return Path(run_dir) / CHECKPOINT_DIR / f"step-{step:07d}.state.pt"
 
 
 def save_weights(model: torch.nn.Module, path: str | Path) -> None:
@@ -86,6 +101,74 @@ def step_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
         if match:
             found.append((int(match.group(1)), path))
     return sorted(found)
+
+
+def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, step: int) -> None:
+    """Weights, then training state: a kill between the two leaves the previous
+    checkpoint as the latest complete one."""
+    save_weights(model, step_path(Path(run_dir), step))
+    with atomic_path(state_path(Path(run_dir), step)) as tmp:
+        torch.save(state, tmp)
+
+
+def complete_steps(run_dir: str | Path) -> list[int]:
+    """Steps whose weights and training state are both on disk, oldest first."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    states = {int(m.group(1)) for p in (folder.glob("step-*.state.pt") if folder.is_dir() else [])
+              if (m := STATE_PATTERN.match(p.name))}
+    return [step for step, _ in step_checkpoints(run_dir) if step in states]
+
+
+def load_state(run_dir: str | Path, step: int) -> dict:
+    """Training state of `step`, read without unpickling arbitrary objects."""
+    path = state_path(Path(run_dir), step)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises assorted types for corrupt or unsafe files
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{path}: unreadable training state ({reason})") from None
+
+
+def discard_after(run_dir: str | Path, step: int) -> None:
+    """Remove step files newer than `step` and temp files left by a kill: a resumed
+    run recreates them, and stale ones would pass for its progress."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        match = STEP_PATTERN.match(path.name) or STATE_PATTERN.match(path.name)
+        stale = match is not None and int(match.group(1)) > step
+        if stale or (path.name.startswith(".") and path.name.endswith(".tmp")):
+            path.unlink(missing_ok=True)
+
+
+def prune_checkpoints(run_dir: str | Path, keep_last: int) -> None:
+    """Keep the newest `keep_last` complete steps (best/avg are separate files) and
+    drop every other step file older than the newest one."""
+    kept = set(complete_steps(run_dir)[-keep_last:])
+    if not kept:
+        return
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    for path in folder.glob("step-*"):
+        match = STEP_PATTERN.match(path.name) or STATE_PATTERN.match(path.name)
+        if match and int(match.group(1)) not in kept and int(match.group(1)) < max(kept):
+            path.unlink(missing_ok=True)
+
+
+def average_checkpoints(paths: list[Path], out: Path) -> None:
+    """Element-wise mean of weight files (Vaswani et al. average the last 5 or 20),
+    accumulated in float64 and stored in the files' own dtypes."""
+    total: dict[str, torch.Tensor] = {}
+    for path in paths:
+        weights = st_load_file(str(path))
+        for name, tensor in weights.items():
+            total[name] = total[name] + tensor.double() if name in total else tensor.double()
+    averaged = {name: (value / len(paths)).to(weights[name].dtype)
+                for name, value in total.items()}
+    with safe_open(str(paths[-1]), framework="pt") as handle:
+        metadata = handle.metadata()  # names of tied tensors stored once
+    with atomic_path(out) as tmp:
+        st_save_file(averaged, str(tmp), metadata=metadata)
 
 
 def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:

@@ -1,0 +1,261 @@
+"""Training: objective, schedule, memorisation, exact resume, signals, divergence, DDP, refusals.
+
+End-to-end tests train the tiny config (shrunk further with --set) on 32 real
+pairs from data/sample, prepared once per session by the real `prepare`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from transcli.checkpoint import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, complete_steps, load_state,
+                                 load_trained, step_path)
+from transcli.config import Config, SourceConfig, load_config
+from transcli.errors import UserError
+from transcli.objective import label_smoothed_nll, noam_lr
+from transcli.prepare import prepare
+from transcli.runlog import CURVES_FILE, METRICS_FILE, read_metrics
+from transcli.train import train
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT / "configs" / "tiny.yaml"
+SAMPLE = ROOT / "data" / "sample"
+# Smaller than tiny and validating on 2 lines: each run takes a second or two.
+FAST = ["model.d_model=32", "model.d_ff=64", "model.heads=2", "model.enc_layers=1",
+        "model.dec_layers=1", "train.log_every=5", "train.valid_every=10",
+        "train.save_every=10", "train.valid_bleu_lines=2"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread() -> Iterator[None]:
+    """Tiny models gain nothing from intra-op threads, and on a shared CPU they thrash."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _prepare(folder: Path, first: int, lines: int) -> Path:
+    """`transcli prepare` on sample lines [first, first + lines): 4 valid, 4 test, rest train."""
+    for lang in ("en", "es"):
+        text = (SAMPLE / f"train.{lang}").read_text(encoding="utf-8").splitlines()
+        (folder / f"corpus.{lang}").write_text("\n".join(text[first:first + lines]) + "\n",
+                                               encoding="utf-8")
+    cfg = load_config(TINY, ["data.valid_size=4", "data.test_size=4"])
+    cfg.data.train = [SourceConfig(src_file=str(folder / "corpus.en"),
+                                   tgt_file=str(folder / "corpus.es"))]
+    prepare(cfg, folder / "prepared", force=False)
+    return folder / "prepared"
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _prepare(tmp_path_factory.mktemp("prep"), 0, 40)
+
+
+@pytest.fixture(scope="session")
+def other_prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _prepare(tmp_path_factory.mktemp("prep2"), 40, 40)
+
+
+def _cfg(*sets: str) -> Config:
+    return load_config(TINY, FAST + list(sets))
+
+
+def _transcli(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "transcli", *args], env=ENV, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _train_cli(data: Path, out: Path, *extra_sets: str) -> list[str]:
+    """CLI arguments; `extra_sets` come after FAST's and win over them."""
+    sets = [item for s in FAST + list(extra_sets) for item in ("--set", s)]
+    return ["train", "--config", str(TINY), "--data", str(data), "--out", str(out), *sets]
+
+
+def _losses(run: Path) -> list[tuple[int, float]]:
+    return [(r["step"], r["loss"]) for r in read_metrics(run / METRICS_FILE) if "loss" in r]
+
+
+# ----------------------------------------------------------------------------- pieces
+
+
+def test_noam_schedule_values() -> None:
+    peak = 512 ** -0.5 * 4000 ** -0.5
+    assert noam_lr(4000, 512, 4000) == pytest.approx(6.987712e-4, rel=1e-6) == pytest.approx(peak)
+    assert noam_lr(1, 512, 4000) == pytest.approx(peak / 4000)
+    assert noam_lr(2000, 512, 4000) == pytest.approx(peak / 2)  # linear warm-up
+    assert noam_lr(16000, 512, 4000) == pytest.approx(peak / 2)  # inverse square root decay
+    assert noam_lr(100, 256, 400, factor=2.0) == pytest.approx(2 * 256 ** -0.5 * 100 * 400 ** -1.5)
+
+
+def test_label_smoothed_loss_matches_a_hand_computation() -> None:
+    probs = torch.tensor([[0.7, 0.1, 0.1, 0.1], [0.2, 0.5, 0.2, 0.1], [0.25, 0.25, 0.25, 0.25]])
+    log_probs = probs.log()[None]  # [1, 3, V=4]
+    target = torch.tensor([[0, 2, 1]])  # the last position is padding (pad id 1 here)
+    loss, nll, n, correct = label_smoothed_nll(log_probs, target, eps=0.1, pad_id=1)
+    # q = 0.9 * one-hot + 0.1 / 4 everywhere; loss = -sum(q * log p) over real positions
+    by_hand = 0.0
+    for row, gold in ((0, 0), (1, 2)):
+        q = [0.1 / 4 + (0.9 if v == gold else 0.0) for v in range(4)]
+        by_hand -= sum(q[v] * math.log(probs[row, v].item()) for v in range(4))
+    assert loss.item() == pytest.approx(by_hand, rel=1e-6)
+    assert nll.item() == pytest.approx(-math.log(0.7) - math.log(0.2), rel=1e-6)
+    assert (n.item(), correct.item()) == (2, 1)  # row 0 right (0), row 1 wrong (1 != 2)
+    plain, *_ = label_smoothed_nll(log_probs, target, eps=0.0, pad_id=1)
+    assert plain.item() == pytest.approx(nll.item())
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+def test_tiny_config_memorises_32_pairs(prepared: Path, tmp_path: Path) -> None:
+    cfg = load_config(TINY, ["train.label_smoothing=0", "train.valid_bleu_lines=0"])
+    train(cfg, prepared, tmp_path / "run")
+    last = [r for r in read_metrics(tmp_path / "run" / METRICS_FILE) if "loss" in r][-1]
+    assert last["step"] == 200
+    assert last["loss"] < 0.05 and last["acc"] > 0.99
+    assert 0 < last["pad_frac"] < 0.5 and last["tokens_per_s"] > 0
+
+
+def test_run_dir_holds_everything_a_run_needs(prepared: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(_cfg("train.max_steps=30", "train.keep_last=2", "train.average_last=2"), prepared, run)
+    assert complete_steps(run) == [20, 30]  # keep_last
+    weights = [load_file(step_path(run, s)) for s in (20, 30)]
+    avg = load_file(run / CHECKPOINT_DIR / AVG_FILE)
+    assert all(torch.allclose(avg[k], (weights[0][k] + weights[1][k]) / 2) for k in avg)
+    assert (run / CHECKPOINT_DIR / BEST_FILE).is_file() and (run / CURVES_FILE).stat().st_size
+    records = read_metrics(run / METRICS_FILE)
+    assert [r["step"] for r in records if "loss" in r] == [5, 10, 15, 20, 25, 30]
+    valid = [r for r in records if "valid_loss" in r]
+    assert [r["step"] for r in valid] == [10, 20, 30]
+    assert all({"valid_ppl", "valid_bleu"} <= r.keys() for r in valid)
+    state = load_state(run, 30)  # weights_only: no arbitrary unpickling
+    assert state["step"] == 30 and set(state["position"]) == {"epoch", "index"}
+    model, tokenizer, cfg = load_trained(run, "best")
+    assert cfg.model.d_model == 32 and tokenizer.vocab_size == model.vocab_size
+
+
+def test_resume_continues_exactly(prepared: Path, tmp_path: Path) -> None:
+    """17 steps, resume to 40, equals 40 straight: mid-epoch, mid-log-interval, dropout on."""
+    sets = ["model.dropout=0.1", "train.save_every=17"]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    train(_cfg(*sets, "train.max_steps=40"), prepared, straight)
+    train(_cfg(*sets, "train.max_steps=17"), prepared, split)
+    train(_cfg(*sets, "train.max_steps=40"), prepared, split, resume=True)
+    a, b = load_file(step_path(straight, 40)), load_file(step_path(split, 40))
+    assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
+    assert _losses(split) == _losses(straight) and len(_losses(straight)) == 8
+
+
+def test_nan_loss_stops_with_the_last_good_checkpoint_intact(prepared: Path,
+                                                             tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    with pytest.raises(UserError, match=r"step \d+: .*(nan|inf).*diverged.*last good checkpoint"):
+        train(_cfg("train.lr_factor=1e6", "train.save_every=1"), prepared, run)
+    steps = complete_steps(run)
+    assert steps  # saved before diverging, and nothing after
+    weights = load_file(step_path(run, steps[-1]))
+    assert all(torch.isfinite(t).all() for t in weights.values())
+
+
+def test_incompatible_or_foreign_runs_are_refused(prepared: Path, other_prepared: Path,
+                                                  tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(_cfg("train.max_steps=10"), prepared, run)
+    before = sorted(p.name for p in (run / CHECKPOINT_DIR).iterdir())
+    cases = [
+        (dict(cfg=_cfg("model.d_model=64"), data=prepared, resume=True), "model.d_model: 32 -> 64"),
+        (dict(cfg=_cfg(), data=other_prepared, resume=True), "different prepared dataset"),
+        (dict(cfg=_cfg(), data=prepared, resume=False), "--resume .* or --force"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(UserError, match=message):
+            train(kwargs["cfg"], kwargs["data"], run, resume=kwargs["resume"])
+    assert sorted(p.name for p in (run / CHECKPOINT_DIR).iterdir()) == before
+    train(_cfg("train.max_steps=5"), other_prepared, run, force=True)
+    assert complete_steps(run) == [5]
+
+
+def test_a_changed_vocabulary_is_refused(prepared: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(_cfg("train.max_steps=5"), prepared, run)
+    identity = json.loads((run / "run.json").read_text())
+    identity["vocab_size"] += 1
+    (run / "run.json").write_text(json.dumps(identity))
+    with pytest.raises(UserError, match="vocabulary"):
+        train(_cfg("train.max_steps=10"), prepared, run, resume=True)
+
+
+def _wait_for(path: Path, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not (path.is_file() and path.read_text().strip()):
+        assert time.time() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    proc = _transcli(*_train_cli(prepared, run, "train.max_steps=100000", "train.save_every=100000"))
+    _wait_for(run / METRICS_FILE)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "SIGTERM received" in err and "--resume" in err
+    step = complete_steps(run)[-1]
+    assert step >= 5 and json.loads((run / METRICS_FILE).read_text().splitlines()[-1])
+    proc = _transcli(*_train_cli(prepared, run, f"train.max_steps={step + 5}"), "--resume")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"resuming at step {step}" in err and complete_steps(run)[-1] == step + 5
+
+
+def test_sigkill_at_a_random_moment_leaves_a_resumable_run(prepared: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    proc = _transcli(*_train_cli(prepared, run, "train.max_steps=100000", "train.save_every=1"))
+    _wait_for(run / METRICS_FILE)
+    time.sleep(random.uniform(0.0, 0.5))
+    proc.kill()
+    proc.communicate(timeout=30)
+    last = complete_steps(run)[-1]
+    proc = _transcli(*_train_cli(prepared, run, f"train.max_steps={last + 3}"), "--resume")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert complete_steps(run)[-1] == last + 3
+    steps = [r["step"] for r in read_metrics(run / METRICS_FILE) if "loss" in r]
+    assert steps == sorted(set(steps))  # no step logged twice across the kill
+
+
+def test_two_ddp_processes_match_one_with_twice_the_accumulation(prepared: Path,
+                                                                 tmp_path: Path) -> None:
+    """torchrun + gloo on CPU: each rank takes every other batch of the same order."""
+    sets = ["train.max_steps=6", "train.log_every=1", "train.valid_every=1000",
+            "train.batch_tokens=128"]  # 5 batches an epoch: ranks straddle epoch ends
+    single = tmp_path / "single"
+    train(_cfg(*sets, "train.accum_steps=2"), prepared, single)
+    ddp = tmp_path / "ddp"
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
+                           "2", "--master_port", str(random.randint(20000, 40000)),
+                           "-m", "transcli", *_train_cli(prepared, ddp, *sets)],
+                          env=ENV, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "x 2 process(es)" in proc.stderr
+    a, b = load_file(step_path(single, 6)), load_file(step_path(ddp, 6))
+    assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-4
+    (steps, losses), (ddp_steps, ddp_losses) = (zip(*_losses(r)) for r in (single, ddp))
+    assert ddp_steps == steps == tuple(range(1, 7)) and ddp_losses == pytest.approx(losses, rel=1e-5)

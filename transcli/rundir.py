@@ -1,0 +1,96 @@
+"""Starting, resuming and refusing run directories.
+
+A run dir records what it was trained on in `run.json`. Continuing it on other
+data, or with another model shape or vocabulary, would silently produce a model
+that matches neither run, so those are refused with one line; so is writing a
+new run over an old one unless asked to (`--force`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from transcli.checkpoint import (CHECKPOINT_DIR, CONFIG_FILE, atomic_path, complete_steps,
+                                 load_run_config)
+from transcli.config import Config, ModelConfig, save_config
+from transcli.errors import UserError
+from transcli.runlog import CURVES_FILE, METRICS_FILE
+from transcli.tokenizer import TOKENIZER_FILE
+
+RUN_FILE = "run.json"
+RUN_FILES = (CONFIG_FILE, TOKENIZER_FILE, RUN_FILE, METRICS_FILE, CURVES_FILE)
+# Settings that change no weight's shape or meaning: a resumed run may alter them.
+FREE_MODEL_KEYS = {"dropout", "attn_dropout"}
+
+
+def run_identity(cfg: Config, manifest: dict[str, Any], vocab_size: int) -> dict[str, Any]:
+    return {"data_hash": manifest.get("data_hash"), "vocab_size": vocab_size,
+            "model": cfg.fingerprint("model")}
+
+
+def start_step(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: Path,
+               resume: bool, force: bool) -> int:
+    """The step training starts from (0 for a new run); refuses what cannot be done.
+    Reads only: every rank may call it before rank 0 writes anything."""
+    holds_files = run_dir.is_dir() and any(run_dir.iterdir())
+    if not resume:
+        if holds_files and not force:
+            what = "a run" if (run_dir / RUN_FILE).is_file() else "other files"
+            raise UserError(f"{run_dir}: already holds {what}; use --resume to continue it "
+                            f"or --force to start afresh")
+        return 0
+    if not (run_dir / RUN_FILE).is_file():
+        if holds_files:
+            raise UserError(f"{run_dir}: --resume: not a transcli run dir (no {RUN_FILE})")
+        return 0
+    _check_compatible(run_dir, cfg, identity, data_dir)
+    steps = complete_steps(run_dir)
+    return steps[-1] if steps else 0
+
+
+def _check_compatible(run_dir: Path, cfg: Config, identity: dict[str, Any],
+                      data_dir: Path) -> None:
+    try:
+        old = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"{run_dir / RUN_FILE}: unreadable ({exc})") from None
+    if old.get("data_hash") != identity["data_hash"]:
+        raise UserError(f"{run_dir}: --resume refused: the run was trained on a different "
+                        f"prepared dataset than {data_dir} (data_hash "
+                        f"{str(old.get('data_hash'))[:12]} != {str(identity['data_hash'])[:12]})")
+    if old.get("vocab_size") != identity["vocab_size"]:
+        raise UserError(f"{run_dir}: --resume refused: the run's vocabulary has "
+                        f"{old.get('vocab_size')} pieces, {data_dir} has {identity['vocab_size']}")
+    changed = model_differences(load_run_config(run_dir).model, cfg.model)
+    if changed:
+        raise UserError(f"{run_dir}: --resume refused: the model config differs from "
+                        f"{run_dir / CONFIG_FILE} ({', '.join(changed)})")
+
+
+def model_differences(old: ModelConfig, new: ModelConfig) -> list[str]:
+    """`model.key: old -> new` for every shape-relevant setting that differs."""
+    a, b = asdict(old), asdict(new)
+    return [f"model.{k}: {a[k]} -> {b[k]}" for k in a if k not in FREE_MODEL_KEYS and a[k] != b[k]]
+
+
+def write_run_files(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: Path,
+                    fresh: bool) -> None:
+    """Rank 0 only: clear a forced-over run (only files a run owns), then record the
+    resolved config, the tokenizer and the run's identity."""
+    if fresh:
+        for name in RUN_FILES:
+            (run_dir / name).unlink(missing_ok=True)
+        shutil.rmtree(run_dir / CHECKPOINT_DIR, ignore_errors=True)
+    (run_dir / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
+    with atomic_path(run_dir / CONFIG_FILE) as tmp:
+        save_config(cfg, tmp)
+    with atomic_path(run_dir / TOKENIZER_FILE) as tmp:
+        tmp.write_bytes((data_dir / TOKENIZER_FILE).read_bytes())
+    with atomic_path(run_dir / RUN_FILE) as tmp:
+        tmp.write_text(json.dumps({**identity, "data_dir": str(data_dir.resolve())}, indent=2)
+                       + "\n", encoding="utf-8")
+

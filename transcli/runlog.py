@@ -1,0 +1,94 @@
+"""The run's training log: `metrics.jsonl` (one JSON object per line) and `curves.png`.
+
+Lines are appended with one write each and flushed; a kill can at worst leave a
+torn last line, which `MetricsLog.resume` drops while cutting the log back to
+the step a resumed run continues from (an atomic rewrite).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from transcli.checkpoint import atomic_path
+
+METRICS_FILE = "metrics.jsonl"
+CURVES_FILE = "curves.png"
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """Every complete record of a metrics file (a torn or foreign line is skipped)."""
+    records = []
+    path = Path(path)
+    if not path.is_file():
+        return records
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), int):
+            records.append(record)
+    return records
+
+
+class MetricsLog:
+    """Append-only metrics of one run, kept in memory too for plotting."""
+
+    def __init__(self, run_dir: Path, enabled: bool = True):
+        self.path = Path(run_dir) / METRICS_FILE
+        self.plot_path = Path(run_dir) / CURVES_FILE
+        self.enabled = enabled
+        self.records: list[dict[str, Any]] = []
+
+    def resume(self, step: int) -> None:
+        """Keep the records up to `step` (later ones belong to work being redone)."""
+        self.records = [r for r in read_metrics(self.path) if r["step"] <= step]
+        if self.enabled:
+            with atomic_path(self.path) as tmp:
+                tmp.write_text("".join(json.dumps(r) + "\n" for r in self.records),
+                               encoding="utf-8")
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        if self.enabled:
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
+
+    def plot(self) -> None:
+        if self.enabled:
+            plot_curves(self.records, self.plot_path)
+
+
+def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    points = [(r["step"], r[key]) for r in records
+              if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def plot_curves(records: list[dict[str, Any]], path: Path) -> None:
+    """Loss (train and valid), learning rate and valid BLEU against the update step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    fig, (loss_ax, lr_ax, bleu_ax) = plt.subplots(1, 3, figsize=(15, 4))
+    loss_ax.plot(*_series(records, "loss"), label="train (smoothed)")
+    loss_ax.plot(*_series(records, "nll"), label="train NLL", alpha=0.6)
+    loss_ax.plot(*_series(records, "valid_nll"), "o-", label="valid NLL")
+    loss_ax.set_title("loss per target token")
+    loss_ax.legend()
+    lr_ax.plot(*_series(records, "lr"))
+    lr_ax.set_title("learning rate")
+    bleu_ax.plot(*_series(records, "valid_bleu"), "o-")
+    bleu_ax.set_title("valid BLEU (greedy)")
+    for ax in (loss_ax, lr_ax, bleu_ax):
+        ax.set_xlabel("update")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=80)
+    plt.close(fig)
