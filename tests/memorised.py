@@ -1,0 +1,58 @@
+"""A tiny Transformer trained in the test process to memorise the fixture pairs.
+
+Untrained models almost never emit EOS; search and translation tests also need
+one that ends its sentences, with confident (well-separated) choices. A few
+hundred Adam steps on 16 pairs take a couple of seconds on one CPU thread (on a
+busy 2-core machine, two threads can be 20x slower for ops this small). Trained
+inline so the tests do not depend on `transcli.train`.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from transcli.config import load_config
+from transcli.model import Transformer
+from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY_CONFIG = ROOT / "configs" / "tiny.yaml"
+
+
+def pad(rows: list[list[int]]) -> torch.Tensor:
+    out = torch.full((len(rows), max(map(len, rows))), PAD_ID, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = torch.tensor(row)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def memorised_model(spm_path: Path, pairs: tuple[tuple[str, str], ...],
+                    steps: int = 200) -> Transformer:
+    """The tiny config trained on `pairs` until it reproduces them (eval mode, CPU)."""
+    tokenizer = Tokenizer(spm_path)
+    torch.manual_seed(0)
+    model = Transformer(load_config(TINY_CONFIG).model, tokenizer.vocab_size)
+    src_ids = tokenizer.encode([en for en, _ in pairs])
+    tgt_ids = tokenizer.encode([es for _, es in pairs])
+    src = pad([ids + [EOS_ID] for ids in src_ids])
+    tgt_in = pad([[BOS_ID] + ids for ids in tgt_ids])
+    tgt_out = pad([ids + [EOS_ID] for ids in tgt_ids])
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    model.train()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for _ in range(steps):
+            logp = model(src, tgt_in)
+            loss = F.nll_loss(logp.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD_ID)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    return model.eval()

@@ -1,0 +1,154 @@
+"""Greedy and beam search: agreement with the uncached reference, with each other,
+across batch compositions, and their stopping rules.
+
+Equivalence tests use a float64 copy of a memorised tiny model: its choices are
+confident and depend on the source, so a mix-up between sentences or beams changes
+the output, while float noise from different batch shapes stays far below any
+decision. Scores are compared with a tolerance, token ids exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from conftest import PAIRS
+from memorised import TINY_CONFIG, memorised_model, pad
+from transcli.config import load_config
+from transcli.model import Transformer
+from transcli.search import Hypothesis, beam_search, greedy_search, length_penalty
+from transcli.tokenizer import BOS_ID, EOS_ID, Tokenizer
+
+UNSEEN = ["The cat eats bread.", "Where is my book?", "We like the beach.",
+          "My grandmother opened the shop.", "Coffee?"]
+
+
+@pytest.fixture(scope="module")
+def model(tiny_spm) -> Transformer:
+    return copy.deepcopy(memorised_model(tiny_spm, tuple(PAIRS))).double()
+
+
+@pytest.fixture(scope="module")
+def sources(tiny_tokenizer: Tokenizer) -> list[list[int]]:
+    english = [en for en, _ in PAIRS] + UNSEEN
+    return [ids + [EOS_ID] for ids in tiny_tokenizer.encode(english)]
+
+
+def search(model: Transformer, src: torch.Tensor, beam: int, max_len, alpha: float = 0.6,
+           n_best: int = 1, cached: bool = True) -> list[list[Hypothesis]]:
+    with torch.inference_mode():
+        if beam == 1:
+            return [[h] for h in greedy_search(model, src, max_len, alpha, cached=cached)]
+        return beam_search(model, src, beam, alpha, max_len, n_best, cached=cached)
+
+
+def assert_same(a: list[list[Hypothesis]], b: list[list[Hypothesis]]) -> None:
+    assert [[h.tokens for h in hyps] for hyps in a] == [[h.tokens for h in hyps] for hyps in b]
+    assert [[h.eos for h in hyps] for hyps in a] == [[h.eos for h in hyps] for hyps in b]
+    for x, y in zip(a, b):
+        assert [h.score for h in x] == pytest.approx([h.score for h in y], abs=1e-4)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_cached_equals_uncached(model, sources, beam):
+    src = pad(sources)
+    cached = search(model, src, beam, 30, n_best=beam)
+    uncached = search(model, src, beam, 30, n_best=beam, cached=False)
+    assert_same(cached, uncached)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_beam_one_equals_greedy(model, sources, alpha):
+    src = pad(sources)
+    with torch.inference_mode():
+        beam_one = beam_search(model, src, 1, alpha, 30)
+    assert_same(search(model, src, 1, 30, alpha), beam_one)
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_result_independent_of_batch(model, sources, beam):
+    """Alone, all together (with padding), and in reverse order: the same hypotheses."""
+    together = search(model, pad(sources), beam, 25, n_best=beam)
+    alone = [search(model, pad([ids]), beam, 25, n_best=beam)[0] for ids in sources]
+    reverse = search(model, pad(sources[::-1]), beam, 25, n_best=beam)[::-1]
+    assert_same(together, alone)
+    assert_same(together, reverse)
+
+
+@pytest.mark.parametrize("beam", [4, 8])
+def test_beam_finds_the_memorised_translations(model, sources, tiny_tokenizer, beam):
+    """A peaked model finishes junk hypotheses early (EOS ranks among the top K
+    candidates); the sentence must not stop before its best hypothesis ends."""
+    found = search(model, pad(sources[:len(PAIRS)]), beam, 40, n_best=beam)
+    best = tiny_tokenizer.decode([hyps[0].tokens for hyps in found])
+    assert best == [es for _, es in PAIRS]
+    for hyps in found:
+        assert len(hyps) == beam and all(h.eos for h in hyps)
+        scores = [h.score for h in hyps]
+        assert scores == sorted(scores, reverse=True)
+        assert len({tuple(h.tokens) for h in hyps}) == beam
+
+
+class Scripted(Transformer):
+    """Runs the real decoder (cache and positions included) but replaces its output:
+    token 4 is near-certain for `length` steps and EOS near-certain after; before
+    that EOS is the runner-up, so junk hypotheses finish at every step."""
+
+    length = 8
+
+    def step(self, tokens: torch.Tensor, state) -> torch.Tensor:
+        super().step(tokens, state)
+        scripted = torch.full((tokens.size(0), self.vocab_size), -20.0)
+        ending = state.position > self.length
+        scripted[:, EOS_ID if ending else 4] = 0.0
+        scripted[:, 4 if ending else EOS_ID] = -5.0
+        return scripted.log_softmax(-1)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_finished_junk_does_not_stop_a_better_live_hypothesis(tiny_tokenizer, alpha):
+    torch.manual_seed(0)
+    model = Scripted(load_config(TINY_CONFIG).model, tiny_tokenizer.vocab_size).eval()
+    found = search(model, pad([[5, 6, EOS_ID]]), 4, 30, alpha, n_best=4)[0]
+    assert found[0].tokens == [4] * Scripted.length and found[0].eos
+    assert all(h.eos and h.score <= found[0].score for h in found)
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_scores_match_teacher_forcing(model, sources, beam):
+    """Each hypothesis' log-prob, re-scored by the full forward pass, and its GNMT score:
+    catches beams whose tokens and scores come from different back-pointers."""
+    alpha = 0.6
+    found = search(model, pad(sources), beam, 12, alpha, n_best=beam)
+    for ids, hyps in zip(sources, found):
+        for h in hyps:
+            target = h.tokens + ([EOS_ID] if h.eos else [])
+            with torch.inference_mode():
+                logp = model(pad([ids]), pad([[BOS_ID] + target[:-1]]))[0]
+            expected = logp.gather(1, torch.tensor(target)[:, None]).sum().item()
+            assert h.logprob == pytest.approx(expected, abs=1e-4)
+            assert h.score == pytest.approx(h.logprob / length_penalty(len(target), alpha))
+
+
+class NeverEos(Transformer):
+    """A model for which EOS is impossible: search can only stop at max length."""
+
+    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        out = super().log_probs(hidden)
+        out[..., EOS_ID] = float("-inf")
+        return out
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_never_eos_stops_at_max_length(tiny_tokenizer, beam):
+    cfg = load_config(TINY_CONFIG).model
+    cfg.max_positions = 12
+    torch.manual_seed(0)
+    model = NeverEos(cfg, tiny_tokenizer.vocab_size).double().eval()
+    src = pad([[5, 6, 7, EOS_ID], [8, EOS_ID], [9, 10, EOS_ID]])
+    found = search(model, src, beam, [3, 7, 100], n_best=beam)  # 100: capped at 12 positions
+    for hyps, limit in zip(found, [3, 7, 12]):
+        assert len(hyps) == beam
+        assert all(len(h.tokens) == limit and not h.eos for h in hyps)

@@ -1,0 +1,200 @@
+"""Greedy and beam search over a batch of source sentences.
+
+The encoder runs once per batch. Each step feeds one token per live sequence to
+the decoder, which reuses cached keys/values (`model.step`); `cached=False`
+re-runs the decoder over the whole prefix instead, the reference that tests and
+the benchmark compare against. Search works on one tensor of sentences x beams;
+sentences that finish are dropped from it, so a batch gets cheaper as it goes
+and no sentence's result depends on the others in its batch.
+
+Scores are log-probabilities divided by the GNMT length penalty
+((5 + len) / 6) ** alpha (Wu et al. 2016), where len counts the EOS token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from transcli.model import DecoderState, Memory, Transformer
+from transcli.tokenizer import BOS_ID, EOS_ID
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Hypothesis:
+    """One translation of one sentence, as target ids without BOS/EOS."""
+
+    tokens: list[int]
+    logprob: float  # sum of the token log-probabilities, EOS included when emitted
+    score: float  # logprob / length penalty
+    eos: bool  # False when the search stopped at the maximum length
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT: ((5 + length) / 6) ** alpha; alpha = 0 compares raw log-probabilities."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+class Stepper:
+    """The decoder as search sees it: feed the newest tokens, get next-token log-probs;
+    `reorder` selects/repeats batch rows (expand to beams, follow beams, drop finished)."""
+
+    def __init__(self, model: Transformer, memory: Memory, cached: bool = True):
+        self.model = model
+        self.cached = cached
+        self.state: DecoderState | None = model.start_decoding(memory) if cached else None
+        self.memory = memory  # used by the uncached path only
+        self.prefix: Tensor | None = None
+
+    def step(self, tokens: Tensor) -> Tensor:
+        if self.state is not None:
+            return self.model.step(tokens, self.state)
+        new = tokens[:, None]
+        self.prefix = new if self.prefix is None else torch.cat([self.prefix, new], dim=1)
+        return self.model.decode(self.prefix, self.memory, last_only=True)[:, 0]
+
+    def reorder(self, index: Tensor) -> None:
+        if self.state is not None:
+            self.state.reorder(index)
+            return
+        self.memory = Memory(self.memory.states.index_select(0, index),
+                             self.memory.mask.index_select(0, index))
+        if self.prefix is not None:
+            self.prefix = self.prefix.index_select(0, index)
+
+
+def _limits(max_len: int | list[int] | Tensor, src: Tensor, model: Transformer) -> Tensor:
+    """Per-sentence maximum target length (EOS included), capped so that BOS plus
+    every fed token fits the model's positional table."""
+    limit = torch.as_tensor(max_len, dtype=torch.long, device=src.device)
+    limit = limit.expand(src.size(0)) if limit.dim() == 0 else limit
+    return limit.clamp(1, model.cfg.max_positions)
+
+
+def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Tensor,
+                  length_penalty_alpha: float = 0.0, cached: bool = True) -> list[Hypothesis]:
+    """The most likely next token at every step, for each sentence of `src` [batch, src_len].
+
+    `max_len` (one for all, or one per sentence) bounds the target tokens, EOS included;
+    `length_penalty_alpha` only affects the reported score, so that it matches beam search.
+    """
+    limit = _limits(max_len, src, model)
+    batch = src.size(0)
+    stepper = Stepper(model, model.encode(src), cached)
+    out = torch.zeros(batch, int(limit.max()), dtype=torch.long, device=src.device)
+    logprob = torch.zeros(batch, dtype=torch.float64, device=src.device)
+    length = limit.clone()
+    ended = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    rows = torch.arange(batch, device=src.device)  # sentence of each live row
+    tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)
+    for step in range(1, int(limit.max()) + 1):
+        best_logp, best = stepper.step(tokens).max(dim=-1)
+        out[rows, step - 1] = best
+        logprob[rows] += best_logp.double()
+        eos = best == EOS_ID
+        ended[rows] = eos
+        done = eos | (step >= limit[rows])
+        length[rows[done]] = step
+        if bool(done.all()):
+            break
+        if bool(done.any()):
+            live = (~done).nonzero().squeeze(1)
+            stepper.reorder(live)
+            rows, best = rows[live], best[live]
+        tokens = best
+    hyps = []
+    for ids, lp, n, e in zip(out.tolist(), logprob.tolist(), length.tolist(), ended.tolist()):
+        hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
+                               lp / length_penalty(n, length_penalty_alpha), e))
+    return hyps
+
+
+def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_alpha: float,
+                max_len: int | list[int] | Tensor, n_best: int = 1,
+                cached: bool = True) -> list[list[Hypothesis]]:
+    """Beam search for each sentence of `src` [batch, src_len]; returns its `n_best` best
+    hypotheses, best first.
+
+    Every step ranks the 2K best continuations of a sentence's K live beams by log-prob.
+    EOS among the top K of them finishes that hypothesis (length-penalised score); the
+    first K that are not EOS stay live, so the beam stays full. A sentence is done when
+    it has `n_best` finished hypotheses and its best live one, scored at the current
+    length, does not beat the n_best-th of them: log-probs only fall, so with alpha = 0
+    nothing live could ever win; with alpha > 0 a longer hypothesis might in principle
+    still overtake after normalisation (the rule of Hugging Face's default search; it
+    makes beam 1 the same as greedy). At its maximum length a sentence's live beams end
+    unfinished. Finished hypotheses rank before unfinished ones.
+    """
+    limit = _limits(max_len, src, model)
+    batch, k, device = src.size(0), beam_size, src.device
+    stepper = Stepper(model, model.encode(src), cached)
+    stepper.reorder(torch.arange(batch, device=device).repeat_interleave(k))
+    sent = torch.arange(batch, device=device)  # sentence of each live group of k beams
+    scores = torch.full((batch, k), NEG_INF, dtype=torch.float64, device=device)
+    scores[:, 0] = 0.0  # all beams start equal: let only the first one expand at step 1
+    history = torch.zeros(batch, k, 0, dtype=torch.long, device=device)
+    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    positions = torch.arange(2 * k, device=device)
+    for step in range(1, int(limit.max()) + 1):
+        n = sent.size(0)
+        logp = stepper.step(tokens).view(n, k, -1)
+        vocab = logp.size(-1)
+        # The 2K best overall lie among each beam's 2K best.
+        top_logp, top_tok = logp.topk(min(2 * k, vocab), dim=-1)
+        cand = (scores[:, :, None] + top_logp.double()).view(n, -1)
+        cand_scores, cand_idx = cand.topk(min(2 * k, cand.size(1)), dim=-1)
+        cand_beam = cand_idx // top_tok.size(-1)
+        cand_tok = top_tok.view(n, -1).gather(1, cand_idx)
+        is_eos = cand_tok == EOS_ID
+
+        # Finish hypotheses whose EOS ranks among the top K of this step.
+        ends = (is_eos[:, :k] & (cand_scores[:, :k] > NEG_INF)).nonzero()
+        if ends.numel():
+            i_idx, j_idx = ends[:, 0], ends[:, 1]
+            ended_tokens = history[i_idx, cand_beam[i_idx, j_idx]].tolist()
+            ended_scores = cand_scores[i_idx, j_idx].tolist()
+            for s, ids, lp in zip(sent[i_idx].tolist(), ended_tokens, ended_scores):
+                finished[s].append(
+                    Hypothesis(ids, lp, lp / length_penalty(step, length_penalty_alpha), True))
+
+        # Keep the first K candidates that are not EOS (each beam gives at most one EOS).
+        width = cand_scores.size(1)
+        keep = (is_eos.long() * width + positions[:width]).topk(
+            k, dim=-1, largest=False).indices
+        beam = cand_beam.gather(1, keep)
+        tokens = cand_tok.gather(1, keep)
+        scores = cand_scores.gather(1, keep)
+        history = torch.cat([history.gather(1, beam[:, :, None].expand_as(history)),
+                             tokens[:, :, None]], dim=2)
+
+        at_limit = (step >= limit[sent]).tolist()
+        best_live = (scores[:, 0] / length_penalty(step, length_penalty_alpha)).tolist()
+        sent_list = sent.tolist()
+        live = []
+        for i, s in enumerate(sent_list):
+            if at_limit[i]:
+                finished[s].extend(
+                    Hypothesis(ids, lp, lp / length_penalty(step, length_penalty_alpha), False)
+                    for ids, lp in zip(history[i].tolist(), scores[i].tolist()) if lp > NEG_INF)
+            elif not _settled(finished[s], n_best, best_live[i]):
+                live.append(i)
+        if not live:
+            break
+        live_idx = torch.tensor(live, dtype=torch.long, device=device)
+        stepper.reorder((live_idx[:, None] * k + beam[live_idx]).view(-1))
+        sent, scores, history = sent[live_idx], scores[live_idx], history[live_idx]
+        tokens = tokens[live_idx].view(-1)
+    return [sorted(hyps, key=lambda h: (h.eos, h.score), reverse=True)[:n_best]
+            for hyps in finished]
+
+
+def _settled(finished: list[Hypothesis], n_best: int, best_live: float) -> bool:
+    """Whether `n_best` finished hypotheses all score at least `best_live`."""
+    if len(finished) < n_best:
+        return False
+    return sorted((h.score for h in finished), reverse=True)[n_best - 1] >= best_live
