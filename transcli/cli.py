@@ -103,17 +103,27 @@ def translate(
     checkpoint: str = typer.Option("best", help="best, last, avg, or a checkpoint path."),
     input: str = typer.Option("-", "--input", "-i", help="Input file, or - for stdin."),
     output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
-    greedy: bool = typer.Option(False, help="Greedy search (same as --beam-size 1)."),
-    beam_size: Optional[int] = typer.Option(None, help="Beam width."),
-    length_penalty: Optional[float] = typer.Option(None, help="GNMT length penalty alpha."),
-    max_len_a: Optional[float] = typer.Option(None, help="Max length = a * source length + b."),
-    max_len_b: Optional[int] = typer.Option(None, help="Max length = a * source length + b."),
-    batch_tokens: Optional[int] = typer.Option(None, help="Source tokens per batch."),
-    n_best: Optional[int] = typer.Option(None, help="Hypotheses per line (TSV with scores)."),
+    greedy: bool = typer.Option(False, help="Greedy search (same output as --beam-size 1)."),
+    beam_size: Optional[int] = typer.Option(None, help="Beam width (1 = greedy)."),
+    length_penalty: Optional[float] = typer.Option(
+        None, help="GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha."),
+    max_len_a: Optional[float] = typer.Option(
+        None, help="Max target tokens = a * source tokens + b (capped by the model)."),
+    max_len_b: Optional[int] = typer.Option(
+        None, help="Max target tokens = a * source tokens + b (capped by the model)."),
+    batch_tokens: Optional[int] = typer.Option(
+        None, help="Source tokens per batch, padding included, before beams."),
+    n_best: Optional[int] = typer.Option(
+        None, help="K > 1 writes K lines per input line as TSV: line index (from 0), "
+        "hypothesis, score (length-penalised log-prob); K <= beam size."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
-    """Translate English lines to Spanish, in input order, from a file or stdin."""
+    """Translate English lines to Spanish, in input order, from a file or stdin.
+
+    Defaults come from the run's config (decode section). An empty line gives an
+    empty line; a line too long for the model is truncated, with one warning at the end.
+    """
     from transcli.translate import translate_file
 
     flags = {"decode.beam_size": 1 if greedy else beam_size,

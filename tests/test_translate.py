@@ -1,0 +1,181 @@
+"""`Translator`, `translate_lines` and the `translate` command on a memorised run dir:
+order, empty lines, batch independence, long lines, n-best, pipes and errors."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import PAIRS, ROOT
+from memorised import TINY_CONFIG, memorised_model
+from transcli.checkpoint import CONFIG_FILE, save_weights, step_path
+from transcli.config import DecodeConfig, load_config, save_config
+from transcli.errors import UserError
+from transcli.model import Transformer
+from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.translate import Translator, token_batches, translate_file, translate_lines
+
+ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
+UNSEEN = ["The cat eats bread.", "Where is my book?", "We like the beach.",
+          "My grandmother opened the shop.", "Coffee?"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_spm: Path) -> Path:
+    """A run dir whose only checkpoint is the memorised tiny model."""
+    run = tmp_path_factory.mktemp("memorised") / "run"
+    run.mkdir()
+    save_config(load_config(TINY_CONFIG), run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(tiny_spm.read_bytes())
+    save_weights(memorised_model(tiny_spm, tuple(PAIRS)), step_path(run, 200))
+    return run
+
+
+def translator(tiny_spm: Path, **decode) -> Translator:
+    model = memorised_model(tiny_spm, tuple(PAIRS))
+    return Translator(model, Tokenizer(tiny_spm), replace(DecodeConfig(), **decode), "cpu")
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_order_and_empty_lines(tiny_spm, beam):
+    lines = ["", ENGLISH[3], "   ", ENGLISH[0], "", "", ENGLISH[7], ENGLISH[3], ""]
+    expected = ["", SPANISH[3], "", SPANISH[0], "", "", SPANISH[7], SPANISH[3], ""]
+    assert translator(tiny_spm, beam_size=beam).translate(lines) == expected
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_independent_of_batch_size_and_neighbours(tiny_spm, beam):
+    lines = ENGLISH + UNSEEN
+    big = translator(tiny_spm, beam_size=beam, batch_tokens=100_000).translate(lines)
+    one_by_one = translator(tiny_spm, beam_size=beam, batch_tokens=1).translate(lines)
+    order = list(range(len(lines)))
+    random.Random(0).shuffle(order)
+    shuffled = translator(tiny_spm, beam_size=beam, batch_tokens=40).translate(
+        [lines[i] for i in order])
+    assert one_by_one == big
+    assert [shuffled[order.index(i)] for i in range(len(lines))] == big
+    assert big[:len(SPANISH)] == SPANISH
+
+
+def test_token_batches_respect_the_budget():
+    lengths = [5, 1, 9, 3, 3, 30, 2, 8]
+    batches = token_batches(lengths, budget=12)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    for batch in batches:
+        longest = max(lengths[i] for i in batch)
+        assert len(batch) == 1 or len(batch) * longest <= 12
+    assert [5] in batches  # longer than the budget: alone, not dropped
+
+
+def test_nbest_scores(tiny_spm):
+    results = translator(tiny_spm, beam_size=3, n_best=3).translate_nbest(
+        [ENGLISH[1], "", UNSEEN[0]])
+    assert [len(r) for r in results] == [3, 3, 3]
+    assert results[0][0][0] == SPANISH[1]
+    assert results[1] == [("", 0.0)] * 3
+    for hyps in results:
+        scores = [score for _, score in hyps]
+        assert scores == sorted(scores, reverse=True) and all(s <= 0 for s in scores)
+
+
+def test_long_line_truncated_with_one_warning(run_dir, capsys):
+    long_line = " ".join(["trees"] * 40)
+    lines = [long_line, ENGLISH[0], long_line + " again"]
+    out = translate_lines(run_dir, "last", lines, ["model.max_positions=24"], "cpu")
+    assert len(out) == 3 and out[1] == SPANISH[0]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "2 input line(s)" in err[0] and "24 positions" in err[0]
+
+
+def test_training_mode_is_restored(tiny_spm):
+    t = translator(tiny_spm, beam_size=1)
+    t.model.train()
+    try:
+        assert t.translate([ENGLISH[2]]) == [SPANISH[2]]  # dropout off while decoding
+        assert t.model.training
+    finally:
+        t.model.eval()
+
+
+def test_errors_name_the_file(run_dir, tmp_path):
+    (tmp_path / "in.txt").write_text("Hello.\n", encoding="utf-8")
+    cases = [
+        (tmp_path / "no-run", "last", tmp_path / "in.txt", "no-run: run directory not found"),
+        (run_dir, "last", tmp_path / "missing.txt", "missing.txt: cannot read input"),
+        (run_dir, "last", tmp_path, "cannot read input"),
+    ]
+    for model, checkpoint, source, message in cases:
+        with pytest.raises(UserError, match=message):
+            translate_file(model, checkpoint, str(source), "-", [], "cpu")
+    other = tmp_path / "other.safetensors"  # from a run with a 300-piece vocabulary
+    save_weights(Transformer(load_config(TINY_CONFIG).model, 300), other)
+    with pytest.raises(UserError, match="other.safetensors: checkpoint does not match"):
+        translate_file(run_dir, str(other), str(tmp_path / "in.txt"), "-", [], "cpu")
+    (tmp_path / "bad.txt").write_bytes(b"fine\n\xff\xfe\n")
+    with pytest.raises(UserError, match=r"bad.txt: line 2 is not valid UTF-8"):
+        translate_file(run_dir, "last", str(tmp_path / "bad.txt"), "-", [], "cpu")
+
+
+# ---------------------------------------------------------------- the command line
+
+def transcli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "transcli", "translate", *args], input=stdin,
+                          capture_output=True, cwd=ROOT, timeout=120)
+
+
+def test_cli_stdin_stdout_equals_files(run_dir, tmp_path):
+    lines = ["", *ENGLISH[:6], "", "  ", UNSEEN[0], "Ünïcode\u2028inside a line\r"]
+    text = ("\r\n".join(lines[:3]) + "\n" + "\n".join(lines[3:])).encode("utf-8")
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_bytes(text)  # mixed line endings, no final newline
+    files = transcli("-m", str(run_dir), "--checkpoint", "last", "--beam-size", "2",
+                     "-i", str(source), "-o", str(target))
+    assert files.returncode == 0, files.stderr
+    piped = transcli("-m", str(run_dir), "--checkpoint", "last", "--beam-size", "2",
+                     stdin=text)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == target.read_bytes()
+    out = piped.stdout.decode("utf-8").split("\n")
+    assert out[-1] == "" and len(out) - 1 == len(lines)
+    assert out[:7] == ["", *SPANISH[:6]]
+    assert out[7:9] == ["", ""]
+
+
+def test_cli_nbest_tsv(run_dir):
+    result = transcli("-m", str(run_dir), "--checkpoint", "last", "--beam-size", "3",
+                      "--n-best", "2", stdin=f"{ENGLISH[4]}\n\n{ENGLISH[5]}\n".encode())
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.decode().splitlines()]
+    assert [row[0] for row in rows] == ["0", "0", "1", "1", "2", "2"]
+    assert all(len(row) == 3 for row in rows)
+    assert rows[0][1] == SPANISH[4] and rows[4][1] == SPANISH[5] and rows[2][1] == ""
+    assert float(rows[0][2]) >= float(rows[1][2])
+
+
+def test_cli_error_is_one_line(tmp_path):
+    result = transcli("-m", str(tmp_path / "nowhere"), stdin=b"Hello.\n")
+    assert result.returncode == 1
+    assert result.stderr.decode().splitlines() == [
+        f"transcli: error: {tmp_path / 'nowhere'}: run directory not found"]
+
+
+def test_cli_pipe_into_head(run_dir, tmp_path):
+    """`cat big.txt | transcli translate | head -1`: more output than a pipe holds, so
+    translate blocks on a write until the reader leaves; then exit 0, no traceback."""
+    big = tmp_path / "big.txt"
+    big.write_text("\n".join(ENGLISH * 1000) + "\n", encoding="utf-8")  # 16,000 lines
+    with open(big, "rb") as stdin:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "transcli", "translate", "-m", str(run_dir), "--greedy",
+             "--max-len-a", "0", "--max-len-b", "3"],
+            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        first = process.stdout.readline()
+        process.stdout.close()
+        assert process.wait(timeout=120) == 0
+    assert first.strip() and process.stderr.read() == b""

@@ -1,0 +1,228 @@
+"""Translating sentences, files and pipes with a trained model.
+
+`Translator` holds a model in memory and turns a list of lines into translations:
+lines are encoded, sorted by length into token-budget batches, searched (greedy or
+beam) and put back in input order; empty lines stay empty. `translate` and
+`evaluate` build one from a run dir, the training loop from the model it trains.
+`translate_file` streams a file or stdin through it in chunks, so a pipe into
+`head` works and memory stays bounded however long the input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+import torch
+from tqdm import tqdm
+
+from transcli.checkpoint import atomic_path, load_trained, pick_device
+from transcli.config import DecodeConfig
+from transcli.errors import UserError
+from transcli.model import Transformer
+from transcli.search import Hypothesis, beam_search, greedy_search
+from transcli.tokenizer import EOS_ID, PAD_ID, Tokenizer
+
+CHUNK_LINES = 1000  # lines read, translated and written at a time
+
+
+class Translator:
+    """An in-memory model, its tokenizer and search settings: lines in, lines out.
+
+    Nothing here touches the disk, so the training loop can call it for
+    validation BLEU as often as it likes.
+    """
+
+    def __init__(self, model: Transformer, tokenizer: Tokenizer, decode: DecodeConfig,
+                 device: str | torch.device | None = None):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.decode = decode
+        self.device = torch.device(device) if device else next(model.parameters()).device
+        self.truncated = 0  # input lines cut to fit the model's positions, so far
+
+    def translate(self, lines: list[str]) -> list[str]:
+        """The best translation of each line, in input order."""
+        return [hyps[0][0] for hyps in self.translate_nbest(lines)]
+
+    def translate_nbest(self, lines: list[str]) -> list[list[tuple[str, float]]]:
+        """Up to `decode.n_best` (text, score) pairs per line, best first; an empty
+        line gets empty hypotheses with score 0."""
+        sources = self._encode(lines)
+        found: list[list[Hypothesis]] = [[] for _ in lines]
+        todo = [i for i, ids in enumerate(sources) if ids]
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            for batch in token_batches([len(sources[i]) for i in todo], self.decode.batch_tokens):
+                picked = [todo[j] for j in batch]
+                for i, hyps in zip(picked, self._search([sources[i] for i in picked])):
+                    found[i] = hyps
+        finally:
+            self.model.train(was_training)
+        texts = iter(self.tokenizer.decode([h.tokens for hyps in found for h in hyps]))
+        empty = [("", 0.0)] * self.decode.n_best
+        return [[(next(texts), h.score) for h in hyps] if hyps else list(empty)
+                for hyps in found]
+
+    def warn_truncated(self) -> None:
+        """One line on stderr if any input was cut to fit the model (never a crash)."""
+        if self.truncated:
+            print(f"transcli: warning: {self.truncated} input line(s) longer than the model's "
+                  f"{self.model.cfg.max_positions} positions were truncated to fit",
+                  file=sys.stderr)
+
+    def _encode(self, lines: list[str]) -> list[list[int]]:
+        """Source ids + EOS per line ([] for a blank line), cut to the positional table."""
+        room = self.model.cfg.max_positions - 1  # one position is EOS's
+        sources = []
+        for ids, line in zip(self.tokenizer.encode(lines), lines):
+            if not line.strip() or not ids:
+                sources.append([])
+                continue
+            if len(ids) > room:
+                ids = ids[:room]
+                self.truncated += 1
+            sources.append(ids + [EOS_ID])
+        return sources
+
+    @torch.inference_mode()
+    def _search(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
+        """One batch through the encoder and the search; max target length per sentence
+        is a * (source tokens without EOS) + b."""
+        src = torch.full((len(sources), max(map(len, sources))), PAD_ID, dtype=torch.long)
+        for row, ids in enumerate(sources):
+            src[row, :len(ids)] = torch.tensor(ids)
+        src = src.to(self.device)
+        d = self.decode
+        max_len = [int(d.max_len_a * (len(ids) - 1) + d.max_len_b) for ids in sources]
+        if d.beam_size == 1:
+            return [[h] for h in greedy_search(self.model, src, max_len, d.length_penalty)]
+        return beam_search(self.model, src, d.beam_size, d.length_penalty, max_len, d.n_best)
+
+
+def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
+    """Indices into `lengths`, longest first, grouped so that each batch's padded size
+    (sentences x longest) stays within `budget` (a longer sentence goes alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= budget:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def load_translator(run_dir: str | Path, checkpoint: str = "best",
+                    overrides: list[str] | None = None, device: str = "auto") -> Translator:
+    """A Translator for a run dir's checkpoint, with the run's `decode` settings."""
+    target = pick_device(device)
+    model, tokenizer, cfg = load_trained(run_dir, checkpoint, target, overrides)
+    return Translator(model, tokenizer, cfg.decode, target)
+
+
+def translate_lines(run_dir: Path, checkpoint: str, lines: list[str], overrides: list[str],
+                    device: str) -> list[str]:
+    """Translate in-memory lines with a run dir's model (used by `evaluate --model`)."""
+    translator = load_translator(run_dir, checkpoint, overrides, device)
+    translations = translator.translate(lines)
+    translator.warn_truncated()
+    return translations
+
+
+def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
+                   overrides: list[str], device: str) -> None:
+    """Translate `input` (a path or - for stdin) into `output` (a path or - for stdout),
+    one line per input line. With decode.n_best > 1 each input line gives n_best TSV
+    lines: line index (from 0), hypothesis, score."""
+    with _open_input(input) as (lines, total):
+        translator = load_translator(model_dir, checkpoint, overrides, device)
+        n_best = translator.decode.n_best
+        with _open_output(output) as out, tqdm(total=total, unit="line", file=sys.stderr,
+                                               disable=total is None) as progress:
+            first = 0
+            while chunk := list(itertools.islice(lines, CHUNK_LINES)):
+                if n_best > 1:
+                    out.write(_nbest_tsv(translator.translate_nbest(chunk), first).encode())
+                else:
+                    out.write("".join(t + "\n" for t in translator.translate(chunk)).encode())
+                out.flush()
+                first += len(chunk)
+                progress.update(len(chunk))
+    translator.warn_truncated()
+
+
+def _nbest_tsv(results: list[list[tuple[str, float]]], first: int) -> str:
+    return "".join(f"{first + i}\t{text}\t{score:.4f}\n"
+                   for i, hyps in enumerate(results) for text, score in hyps)
+
+
+@contextlib.contextmanager
+def _open_input(name: str) -> Iterator[tuple[Iterator[str], int | None]]:
+    """Lines of a file or stdin, and the file's line count (None for stdin: no progress
+    bar). Only '\\n' ends a line, so odd characters inside a line never shift the order."""
+    if name == "-":
+        yield _read_lines(sys.stdin.buffer, "<stdin>"), None
+        return
+    path = Path(name)
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read input ({exc.strerror or exc})") from None
+    with handle:
+        try:
+            total = _count_lines(handle) if path.is_file() else None
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read input ({exc.strerror or exc})") from None
+        yield _read_lines(handle, str(path)), total
+
+
+def _count_lines(handle: BinaryIO) -> int:
+    count, last = 0, b"\n"
+    for block in iter(lambda: handle.read(1 << 20), b""):
+        count += block.count(b"\n")
+        last = block[-1:]
+    handle.seek(0)
+    return count + (last != b"\n")
+
+
+def _read_lines(handle: BinaryIO, name: str) -> Iterator[str]:
+    try:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UserError(f"{name}: line {number} is not valid UTF-8") from None
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            yield line.rstrip("\n").removesuffix("\r")
+    except OSError as exc:
+        raise UserError(f"{name}: cannot read input ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def _open_output(name: str) -> Iterator[BinaryIO]:
+    """stdout, or a file that appears whole when translation ends (so -o may equal -i).
+
+    When the reader of stdout goes away (`| head`), translation stops quietly:
+    stdout is pointed at /dev/null so that the interpreter's final flush cannot fail.
+    """
+    if name == "-":
+        try:
+            yield sys.stdout.buffer
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    path = Path(name)
+    if path.is_dir():
+        raise UserError(f"{path}: output is a directory")
+    try:
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            yield handle
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write output ({exc.strerror or exc})") from None
