@@ -219,7 +219,9 @@ def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: P
     assert "SIGTERM received" in err and "--resume" in err
     step = complete_steps(run)[-1]
     assert step >= 5 and json.loads((run / METRICS_FILE).read_text().splitlines()[-1])
-    proc = _transcli(*_train_cli(prepared, run, f"train.max_steps={step + 5}"), "--resume")
+    # Without --config, --resume takes the run's own config.yaml (FAST's small model).
+    proc = _transcli("train", "--data", str(prepared), "--out", str(run), "--resume",
+                     "--max-steps", str(step + 5))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert f"resuming at step {step}" in err and complete_steps(run)[-1] == step + 5

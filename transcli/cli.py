@@ -79,7 +79,9 @@ def train(
     config: Optional[Path] = ConfigOpt,
     data: Path = typer.Option(..., help="Directory written by `transcli prepare`."),
     out: Path = typer.Option(..., "--out", "-o", help="Run directory (checkpoints, logs)."),
-    resume: bool = typer.Option(False, help="Continue the run in --out where it stopped."),
+    resume: bool = typer.Option(
+        False, help="Continue the run in --out where it stopped (with its config.yaml when "
+        "--config is not given)."),
     force: bool = typer.Option(False, help="Start afresh in an --out holding another run."),
     max_steps: Optional[int] = typer.Option(None, help="Stop after this many updates."),
     save_every: Optional[int] = typer.Option(None, help="Checkpoint every N updates."),
@@ -88,9 +90,18 @@ def train(
     device: Optional[str] = typer.Option(None, help="auto, cpu or cuda."),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
-    """Train the Transformer on a prepared dataset, with checkpoints and validation."""
+    """Train the Transformer on a prepared dataset, with checkpoints and validation.
+
+    SIGINT/SIGTERM finish the current update, save and exit 0. Under
+    `torchrun --nproc_per_node N -m transcli train ...` each process trains on
+    every N-th batch (DistributedDataParallel).
+    """
     flags = {"train.max_steps": max_steps, "train.save_every": save_every,
              "train.valid_every": valid_every, "train.seed": seed, "train.device": device}
+    if config is None and resume:
+        from transcli.checkpoint import CONFIG_FILE
+
+        config = out / CONFIG_FILE if (out / CONFIG_FILE).is_file() else None
     cfg = _config(config, flags, sets)
     from transcli.train import train as run_train
 
