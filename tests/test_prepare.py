@@ -268,6 +268,20 @@ def test_normalisation_nfc_and_whitespace(tmp_path: Path) -> None:
     assert set(zip(lines(out / "valid.en"), lines(out / "valid.es"))) <= set(pairs)
 
 
+def test_bom_crlf_and_control_characters_are_not_text(tmp_path: Path) -> None:
+    pairs = corpus()
+    src, tgt = tmp_path / "windows.en", tmp_path / "windows.es"
+    src.write_bytes(("\ufeff" + "".join(f"{s}\r\n" for s, _ in pairs)).encode("utf-8"))
+    tgt.write_bytes(("\ufeff" + "".join(f"{t}\x00\r\n" for _, t in pairs)).encode("utf-8"))
+    out = tmp_path / "out"
+    manifest = run_prepare(config(file_source(src, tgt)), out)
+    assert manifest["counts"]["train"]["dropped"]["duplicate"] == 0
+    english = {s for s, _ in pairs}
+    assert set(decoded_sources(out, "train")) | set(lines(out / "valid.en")) == english - set(
+        lines(out / "test.en"))
+    assert set(zip(lines(out / "test.en"), lines(out / "test.es"))) <= set(pairs)
+
+
 def test_round_trip_keeps_spanish_characters(tmp_path: Path) -> None:
     pairs = corpus()
     out = tmp_path / "out"
@@ -334,7 +348,7 @@ BAD_INPUTS = {
     "nothing left": (["--src-file", "{blank_en}", "--tgt-file", "{blank_es}"],
                      ["nothing left to train on", "empty 2"]),
     "unknown hub dataset": (["--dataset", "no-such-owner/no-such-dataset"],
-                            ["dataset 'no-such-owner/no-such-dataset'", "cannot load"]),
+                            ["dataset 'no-such-owner/no-such-dataset'", "hub is unreachable"]),
     "unknown column": (["--dataset", "{jsonl}", "--src-column", "english", "--tgt-column", "es"],
                        ["no column 'english'", "columns: translation"]),
     "missing translation language": (["--dataset", "{jsonl}", "--set", "data.tgt_lang=de"],

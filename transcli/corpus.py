@@ -9,11 +9,14 @@ naming the file and line, or are skipped and counted (`skip_invalid`).
 from __future__ import annotations
 
 import re
+import socket
 import unicodedata
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
+from urllib.parse import urlparse
 
 from transcli.config import DataConfig, SourceConfig
 from transcli.errors import UserError
@@ -208,7 +211,7 @@ class DatasetSource(Source):
                     raise UserError(f"dataset '{self.name}': its translation column has no "
                                     f"'{lang}' entry (it has: {', '.join(languages) or 'none'})")
             self.table = self.table.select_columns(["translation"])
-            return lambda batch: ((_text(t.get(src_lang)), _text(t.get(tgt_lang)))
+            return lambda batch: ((_text((t or {}).get(src_lang)), _text((t or {}).get(tgt_lang)))
                                   for t in batch["translation"])
         if src_col is None:
             src_col, tgt_col = src_lang, tgt_lang
@@ -265,7 +268,15 @@ def load_hf_dataset(config: SourceConfig, cache_dir: Path) -> Any:
                                          cache_dir=str(cache_dir))
         if _looks_like_path(name):
             raise UserError(f"dataset '{name}': no such file or directory")
-        return datasets.load_dataset(name, config.subset, split=config.split)
+        with _offline_unless_reachable(datasets.config) as offline:
+            try:
+                return datasets.load_dataset(name, config.subset, split=config.split)
+            except Exception:
+                if offline:
+                    raise UserError(f"dataset '{name}': not a local file or directory, not in "
+                                    f"the Hugging Face cache, and the hub is unreachable "
+                                    f"(offline)") from None
+                raise
     except UserError:
         raise
     except Exception as exc:  # datasets raises many types; the user needs one line
@@ -299,6 +310,32 @@ def _looks_like_path(name: str) -> bool:
     """Hub names are `owner/name`; these can only be meant as local paths."""
     return (name.startswith((".", "/", "~")) or "\\" in name
             or Path(name).suffix.lower() in DATA_FILE_BUILDERS or name.count("/") > 1)
+
+
+@contextmanager
+def _offline_unless_reachable(datasets_config: Any) -> Iterator[bool]:
+    """Yields whether the hub is off limits. Hugging Face retries an unreachable hub for
+    about 25 s before failing; when the endpoint's name does not even resolve we go
+    offline at once (cached datasets still load, others fail in a moment)."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE or datasets_config.HF_HUB_OFFLINE:
+        yield True
+        return
+    host = urlparse(constants.ENDPOINT).hostname
+    try:
+        socket.getaddrinfo(host or "", 443)
+    except OSError:
+        pass
+    else:
+        yield False
+        return
+    saved = constants.HF_HUB_OFFLINE, datasets_config.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = datasets_config.HF_HUB_OFFLINE = True
+    try:
+        yield True
+    finally:
+        constants.HF_HUB_OFFLINE, datasets_config.HF_HUB_OFFLINE = saved
 
 
 def _quiet_hub_logs() -> None:

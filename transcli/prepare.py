@@ -21,18 +21,20 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO, Optional
+from typing import Any, BinaryIO, Iterator, Optional
 
 import numpy as np
 from tqdm import tqdm
 
 from transcli.config import Config, DataConfig, SourceConfig
-from transcli.corpus import (DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, normalise,
-                             open_source)
+from transcli.corpus import (DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, Source,
+                             normalise, open_source)
 from transcli.encoded import (MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files)
 from transcli.errors import UserError
 from transcli.tokenizer import TOKENIZER_FILE, VOCAB_FILE, Tokenizer, train_tokenizer
@@ -109,7 +111,8 @@ class Collected:
     read: int = 0
     dropped: Counter = field(default_factory=Counter)
     carved: Counter = field(default_factory=Counter)
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)  # for the manifest
+    labels: list[str] = field(default_factory=list)  # for messages
 
 
 def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
@@ -118,18 +121,17 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
     cache = scratch / "hf-cache"
     held_configs = {"valid": data.valid, "test": data.test}
     # Open everything first: a missing file or column fails before minutes of work.
-    train_sources = [open_source(c, data, cache) for c in data.train]
-    held_sources = {split: open_source(c, data, cache)
+    train_sources = [_open(c, data, cache, "train") for c in data.train]
+    held_sources = {split: _open(c, data, cache, split)
                     for split, c in held_configs.items() if c is not None}
     collected = {split: collect(sources, data, scratch / f"{split}.clean.tsv", split)
                  for split, sources in [("train", train_sources)]
                  + [(s, [src]) for s, src in held_sources.items()]}
-    fates = {split: assign_held(c) for split, c in collected.items() if split != "train"}
+    fates = {split: assign_held(c, split) for split, c in collected.items() if split != "train"}
     fates["train"] = assign_train(collected["train"], [collected[s] for s in held_sources],
                                   data, carve=[s for s in ("valid", "test") if s not in held_sources])
     texts = distribute(collected, fates, data, scratch, stage)
-    with _progress(1, f"training sentencepiece ({data.tokenizer}, vocab {data.vocab_size})",
-                   bar_format="{desc}: {elapsed}"):
+    with _status(f"training sentencepiece ({data.tokenizer}, vocab {data.vocab_size})"):
         settings = train_tokenizer(
             list(texts["train"]), stage, vocab_size=data.vocab_size,
             model_type=data.tokenizer, character_coverage=data.character_coverage,
@@ -140,7 +142,15 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
     return _manifest(cfg, collected, splits, settings, tokenizer.vocab_size, stage)
 
 
-def collect(sources: list, data: DataConfig, path: Path, label: str) -> Collected:
+def _open(config: SourceConfig, data: DataConfig, cache: Path, split: str) -> Source:
+    if config.dataset is not None:
+        import datasets  # noqa: F401  (slow: imported before the timer starts, so that a
+        # dataset that fails at once fails with its one line, not a timer line too)
+    with _status(f"opening {split}: {_label(config)}"):  # line counts, dataset loading
+        return open_source(config, data, cache)
+
+
+def collect(sources: list[Source], data: DataConfig, path: Path, label: str) -> Collected:
     """Pass 1: normalise and filter every pair, appending survivors to a scratch TSV."""
     cleaner = Cleaner.from_config(data)
     result = Collected(path)
@@ -169,15 +179,18 @@ def collect(sources: list, data: DataConfig, path: Path, label: str) -> Collecte
             skipped = sum(source.skipped.values())
             result.read += read + skipped
             result.sources.append({**source.describe(), "read": read + skipped})
+            result.labels.append(_label(source.config))
     result.pair_hashes = np.frombuffer(bytes(pair_hashes), np.uint64)
     result.src_hashes = np.frombuffer(bytes(src_hashes), np.uint64)
     return result
 
 
-def assign_held(held: Collected) -> np.ndarray:
+def assign_held(held: Collected, split: str) -> np.ndarray:
     """Pass 2 for a given valid/test set: keep the first of each duplicate pair."""
     keep = first_occurrences(held.pair_hashes)
     held.dropped[DUPLICATE] += int((~keep).sum())
+    if not keep.any():
+        _nothing_left(held, f"in the {split} set")
     return np.where(keep, VALID, DROP).astype(np.uint8)  # the value only has to be non-DROP
 
 
@@ -234,9 +247,12 @@ def _decontaminate(train: Collected, fate: np.ndarray, held_src: np.ndarray) -> 
     train.dropped[DECONTAMINATED] += int(leaking.sum())
 
 
-def _nothing_left(train: Collected) -> None:
-    raise UserError(f"nothing left to train on: all {train.read} pairs read were dropped "
-                    f"({_drop_summary(train.dropped)})")
+def _nothing_left(clean: Collected, what: str = "to train on") -> None:
+    sources = " and ".join(clean.labels)
+    if not clean.read:
+        raise UserError(f"nothing left {what}: {sources} holds no lines")
+    raise UserError(f"nothing left {what}: all {clean.read} pairs read from {sources} were "
+                    f"dropped ({_drop_summary(clean.dropped)})")
 
 
 def first_occurrences(hashes: np.ndarray) -> np.ndarray:
@@ -458,6 +474,27 @@ def _progress(total: int, desc: str, **options: Any) -> tqdm:
     and errors found at once, leave stderr to the one line that matters."""
     return tqdm(total=total, desc=desc, unit=" pairs", file=sys.stderr, delay=1.0,
                 mininterval=0.5, dynamic_ncols=True, **options)
+
+
+@contextmanager
+def _status(desc: str) -> Iterator[None]:
+    """An elapsed-time line for a step that reports no progress of its own (sentencepiece
+    training, dataset loading): a thread refreshes it, once the step has taken a second."""
+    bar = _progress(1, desc, bar_format="{desc}: {elapsed}")
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(1.0):
+            bar.update(0)  # redraws the elapsed time (and marks the bar as shown)
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
+        bar.close()
 
 
 def _label(source: SourceConfig) -> str:

@@ -7,6 +7,7 @@ rather than read back from each model.
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -87,12 +88,21 @@ def train_tokenizer(
         spm.SentencePieceTrainer.Train(sentence_iterator=_lines(files, keep), model_writer=model,
                                        minloglevel=2, **settings)
     except RuntimeError as exc:  # e.g. vocab_size too small for the corpus' characters
-        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "failed"
-        raise UserError(f"sentencepiece training failed on {total} sentences: {reason} "
-                        f"(adjust data.vocab_size)") from None
+        raise UserError(_training_error(str(exc), vocab_size, total)) from None
     (out_dir / TOKENIZER_FILE).write_bytes(model.getvalue())
     _write_vocab(out_dir / TOKENIZER_FILE, out_dir / VOCAB_FILE)
     return {**settings, "sentences": total, "sampled": int(keep.sum()) if keep is not None else total}
+
+
+def _training_error(message: str, vocab_size: int, sentences: int) -> str:
+    """sentencepiece's check failures, as what to change in the config."""
+    chars = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
+    if chars:
+        return (f"data.vocab_size={vocab_size} is too small: the training text needs "
+                f"{chars.group(1)} pieces for its characters and the special tokens; "
+                f"raise data.vocab_size or lower data.character_coverage")
+    reason = " ".join(message.split("] ", 1)[-1].split()) or "unknown error"
+    return f"sentencepiece training failed on {sentences} sentences: {reason}"
 
 
 def _sample_mask(total: int, size: int, seed: int) -> np.ndarray | None:
