@@ -375,6 +375,22 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, files: dict[st
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
 
 
+def test_pipes_are_read_once_and_still_checked_for_alignment(tmp_path: Path,
+                                                             files: dict[str, Path]) -> None:
+    """`--src-file <(zcat x.en.gz)`: a pipe cannot be counted up front."""
+    out = tmp_path / "out"
+    command = (f"'{sys.executable}' -m transcli prepare --config '{TINY}' --out '{out}' "
+               f"--src-file <(cat '{files['src']}') --tgt-file <(head -n 100 '{files['tgt']}')")
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    error = one_error_line(result)
+    assert f"has {len(corpus())} lines but" in error and "has 100" in error
+    assert not out.exists()
+    command = command.replace("head -n 100", "cat")
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert load_manifest(out)["counts"]["train"]["read"] == len(corpus())
+
+
 def test_skip_invalid_counts_instead_of_failing(tmp_path: Path, files: dict[str, Path]) -> None:
     cfg = config(file_source(files["latin1"], files["tgt"]), skip_invalid=True)
     manifest = run_prepare(cfg, tmp_path / "out")

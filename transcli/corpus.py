@@ -8,12 +8,15 @@ naming the file and line, or are skipped and counted (`skip_invalid`).
 
 from __future__ import annotations
 
+import logging
 import re
 import socket
+import stat
 import unicodedata
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 from urllib.parse import urlparse
@@ -99,12 +102,11 @@ class Source:
         self.skip_invalid = skip_invalid
         self.skipped: Counter[str] = Counter()
 
+    total: Optional[int] = None  # lines or rows, when known up front (not for a pipe)
+
     def describe(self) -> dict[str, Any]:
         """What the manifest records about this source."""
         return {k: v for k, v in vars(self.config).items() if v is not None}
-
-    def __len__(self) -> int:
-        raise NotImplementedError
 
     def __iter__(self) -> Iterator[Pair]:
         raise NotImplementedError
@@ -125,24 +127,32 @@ def open_source(config: SourceConfig, data: DataConfig, cache_dir: Path) -> Sour
 
 
 class FilePairSource(Source):
-    """Two line-aligned files; a pair with an undecodable side is one invalid line."""
+    """Two line-aligned files; a pair with an undecodable side is one invalid line.
+
+    Regular files are counted up front (a mismatch fails at once); pipes such as
+    `<(zcat train.en.gz)` can be read only once, so theirs is found at the end.
+    """
 
     def __init__(self, config: SourceConfig, skip_invalid: bool):
         super().__init__(config, skip_invalid)
         self.src_path = Path(str(config.src_file))
         self.tgt_path = Path(str(config.tgt_file))
         src_lines, tgt_lines = count_lines(self.src_path), count_lines(self.tgt_path)
-        if src_lines != tgt_lines:
-            raise UserError(f"{self.src_path} has {src_lines} lines but {self.tgt_path} has "
-                            f"{tgt_lines}: the two files must be line-aligned")
-        self.lines = src_lines
+        if src_lines is not None and tgt_lines is not None and src_lines != tgt_lines:
+            self._mismatch(src_lines, tgt_lines)
+        self.total = src_lines if tgt_lines is not None else None
 
-    def __len__(self) -> int:
-        return self.lines
+    def _mismatch(self, src_lines: int, tgt_lines: int) -> None:
+        raise UserError(f"{self.src_path} has {src_lines} lines but {self.tgt_path} has "
+                        f"{tgt_lines}: the two files must be line-aligned")
 
     def __iter__(self) -> Iterator[Pair]:
         with _open(self.src_path) as src_file, _open(self.tgt_path) as tgt_file:
-            for number, (src_raw, tgt_raw) in enumerate(zip(src_file, tgt_file), 1):
+            for number, (src_raw, tgt_raw) in enumerate(zip_longest(src_file, tgt_file), 1):
+                if src_raw is None or tgt_raw is None:
+                    rest = 1 + sum(1 for _ in (src_file if tgt_raw is None else tgt_file))
+                    shorter, longer = number - 1, number - 1 + rest
+                    self._mismatch(*((longer, shorter) if tgt_raw is None else (shorter, longer)))
                 src, tgt = decode_line(src_raw, number), decode_line(tgt_raw, number)
                 if src is not None and tgt is not None:
                     yield src, tgt
@@ -161,10 +171,7 @@ class TsvSource(Source):
     def __init__(self, config: SourceConfig, skip_invalid: bool):
         super().__init__(config, skip_invalid)
         self.path = Path(str(config.tsv))
-        self.lines = count_lines(self.path)
-
-    def __len__(self) -> int:
-        return self.lines
+        self.total = count_lines(self.path)
 
     def __iter__(self) -> Iterator[Pair]:
         with _open(self.path) as handle:
@@ -191,9 +198,7 @@ class DatasetSource(Source):
         self.name = str(config.dataset)
         self.table = load_hf_dataset(config, cache_dir)
         self.read_batch = self._batch_reader(data.src_lang, data.tgt_lang)
-
-    def __len__(self) -> int:
-        return len(self.table)
+        self.total = len(self.table)
 
     def __iter__(self) -> Iterator[Pair]:
         for batch in self.table.iter(batch_size=10_000):
@@ -249,7 +254,7 @@ def load_hf_dataset(config: SourceConfig, cache_dir: Path) -> Any:
     import datasets  # slow to import: only for dataset sources
 
     datasets.disable_progress_bars()  # ours shows progress; theirs would interleave
-    datasets.logging.set_verbosity_error()  # no retry warnings: the failure is one line
+    datasets.logging.set_verbosity(logging.CRITICAL)  # its errors become our one line
     _quiet_hub_logs()
     name = str(config.dataset)
     path = Path(name).expanduser()
@@ -343,7 +348,7 @@ def _quiet_hub_logs() -> None:
         from huggingface_hub.utils import logging as hub_logging
     except ImportError:
         return
-    hub_logging.set_verbosity_error()
+    hub_logging.set_verbosity(logging.CRITICAL)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -376,8 +381,19 @@ def _open(path: Path) -> Any:
         raise UserError(f"{path}: cannot read: {exc.strerror}") from None
 
 
-def count_lines(path: Path) -> int:
-    """Lines in a file, a last line without newline included (fast: byte counting)."""
+def count_lines(path: Path) -> Optional[int]:
+    """Lines in a file, a last line without newline included (fast: byte counting);
+    None for a pipe or device, which must not be read twice."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise UserError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise UserError(f"{path}: is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        return None
     count, last = 0, b"\n"
     with _open(path) as handle:
         try:

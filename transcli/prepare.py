@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 from transcli.config import Config, DataConfig, SourceConfig
 from transcli.corpus import (DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, Source,
-                             normalise, open_source)
+                             count_lines, normalise, open_source)
 from transcli.encoded import (MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files)
 from transcli.errors import UserError
 from transcli.tokenizer import TOKENIZER_FILE, VOCAB_FILE, Tokenizer, train_tokenizer
@@ -124,10 +124,10 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
     train_sources = [_open(c, data, cache, "train") for c in data.train]
     held_sources = {split: _open(c, data, cache, split)
                     for split, c in held_configs.items() if c is not None}
-    collected = {split: collect(sources, data, scratch / f"{split}.clean.tsv", split)
-                 for split, sources in [("train", train_sources)]
-                 + [(s, [src]) for s, src in held_sources.items()]}
-    fates = {split: assign_held(c, split) for split, c in collected.items() if split != "train"}
+    collected = {"train": collect(train_sources, data, scratch / "train.clean.tsv", "train")}
+    for split, source in held_sources.items():
+        collected[split] = collect([source], data, scratch / f"{split}.clean.tsv", split)
+    fates = {split: assign_held(collected[split], split) for split in held_sources}
     fates["train"] = assign_train(collected["train"], [collected[s] for s in held_sources],
                                   data, carve=[s for s in ("valid", "test") if s not in held_sources])
     texts = distribute(collected, fates, data, scratch, stage)
@@ -158,7 +158,7 @@ def collect(sources: list[Source], data: DataConfig, path: Path, label: str) -> 
     with open(path, "wb") as scratch:
         for source in sources:
             read = 0
-            with _progress(len(source), f"reading {label}: {_label(source.config)}") as bar:
+            with _progress(source.total, f"reading {label}: {_label(source.config)}") as bar:
                 for src, tgt in source:
                     read += 1
                     if not read & 0xFFF:
@@ -174,9 +174,9 @@ def collect(sources: list[Source], data: DataConfig, path: Path, label: str) -> 
                     scratch.write(line)
                     pair_hashes += hashlib.blake2b(line, digest_size=8).digest()
                     src_hashes += hashlib.blake2b(src_bytes, digest_size=8).digest()
-                bar.update(len(source) - bar.n)
+                skipped = sum(source.skipped.values())
+                bar.update(read + skipped - bar.n)
             result.dropped.update(source.skipped)
-            skipped = sum(source.skipped.values())
             result.read += read + skipped
             result.sources.append({**source.describe(), "read": read + skipped})
             result.labels.append(_label(source.config))
@@ -191,7 +191,7 @@ def assign_held(held: Collected, split: str) -> np.ndarray:
     held.dropped[DUPLICATE] += int((~keep).sum())
     if not keep.any():
         _nothing_left(held, f"in the {split} set")
-    return np.where(keep, VALID, DROP).astype(np.uint8)  # the value only has to be non-DROP
+    return np.where(keep, SPLIT_IDS[split], DROP).astype(np.uint8)
 
 
 def assign_train(train: Collected, held: list[Collected], data: DataConfig,
@@ -284,13 +284,11 @@ def distribute(collected: dict[str, Collected], fates: dict[str, np.ndarray], da
     texts = {"train": (scratch / "train.src", scratch / "train.tgt")}
     for split in ("valid", "test"):
         texts[split] = (stage / f"{split}.{data.src_lang}", stage / f"{split}.{data.tgt_lang}")
-    files = {split: (open(src, "wb"), open(tgt, "wb")) for split, (src, tgt) in texts.items()}
+    files = {SPLIT_IDS[split]: (open(src, "wb"), open(tgt, "wb"))
+             for split, (src, tgt) in texts.items()}
     try:
         for split, clean in collected.items():
-            targets = {TRAIN: files["train"], VALID: files["valid"], TEST: files["test"]}
-            if split != "train":
-                targets = {VALID: files[split]}
-            _split_lines(clean, fates[split], targets, f"splitting {split}")
+            _split_lines(clean, fates[split], files, f"splitting {split}")
     finally:
         for handles in files.values():
             for handle in handles:
@@ -316,7 +314,7 @@ def encode_split(tokenizer: Tokenizer, src_path: Path, tgt_path: Path, stage: Pa
                  split: str) -> dict[str, int]:
     """Pass 4: encode a split's text in batches into its `.npy` files."""
     writer = EncodedWriter(stage, split, tokenizer.vocab_size)
-    total = _count(src_path)
+    total = count_lines(src_path)
     try:
         with open(src_path, encoding="utf-8", newline="\n") as src_file, \
                 open(tgt_path, encoding="utf-8", newline="\n") as tgt_file, \
@@ -332,11 +330,6 @@ def encode_split(tokenizer: Tokenizer, src_path: Path, tgt_path: Path, stage: Pa
         writer.abort()
         raise
     return writer.close()
-
-
-def _count(path: Path) -> int:
-    with open(path, "rb") as handle:
-        return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
 
 
 # ----------------------------------------------------------------------------- manifest
@@ -469,7 +462,7 @@ def install(stage: Path, out: Path, names: list[str], previous: set[str]) -> Non
 # ----------------------------------------------------------------------------- helpers
 
 
-def _progress(total: int, desc: str, **options: Any) -> tqdm:
+def _progress(total: Optional[int], desc: str, **options: Any) -> tqdm:
     """A bar on stderr that shows up only once a step has taken a second: quick steps,
     and errors found at once, leave stderr to the one line that matters."""
     return tqdm(total=total, desc=desc, unit=" pairs", file=sys.stderr, delay=1.0,
