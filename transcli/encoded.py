@@ -52,7 +52,12 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 
 class EncodedSplit:
-    """One encoded split, memory-mapped: lengths up front, token ids on demand."""
+    """One encoded split, memory-mapped: lengths up front, token ids on demand.
+
+    Public attributes for vectorised batching: `src_tokens`/`tgt_tokens` (the
+    memory-mapped id arrays, uint16 or uint32), `src_offsets`/`tgt_offsets` (int64,
+    pairs + 1: pair i is tokens[offsets[i]:offsets[i + 1]]), `src_lengths`/`tgt_lengths`.
+    """
 
     def __init__(self, prepared_dir: str | Path, split: str):
         self.dir = Path(prepared_dir)
