@@ -40,7 +40,8 @@ DROP_REASONS = (INVALID_UTF8, NO_TAB, EMPTY, TOO_LONG_CHARS, TOO_LONG_TOKENS, RA
 
 DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0/C1 controls: treated as whitespace
+# C0/C1 controls and byte-order marks (also mid-file, from concatenated files): spaces.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ufeff]")
 _BLOCK = 1 << 20
 
 
@@ -48,7 +49,8 @@ _BLOCK = 1 << 20
 
 
 def normalise(text: str) -> str:
-    """NFC, control characters as spaces, whitespace runs collapsed to one space, trimmed.
+    """NFC, control characters and BOMs as spaces, whitespace runs collapsed to one space,
+    trimmed.
 
     Dedup, decontamination and the tokenizer all see this form, so two spellings
     of one sentence (composed/decomposed accents, stray spaces) count as one.
@@ -153,7 +155,7 @@ class FilePairSource(Source):
                     rest = 1 + sum(1 for _ in (src_file if tgt_raw is None else tgt_file))
                     shorter, longer = number - 1, number - 1 + rest
                     self._mismatch(*((longer, shorter) if tgt_raw is None else (shorter, longer)))
-                src, tgt = decode_line(src_raw, number), decode_line(tgt_raw, number)
+                src, tgt = decode_line(src_raw), decode_line(tgt_raw)
                 if src is not None and tgt is not None:
                     yield src, tgt
                     continue
@@ -176,7 +178,7 @@ class TsvSource(Source):
     def __iter__(self) -> Iterator[Pair]:
         with _open(self.path) as handle:
             for number, raw in enumerate(handle, 1):
-                line = decode_line(raw, number)
+                line = decode_line(raw)
                 if line is None:
                     self._invalid(INVALID_UTF8, invalid_utf8_message(raw, self.path, number))
                 elif "\t" in line:
@@ -405,14 +407,12 @@ def count_lines(path: Path) -> Optional[int]:
     return count + (last != b"\n")
 
 
-def decode_line(raw: bytes, number: int) -> Optional[str]:
-    """The line's text without its line ending (and the first line's BOM); None if not UTF-8."""
+def decode_line(raw: bytes) -> Optional[str]:
+    """The line's text without its line ending; None if not UTF-8."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if number == 1 and text.startswith("\ufeff"):
-        text = text[1:]
     return text.rstrip("\r\n")
 
 
