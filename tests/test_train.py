@@ -163,6 +163,14 @@ def test_resume_continues_exactly(prepared: Path, tmp_path: Path) -> None:
     assert _losses(split) == _losses(straight) and len(_losses(straight)) == 8
 
 
+def test_bf16_autocast_on_cpu_trains_like_fp32(prepared: Path, tmp_path: Path) -> None:
+    sets = ["train.max_steps=20", "train.valid_every=1000"]
+    train(_cfg(*sets), prepared, tmp_path / "fp32")
+    train(_cfg(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "bf16")
+    (_, fp32), (_, bf16) = _losses(tmp_path / "fp32")[-1], _losses(tmp_path / "bf16")[-1]
+    assert bf16 != fp32 and bf16 == pytest.approx(fp32, rel=0.05)
+
+
 def test_nan_loss_stops_with_the_last_good_checkpoint_intact(prepared: Path,
                                                              tmp_path: Path) -> None:
     run = tmp_path / "run"

@@ -130,7 +130,8 @@ class TrainConfig:
     clip_grad_norm: float = 0.0  # 0 disables clipping
     seed: int = 1
     device: str = "auto"  # auto, cpu or cuda
-    precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32; CPU is fp32
+    precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32
+    cpu_precision: str = "fp32"  # on CPU: fp32, or bf16 autocast (fast with AMX/AVX512-BF16)
     compile: bool = False  # torch.compile the model
     log_every: int = 100
     valid_every: int = 1000
@@ -155,6 +156,7 @@ class TrainConfig:
         _require(self.device in ("auto", "cpu", "cuda"), "device", "must be auto, cpu or cuda")
         _require(self.precision in ("bf16", "fp16", "fp32"), "precision",
                  "must be bf16, fp16 or fp32")
+        _require(self.cpu_precision in ("bf16", "fp32"), "cpu_precision", "must be bf16 or fp32")
         _require(self.valid_bleu_lines >= 0, "valid_bleu_lines", "must be >= 0")
         _require(self.early_stop_metric in ("bleu", "loss"), "early_stop_metric",
                  "must be bleu or loss")

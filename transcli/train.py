@@ -465,11 +465,16 @@ class Trainer:
 
     # ------------------------------------------------------------------ helpers
 
+    def _precision(self) -> str:
+        return self.tc.precision if self.device.type == "cuda" else self.tc.cpu_precision
+
     def _autocast(self) -> contextlib.AbstractContextManager:
-        if self.device.type == "cuda" and self.tc.precision != "fp32":
-            dtype = torch.bfloat16 if self.tc.precision == "bf16" else torch.float16
-            return torch.autocast("cuda", dtype=dtype)
-        return contextlib.nullcontext()
+        """Mixed precision: matmuls in bf16/fp16, weights, softmax and loss in fp32."""
+        precision = self._precision()
+        if precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+        return torch.autocast(self.device.type, dtype=dtype)
 
     def _no_sync(self, last: bool) -> contextlib.AbstractContextManager:
         """Gradients are all-reduced once per update, on its last batch."""
@@ -491,7 +496,7 @@ class Trainer:
 
     def _banner(self) -> str:
         p, tc, dist = self.progress, self.tc, self.dist
-        precision = tc.precision if self.device.type == "cuda" else "fp32"
+        precision = self._precision()
         start = f"resuming at step {p.step}" if p.step else "new run"
         return (f"{start} in {self.run_dir}: {count_parameters(self.model):,} parameters on "
                 f"{self.device} ({precision}{', compiled' if tc.compile else ''}) x {dist.world} "
