@@ -1,16 +1,18 @@
-"""A tiny Transformer trained in the test process to memorise the fixture pairs.
+"""A tiny Transformer trained in the test process to memorise the fixture pairs,
+and a one-thread context for running tiny models fast on a busy machine.
 
 Untrained models almost never emit EOS; search and translation tests also need
 one that ends its sentences, with confident (well-separated) choices. A few
-hundred Adam steps on 16 pairs take a couple of seconds on one CPU thread (on a
-busy 2-core machine, two threads can be 20x slower for ops this small). Trained
+hundred Adam steps on 16 pairs take a couple of seconds on one CPU thread. Trained
 inline so the tests do not depend on `transcli.train`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from pathlib import Path
+from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +32,18 @@ def pad(rows: list[list[int]]) -> torch.Tensor:
     return out
 
 
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Ops on a d_model-64 model are too small to split: on a 2-core machine shared
+    with other jobs, two torch threads make them 3-20x slower than one."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @functools.lru_cache(maxsize=None)
 def memorised_model(spm_path: Path, pairs: tuple[tuple[str, str], ...],
                     steps: int = 200) -> Transformer:
@@ -44,15 +58,11 @@ def memorised_model(spm_path: Path, pairs: tuple[tuple[str, str], ...],
     tgt_out = pad([ids + [EOS_ID] for ids in tgt_ids])
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     model.train()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         for _ in range(steps):
             logp = model(src, tgt_in)
             loss = F.nll_loss(logp.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD_ID)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-    finally:
-        torch.set_num_threads(threads)
     return model.eval()

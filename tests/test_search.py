@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conftest import PAIRS
-from memorised import TINY_CONFIG, memorised_model, pad
+from memorised import TINY_CONFIG, memorised_model, one_torch_thread, pad
 from transcli.config import load_config
 from transcli.model import Transformer
 from transcli.search import Hypothesis, beam_search, greedy_search, length_penalty
@@ -23,6 +23,12 @@ from transcli.tokenizer import BOS_ID, EOS_ID, Tokenizer
 
 UNSEEN = ["The cat eats bread.", "Where is my book?", "We like the beach.",
           "My grandmother opened the shop.", "Coffee?"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ order, empty lines, batch independence, long lines, n-best, pipes and errors."""
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PAIRS, ROOT
-from memorised import TINY_CONFIG, memorised_model
+from memorised import TINY_CONFIG, memorised_model, one_torch_thread
 from transcli.checkpoint import CONFIG_FILE, save_weights, step_path
 from transcli.config import DecodeConfig, load_config, save_config
 from transcli.errors import UserError
@@ -24,6 +25,12 @@ ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
 UNSEEN = ["The cat eats bread.", "Where is my book?", "We like the beach.",
           "My grandmother opened the shop.", "Coffee?"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -124,9 +131,12 @@ def test_errors_name_the_file(run_dir, tmp_path):
 
 # ---------------------------------------------------------------- the command line
 
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # see memorised.one_torch_thread
+
+
 def transcli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "transcli", "translate", *args], input=stdin,
-                          capture_output=True, cwd=ROOT, timeout=120)
+                          capture_output=True, cwd=ROOT, env=ONE_THREAD, timeout=120)
 
 
 def test_cli_stdin_stdout_equals_files(run_dir, tmp_path):
@@ -174,7 +184,8 @@ def test_cli_pipe_into_head(run_dir, tmp_path):
         process = subprocess.Popen(
             [sys.executable, "-m", "transcli", "translate", "-m", str(run_dir), "--greedy",
              "--max-len-a", "0", "--max-len-b", "3"],
-            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+            env=ONE_THREAD)
         first = process.stdout.readline()
         process.stdout.close()
         assert process.wait(timeout=120) == 0

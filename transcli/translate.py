@@ -38,12 +38,14 @@ class Translator:
     """
 
     def __init__(self, model: Transformer, tokenizer: Tokenizer, decode: DecodeConfig,
-                 device: str | torch.device | None = None):
+                 device: str | torch.device | None = None, *, cached: bool = True):
         self.model = model
         self.tokenizer = tokenizer
         self.decode = decode
         self.device = torch.device(device) if device else next(model.parameters()).device
+        self.cached = cached  # False: re-run the decoder over each prefix (reference, bench)
         self.truncated = 0  # input lines cut to fit the model's positions, so far
+        self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
 
     def translate(self, lines: list[str]) -> list[str]:
         """The best translation of each line, in input order."""
@@ -101,8 +103,13 @@ class Translator:
         d = self.decode
         max_len = [int(d.max_len_a * (len(ids) - 1) + d.max_len_b) for ids in sources]
         if d.beam_size == 1:
-            return [[h] for h in greedy_search(self.model, src, max_len, d.length_penalty)]
-        return beam_search(self.model, src, d.beam_size, d.length_penalty, max_len, d.n_best)
+            found = [[h] for h in greedy_search(self.model, src, max_len, d.length_penalty,
+                                                cached=self.cached)]
+        else:
+            found = beam_search(self.model, src, d.beam_size, d.length_penalty, max_len,
+                                d.n_best, cached=self.cached)
+        self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
+        return found
 
 
 def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
@@ -144,7 +151,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         translator = load_translator(model_dir, checkpoint, overrides, device)
         n_best = translator.decode.n_best
         with _open_output(output) as out, tqdm(total=total, unit="line", file=sys.stderr,
-                                               disable=total is None) as progress:
+                                               disable=not total) as progress:
             first = 0
             while chunk := list(itertools.islice(lines, CHUNK_LINES)):
                 if n_best > 1:
