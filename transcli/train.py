@@ -136,9 +136,12 @@ class StopSignals:
         return self
 
     def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
         if self.received:
-            raise KeyboardInterrupt
-        self.received = signal.Signals(signum).name
+            print(f"transcli train: second {name}: stopping now; the latest checkpoint is "
+                  f"intact (continue with --resume)", file=sys.stderr)
+            raise SystemExit(128 + signum)
+        self.received = name
 
     def __exit__(self, *exc: Any) -> None:
         for sig, handler in self._previous.items():
