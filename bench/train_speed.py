@@ -205,7 +205,8 @@ def gpu_report(seconds: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--configs", nargs="+", default=["tiny", "small"])
-    parser.add_argument("--seconds", type=float, default=60.0, help="per config, all loops together")
+    parser.add_argument("--seconds", type=float, default=60.0,
+                        help="per config, all loops together")
     parser.add_argument("--rounds", type=int, default=2, help="alternations per config")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--bf16", action="store_true",

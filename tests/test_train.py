@@ -163,6 +163,17 @@ def test_resume_continues_exactly(prepared: Path, tmp_path: Path) -> None:
     assert _losses(split) == _losses(straight) and len(_losses(straight)) == 8
 
 
+def test_early_stopping_after_patience_validations_without_progress(
+        prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run = tmp_path / "run"  # a learning rate this small leaves valid BLEU where it was
+    train(_cfg("train.lr_factor=1e-9", "train.patience=2", "train.valid_every=5",
+               "train.max_steps=100"), prepared, run)
+    assert "early stop: no better valid BLEU in 2 validations" in capsys.readouterr().err
+    assert complete_steps(run)[-1] == 15
+    best = [(r["step"], r["best"]) for r in read_metrics(run / METRICS_FILE) if "best" in r]
+    assert best == [(5, True), (10, False), (15, False)]
+
+
 def test_bf16_autocast_on_cpu_trains_like_fp32(prepared: Path, tmp_path: Path) -> None:
     sets = ["train.max_steps=20", "train.valid_every=1000"]
     train(_cfg(*sets), prepared, tmp_path / "fp32")
@@ -219,7 +230,8 @@ def _wait_for(path: Path, timeout: float = 60) -> None:
 
 def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    proc = _transcli(*_train_cli(prepared, run, "train.max_steps=100000", "train.save_every=100000"))
+    proc = _transcli(*_train_cli(prepared, run, "train.max_steps=100000",
+                                 "train.save_every=100000"))
     _wait_for(run / METRICS_FILE)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
@@ -268,4 +280,5 @@ def test_two_ddp_processes_match_one_with_twice_the_accumulation(prepared: Path,
     a, b = load_file(step_path(single, 6)), load_file(step_path(ddp, 6))
     assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-4
     (steps, losses), (ddp_steps, ddp_losses) = (zip(*_losses(r)) for r in (single, ddp))
-    assert ddp_steps == steps == tuple(range(1, 7)) and ddp_losses == pytest.approx(losses, rel=1e-5)
+    assert ddp_steps == steps == tuple(range(1, 7))
+    assert ddp_losses == pytest.approx(losses, rel=1e-5)

@@ -430,9 +430,9 @@ class Trainer:
         else:
             best.stale += 1
             if tc.patience and best.stale >= tc.patience:
-                self.stop_reason = (f"early stop: no better valid {'BLEU' if higher_better else 'NLL'} "
-                                    f"in {best.stale} validations (best {best.value:.4g} at "
-                                    f"step {best.step})")
+                metric = "BLEU" if higher_better else "NLL"
+                self.stop_reason = (f"early stop: no better valid {metric} in {best.stale} "
+                                    f"validations (best {best.value:.4g} at step {best.step})")
         record["best"] = improved
         self.log.append(record)
         self.log.plot()
