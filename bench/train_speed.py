@@ -81,7 +81,7 @@ class Ours:
         self.rounds.append(self._lines()[before:])
 
     def _lines(self) -> list[dict]:
-        return [r for r in read_metrics(self.run / METRICS_FILE) if "loss" in r]
+        return read_metrics(self.run / METRICS_FILE, "train")
 
     def result(self) -> tuple[float, float, float]:
         """(target tokens/s, padding fraction, seconds measured) without warm-up intervals."""

@@ -88,7 +88,7 @@ def _train_cli(data: Path, out: Path, *extra_sets: str) -> list[str]:
 
 
 def _losses(run: Path) -> list[tuple[int, float]]:
-    return [(r["step"], r["loss"]) for r in read_metrics(run / METRICS_FILE) if "loss" in r]
+    return [(r["step"], r["loss"]) for r in read_metrics(run / METRICS_FILE, "train")]
 
 
 # ----------------------------------------------------------------------------- pieces
@@ -126,7 +126,7 @@ def test_label_smoothed_loss_matches_a_hand_computation() -> None:
 def test_tiny_config_memorises_32_pairs(prepared: Path, tmp_path: Path) -> None:
     cfg = load_config(TINY, ["train.label_smoothing=0", "train.valid_bleu_lines=0"])
     train(cfg, prepared, tmp_path / "run")
-    last = [r for r in read_metrics(tmp_path / "run" / METRICS_FILE) if "loss" in r][-1]
+    last = read_metrics(tmp_path / "run" / METRICS_FILE, "train")[-1]
     assert last["step"] == 200
     assert last["loss"] < 0.05 and last["acc"] > 0.99
     assert 0 < last["pad_frac"] < 0.5 and last["tokens_per_s"] > 0
@@ -141,10 +141,12 @@ def test_run_dir_holds_everything_a_run_needs(prepared: Path, tmp_path: Path) ->
     assert all(torch.allclose(avg[k], (weights[0][k] + weights[1][k]) / 2) for k in avg)
     assert (run / CHECKPOINT_DIR / BEST_FILE).is_file() and (run / CURVES_FILE).stat().st_size
     records = read_metrics(run / METRICS_FILE)
-    assert [r["step"] for r in records if "loss" in r] == [5, 10, 15, 20, 25, 30]
-    valid = [r for r in records if "valid_loss" in r]
+    assert all({"step", "split", "loss"} <= r.keys() for r in records)
+    assert [r["step"] for r in records if r["split"] == "train"] == [5, 10, 15, 20, 25, 30]
+    valid = [r for r in records if r["split"] == "valid"]
     assert [r["step"] for r in valid] == [10, 20, 30]
-    assert all({"valid_ppl", "valid_bleu"} <= r.keys() for r in valid)
+    assert all({"valid_loss", "valid_ppl", "valid_bleu"} <= r.keys() for r in valid)
+    assert all(r["loss"] == r["valid_loss"] for r in valid)
     state = load_state(run, 30)  # weights_only: no arbitrary unpickling
     assert state["step"] == 30 and set(state["position"]) == {"epoch", "index"}
     model, tokenizer, cfg = load_trained(run, "best")
@@ -170,7 +172,7 @@ def test_early_stopping_after_patience_validations_without_progress(
                "train.max_steps=100"), prepared, run)
     assert "early stop: no better valid BLEU in 2 validations" in capsys.readouterr().err
     assert complete_steps(run)[-1] == 15
-    best = [(r["step"], r["best"]) for r in read_metrics(run / METRICS_FILE) if "best" in r]
+    best = [(r["step"], r["best"]) for r in read_metrics(run / METRICS_FILE, "valid")]
     assert best == [(5, True), (10, False), (15, False)]
 
 
@@ -259,7 +261,7 @@ def test_sigkill_at_a_random_moment_leaves_a_resumable_run(prepared: Path, tmp_p
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert complete_steps(run)[-1] == last + 3
-    steps = [r["step"] for r in read_metrics(run / METRICS_FILE) if "loss" in r]
+    steps = [r["step"] for r in read_metrics(run / METRICS_FILE, "train")]
     assert steps == sorted(set(steps))  # no step logged twice across the kill
 
 

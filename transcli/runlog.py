@@ -1,5 +1,9 @@
 """The run's training log: `metrics.jsonl` (one JSON object per line) and `curves.png`.
 
+Every line has `step`, `split` and `loss`: "train" lines (every log_every updates)
+average the interval since the previous one; "valid" lines (every valid_every)
+repeat their loss as `valid_loss` beside `valid_nll`, `valid_ppl`, `valid_bleu`.
+
 Lines are appended with one write each and flushed; a kill can at worst leave a
 torn last line, which `MetricsLog.resume` drops while cutting the log back to
 the step a resumed run continues from (an atomic rewrite).
@@ -18,8 +22,9 @@ METRICS_FILE = "metrics.jsonl"
 CURVES_FILE = "curves.png"
 
 
-def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """Every complete record of a metrics file (a torn or foreign line is skipped)."""
+def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, Any]]:
+    """The complete records of a metrics file (a torn or foreign line is skipped),
+    all of them or those of one split ("train" or "valid")."""
     records = []
     path = Path(path)
     if not path.is_file():
@@ -29,7 +34,8 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
             record = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(record, dict) and isinstance(record.get("step"), int):
+        if isinstance(record, dict) and isinstance(record.get("step"), int) and (
+                split is None or record.get("split") == split):
             records.append(record)
     return records
 
@@ -76,12 +82,13 @@ def plot_curves(records: list[dict[str, Any]], path: Path) -> None:
     from matplotlib import pyplot as plt
 
     fig, (loss_ax, lr_ax, bleu_ax) = plt.subplots(1, 3, figsize=(15, 4))
-    loss_ax.plot(*_series(records, "loss"), label="train (smoothed)")
-    loss_ax.plot(*_series(records, "nll"), label="train NLL", alpha=0.6)
+    train = [r for r in records if r.get("split") == "train"]
+    loss_ax.plot(*_series(train, "loss"), label="train (smoothed)")
+    loss_ax.plot(*_series(train, "nll"), label="train NLL", alpha=0.6)
     loss_ax.plot(*_series(records, "valid_nll"), "o-", label="valid NLL")
     loss_ax.set_title("loss per target token")
     loss_ax.legend()
-    lr_ax.plot(*_series(records, "lr"))
+    lr_ax.plot(*_series(train, "lr"))
     lr_ax.set_title("learning rate")
     bleu_ax.plot(*_series(records, "valid_bleu"), "o-")
     bleu_ax.set_title("valid BLEU (greedy)")

@@ -398,7 +398,8 @@ class Trainer:
         p, iv = self.progress, self.progress.interval
         elapsed = max(time.perf_counter() - self.interval_start - self.paused, 1e-9)
         nll = iv.nll / iv.tokens
-        record = {"step": p.step, "epoch": p.position.epoch, "loss": iv.loss / iv.tokens,
+        record = {"step": p.step, "split": "train", "epoch": p.position.epoch,
+                  "loss": iv.loss / iv.tokens,
                   "nll": nll, "ppl": math.exp(min(nll, 50.0)), "acc": iv.correct / iv.tokens,
                   "lr": self.last["lr"], "grad_norm": self.last["grad_norm"],
                   "tokens_per_s": iv.tokens / elapsed, "pad_frac": 1.0 - iv.real / iv.padded,
@@ -416,8 +417,8 @@ class Trainer:
         started = time.perf_counter()
         p, tc = self.progress, self.tc
         self.model.eval()
-        record = {"step": p.step, **self.valid.scores(self.model, self.tokenizer, self.device,
-                                                     self._autocast)}
+        scores = self.valid.scores(self.model, self.tokenizer, self.device, self._autocast)
+        record = {"step": p.step, "split": "valid", "loss": scores["valid_loss"], **scores}
         self.model.train()
         higher_better = "valid_bleu" in record and tc.early_stop_metric == "bleu"
         value = record["valid_bleu"] if higher_better else record["valid_nll"]
