@@ -83,7 +83,7 @@ def plot_curves(records: list[dict[str, Any]], path: Path) -> None:
 
     fig, (loss_ax, lr_ax, bleu_ax) = plt.subplots(1, 3, figsize=(15, 4))
     train = [r for r in records if r.get("split") == "train"]
-    loss_ax.plot(*_series(train, "loss"), label="train (smoothed)")
+    loss_ax.plot(*_series(train, "loss"), label="train (label-smoothed)")
     loss_ax.plot(*_series(train, "nll"), label="train NLL", alpha=0.6)
     loss_ax.plot(*_series(records, "valid_nll"), "o-", label="valid NLL")
     loss_ax.set_title("loss per target token")
