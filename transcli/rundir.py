@@ -36,6 +36,8 @@ def start_step(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: P
                resume: bool, force: bool) -> int:
     """The step training starts from (0 for a new run); refuses what cannot be done.
     Reads only: every rank may call it before rank 0 writes anything."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir}: --out is a file, not a directory")
     holds_files = run_dir.is_dir() and any(run_dir.iterdir())
     if not resume:
         if holds_files and not force:
