@@ -16,6 +16,11 @@ it, a small-config model (configs/small.yaml) is built untrained, with a throwaw
 an untrained model never emits EOS, so every sentence decodes to its maximum length
 (a * source + b tokens): the figures then compare full-length decodes, which favours
 the cache more than a trained model's shorter outputs do.
+
+On a CPU shared with other jobs, torch's OpenMP threads spin-wait for a core the
+other jobs hold: here two threads ran this benchmark up to 14x slower than one.
+Run it with OMP_WAIT_POLICY=PASSIVE (or --threads 1) there; the table's header
+says how many threads ran.
 """
 
 from __future__ import annotations
@@ -65,28 +70,32 @@ def main() -> None:
           f"max length {cfg.decode.max_len_a:g} * source + {cfg.decode.max_len_b}, "
           f"{cfg.decode.batch_tokens} source tokens per batch")
     warm_up(model, tokenizer, cfg, read_lines(CORPORA / SETS[0], 16), args.beam)
+    sets = {name.removesuffix(".en"): read_lines(CORPORA / name, args.lines) for name in SETS}
+    searches = {"greedy": 1, f"beam{args.beam}": args.beam}
     print(f"{'set':<18}{'search':<8}{'decoder':<10}{'sent/s':>9}{'tok/s':>10}{'seconds':>9}"
           f"{'tok/sent':>9}{'speedup':>9}{'same':>6}")
-    for name in SETS:
-        lines = read_lines(CORPORA / name, args.lines)
-        for label, beam in (("greedy", 1), (f"beam{args.beam}", args.beam)):
-            decode = replace(cfg.decode, beam_size=beam, n_best=1)
-            runs = {}
-            for cached in (True, False):
+    runs: dict[tuple[str, str, bool], tuple[float, int, list[str]]] = {}
+    peaks = {}
+    for cached in (True, False):  # cached first, so its peak RSS can be told apart
+        for set_name, lines in sets.items():
+            for label, beam in searches.items():
+                decode = replace(cfg.decode, beam_size=beam, n_best=1)
                 translator = Translator(model, tokenizer, decode, "cpu", cached=cached)
                 start = time.perf_counter()
                 output = translator.translate(lines)
-                runs[cached] = (time.perf_counter() - start, translator.target_tokens, output)
-            for cached in (True, False):
-                seconds, tokens, output = runs[cached]
-                speedup = f"{runs[False][0] / seconds:.2f}x" if cached else ""
-                same = ("yes" if runs[True][2] == runs[False][2] else "NO") if cached else ""
-                print(f"{name.removesuffix('.en'):<18}{label:<8}"
-                      f"{'cached' if cached else 'uncached':<10}{len(lines) / seconds:>9.1f}"
-                      f"{tokens / seconds:>10.0f}{seconds:>9.1f}{tokens / len(lines):>9.1f}"
-                      f"{speedup:>9}{same:>6}", flush=True)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    print(f"peak RSS: {peak:.0f} MiB")
+                seconds = time.perf_counter() - start
+                runs[set_name, label, cached] = (seconds, translator.target_tokens, output)
+                twin = runs[set_name, label, True]
+                speedup = "" if cached else f"{seconds / twin[0]:.2f}x"
+                same = "" if cached else ("yes" if output == twin[2] else "NO")
+                tokens = translator.target_tokens
+                print(f"{set_name:<18}{label:<8}{'cached' if cached else 'uncached':<10}"
+                      f"{len(lines) / seconds:>9.1f}{tokens / seconds:>10.0f}{seconds:>9.1f}"
+                      f"{tokens / len(lines):>9.1f}{speedup:>9}{same:>6}", flush=True)
+        peaks[cached] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB
+    print("speedup = uncached seconds / cached seconds; same = identical output text")
+    print(f"peak RSS: {peaks[True]:.0f} MiB after the cached runs, "
+          f"{peaks[False]:.0f} MiB after the uncached ones")
 
 
 def load_model(args: argparse.Namespace, tmp: Path) -> tuple[Transformer, Tokenizer, Config, str]:
