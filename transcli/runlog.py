@@ -4,9 +4,10 @@ Every line has `step`, `split` and `loss`: "train" lines (every log_every update
 average the interval since the previous one; "valid" lines (every valid_every)
 repeat their loss as `valid_loss` beside `valid_nll`, `valid_ppl`, `valid_bleu`.
 
-Lines are appended with one write each and flushed; a kill can at worst leave a
-torn last line, which `MetricsLog.resume` drops while cutting the log back to
-the step a resumed run continues from (an atomic rewrite).
+Each line is appended by a single write(2) of the whole line (a signal cannot
+split it, SIGKILL included); should a crash of the machine tear the last line,
+readers skip it, and `MetricsLog.resume` drops it while cutting the log back to
+the step a resumed run continues from (an atomic temp + rename rewrite).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ class MetricsLog:
     def append(self, record: dict[str, Any]) -> None:
         self.records.append(record)
         if self.enabled:
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record) + "\n")
+            with open(self.path, "ab", buffering=0) as handle:  # one write(2) call
+                handle.write((json.dumps(record) + "\n").encode("utf-8"))
 
     def plot(self) -> None:
         if self.enabled:
