@@ -3,11 +3,24 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+TRANSCLI := $(BIN)/python -m transcli
 
-.PHONY: help install test clean bench
+# Workflow variables (override on the command line: make train CONFIG=configs/base.yaml)
+CONFIG ?= configs/small.yaml
+CORPUS ?= data/sample/train
+DATA   ?= out/data
+RUN    ?= out/run
+INPUT  ?= data/sample/test.en
+OUTPUT ?= out/hyp.es
+REF    ?= data/sample/test.es
+ARGS   ?=
+
+.PHONY: help install test demo prepare train translate evaluate bench clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@echo "Variables: CONFIG=$(CONFIG) CORPUS=$(CORPUS) DATA=$(DATA) RUN=$(RUN)"
+	@echo "           INPUT=$(INPUT) OUTPUT=$(OUTPUT) REF=$(REF) ARGS='$(ARGS)'"
 
 $(STAMP): pyproject.toml requirements-cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +34,21 @@ install: $(STAMP)  ## Create .venv and install transcli (CPU torch) with the dev
 
 test: $(STAMP)  ## Run the test suite (CPU, a few minutes)
 	$(BIN)/python -m pytest
+
+demo: $(STAMP)  ## Prepare data/sample, train a small model a few minutes on CPU, translate, score
+	bash scripts/demo.sh
+
+prepare: $(STAMP)  ## Prepare CORPUS.en + CORPUS.es into DATA with CONFIG
+	$(TRANSCLI) prepare --config $(CONFIG) --src-file $(CORPUS).en --tgt-file $(CORPUS).es --out $(DATA) $(ARGS)
+
+train: $(STAMP)  ## Train CONFIG on DATA into RUN (ARGS=--resume to continue)
+	$(TRANSCLI) train --config $(CONFIG) --data $(DATA) --out $(RUN) $(ARGS)
+
+translate: $(STAMP)  ## Translate INPUT to OUTPUT with the model in RUN (- for stdin/stdout)
+	$(TRANSCLI) translate --model $(RUN) -i $(INPUT) -o $(OUTPUT) $(ARGS)
+
+evaluate: $(STAMP)  ## Score OUTPUT against REF with sacreBLEU
+	$(TRANSCLI) evaluate --hyp $(OUTPUT) --ref $(REF) $(ARGS)
 
 bench: $(STAMP)  ## Model forward+backward speed vs torch.nn.Transformer
 	$(BIN)/python bench/model_speed.py
