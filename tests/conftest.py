@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import sentencepiece as spm
@@ -40,6 +41,15 @@ PAIRS = [
     ("Please speak more slowly.", "Por favor, habla más despacio."),
     ("The dog sleeps under the table.", "El perro duerme debajo de la mesa."),
 ]
+
+
+@pytest.fixture(scope="module")
+def one_thread_per_module() -> Iterator[None]:
+    """Tiny models run fastest on one thread (no OpenMP hand-offs); opt in per module."""
+    from memorised import one_torch_thread
+
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,9 @@ from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_CONFIG = ROOT / "configs" / "tiny.yaml"
+# English lines outside the memorised pairs (search and translate tests)
+UNSEEN = ["The cat eats bread.", "Where is my book?", "We like the beach.",
+          "My grandmother opened the shop.", "Coffee?"]
 
 
 def pad(rows: list[list[int]]) -> torch.Tensor:

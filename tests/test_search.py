@@ -15,20 +15,14 @@ import pytest
 import torch
 
 from conftest import PAIRS
-from memorised import TINY_CONFIG, memorised_model, one_torch_thread, pad
+from memorised import TINY_CONFIG, UNSEEN, memorised_model, pad
 from transcli.config import load_config
 from transcli.model import Transformer
 from transcli.search import Hypothesis, beam_search, greedy_search, length_penalty
 from transcli.tokenizer import BOS_ID, EOS_ID, Tokenizer
 
-UNSEEN = ["The cat eats bread.", "Where is my book?", "We like the beach.",
-          "My grandmother opened the shop.", "Coffee?"]
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with one_torch_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 @pytest.fixture(scope="module")

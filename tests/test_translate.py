@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PAIRS, ROOT
-from memorised import TINY_CONFIG, memorised_model, one_torch_thread
+from memorised import TINY_CONFIG, UNSEEN, memorised_model
 from transcli.checkpoint import CONFIG_FILE, save_weights, step_path
 from transcli.config import DecodeConfig, load_config, save_config
 from transcli.errors import UserError
@@ -23,14 +23,9 @@ from transcli.translate import Translator, token_batches, translate_file, transl
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
-UNSEEN = ["The cat eats bread.", "Where is my book?", "We like the beach.",
-          "My grandmother opened the shop.", "Coffee?"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with one_torch_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 @pytest.fixture(scope="module")
