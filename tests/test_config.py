@@ -124,3 +124,9 @@ def test_round_trip(tmp_path: Path) -> None:
     again = load_config(tmp_path / "resolved.yaml")
     assert again == cfg
     assert again.fingerprint() == cfg.fingerprint()
+
+
+def test_errors_blame_the_file_unless_the_command_line_touched_that_section(tmp_path: Path) -> None:
+    path = write(tmp_path, "model:\n  d_model: 64\n  heads: 3\n")
+    assert error_of(path, ["data.out=elsewhere"]).startswith(f"{path}: 'model.d_model'")
+    assert "command-line" in error_of(ROOT / "configs" / "tiny.yaml", ["model.heads=3"])

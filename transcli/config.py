@@ -190,9 +190,16 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
 
-    def validate(self, origin: str = "config") -> None:
-        """Check every section; errors name `origin` and the dotted key."""
-        _validate_tree(self, origin, "")
+    def validate(self, origin: str = "config", overridden: tuple[str, ...] = ()) -> None:
+        """Check every section; errors name the dotted key and `origin`, plus the command
+        line when an `overridden` key sits in the same section as the failing one."""
+        try:
+            _validate_tree(self, "")
+        except _Invalid as exc:
+            section = exc.key.rsplit(".", 1)[0]
+            by_flags = any(key.rsplit(".", 1)[0] == section for key in overridden)
+            where = f"{origin} + command-line overrides" if by_flags else origin
+            raise UserError(f"{where}: '{exc.key}' {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -231,7 +238,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     cfg = _build(Config, raw, origin, "")
     for item in overrides or []:
         apply_override(cfg, item)
-    cfg.validate(origin if not overrides else f"{origin} (with --set)")
+    cfg.validate(origin, tuple(item.split("=", 1)[0].strip() for item in overrides or []))
     return cfg
 
 
@@ -338,19 +345,20 @@ def _coerce(value: Any, hint: Any, origin: str, where: str) -> Any:
                     f"got {_type_name(value)} {value!r}")
 
 
-def _validate_tree(obj: Any, origin: str, prefix: str) -> None:
+def _validate_tree(obj: Any, prefix: str) -> None:
+    """Run every nested `validate()`; the `_Invalid` raised carries the full dotted key."""
     try:
         if hasattr(obj, "validate") and not isinstance(obj, Config):
             obj.validate()
     except _Invalid as exc:
-        raise UserError(f"{origin}: '{prefix}{exc.key}' {exc}") from None
+        raise _Invalid(prefix + exc.key, str(exc)) from None
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         items = enumerate(value) if isinstance(value, list) else [(None, value)]
         for i, item in items:
             if dataclasses.is_dataclass(item):
                 sub = f"{prefix}{f.name}" + (f"[{i}]" if i is not None else "")
-                _validate_tree(item, origin, sub + ".")
+                _validate_tree(item, sub + ".")
 
 
 def _resolved_hints(cls: type) -> dict[str, Any]:
