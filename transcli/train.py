@@ -11,6 +11,7 @@ finish the update and save; a non-finite loss stops before it can be applied.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
 import os
 import random
@@ -85,6 +86,29 @@ def training_device(name: str, dist: Dist) -> torch.device:
         torch.set_float32_matmul_precision("high")  # TF32 matmuls
         torch.backends.cudnn.allow_tf32 = True
     return device
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed by earlier batches back to the OS (glibc only).
+
+    Every batch has another shape, and glibc keeps the freed blocks: with bf16
+    autocast on CPU a small-config run grew from 2 to 5.7 GB RSS in 18 minutes.
+    Trimming held a 120-step probe at 1.04 GB instead of 1.7 GB, and a 60-step
+    small-config run peaked at 2.50 GB instead of 2.87 GB.
+    """
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _load_libc() -> Optional[ctypes.CDLL]:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:  # not glibc (macOS, musl): nothing to trim
+        return None
+
+
+_LIBC = _load_libc()
 
 
 # ----------------------------------------------------------------------------- bookkeeping
@@ -387,6 +411,7 @@ class Trainer:
                         refresh=False)
         if p.step % tc.log_every == 0:
             record = self._log_line()
+            release_freed_memory()
             bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
                             tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
         if self.valid is not None and p.step % tc.valid_every == 0:
