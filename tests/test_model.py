@@ -154,3 +154,22 @@ def test_too_long_sequence_is_an_error_not_a_wrong_answer() -> None:
     model = model_for(tiny(max_positions=8))
     with pytest.raises(ValueError, match="max_positions"):
         model(torch.full((1, 9), 5), torch.full((1, 3), 5))
+
+
+def test_reorder_within_sentences_may_keep_the_cross_attention_cache() -> None:
+    """Beams of one sentence share its cross-attention keys/values, so a reorder that
+    stays within each sentence gives the same next step with or without copying them."""
+    model = model_for(tiny())
+    src, tgt = batch()
+    beams = torch.arange(3).repeat_interleave(2)  # 3 sentences x 2 beams
+    within = torch.tensor([1, 1, 2, 3, 5, 4])  # each row keeps a beam of its sentence
+    outputs = []
+    with torch.inference_mode():
+        for same_sources in (False, True):
+            state = model.start_decoding(model.encode(src))
+            state.reorder(beams)
+            for t in range(3):
+                model.step(tgt[beams, t], state)
+            state.reorder(within, same_sources=same_sources)
+            outputs.append(model.step(tgt[beams[within], 3], state))
+    assert torch.equal(outputs[0], outputs[1])

@@ -198,11 +198,19 @@ class DecoderState:
     src_mask: Tensor
     position: int = 0  # target tokens fed so far
 
-    def reorder(self, index: Tensor) -> None:
-        """Select / repeat batch rows, e.g. to follow surviving beams or expand to beams."""
-        self.src_mask = self.src_mask.index_select(0, index)
+    def reorder(self, index: Tensor, same_sources: bool = False) -> None:
+        """Select / repeat batch rows, e.g. to follow surviving beams or expand to beams.
+
+        `same_sources` promises that every new row comes from a row of the same source
+        sentence (beams reshuffled within their sentence): the cross-attention keys and
+        values, identical across a sentence's rows, then stay where they are uncopied.
+        """
+        names = ("self_k", "self_v") if same_sources else ("cross_k", "cross_v",
+                                                             "self_k", "self_v")
+        if not same_sources:
+            self.src_mask = self.src_mask.index_select(0, index)
         for cache in self.layers:
-            for name in ("cross_k", "cross_v", "self_k", "self_v"):
+            for name in names:
                 value = getattr(cache, name)
                 if value is not None:
                     setattr(cache, name, value.index_select(0, index))
