@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, BinaryIO, Callable, Iterator, Optional
 from urllib.parse import urlparse
 
 from transcli.config import DataConfig, SourceConfig
@@ -405,6 +405,23 @@ def count_lines(path: Path) -> Optional[int]:
         except OSError as exc:
             raise UserError(f"{path}: cannot read: {exc.strerror}") from None
     return count + (last != b"\n")
+
+
+def source_lines(handle: BinaryIO, name: str) -> Iterator[str]:
+    """Lines to translate, as `translate` and `evaluate --model` read them: only '\\n'
+    ends a line (odd characters inside a line never shift the order), a CRLF's '\\r'
+    and a first-line byte-order mark are dropped, and bad UTF-8 is a one-line error."""
+    try:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UserError(f"{name}: line {number} is not valid UTF-8") from None
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            yield line.rstrip("\n").removesuffix("\r")
+    except OSError as exc:
+        raise UserError(f"{name}: cannot read input ({exc.strerror or exc})") from None
 
 
 def decode_line(raw: bytes) -> Optional[str]:

@@ -131,12 +131,14 @@ def read_scored_lines(path: Path) -> list[str]:
 
 
 def read_source_lines(path: Path) -> list[str]:
-    """Source lines as `transcli translate` reads a file: without the '\\r' of a
-    CRLF ending and without a UTF-8 byte-order mark on the first line."""
-    lines = [line.removesuffix("\r") for line in read_lines(path)]
-    if lines:
-        lines[0] = lines[0].removeprefix("\ufeff")
-    return lines
+    """Source lines exactly as `transcli translate` reads a file (one shared reader)."""
+    from transcli.corpus import source_lines
+
+    try:
+        with open(path, "rb") as handle:
+            return list(source_lines(handle, str(path)))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def check_line_counts(name: Path, count: int, refs: list[Path],

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 import sentencepiece as spm
 
+from transcli.corpus import count_lines
 from transcli.errors import UserError
 
 PAD_ID = 0
@@ -75,7 +76,7 @@ def train_tokenizer(
     Text is already NFC and whitespace-normalised, so the model normalises
     nothing (`identity`) and decode(encode(s)) == s for every covered character.
     """
-    total = sum(_count_lines(path) for path in files)
+    total = sum(count_lines(path) or 0 for path in files)
     keep = _sample_mask(total, input_sentence_size, seed)
     settings: dict[str, Any] = dict(
         vocab_size=vocab_size, model_type=model_type, character_coverage=character_coverage,
@@ -122,14 +123,6 @@ def _lines(files: Sequence[Path], keep: np.ndarray | None) -> Iterator[str]:
                 if keep is None or keep[index]:
                     yield line.rstrip("\n")
                 index += 1
-
-
-def _count_lines(path: Path) -> int:
-    count = 0
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            count += block.count(b"\n")
-    return count
 
 
 def _write_vocab(model_path: Path, vocab_path: Path) -> None:

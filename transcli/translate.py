@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from transcli.checkpoint import atomic_path, load_trained, pick_device
 from transcli.config import DecodeConfig
+from transcli.corpus import count_lines, source_lines
 from transcli.errors import UserError
 from transcli.model import Transformer
 from transcli.search import Hypothesis, beam_search, greedy_search
@@ -174,7 +175,7 @@ def _open_input(name: str) -> Iterator[tuple[Iterator[str], int | None]]:
     """Lines of a file or stdin, and the file's line count (None for stdin: no progress
     bar). Only '\\n' ends a line, so odd characters inside a line never shift the order."""
     if name == "-":
-        yield _read_lines(sys.stdin.buffer, "<stdin>"), None
+        yield source_lines(sys.stdin.buffer, "<stdin>"), None
         return
     path = Path(name)
     try:
@@ -182,34 +183,7 @@ def _open_input(name: str) -> Iterator[tuple[Iterator[str], int | None]]:
     except OSError as exc:
         raise UserError(f"{path}: cannot read input ({exc.strerror or exc})") from None
     with handle:
-        try:
-            total = _count_lines(handle) if path.is_file() else None
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read input ({exc.strerror or exc})") from None
-        yield _read_lines(handle, str(path)), total
-
-
-def _count_lines(handle: BinaryIO) -> int:
-    count, last = 0, b"\n"
-    for block in iter(lambda: handle.read(1 << 20), b""):
-        count += block.count(b"\n")
-        last = block[-1:]
-    handle.seek(0)
-    return count + (last != b"\n")
-
-
-def _read_lines(handle: BinaryIO, name: str) -> Iterator[str]:
-    try:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise UserError(f"{name}: line {number} is not valid UTF-8") from None
-            if number == 1:
-                line = line.removeprefix("\ufeff")
-            yield line.rstrip("\n").removesuffix("\r")
-    except OSError as exc:
-        raise UserError(f"{name}: cannot read input ({exc.strerror or exc})") from None
+        yield source_lines(handle, str(path)), count_lines(path)
 
 
 @contextlib.contextmanager
