@@ -23,7 +23,7 @@ from torch import nn
 
 from transcli.config import ModelConfig, load_config
 from transcli.model import Transformer, count_parameters, sinusoidal_table
-from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCAB = {"tiny": 300, "small": 8000, "base": 32000}

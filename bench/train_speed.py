@@ -34,9 +34,10 @@ from transcli.config import Config, SourceConfig, load_config
 from transcli.encoded import EncodedSplit, load_manifest
 from transcli.objective import label_smoothed_nll, noam_lr
 from transcli.prepare import prepare
-from transcli.runlog import METRICS_FILE, read_metrics
-from transcli.tokenizer import PAD_ID
+from transcli.rundir import METRICS_FILE
+from transcli.runlog import read_metrics
 from transcli.train import train
+from transcli.vocab import PAD_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

@@ -14,10 +14,12 @@ import pytest
 import sentencepiece as spm
 import torch
 
-from transcli.checkpoint import CONFIG_FILE, save_weights, step_path
+from transcli.checkpoint import save_weights
 from transcli.config import load_config, save_config
 from transcli.model import Transformer
-from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID, TOKENIZER_FILE, UNK_ID, Tokenizer
+from transcli.rundir import CONFIG_FILE, step_path
+from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_CONFIG = ROOT / "configs" / "tiny.yaml"

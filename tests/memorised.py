@@ -19,7 +19,8 @@ import torch.nn.functional as F
 
 from transcli.config import load_config
 from transcli.model import Transformer
-from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+from transcli.tokenizer import Tokenizer
+from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_CONFIG = ROOT / "configs" / "tiny.yaml"

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from transcli.batching import (BackgroundLoader, BatchPlan, BatchStream, StreamPosition, collate,
                                plain_batches)
 from transcli.encoded import EncodedSplit, EncodedWriter
-from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
 def _random_pairs(n: int, seed: int = 0) -> tuple[list[list[int]], list[list[int]]]:

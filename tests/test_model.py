@@ -10,7 +10,7 @@ import torch
 
 from transcli.config import ModelConfig, load_config
 from transcli.model import Transformer, count_parameters
-from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCAB = 97

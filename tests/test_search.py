@@ -13,14 +13,14 @@ import copy
 
 import pytest
 import torch
-
 from conftest import PAIRS
 from memorised import TINY_CONFIG, UNSEEN, memorised_model, pad
+
 from transcli.config import load_config
 from transcli.model import Transformer
 from transcli.search import Hypothesis, beam_search, greedy_search, length_penalty
-from transcli.tokenizer import BOS_ID, EOS_ID, Tokenizer
-
+from transcli.tokenizer import Tokenizer
+from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

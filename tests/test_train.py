@@ -21,13 +21,14 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from transcli.checkpoint import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, complete_steps, load_state,
-                                 load_trained, step_path)
+from transcli.checkpoint import load_state, load_trained
 from transcli.config import Config, SourceConfig, load_config
 from transcli.errors import UserError
 from transcli.objective import label_smoothed_nll, noam_lr
 from transcli.prepare import prepare
-from transcli.runlog import CURVES_FILE, METRICS_FILE, read_metrics
+from transcli.rundir import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, CURVES_FILE, METRICS_FILE,
+                             complete_steps, step_path)
+from transcli.runlog import read_metrics
 from transcli.train import train
 
 ROOT = Path(__file__).resolve().parent.parent

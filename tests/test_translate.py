@@ -11,13 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from conftest import PAIRS, ROOT
 from memorised import TINY_CONFIG, UNSEEN, memorised_model
-from transcli.checkpoint import CONFIG_FILE, save_weights, step_path
+
+from transcli.checkpoint import save_weights
 from transcli.config import DecodeConfig, load_config, save_config
 from transcli.errors import UserError
 from transcli.model import Transformer
+from transcli.rundir import CONFIG_FILE, step_path
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.translate import Translator, token_batches, translate_file, translate_lines
 

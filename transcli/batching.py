@@ -20,8 +20,7 @@ import numpy as np
 import torch
 
 from transcli.encoded import EncodedSplit
-from transcli.tokenizer import BOS_ID, EOS_ID, PAD_ID
-
+from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 # ----------------------------------------------------------------------------- planning
 

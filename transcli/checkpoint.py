@@ -1,76 +1,30 @@
-"""Run-dir checkpoints: atomic writes, safetensors weights, loading a trained model.
-
-A run dir holds:
-  config.yaml                       the resolved config the run was trained with
-  spm.model                         the tokenizer (copied from the prepared dir)
-  run.json                          what the run trains on (data hash, vocab, model fingerprint)
-  metrics.jsonl, curves.png         training log (one JSON object per line) and its plot
-  checkpoints/step-NNNNNNN.safetensors   model weights after update N
-  checkpoints/step-NNNNNNN.state.pt      optimizer, step, RNG and data position after update N
-  checkpoints/best.safetensors      weights of the best validation so far
-  checkpoints/avg.safetensors       average of the last checkpoints (written by train)
+"""Run-dir checkpoints: safetensors weights, training state, averaging, loading a model.
 
 Weights are safetensors files and training state is loaded with
 `torch.load(weights_only=True)` (tensors and plain containers only): loading
 never unpickles arbitrary objects. Weights are written before state, each
 atomically, so "the latest checkpoint" is the newest step that has both.
+The file names are `rundir`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import re
-import tempfile
 from pathlib import Path
-from typing import Iterator
 
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file as st_load_file
-from safetensors.torch import load_model as st_load_model
 from safetensors.torch import save_file as st_save_file
 from safetensors.torch import save_model as st_save_model
 
 from transcli.config import Config, load_config
 from transcli.errors import UserError
-from transcli.model import Transformer
+from transcli.files import atomic_path, is_temp_file
+from transcli.model import Transformer, upgrade_parameter_names
+from transcli.rundir import (CHECKPOINT_DIR, CONFIG_FILE, STATE_PATTERN, STEP_PATTERN,
+                             complete_steps, load_run_config, state_path, step_checkpoints,
+                             step_path)
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
-
-CONFIG_FILE = "config.yaml"
-CHECKPOINT_DIR = "checkpoints"
-BEST_FILE = "best.safetensors"
-AVG_FILE = "avg.safetensors"
-STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
-STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temp path beside `path`; on success fsync it and rename it over `path`.
-
-    A kill at any instant leaves either the old file or the new one, never half of one.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        with open(tmp_path, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp_path, path)
-    finally:
-        tmp_path.unlink(missing_ok=True)
-
-
-def step_path(run_dir: Path, step: int) -> Path:
-    return Path(run_dir) / CHECKPOINT_DIR / f"step-{step:07d}.safetensors"
-
-
-def state_path(run_dir: Path, step: int) -> Path:
-    return Path(run_dir) / CHECKPOINT_DIR / f"step-{step:07d}.state.pt"
 
 
 def save_weights(model: torch.nn.Module, path: str | Path) -> None:
@@ -80,27 +34,54 @@ def save_weights(model: torch.nn.Module, path: str | Path) -> None:
 
 
 def load_weights(model: torch.nn.Module, path: str | Path) -> None:
-    """Load weights into `model`; a file of another shape or vocabulary is a UserError."""
+    """Load weights into `model`, refusing with one line a file of another shape or
+    vocabulary, or one holding non-finite values. Checkpoints written before the
+    residual blocks had names load too."""
+    module = _unwrap(model)
     try:
-        st_load_model(_unwrap(model), str(path), strict=True)
+        weights = upgrade_parameter_names(st_load_file(str(path)))
     except (SafetensorError, OSError) as exc:
         raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
-    except RuntimeError as exc:  # missing/unexpected keys or shape mismatch
-        first = str(exc).strip().splitlines()
-        detail = next((line.strip() for line in first[1:] if line.strip()), first[0])
+    expected = module.state_dict()
+    _fill_tied(weights, expected)
+    problem = _mismatch(weights, expected)
+    if problem:
         raise UserError(f"{path}: checkpoint does not match the model config/vocabulary "
-                        f"({detail})") from None
+                        f"({problem})")
+    bad = next((name for name, t in weights.items() if not torch.isfinite(t).all()), None)
+    if bad:
+        raise UserError(f"{path}: checkpoint holds NaN or infinite values ({bad})")
+    module.load_state_dict(weights, strict=True)
 
 
-def step_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
-    """The run's step checkpoints as (step, path), oldest first."""
-    folder = Path(run_dir) / CHECKPOINT_DIR
-    found = []
-    for path in folder.glob("step-*.safetensors") if folder.is_dir() else []:
-        match = STEP_PATTERN.match(path.name)
-        if match:
-            found.append((int(match.group(1)), path))
-    return sorted(found)
+def _fill_tied(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
+    """Tied tensors (one embedding for source, target and output) are stored once:
+    give every alias in the model the stored tensor of its group."""
+    groups: dict[int, list[str]] = {}
+    for name, tensor in expected.items():
+        groups.setdefault(tensor.data_ptr(), []).append(name)
+    for names in groups.values():
+        stored = [name for name in names if name in weights]
+        for name in names:
+            if stored:
+                weights.setdefault(name, weights[stored[0]])
+
+
+def _mismatch(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> str:
+    """The first difference in names, shapes or dtypes, or '' when they agree."""
+    missing = sorted(expected.keys() - weights.keys())
+    if missing:
+        return f"missing {missing[0]}" + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
+    unexpected = sorted(weights.keys() - expected.keys())
+    if unexpected:
+        return f"unexpected {unexpected[0]}"
+    for name, tensor in expected.items():
+        if weights[name].shape != tensor.shape:
+            return (f"{name}: shape {tuple(weights[name].shape)} in the file, "
+                    f"{tuple(tensor.shape)} in the model")
+        if not weights[name].is_floating_point():
+            return f"{name}: dtype {weights[name].dtype} is not a floating-point type"
+    return ""
 
 
 def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, step: int) -> None:
@@ -109,14 +90,6 @@ def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, st
     save_weights(model, step_path(Path(run_dir), step))
     with atomic_path(state_path(Path(run_dir), step)) as tmp:
         torch.save(state, tmp)
-
-
-def complete_steps(run_dir: str | Path) -> list[int]:
-    """Steps whose weights and training state are both on disk, oldest first."""
-    folder = Path(run_dir) / CHECKPOINT_DIR
-    states = {int(m.group(1)) for p in (folder.glob("step-*.state.pt") if folder.is_dir() else [])
-              if (m := STATE_PATTERN.match(p.name))}
-    return [step for step, _ in step_checkpoints(run_dir) if step in states]
 
 
 def load_state(run_dir: str | Path, step: int) -> dict:
@@ -138,7 +111,7 @@ def discard_after(run_dir: str | Path, step: int) -> None:
     for path in folder.iterdir():
         match = STEP_PATTERN.match(path.name) or STATE_PATTERN.match(path.name)
         stale = match is not None and int(match.group(1)) > step
-        if stale or (path.name.startswith(".") and path.name.endswith(".tmp")):
+        if stale or is_temp_file(path.name):
             path.unlink(missing_ok=True)
 
 
@@ -193,16 +166,6 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
     if not path.is_file():
         raise UserError(f"{path}: checkpoint not found (use best, last, avg or a file path)")
     return path
-
-
-def load_run_config(run_dir: str | Path) -> Config:
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir}: run directory not found")
-    path = run_dir / CONFIG_FILE
-    if not path.is_file():
-        raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
-    return load_config(path)
 
 
 def load_trained(run_dir: str | Path, checkpoint: str = "best",

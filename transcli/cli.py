@@ -65,7 +65,8 @@ def prepare(
 ) -> None:
     """Read a parallel corpus, clean and split it, train sentencepiece, encode everything."""
     cfg = _config(config, {"data.out": out, "data.skip_invalid": skip_invalid or None}, sets)
-    from transcli.prepare import prepare as run_prepare, source_from_flags
+    from transcli.prepare import prepare as run_prepare
+    from transcli.prepare import source_from_flags
 
     source = source_from_flags(src_file, tgt_file, tsv, dataset, subset, split,
                                src_column, tgt_column)
@@ -99,7 +100,7 @@ def train(
     flags = {"train.max_steps": max_steps, "train.save_every": save_every,
              "train.valid_every": valid_every, "train.seed": seed, "train.device": device}
     if config is None and resume:
-        from transcli.checkpoint import CONFIG_FILE
+        from transcli.rundir import CONFIG_FILE
 
         config = out / CONFIG_FILE if (out / CONFIG_FILE).is_file() else None
     cfg = _config(config, flags, sets)

@@ -11,18 +11,18 @@ from __future__ import annotations
 import logging
 import re
 import socket
-import stat
 import unicodedata
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 from urllib.parse import urlparse
 
 from transcli.config import DataConfig, SourceConfig
 from transcli.errors import UserError
+from transcli.files import BLOCK, count_lines, open_checked
 
 Pair = tuple[str, str]
 
@@ -42,7 +42,6 @@ DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parque
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 # C0/C1 controls and byte-order marks (also mid-file, from concatenated files): spaces.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ufeff]")
-_BLOCK = 1 << 20
 
 
 # ----------------------------------------------------------------------------- cleaning
@@ -373,55 +372,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _open(path: Path) -> Any:
     """Binary, so invalid UTF-8 can be located by line; OS errors become one line."""
-    try:
-        return open(path, "rb", buffering=_BLOCK)
-    except FileNotFoundError:
-        raise UserError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not a file") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
-
-
-def count_lines(path: Path) -> Optional[int]:
-    """Lines in a file, a last line without newline included (fast: byte counting);
-    None for a pipe or device, which must not be read twice."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise UserError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
-    if stat.S_ISDIR(mode):
-        raise UserError(f"{path}: is a directory, not a file")
-    if not stat.S_ISREG(mode):
-        return None
-    count, last = 0, b"\n"
-    with _open(path) as handle:
-        try:
-            for block in iter(lambda: handle.read(_BLOCK), b""):
-                count += block.count(b"\n")
-                last = block[-1:]
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read: {exc.strerror}") from None
-    return count + (last != b"\n")
-
-
-def source_lines(handle: BinaryIO, name: str) -> Iterator[str]:
-    """Lines to translate, as `translate` and `evaluate --model` read them: only '\\n'
-    ends a line (odd characters inside a line never shift the order), a CRLF's '\\r'
-    and a first-line byte-order mark are dropped, and bad UTF-8 is a one-line error."""
-    try:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise UserError(f"{name}: line {number} is not valid UTF-8") from None
-            if number == 1:
-                line = line.removeprefix("\ufeff")
-            yield line.rstrip("\n").removesuffix("\r")
-    except OSError as exc:
-        raise UserError(f"{name}: cannot read input ({exc.strerror or exc})") from None
+    return open_checked(path, "rb", buffering=BLOCK)
 
 
 def decode_line(raw: bytes) -> Optional[str]:

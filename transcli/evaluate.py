@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from transcli.errors import UserError
+from transcli.files import read_source_file
 
 # sacreBLEU's own default width: one decimal, as the `sacrebleu` command prints.
 TEXT_WIDTH = 1
@@ -130,17 +131,6 @@ def read_scored_lines(path: Path) -> list[str]:
     return [line.rstrip() for line in read_lines(path)]
 
 
-def read_source_lines(path: Path) -> list[str]:
-    """Source lines exactly as `transcli translate` reads a file (one shared reader)."""
-    from transcli.corpus import source_lines
-
-    try:
-        with open(path, "rb") as handle:
-            return list(source_lines(handle, str(path)))
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
 def check_line_counts(name: Path, count: int, refs: list[Path],
                       ref_lines: list[list[str]]) -> None:
     """Every reference must be as long as the hypotheses (or the source)."""
@@ -167,7 +157,7 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
         inputs: dict[str, Any] = {"hyp": str(hyp)}
     else:
         assert src is not None
-        sources = read_source_lines(src)
+        sources = read_source_file(src)
         check_line_counts(src, len(sources), ref, references)
         translations = _translate(model, checkpoint, sources, beam_size, device)
         if hyp_out is not None:

@@ -17,9 +17,10 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transcli.config import ModelConfig
-from transcli.tokenizer import PAD_ID
+from transcli.vocab import PAD_ID
 
 
 def sinusoidal_table(max_positions: int, d_model: int) -> Tensor:
@@ -64,6 +65,21 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(batch, time, heads * d_k)
 
 
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: bool,
+              dropout: float) -> Tensor:
+    """softmax(Q K^T / sqrt(d_k)) V per head (paper 3.2.1), masked where `mask` is False.
+
+    On the CPU the plain ("math") kernel runs: for sentence-length sequences it is
+    several times faster than the flash kernel (`bench/train_speed.py`).
+    """
+    if q.device.type != "cpu":
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
+                                              is_causal=causal)
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
+                                              is_causal=causal)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention; Q, K and V come from one fused projection."""
 
@@ -83,9 +99,7 @@ class SelfAttention(nn.Module):
                 v = torch.cat([cache.self_v, v], dim=2)
             cache.self_k, cache.self_v = k, v
         dropout = self.attn_dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
-                                           is_causal=causal)
-        return self.out(merge_heads(y))
+        return self.out(merge_heads(attention(q, k, v, mask, causal, dropout)))
 
 
 class CrossAttention(nn.Module):
@@ -107,8 +121,7 @@ class CrossAttention(nn.Module):
     def forward(self, x: Tensor, kv: tuple[Tensor, Tensor], mask: Tensor) -> Tensor:
         q = split_heads(self.q(x), self.heads)
         dropout = self.attn_dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, kv[0], kv[1], attn_mask=mask, dropout_p=dropout)
-        return self.out(merge_heads(y))
+        return self.out(merge_heads(attention(q, kv[0], kv[1], mask, False, dropout)))
 
 
 class FeedForward(nn.Module):
@@ -139,36 +152,45 @@ class Sublayer(nn.Module):
         return self.norm(x + self.dropout(f(x)))
 
 
+def residual(cfg: ModelConfig) -> Sublayer:
+    return Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm)
+
+
 class EncoderLayer(nn.Module):
+    """Self-attention, then the feed-forward network, each inside a residual block."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.self_attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
-        self.sub = nn.ModuleList(Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm)
-                                 for _ in range(2))
+        self.self_attn_block = residual(cfg)
+        self.ffn_block = residual(cfg)
 
     def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
-        x = self.sub[0](x, lambda h: self.self_attn(h, mask=src_mask))
-        return self.sub[1](x, self.ffn)
+        x = self.self_attn_block(x, lambda h: self.self_attn(h, mask=src_mask))
+        return self.ffn_block(x, self.ffn)
 
 
 class DecoderLayer(nn.Module):
+    """Masked self-attention, encoder-decoder attention, then the feed-forward network."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.self_attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
         self.cross_attn = CrossAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
-        self.sub = nn.ModuleList(Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm)
-                                 for _ in range(3))
+        self.self_attn_block = residual(cfg)
+        self.cross_attn_block = residual(cfg)
+        self.ffn_block = residual(cfg)
 
     def forward(self, y: Tensor, memory_kv: tuple[Tensor, Tensor], src_mask: Tensor,
                 cache: Optional[LayerCache] = None) -> Tensor:
         # Training sees the whole target at once, so causality comes from the mask;
         # a cached decoding step holds only the newest position and needs none.
         causal = cache is None
-        y = self.sub[0](y, lambda h: self.self_attn(h, causal=causal, cache=cache))
-        y = self.sub[1](y, lambda h: self.cross_attn(h, memory_kv, src_mask))
-        return self.sub[2](y, self.ffn)
+        y = self.self_attn_block(y, lambda h: self.self_attn(h, causal=causal, cache=cache))
+        y = self.cross_attn_block(y, lambda h: self.cross_attn(h, memory_kv, src_mask))
+        return self.ffn_block(y, self.ffn)
 
 
 @dataclass
@@ -267,24 +289,31 @@ class Transformer(nn.Module):
             x = layer(x, mask)
         return Memory(self.enc_norm(x), mask)
 
-    def decode(self, tgt_in: Tensor, memory: Memory, last_only: bool = False) -> Tensor:
-        """Teacher-forced decoder: tgt_in [batch, tgt_len] -> log-probs [batch, tgt_len, V].
-        `last_only` projects just the final position (uncached reference decoding)."""
+    def decode_hidden(self, tgt_in: Tensor, memory: Memory) -> Tensor:
+        """Teacher-forced decoder states: tgt_in [batch, tgt_len] -> [batch, tgt_len, d_model],
+        before the output layer (the training loss applies that layer itself, in chunks)."""
         y = self.tgt_embed(tgt_in)
         for layer in self.decoder:
             y = layer(y, layer.cross_attn.memory_kv(memory.states), memory.mask)
-        if last_only:
-            y = y[:, -1:]
-        return self.log_probs(self.dec_norm(y))
+        return self.dec_norm(y)
+
+    def decode(self, tgt_in: Tensor, memory: Memory, last_only: bool = False) -> Tensor:
+        """Teacher-forced decoder: tgt_in [batch, tgt_len] -> log-probs [batch, tgt_len, V].
+        `last_only` projects just the final position (uncached reference decoding)."""
+        hidden = self.decode_hidden(tgt_in, memory)
+        return self.log_probs(hidden[:, -1:] if last_only else hidden)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return self.decode(tgt_in, self.encode(src))
 
+    @property
+    def output_weight(self) -> Tensor:
+        """The final linear layer's [V, d_model] matrix: the target embedding unless untied."""
+        return self.tgt_embed.table.weight if self.generator is None else self.generator.weight
+
     def log_probs(self, hidden: Tensor) -> Tensor:
         """The final linear layer (tied to the target embedding by default) + log-softmax."""
-        weight = (self.tgt_embed.table.weight if self.generator is None
-                  else self.generator.weight)
-        return F.log_softmax(F.linear(hidden, weight).float(), dim=-1)
+        return F.log_softmax(F.linear(hidden, self.output_weight).float(), dim=-1)
 
     # ------------------------------------------------------------------ decoding path
 
@@ -302,6 +331,22 @@ class Transformer(nn.Module):
             y = layer(y, (cache.cross_k, cache.cross_v), state.src_mask, cache=cache)
         state.position += 1
         return self.log_probs(self.dec_norm(y))[:, 0]
+
+
+# Parameter names of checkpoints written before the residual blocks were named.
+LEGACY_BLOCK_NAMES = {"encoder": ("self_attn_block", "ffn_block"),
+                      "decoder": ("self_attn_block", "cross_attn_block", "ffn_block")}
+
+
+def upgrade_parameter_names(weights: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Map `encoder.0.sub.1.norm.weight` to `encoder.0.ffn_block.norm.weight` and so on."""
+    renamed = {}
+    for name, tensor in weights.items():
+        parts = name.split(".")
+        if len(parts) > 3 and parts[0] in LEGACY_BLOCK_NAMES and parts[2] == "sub":
+            parts[2:4] = [LEGACY_BLOCK_NAMES[parts[0]][int(parts[3])]]
+        renamed[".".join(parts)] = tensor
+    return renamed
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -33,10 +33,11 @@ import numpy as np
 from tqdm import tqdm
 
 from transcli.config import Config, DataConfig, SourceConfig
-from transcli.corpus import (DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, Source,
-                             count_lines, normalise, open_source)
-from transcli.encoded import (MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files)
+from transcli.corpus import (DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, Source, normalise,
+                             open_source)
+from transcli.encoded import MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files
 from transcli.errors import UserError
+from transcli.files import count_lines
 from transcli.tokenizer import TOKENIZER_FILE, VOCAB_FILE, Tokenizer, train_tokenizer
 
 FORMAT = "transcli-prepared/1"

@@ -1,4 +1,14 @@
-"""Starting, resuming and refusing run directories.
+"""A run dir's layout (every file name, defined once here) and starting, resuming or
+refusing one.
+
+    config.yaml                        the resolved config the run was trained with
+    spm.model                          the tokenizer (copied from the prepared dir)
+    run.json                           what the run trains on (data hash, vocab, model)
+    metrics.jsonl, curves.png          training log (one JSON object per line) and its plot
+    checkpoints/step-NNNNNNN.safetensors   model weights after update N
+    checkpoints/step-NNNNNNN.state.pt      optimizer, step, RNG and data position after N
+    checkpoints/best.safetensors       weights of the best validation so far
+    checkpoints/avg.safetensors        averaged weights (written by train)
 
 A run dir records what it was trained on in `run.json`. Continuing it on other
 data, or with another model shape or vocabulary, would silently produce a model
@@ -9,22 +19,66 @@ new run over an old one unless asked to (`--force`).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from transcli.checkpoint import (CHECKPOINT_DIR, CONFIG_FILE, atomic_path, complete_steps,
-                                 load_run_config)
-from transcli.config import Config, ModelConfig, save_config
+from transcli.config import Config, ModelConfig, load_config, save_config
 from transcli.errors import UserError
-from transcli.runlog import CURVES_FILE, METRICS_FILE
+from transcli.files import atomic_path
 from transcli.tokenizer import TOKENIZER_FILE
 
+CONFIG_FILE = "config.yaml"
 RUN_FILE = "run.json"
+METRICS_FILE = "metrics.jsonl"
+CURVES_FILE = "curves.png"
+CHECKPOINT_DIR = "checkpoints"
+BEST_FILE = "best.safetensors"
+AVG_FILE = "avg.safetensors"
 RUN_FILES = (CONFIG_FILE, TOKENIZER_FILE, RUN_FILE, METRICS_FILE, CURVES_FILE)
+STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
+STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
 # Settings that change no weight's shape or meaning: a resumed run may alter them.
 FREE_MODEL_KEYS = {"dropout", "attn_dropout"}
+
+
+def step_path(run_dir: Path, step: int) -> Path:
+    return Path(run_dir) / CHECKPOINT_DIR / f"step-{step:07d}.safetensors"
+
+
+def state_path(run_dir: Path, step: int) -> Path:
+    return Path(run_dir) / CHECKPOINT_DIR / f"step-{step:07d}.state.pt"
+
+
+def step_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """The run's step checkpoints as (step, path), oldest first."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    found = []
+    for path in folder.glob("step-*.safetensors") if folder.is_dir() else []:
+        match = STEP_PATTERN.match(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def complete_steps(run_dir: str | Path) -> list[int]:
+    """Steps whose weights and training state are both on disk, oldest first."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    states = {int(m.group(1)) for p in (folder.glob("step-*.state.pt") if folder.is_dir() else [])
+              if (m := STATE_PATTERN.match(p.name))}
+    return [step for step, _ in step_checkpoints(run_dir) if step in states]
+
+
+def load_run_config(run_dir: str | Path) -> Config:
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: run directory not found")
+    path = run_dir / CONFIG_FILE
+    if not path.is_file():
+        raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
+    return load_config(path)
 
 
 def run_identity(cfg: Config, manifest: dict[str, Any], vocab_size: int) -> dict[str, Any]:

@@ -17,10 +17,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from transcli.checkpoint import atomic_path
-
-METRICS_FILE = "metrics.jsonl"
-CURVES_FILE = "curves.png"
+from transcli.files import atomic_path
+from transcli.rundir import CURVES_FILE, METRICS_FILE
 
 
 def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from transcli.model import DecoderState, Memory, Transformer
-from transcli.tokenizer import BOS_ID, EOS_ID
+from transcli.vocab import BOS_ID, EOS_ID
 
 NEG_INF = float("-inf")
 

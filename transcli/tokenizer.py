@@ -1,7 +1,7 @@
 """The joint English/Spanish sentencepiece vocabulary: fixed special ids, encode, decode.
 
-Every piece of transcli agrees on these ids, so they are fixed at training time
-rather than read back from each model.
+The special ids (`vocab.py`) are fixed at training time rather than read back
+from each model, so every piece of transcli agrees on them.
 """
 
 from __future__ import annotations
@@ -14,13 +14,9 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 import sentencepiece as spm
 
-from transcli.corpus import count_lines
 from transcli.errors import UserError
-
-PAD_ID = 0
-UNK_ID = 1
-BOS_ID = 2
-EOS_ID = 3
+from transcli.files import count_lines
+from transcli.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 TOKENIZER_FILE = "spm.model"  # name of the model file inside prepared and run dirs
 VOCAB_FILE = "spm.vocab"  # human-readable piece list written beside it

@@ -29,20 +29,20 @@ import torch.distributed as tdist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from transcli.batching import (Batch, BackgroundLoader, BatchPlan, BatchStream, StreamPosition,
+from transcli.batching import (BackgroundLoader, Batch, BatchPlan, BatchStream, StreamPosition,
                                plain_batches)
-from transcli.checkpoint import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, average_checkpoints,
-                                 complete_steps, discard_after, load_state, load_weights,
-                                 pick_device, prune_checkpoints, save_checkpoint, save_weights,
-                                 step_path)
+from transcli.checkpoint import (average_checkpoints, discard_after, load_state, load_weights,
+                                 pick_device, prune_checkpoints, save_checkpoint, save_weights)
 from transcli.config import Config
 from transcli.encoded import EncodedSplit, load_manifest
 from transcli.errors import UserError
 from transcli.model import Transformer, count_parameters
 from transcli.objective import label_smoothed_nll, noam_lr
-from transcli.rundir import run_identity, start_step, write_run_files
+from transcli.rundir import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, complete_steps, run_identity,
+                             start_step, step_path, write_run_files)
 from transcli.runlog import MetricsLog
-from transcli.tokenizer import PAD_ID, TOKENIZER_FILE, Tokenizer
+from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.vocab import PAD_ID
 
 
 @dataclass(frozen=True)

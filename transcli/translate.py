@@ -20,13 +20,14 @@ from typing import BinaryIO, Iterator
 import torch
 from tqdm import tqdm
 
-from transcli.checkpoint import atomic_path, load_trained, pick_device
+from transcli.checkpoint import load_trained, pick_device
 from transcli.config import DecodeConfig
-from transcli.corpus import count_lines, source_lines
 from transcli.errors import UserError
+from transcli.files import atomic_path, count_lines, source_lines
 from transcli.model import Transformer
 from transcli.search import Hypothesis, beam_search, greedy_search
-from transcli.tokenizer import EOS_ID, PAD_ID, Tokenizer
+from transcli.tokenizer import Tokenizer
+from transcli.vocab import EOS_ID, PAD_ID
 
 CHUNK_LINES = 1000  # lines read, translated and written at a time
 
