@@ -24,6 +24,9 @@ app = typer.Typer(
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (defaults when omitted).")
 SetOpt = typer.Option(None, "--set", help="Override any setting: section.key=value (repeatable).")
+EngineOpt = typer.Option(
+    None, help="torch, or ct2: CTranslate2 (exported into the run dir on first use).")
+Int8Opt = typer.Option(False, "--int8", help="int8 weights (decode.quantize=int8).")
 
 
 def _config(path: Optional[Path], flags: dict[str, Any], sets: Optional[list[str]]) -> Config:
@@ -116,7 +119,9 @@ def translate(
     input: str = typer.Option("-", "--input", "-i", help="Input file, or - for stdin."),
     output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
     greedy: bool = typer.Option(False, help="Greedy search (same output as --beam-size 1)."),
-    beam_size: Optional[int] = typer.Option(None, help="Beam width (1 = greedy)."),
+    strategy: Optional[str] = typer.Option(
+        None, help="beam, greedy or sample (decode.temperature, top_k, top_p, seed)."),
+    beam_size: Optional[int] = typer.Option(None, help="Beam width (implies --strategy beam)."),
     length_penalty: Optional[float] = typer.Option(
         None, help="GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha."),
     max_len_a: Optional[float] = typer.Option(
@@ -128,6 +133,8 @@ def translate(
     n_best: Optional[int] = typer.Option(
         None, help="K > 1 writes K lines per input line as TSV: line index (from 0), "
         "hypothesis, score (length-penalised log-prob); K <= beam size."),
+    engine: Optional[str] = EngineOpt,
+    int8: bool = Int8Opt,
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
@@ -138,10 +145,13 @@ def translate(
     """
     from transcli.translate import translate_file
 
-    flags = {"decode.beam_size": 1 if greedy else beam_size,
+    if greedy or strategy is None and beam_size is not None:
+        strategy = "greedy" if greedy else "beam"
+    flags = {"decode.strategy": strategy, "decode.beam_size": beam_size,
              "decode.length_penalty": length_penalty, "decode.max_len_a": max_len_a,
              "decode.max_len_b": max_len_b, "decode.batch_tokens": batch_tokens,
-             "decode.n_best": n_best}
+             "decode.n_best": n_best, "decode.engine": engine,
+             "decode.quantize": "int8" if int8 else None}
     overrides = [f"{k}={_yaml_value(v)}" for k, v in flags.items() if v is not None]
     translate_file(model, checkpoint, input, output, overrides + list(sets or []), device)
 
@@ -156,13 +166,41 @@ def evaluate(
     beam_size: Optional[int] = typer.Option(None, help="Beam width (with --model)."),
     hyp_out: Optional[Path] = typer.Option(None, help="Write the scored hypotheses here."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    engine: Optional[str] = EngineOpt,
+    int8: bool = Int8Opt,
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF), translating --src first with --model."""
     from transcli.evaluate import evaluate_cli
 
     evaluate_cli(ref=ref, hyp=hyp, model=model, src=src, checkpoint=checkpoint,
-                 beam_size=beam_size, hyp_out=hyp_out, as_json=json_out, device=device)
+                 beam_size=beam_size, hyp_out=hyp_out, as_json=json_out, device=device,
+                 engine=engine, int8=int8)
+
+
+@app.command()
+def export(
+    model: Path = typer.Option(..., "--model", "-m", help="Run directory written by `train`."),
+    format: str = typer.Option(
+        ..., "--format", "-f", help="ct2 (CTranslate2) or hf (Hugging Face MarianMTModel)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write."),
+    checkpoint: str = typer.Option(
+        "best", help="best, last, avg, a step number, or a checkpoint path."),
+    quantize: Optional[str] = typer.Option(
+        None, help="ct2 weights: int8, int16 or float16 (default: float32)."),
+    force: bool = typer.Option(
+        False, help="Write into a non-empty --out: replaces the files an export writes, "
+        "never deletes others."),
+) -> None:
+    """Export a checkpoint for another inference library: CTranslate2 or transformers.
+
+    The exported model gives transcli's greedy translations; what a format cannot
+    represent exactly is refused. Needs `pip install transcli[ct2]` or `transcli[hf]`.
+    """
+    from transcli.export import export_run
+
+    export_run(model, format, out, checkpoint, quantize, force)
+    print(f"transcli: exported {format} model to {out}", file=sys.stderr)
 
 
 def main() -> None:

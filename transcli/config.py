@@ -163,24 +163,49 @@ class TrainConfig:
         _require(self.patience >= 0, "patience", "must be >= 0")
 
 
+# `decode.strategy` names; each maps to a search function in `search.SEARCHES`.
+STRATEGIES = ("beam", "greedy", "sample")
+ENGINES = ("torch", "ct2")  # what runs the search: transcli's model, or a CTranslate2 export
+QUANTIZE = ("none", "int8")  # int8: dynamic int8 Linear layers (torch), int8 weights (ct2)
+
+
 @dataclass
 class DecodeConfig:
     """Search settings for `translate` and `evaluate` (paper: beam 4, alpha 0.6, len + 50)."""
 
-    beam_size: int = 4  # 1 = greedy
+    strategy: str = "beam"  # beam, greedy (beam 1 gives the same output) or sample
+    beam_size: int = 4
     length_penalty: float = 0.6  # GNMT alpha: score / ((5 + len) / 6) ** alpha
     max_len_a: float = 1.0  # max target length = a * source length + b
     max_len_b: int = 50
     batch_tokens: int = 4096  # source tokens per batch (before beams)
-    n_best: int = 1
+    n_best: int = 1  # hypotheses per line (beam: <= beam_size; sample: independent samples)
+    temperature: float = 1.0  # sample: divide the log-probs by this before sampling
+    top_k: int = 0  # sample: only from the k most likely tokens (0: no limit)
+    top_p: float = 1.0  # sample: only from the smallest set of tokens with this much mass
+    seed: int = 1  # sample: line i of the input draws from a generator seeded by (seed, i)
+    engine: str = "torch"  # torch or ct2 (a CTranslate2 export cached in the run dir)
+    quantize: str = "none"  # none or int8
 
     def validate(self) -> None:
+        _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
         _require(self.beam_size >= 1, "beam_size", "must be at least 1")
         _require(self.length_penalty >= 0, "length_penalty", "must be >= 0")
         _require(self.max_len_a >= 0, "max_len_a", "must be >= 0")
         _require(self.max_len_b >= 1, "max_len_b", "must be at least 1")
         _require(self.batch_tokens >= 1, "batch_tokens", "must be at least 1")
-        _require(1 <= self.n_best <= self.beam_size, "n_best", "must be in [1, beam_size]")
+        if self.strategy == "beam":
+            _require(1 <= self.n_best <= self.beam_size, "n_best", "must be in [1, beam_size]")
+        elif self.strategy == "greedy":
+            _require(self.n_best == 1, "n_best", "must be 1 with strategy greedy")
+        else:
+            _require(self.n_best >= 1, "n_best", "must be at least 1")
+        _require(self.temperature > 0, "temperature", "must be > 0")
+        _require(self.top_k >= 0, "top_k", "must be >= 0 (0: no limit)")
+        _require(0.0 < self.top_p <= 1.0, "top_p", "must be in (0, 1]")
+        _require(0 <= self.seed < 2 ** 63, "seed", "must be in [0, 2^63)")
+        _require(self.engine in ENGINES, "engine", f"must be one of {', '.join(ENGINES)}")
+        _require(self.quantize in QUANTIZE, "quantize", f"must be one of {', '.join(QUANTIZE)}")
 
 
 @dataclass

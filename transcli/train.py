@@ -576,7 +576,7 @@ def greedy_bleu(model: Transformer, tokenizer: Tokenizer, cfg: Config, sources: 
     from transcli.evaluate import score
     from transcli.translate import Translator
 
-    decode_cfg = replace(cfg.decode, beam_size=1, n_best=1)
+    decode_cfg = replace(cfg.decode, strategy="greedy", beam_size=1, n_best=1)
     hypotheses = Translator(model, tokenizer, decode_cfg, device).translate(sources)
     return score(hypotheses, [references], ter=False).bleu
 
