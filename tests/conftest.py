@@ -87,3 +87,32 @@ def tiny_run_dir(tmp_path: Path, tiny_spm: Path) -> Path:
     model = Transformer(cfg.model, Tokenizer(tiny_spm).vocab_size)
     save_weights(model, step_path(run, 0))
     return run
+
+
+@pytest.fixture(scope="session")
+def sample_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 400-piece joint sentencepiece model of data/sample's training text, trained by
+    transcli's own tokenizer trainer (under a second)."""
+    from transcli.tokenizer import train_tokenizer
+
+    folder = tmp_path_factory.mktemp("sample-spm")
+    sample = ROOT / "data" / "sample"
+    train_tokenizer([sample / "train.en", sample / "train.es"], folder, vocab_size=400,
+                    model_type="unigram", character_coverage=1.0, input_sentence_size=100_000,
+                    seed=1)
+    return folder / TOKENIZER_FILE
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory: pytest.TempPathFactory, sample_spm: Path) -> Path:
+    """A run dir (tiny config, greedy decoding) whose only checkpoint, step 200, is
+    `memorised.sample_model`. Tests must not write into it: copy it first."""
+    from memorised import sample_model
+
+    run = tmp_path_factory.mktemp("sample-run") / "run"
+    run.mkdir()
+    cfg = load_config(TINY_CONFIG, ["decode.strategy=greedy", "decode.n_best=1"])
+    save_config(cfg, run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(sample_spm.read_bytes())
+    save_weights(sample_model(sample_spm), step_path(run, 200))
+    return run

@@ -115,7 +115,8 @@ def train(
 @app.command()
 def translate(
     model: Path = typer.Option(..., "--model", "-m", help="Run directory written by `train`."),
-    checkpoint: str = typer.Option("best", help="best, last, avg, or a checkpoint path."),
+    checkpoint: str = typer.Option(
+        "best", help="best, last, avg, a step number, or a checkpoint path."),
     input: str = typer.Option("-", "--input", "-i", help="Input file, or - for stdin."),
     output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
     greedy: bool = typer.Option(False, help="Greedy search (same output as --beam-size 1)."),
@@ -132,7 +133,7 @@ def translate(
         None, help="Source tokens per batch, padding included, before beams."),
     n_best: Optional[int] = typer.Option(
         None, help="K > 1 writes K lines per input line as TSV: line index (from 0), "
-        "hypothesis, score (length-penalised log-prob); K <= beam size."),
+        "hypothesis, score (length-penalised log-prob); K <= beam size, or K samples."),
     engine: Optional[str] = EngineOpt,
     int8: bool = Int8Opt,
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
@@ -162,7 +163,8 @@ def evaluate(
     hyp: Optional[Path] = typer.Option(None, help="Hypotheses to score (instead of --model)."),
     model: Optional[Path] = typer.Option(None, "--model", "-m", help="Run dir to translate with."),
     src: Optional[Path] = typer.Option(None, help="Source file to translate (with --model)."),
-    checkpoint: str = typer.Option("best", help="best, last, avg, or a checkpoint path."),
+    checkpoint: str = typer.Option(
+        "best", help="best, last, avg, a step number, or a checkpoint path."),
     beam_size: Optional[int] = typer.Option(None, help="Beam width (with --model)."),
     hyp_out: Optional[Path] = typer.Option(None, help="Write the scored hypotheses here."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -195,7 +197,7 @@ def export(
     """Export a checkpoint for another inference library: CTranslate2 or transformers.
 
     The exported model gives transcli's greedy translations; what a format cannot
-    represent exactly is refused. Needs `pip install transcli[ct2]` or `transcli[hf]`.
+    represent exactly is refused. Needs the package's ct2 or hf extra (see the README).
     """
     from transcli.export import export_run
 

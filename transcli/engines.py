@@ -17,6 +17,7 @@ order, empty lines, n-best output -- is `Translator`'s, the same for every engin
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
 
@@ -77,7 +78,9 @@ def quantize_int8(model: Transformer) -> Transformer:
     if next(model.parameters()).device.type != "cpu":
         raise UserError("decode.quantize=int8 with the torch engine runs on the CPU only "
                         "(use --device cpu, or --engine ct2)")
-    return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
 
 
 class Ct2Engine:

@@ -48,13 +48,14 @@ def export_run(run_dir: Path, fmt: str, out: Path, checkpoint: str = "best",
                quantize: Optional[str] = None, force: bool = False) -> Path:
     """Export `checkpoint` of the run in `run_dir` to `out` in format `fmt`."""
     from transcli.checkpoint import load_trained, resolve_checkpoint
+    from transcli.rundir import load_run_config
 
     module = format_module(fmt)
     module.check_options(quantize)
+    module.check(load_run_config(run_dir))
     _check_destination(out, force)
     source = resolve_checkpoint(run_dir, checkpoint)
     model, tokenizer, cfg = load_trained(run_dir, str(source), "cpu")
-    module.check(cfg)
     record = {"format": fmt, "run_dir": str(Path(run_dir).resolve()), "checkpoint": checkpoint,
               "quantize": quantize, **checkpoint_identity(source)}
     publish(out, record, lambda tmp: module.write(model, tokenizer, cfg, tmp, quantize),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
@@ -56,24 +57,27 @@ def write(model: Transformer, tokenizer: Tokenizer, cfg: Config, directory: Path
     """Fill `directory` with config.json, model.safetensors, generation_config.json and
     the tokenizer files (source.spm, target.spm, vocab.json, tokenizer_config.json)."""
     transformers = require("transformers", EXTRA)
-    marian = marian_model(model, cfg)
-    marian.save_pretrained(str(directory))
+    progress_bars = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()
+    try:
+        marian_model(model, cfg).save_pretrained(str(directory))
+    finally:
+        if progress_bars:
+            transformers.utils.logging.enable_progress_bar()
     pieces = {tokenizer.sp.IdToPiece(i): i for i in range(tokenizer.vocab_size)}
     (directory / "vocab.json").write_text(json.dumps(pieces, ensure_ascii=False, indent=1),
                                           encoding="utf-8")
     for name in ("source.spm", "target.spm"):  # one joint model on both sides
         shutil.copyfile(tokenizer.path, directory / name)
-    hf_tokenizer = transformers.MarianTokenizer(
-        str(directory / "source.spm"), str(directory / "target.spm"),
-        str(directory / "vocab.json"), source_lang=cfg.data.src_lang,
-        target_lang=cfg.data.tgt_lang, unk_token=pieces_of(tokenizer)[UNK_ID],
-        eos_token=pieces_of(tokenizer)[EOS_ID], pad_token=pieces_of(tokenizer)[PAD_ID],
-        model_max_length=cfg.model.max_positions - 1)  # one position is EOS's
+    special = [tokenizer.sp.IdToPiece(i) for i in (UNK_ID, EOS_ID, PAD_ID)]
+    with warnings.catch_warnings():  # "Recommended: pip install sacremoses": not used here
+        warnings.simplefilter("ignore")
+        hf_tokenizer = transformers.MarianTokenizer(
+            str(directory / "source.spm"), str(directory / "target.spm"),
+            str(directory / "vocab.json"), source_lang=cfg.data.src_lang,
+            target_lang=cfg.data.tgt_lang, unk_token=special[0], eos_token=special[1],
+            pad_token=special[2], model_max_length=cfg.model.max_positions - 1)  # 1 for EOS
     hf_tokenizer.save_pretrained(str(directory))
-
-
-def pieces_of(tokenizer: Tokenizer) -> list[str]:
-    return [tokenizer.sp.IdToPiece(i) for i in range(EOS_ID + 1)]
 
 
 def marian_model(model: Transformer, cfg: Config) -> Any:
@@ -98,20 +102,23 @@ def marian_model(model: Transformer, cfg: Config) -> Any:
 
 
 def generation_config(cfg: Config) -> Any:
-    """The run's decode settings, as far as `generate` has them: beam width and
-    length penalty (Hugging Face divides by length ** alpha, not GNMT's
-    ((5 + length) / 6) ** alpha, so beam results may differ; greedy is exact), and
-    one maximum length for every sentence instead of a * source length + b."""
+    """The run's decode settings, as far as `generate` has them: the strategy, beam width
+    and length penalty (Hugging Face divides by length ** alpha, not GNMT's
+    ((5 + length) / 6) ** alpha, so beam results may differ; greedy is exact), sampling
+    settings (its own generator), and one maximum length for every sentence instead of
+    a * source length + b."""
     transformers = require("transformers", EXTRA)
     d = cfg.decode
-    beams = d.beam_size if d.strategy == "beam" else 1
-    return transformers.GenerationConfig(
+    options: dict[str, Any] = dict(
         decoder_start_token_id=BOS_ID, bos_token_id=BOS_ID, eos_token_id=EOS_ID,
-        pad_token_id=PAD_ID, forced_eos_token_id=None, num_beams=beams,
-        length_penalty=d.length_penalty, max_length=cfg.model.max_positions,
-        do_sample=d.strategy == "sample", temperature=d.temperature,
-        top_k=d.top_k if d.strategy == "sample" else None,
-        top_p=d.top_p if d.strategy == "sample" else None)
+        pad_token_id=PAD_ID, forced_eos_token_id=None, max_length=cfg.model.max_positions,
+        num_beams=1, do_sample=False)
+    if d.strategy == "beam" and d.beam_size > 1:
+        options.update(num_beams=d.beam_size, length_penalty=d.length_penalty)
+    elif d.strategy == "sample":
+        options.update(do_sample=True, temperature=d.temperature, top_k=d.top_k or None,
+                       top_p=d.top_p)
+    return transformers.GenerationConfig(**options)
 
 
 def hf_order(d_model: int) -> Tensor:
