@@ -72,6 +72,9 @@ def test_cache_is_reused_then_refreshed_when_the_checkpoint_changes(memorised_ru
     translator = load_translator(memorised_run, "last", overrides, "cpu")
     assert (cache / "model.bin").stat().st_mtime_ns == written  # reused
     assert translator.translate(ENGLISH[:3]) == SPANISH[:3]
+    (cache / "model.bin").unlink()  # a damaged cache is made again
+    assert load_translator(memorised_run, "last", overrides, "cpu").translate(
+        ENGLISH[:3]) == SPANISH[:3]
 
     torch.manual_seed(5)  # the checkpoint is overwritten, as training does to best/last
     save_weights(Transformer(load_config(TINY_CONFIG).model, 120), step_path(memorised_run, 200))

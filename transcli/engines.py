@@ -95,9 +95,13 @@ class Ct2Engine:
         self.decode = decode
         self.max_positions = max_positions
         self.sp = tokenizer.sp
-        self.translator = ctranslate2.Translator(
-            str(model_dir), device=torch.device(device).type, compute_type="default",
-            intra_threads=torch.get_num_threads())
+        try:
+            self.translator = ctranslate2.Translator(
+                str(model_dir), device=torch.device(device).type, compute_type="default",
+                intra_threads=torch.get_num_threads())
+        except (RuntimeError, ValueError) as exc:  # e.g. a CTranslate2 build without CUDA
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{model_dir}: CTranslate2 cannot load the model ({reason})") from None
 
     def search(self, sources: list[list[int]], max_len: list[int],
                indices: Sequence[int]) -> list[list[Hypothesis]]:

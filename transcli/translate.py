@@ -48,7 +48,7 @@ class Translator:
         """`model`: a Transformer (searched by `TorchEngine` on `device`, with the decoder
         cache unless `cached` is False) or any other `Engine`."""
         self.engine = (TorchEngine(model, decode, device, cached)
-                       if isinstance(model, Transformer) else model)
+                       if isinstance(model, torch.nn.Module) else model)
         self.tokenizer = tokenizer
         self.decode = decode
         self.truncated = 0  # input lines cut to fit the model's positions, so far

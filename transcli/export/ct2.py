@@ -155,7 +155,8 @@ def cached_export(run_dir: Path, checkpoint: str, quantize: str = "none") -> Pat
     record = {"format": "ct2", "exporter": EXPORTER_VERSION, "quantize": weights,
               **checkpoint_identity(source)}
     old = read_record(target)
-    if all(old.get(key) == value for key, value in record.items()):
+    if all(old.get(key) == value for key, value in record.items()) and all(
+            (target / name).is_file() for name in old.get("files", [])):
         return target
     model, tokenizer, cfg = load_trained(run_dir, str(source), "cpu")
     publish(target, record, lambda tmp: write(model, tokenizer, cfg, tmp, weights), owned=True)

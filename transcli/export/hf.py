@@ -116,8 +116,8 @@ def generation_config(cfg: Config) -> Any:
     if d.strategy == "beam" and d.beam_size > 1:
         options.update(num_beams=d.beam_size, length_penalty=d.length_penalty)
     elif d.strategy == "sample":
-        options.update(do_sample=True, temperature=d.temperature, top_k=d.top_k or None,
-                       top_p=d.top_p)
+        options.update(do_sample=True, temperature=d.temperature, top_k=d.top_k,
+                       top_p=d.top_p)  # top_k 0: no limit, in both
     return transformers.GenerationConfig(**options)
 
 
