@@ -20,11 +20,12 @@ from typing import BinaryIO, Iterator
 import torch
 from tqdm import tqdm
 
-from transcli.checkpoint import load_trained, pick_device
+from transcli.checkpoint import load_trained
 from transcli.config import DecodeConfig
 from transcli.errors import UserError
 from transcli.files import atomic_path, count_lines, source_lines
 from transcli.model import Transformer
+from transcli.runtime import pick_device
 from transcli.search import Hypothesis, beam_search, greedy_search
 from transcli.tokenizer import Tokenizer
 from transcli.vocab import EOS_ID, PAD_ID
