@@ -1,5 +1,5 @@
 """Process-wide settings of the machine transcli runs on: OpenMP's waiting, torch's
-threads, the device, and handing freed memory back to the OS.
+threads, the device and its precision, and handing freed memory back to the OS.
 
 torch's OpenMP threads spin-wait between parallel regions. On a CPU shared with other
 busy processes the spinning threads hold cores the others need, and the whole machine
@@ -10,6 +10,7 @@ anything imports torch (a value the user set wins).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 from typing import Optional
@@ -44,6 +45,14 @@ def pick_device(name: str) -> torch.device:
     if name not in ("cpu", "cuda"):
         raise UserError(f"--device {name}: must be auto, cpu or cuda")
     return torch.device(name)
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """Mixed precision: matmuls in bf16/fp16, weights, softmax and loss in fp32."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device.type, dtype=dtype)
 
 
 def release_freed_memory() -> None:

@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import torch
-import torch.distributed as tdist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
@@ -32,39 +29,21 @@ from transcli.batching import (BackgroundLoader, Batch, BatchPlan, BatchStream, 
 from transcli.checkpoint import (average_checkpoints, discard_after, load_state, load_weights,
                                  prune_checkpoints, save_checkpoint, save_weights)
 from transcli.config import Config
-from transcli.ema import WeightAverage
+from transcli.distributed import Dist, no_sync
 from transcli.encoded import EncodedSplit, load_manifest
 from transcli.errors import UserError
 from transcli.model import Transformer, count_parameters
-from transcli.objective import LossSums, TeacherForcing, learning_rate
+from transcli.objective import LossSums, TeacherForcing
+from transcli.optimization import Optimization
 from transcli.rundir import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, complete_steps, run_identity,
                              start_step, state_path, step_path, write_run_files)
 from transcli.runlog import MetricsLog
-from transcli.runtime import pick_device, release_freed_memory, set_threads
+from transcli.runtime import autocast, pick_device, release_freed_memory, set_threads
 from transcli.signals import StopSignals, tolerant_stderr
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.trainstate import Interval, Progress, check_state, rng_state, set_rng_state
 from transcli.validate import ValidationSet, judge
 from transcli.vocab import PAD_ID
-
-
-@dataclass(frozen=True)
-class Dist:
-    """This process's place in a torchrun job (rank 0 of 1 without torchrun)."""
-
-    rank: int = 0
-    world: int = 1
-    local_rank: int = 0
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    @classmethod
-    def from_env(cls) -> Dist:
-        env = os.environ
-        return cls(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)),
-                   int(env.get("LOCAL_RANK", 0)))
 
 
 def train(cfg: Config, data_dir: str | Path, run_dir: str | Path, resume: bool = False,
@@ -74,14 +53,12 @@ def train(cfg: Config, data_dir: str | Path, run_dir: str | Path, resume: bool =
     device = training_device(cfg.train.device, dist)
     if device.type == "cpu":
         set_threads(cfg.train.threads)
-    if dist.world > 1:
-        tdist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    dist.start(device)
     try:
         with tolerant_stderr():
             Trainer(cfg, Path(data_dir), Path(run_dir), dist, device, resume, force).run()
     finally:
-        if dist.world > 1:
-            tdist.destroy_process_group()
+        dist.stop()
 
 
 def training_device(name: str, dist: Dist) -> torch.device:
@@ -92,16 +69,6 @@ def training_device(name: str, dist: Dist) -> torch.device:
         torch.set_float32_matmul_precision("high")  # TF32 matmuls
         torch.backends.cudnn.allow_tf32 = True
     return device
-
-
-def fused_adam(params: Any, **options: Any) -> torch.optim.Adam:
-    """Adam with fused kernels, on CUDA and also on CPU (torch >= 2.4): several times
-    faster steps than the per-tensor loop."""
-    params = list(params)
-    try:
-        return torch.optim.Adam(params, lr=0.0, fused=True, **options)
-    except RuntimeError:  # a build without fused kernels for this device
-        return torch.optim.Adam(params, lr=0.0, **options)
 
 
 def update_seed(seed: int, step: int, rank: int) -> int:
@@ -119,6 +86,18 @@ class Agreed(NamedTuple):
     stop: bool
 
 
+def agree(batches: list[Batch], dist: Dist, *stop_requests: Optional[str]) -> Agreed:
+    """Sum over processes of the update's sizes and stop requests: one tiny all-reduce
+    on the CPU, no device sync."""
+    values = torch.tensor([sum(b.tgt_tokens for b in batches),
+                           sum(b.padded_positions for b in batches),
+                           sum(b.real_positions for b in batches),
+                           sum(request is not None for request in stop_requests)],
+                          dtype=torch.float64)
+    tokens, padded, real, stop = dist.sum_on_cpu(values).tolist()
+    return Agreed(tokens, padded, real, stop > 0)
+
+
 # ----------------------------------------------------------------------------- the loop
 
 
@@ -129,30 +108,19 @@ class Trainer:
         manifest = load_manifest(data_dir)
         self.tokenizer = Tokenizer(data_dir / TOKENIZER_FILE)
         vocab = checked_vocab(manifest, self.tokenizer, data_dir)
-        identity = run_identity(cfg, manifest, vocab)
-        start = start_step(run_dir, cfg, identity, data_dir, resume, force)
-        self._barrier()
-        if dist.main:
-            if resume:
-                discard_after(run_dir, start)
-            write_run_files(run_dir, cfg, identity, data_dir, fresh=not resume)
-        self._barrier()
-
-        self.train_split = EncodedSplit(data_dir, "train")
-        self.plan = BatchPlan(self.train_split.src_lengths, self.train_split.tgt_lengths,
-                              self.tc.batch_tokens, self.tc.seed, cfg.model.max_positions)
+        start = open_run_dir(cfg, run_identity(cfg, manifest, vocab), data_dir, run_dir, dist,
+                             resume, force)
+        split = EncodedSplit(data_dir, "train")
+        self.plan = BatchPlan(split.src_lengths, split.tgt_lengths, self.tc.batch_tokens,
+                              self.tc.seed, cfg.model.max_positions)
         if not self.plan.indices.size:
             raise UserError(f"{data_dir}: no training pair fits model.max_positions="
                             f"{cfg.model.max_positions}")
-        self.make_batch = batch_maker(cfg, data_dir, manifest, self.train_split, self.tokenizer,
-                                      dist.rank, device)
+        self.make_batch = batch_maker(cfg, data_dir, manifest, split, self.tokenizer, dist.rank,
+                                      device)
         torch.manual_seed(self.tc.seed)
         self.model = Transformer(cfg.model, vocab).to(device)
-        self.optimizer = fused_adam(self.model.parameters(), betas=(self.tc.adam_beta1,
-                                    self.tc.adam_beta2), eps=self.tc.adam_eps)
-        self.scaler = (torch.amp.GradScaler("cuda")
-                       if device.type == "cuda" and self.tc.precision == "fp16" else None)
-        self.ema = WeightAverage(self.model, self.tc.ema_decay) if self.tc.ema_decay else None
+        self.opt = Optimization(self.model, self.tc, cfg.model.d_model, device)
         self.progress = Progress()
         self.log = MetricsLog(run_dir, enabled=dist.main)
         if start:
@@ -160,11 +128,9 @@ class Trainer:
         if resume and dist.main:
             self.log.resume(start)
         net: torch.nn.Module = TeacherForcing(self.model, self.tc.label_smoothing, PAD_ID)
-        if dist.world > 1:
-            net = DistributedDataParallel(net, device_ids=[device.index]
-                                          if device.type == "cuda" else None)
-        self.net = torch.compile(net) if self.tc.compile else net
-        self.ddp = net if dist.world > 1 else None
+        self.ddp = DistributedDataParallel(net, device_ids=[device.index] if device.index
+                                           is not None else None) if dist.world > 1 else None
+        self.net = torch.compile(self.ddp or net) if self.tc.compile else self.ddp or net
         valid = ValidationSet(cfg, data_dir, manifest) if dist.main else None
         self.valid = valid if valid is not None and valid.batches else None  # none: no valid split
         self.saved_step = start
@@ -173,26 +139,13 @@ class Trainer:
         self.paused = 0.0  # seconds of validation inside the current log interval
         self.interval_start = self.started = time.perf_counter()
 
-    def _state(self) -> dict[str, Any]:
-        return {**self.progress.state(), "optimizer": self.optimizer.state_dict(),
-                "scaler": self.scaler.state_dict() if self.scaler else {},
-                "ema": self.ema.state() if self.ema else {},
-                "rng": rng_state(), "world_size": self.dist.world}
-
     def _restore(self, step: int) -> None:
         load_weights(self.model, step_path(self.run_dir, step))
         state = load_state(self.run_dir, step)
-        check_state(state, state_path(self.run_dir, step), step, list(self.model.parameters()),
-                    [name for name, _ in self.model.named_parameters()])
-        self.optimizer.load_state_dict(state["optimizer"])
-        if self.scaler and state["scaler"]:
-            self.scaler.load_state_dict(state["scaler"])
-        if self.ema and state.get("ema"):
-            self.ema.load_state(state["ema"])
+        check_state(state, state_path(self.run_dir, step), step, self.model)
+        self.opt.load_state(state)
         set_rng_state(state["rng"])
         self.progress = Progress.from_state(state)
-
-    # ------------------------------------------------------------------ main loop
 
     def run(self) -> None:
         p, tc = self.progress, self.tc
@@ -210,11 +163,12 @@ class Trainer:
             with StopSignals() as signals:
                 while p.step < tc.max_steps:
                     pulled = [loader.next() for _ in range(tc.accum_steps)]
-                    agreed = self._agree([batch for batch, _ in pulled], signals.received)
+                    batches = [batch for batch, _ in pulled]
+                    agreed = agree(batches, self.dist, signals.received, self.stop_reason)
                     if agreed.stop:
                         reason = signals.received or self.stop_reason or "stop"
                         break
-                    self._update([batch for batch, _ in pulled], agreed)
+                    self._update(batches, agreed)
                     p.position = StreamPosition(**pulled[-1][1])
                     bar.update(1)
                     self._after_update(bar)
@@ -223,56 +177,26 @@ class Trainer:
             bar.close()
         self._finish(reason)
 
-    def _agree(self, batches: list[Batch], signalled: Optional[str]) -> Agreed:
-        """Sum over processes of the update's sizes and stop requests: one tiny
-        all-reduce on the CPU, no device sync."""
-        values = torch.tensor([sum(b.tgt_tokens for b in batches),
-                               sum(b.padded_positions for b in batches),
-                               sum(b.real_positions for b in batches),
-                               float(signalled is not None) + float(self.stop_reason is not None)],
-                              dtype=torch.float64)
-        if self.dist.world > 1:
-            tdist.all_reduce(values, group=self._cpu_group())
-        tokens, padded, real, stop = values.tolist()
-        return Agreed(tokens, padded, real, stop > 0)
-
     def _update(self, batches: list[Batch], agreed: Agreed) -> None:
         """Forward/backward every batch, then one optimizer step (unless non-finite)."""
-        p, tc = self.progress, self.tc
-        torch.manual_seed(update_seed(tc.seed, p.step, self.dist.rank))
+        p = self.progress
+        torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
         self.net.train()
         scale = self.dist.world / agreed.tgt_tokens  # DDP averages gradients over processes
         sums = torch.zeros(4, device=self.device)
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
-            with self._no_sync(last=i == len(batches) - 1):
+            with no_sync(self.ddp, last=i == len(batches) - 1):
                 with self._autocast():
                     stats = self.net(batch.src, batch.tgt_in, batch.tgt_out)
-                loss = stats[0] * scale
-                (self.scaler.scale(loss) if self.scaler else loss).backward()
+                self.opt.backward(stats[0] * scale)
             sums += stats.detach()
-        if self.dist.world > 1:
-            tdist.all_reduce(sums)
-        if self.scaler:
-            self.scaler.unscale_(self.optimizer)
-        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
-                                              tc.clip_grad_norm or math.inf)
-        values = torch.cat([sums, norm.reshape(1).float().to(sums.device)]).tolist()  # one sync
+        norm = self.opt.grad_norm()
+        values = torch.cat([self.dist.sum(sums), norm.reshape(1).float()]).tolist()  # one sync
         update, grad_norm = LossSums.of(values), values[4]
-        check_finite(update.loss / update.tokens, grad_norm, self.scaler is not None,
+        check_finite(update.loss / update.tokens, grad_norm, self.opt.scaler is not None,
                      p.step + 1, self.run_dir)
-        lr = learning_rate(tc.schedule, p.step + 1, self.cfg.model.d_model, tc.warmup_steps,
-                           tc.lr_factor, tc.max_steps, tc.final_lr_scale)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        if self.scaler:
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        else:
-            self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        if self.ema:
-            self.ema.update(p.step)
+        lr = self.opt.step(p.step + 1)
         p.step += 1
         p.tgt_tokens += int(update.tokens)
         p.src_tokens += int(agreed.real - update.tokens)
@@ -306,9 +230,7 @@ class Trainer:
                   "lr": self.last["lr"], "grad_norm": self.last["grad_norm"],
                   "tokens_per_s": iv.tokens / elapsed, "pad_frac": 1.0 - iv.real / iv.padded,
                   "tgt_tokens": p.tgt_tokens, "src_tokens": p.src_tokens}
-        if partial:
-            record["partial"] = True
-        self.log.append(record)
+        self.log.append({**record, "partial": True} if partial else record)
         p.interval = Interval()
         self.interval_start, self.paused = time.perf_counter(), 0.0
         return record
@@ -320,7 +242,7 @@ class Trainer:
         started = time.perf_counter()
         p, tc = self.progress, self.tc
         self.model.eval()
-        with self._averaged():
+        with self.opt.averaged():
             scores = self.valid.scores(self.model, self.tokenizer, self.device, self._autocast)
             p.best, improved, stop = judge(p.best, p.step, scores, tc.early_stop_metric,
                                            tc.patience)
@@ -338,10 +260,12 @@ class Trainer:
 
     def _save(self) -> None:
         if self.dist.main:
-            save_checkpoint(self.model, self._state(), self.run_dir, self.progress.step)
+            state = {**self.progress.state(), **self.opt.state(), "rng": rng_state(),
+                     "world_size": self.dist.world}
+            save_checkpoint(self.model, state, self.run_dir, self.progress.step)
             prune_checkpoints(self.run_dir, self.tc.keep_last)
-            if self.ema:
-                with self._averaged():
+            if self.opt.ema:
+                with self.opt.averaged():
                     save_weights(self.model, self.run_dir / CHECKPOINT_DIR / AVG_FILE)
         self.saved_step = self.progress.step
 
@@ -354,41 +278,17 @@ class Trainer:
         if p.interval.tokens:
             self._log_line(partial=True)
         steps = complete_steps(self.run_dir)[-self.tc.average_last:]
-        if steps and not self.ema:
+        if steps and not self.opt.ema:
             average_checkpoints([step_path(self.run_dir, s) for s in steps],
                                 self.run_dir / CHECKPOINT_DIR / AVG_FILE)
         self.log.plot()
         self._say(ending(reason, p.step, self.tc, self.run_dir))
 
-    # ------------------------------------------------------------------ helpers
-
     def precision(self) -> str:
         return self.tc.precision if self.device.type == "cuda" else self.tc.cpu_precision
 
     def _autocast(self) -> contextlib.AbstractContextManager:
-        """Mixed precision: matmuls in bf16/fp16, weights, softmax and loss in fp32."""
-        precision = self.precision()
-        if precision == "fp32":
-            return contextlib.nullcontext()
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-        return torch.autocast(self.device.type, dtype=dtype)
-
-    def _averaged(self) -> contextlib.AbstractContextManager:
-        return self.ema.swapped_in() if self.ema else contextlib.nullcontext()
-
-    def _no_sync(self, last: bool) -> contextlib.AbstractContextManager:
-        """Gradients are all-reduced once per update, on its last batch."""
-        return self.ddp.no_sync() if self.ddp is not None and not last else contextlib.nullcontext()
-
-    def _cpu_group(self) -> Any:
-        if not hasattr(self, "_gloo"):
-            nccl = tdist.get_backend() == "nccl"
-            self._gloo = tdist.new_group(backend="gloo") if nccl else None
-        return self._gloo
-
-    def _barrier(self) -> None:
-        if self.dist.world > 1:
-            tdist.barrier()
+        return autocast(self.device, self.precision())
 
     def _say(self, message: str) -> None:
         if self.dist.main:
@@ -396,6 +296,20 @@ class Trainer:
 
 
 # ----------------------------------------------------------------------------- pieces
+
+
+def open_run_dir(cfg: Config, identity: dict[str, Any], data_dir: Path, run_dir: Path,
+                 dist: Dist, resume: bool, force: bool) -> int:
+    """Check the run dir, then (rank 0) clear what a resume redoes and record the run;
+    returns the step training starts from."""
+    start = start_step(run_dir, cfg, identity, data_dir, resume, force)
+    dist.barrier()
+    if dist.main:
+        if resume:
+            discard_after(run_dir, start)
+        write_run_files(run_dir, cfg, identity, data_dir, fresh=not resume)
+    dist.barrier()
+    return start
 
 
 def checked_vocab(manifest: dict[str, Any], tokenizer: Tokenizer, data_dir: Path) -> int:
@@ -463,7 +377,7 @@ def banner(trainer: Trainer) -> str:
     t, p = trainer, trainer.progress
     start = f"resuming at step {p.step}" if p.step else "new run"
     extras = "".join(f", {name}" for name, on in (
-        ("compiled", t.tc.compile), (f"EMA {t.tc.ema_decay:g}", t.ema),
+        ("compiled", t.tc.compile), (f"EMA {t.tc.ema_decay:g}", t.opt.ema),
         (f"subword sampling alpha {t.tc.sample_alpha:g}", t.tc.sample_alpha)) if on)
     threads = f", {torch.get_num_threads()} threads" if t.device.type == "cpu" else ""
     return (f"{start} in {t.run_dir}: {count_parameters(t.model):,} parameters on "

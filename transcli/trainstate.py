@@ -99,12 +99,11 @@ class _Bad(Exception):
     pass
 
 
-def check_state(state: Any, path: Path, step: int, params: list[torch.Tensor],
-                names: list[str]) -> None:
-    """Refuse (one line) a state that cannot belong to step `step` of a model with these
-    parameters (in `model.parameters()` order, with their names)."""
+def check_state(state: Any, path: Path, step: int, model: torch.nn.Module) -> None:
+    """Refuse (one line) a state that cannot belong to step `step` of `model`."""
+    names, params = zip(*model.named_parameters()) if list(model.parameters()) else ((), ())
     try:
-        _check(state, step, params, names)
+        _check(state, step, list(params), list(names))
     except _Bad as exc:
         raise UserError(f"{path}: not a usable training state ({exc}); resume from an "
                         f"earlier checkpoint or start afresh with --force") from None
