@@ -45,6 +45,22 @@ PAIRS = [
 ]
 
 
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 sample pairs prepared by the real `prepare` (32 train, 4 valid, 4 test)."""
+    from training import prepare_sample
+
+    return prepare_sample(tmp_path_factory.mktemp("prep"), 0, 40)
+
+
+@pytest.fixture(scope="session")
+def other_prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Another 40 sample pairs: a different prepared dataset."""
+    from training import prepare_sample
+
+    return prepare_sample(tmp_path_factory.mktemp("prep2"), 40, 40)
+
+
 @pytest.fixture(scope="module")
 def one_thread_per_module() -> Iterator[None]:
     """Tiny models run fastest on one thread (no OpenMP hand-offs); opt in per module."""

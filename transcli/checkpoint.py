@@ -186,17 +186,6 @@ def load_trained(run_dir: str | Path, checkpoint: str = "best",
     return model.to(device).eval(), tokenizer, cfg
 
 
-def pick_device(name: str) -> torch.device:
-    """`auto` is CUDA when present, else CPU; asking for a missing CUDA is a UserError."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda: no CUDA device is available")
-    if name not in ("cpu", "cuda"):
-        raise UserError(f"--device {name}: must be auto, cpu or cuda")
-    return torch.device(name)
-
-
 def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
     """The plain module inside DistributedDataParallel / torch.compile wrappers."""
     model = getattr(model, "module", model)

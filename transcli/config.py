@@ -23,6 +23,8 @@ import yaml
 
 from transcli.errors import UserError
 
+SCHEDULES = ("noam", "linear", "cosine")  # learning-rate schedules (objective.learning_rate)
+
 
 @dataclass
 class ModelConfig:
@@ -35,6 +37,7 @@ class ModelConfig:
     heads: int = 8
     dropout: float = 0.1  # on embeddings+positions and on every sub-layer output
     attn_dropout: float = 0.0  # on attention weights (the paper uses none)
+    act_dropout: float = 0.0  # on the feed-forward network's ReLU output (the paper uses none)
     pre_norm: bool = False  # False = the paper's post-norm: LayerNorm(x + Sublayer(x))
     share_embeddings: bool = True  # one table for source and target (joint vocabulary)
     tie_output: bool = True  # output projection = target embedding matrix
@@ -45,7 +48,7 @@ class ModelConfig:
             _require(getattr(self, key) >= 1, key, "must be at least 1")
         _require(self.d_model % self.heads == 0, "d_model",
                  f"{self.d_model} is not divisible by heads={self.heads}")
-        for key in ("dropout", "attn_dropout"):
+        for key in ("dropout", "attn_dropout", "act_dropout"):
             _require(0.0 <= getattr(self, key) < 1.0, key, "must be in [0, 1)")
 
 
@@ -124,6 +127,10 @@ class TrainConfig:
     label_smoothing: float = 0.1
     lr_factor: float = 1.0  # Noam: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
     warmup_steps: int = 4000
+    # After warm-up: noam (step^-0.5), or linear / cosine decay to final_lr_scale x the
+    # peak at max_steps (a run that knows its length can end on a low learning rate).
+    schedule: str = "noam"
+    final_lr_scale: float = 0.0
     adam_beta1: float = 0.9
     adam_beta2: float = 0.98
     adam_eps: float = 1e-9
@@ -133,6 +140,16 @@ class TrainConfig:
     precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32
     cpu_precision: str = "fp32"  # on CPU: fp32, or bf16 autocast (fast with AMX/AVX512-BF16)
     compile: bool = False  # torch.compile the model
+    threads: int = 0  # CPU threads for torch (0: one per available core)
+    pad_multiple: int = 0  # pad batch lengths to a multiple of this (0: 8 on CUDA, 1 on CPU)
+    # Exponential moving average of the weights (0: off), e.g. 0.999: used for
+    # validation, `best` and `avg` checkpoints.
+    ema_decay: float = 0.0
+    # Subword regularisation (Kudo 2018): each epoch, training pairs are segmented anew
+    # by sentencepiece sampling with this smoothing alpha (0: off) among the nbest best
+    # segmentations (-1: all). Valid/test keep the deterministic segmentation.
+    sample_alpha: float = 0.0
+    sample_nbest: int = 64
     log_every: int = 100
     valid_every: int = 1000
     save_every: int = 1000
@@ -149,6 +166,14 @@ class TrainConfig:
         _require(self.max_minutes >= 0, "max_minutes", "must be >= 0")
         _require(0.0 <= self.label_smoothing < 1.0, "label_smoothing", "must be in [0, 1)")
         _require(self.lr_factor > 0, "lr_factor", "must be > 0")
+        _require(self.schedule in SCHEDULES, "schedule", f"must be one of {', '.join(SCHEDULES)}")
+        _require(0.0 <= self.final_lr_scale <= 1.0, "final_lr_scale", "must be in [0, 1]")
+        _require(0.0 <= self.ema_decay < 1.0, "ema_decay", "must be in [0, 1)")
+        _require(self.sample_alpha >= 0, "sample_alpha", "must be >= 0")
+        _require(self.sample_nbest == -1 or self.sample_nbest >= 1, "sample_nbest",
+                 "must be -1 (all segmentations) or at least 1")
+        _require(self.threads >= 0, "threads", "must be >= 0 (0: one per core)")
+        _require(self.pad_multiple >= 0, "pad_multiple", "must be >= 0")
         _require(0.0 <= self.adam_beta1 < 1.0, "adam_beta1", "must be in [0, 1)")
         _require(0.0 <= self.adam_beta2 < 1.0, "adam_beta2", "must be in [0, 1)")
         _require(self.adam_eps > 0, "adam_eps", "must be > 0")
@@ -186,6 +211,7 @@ class DecodeConfig:
     seed: int = 1  # sample: line i of the input draws from a generator seeded by (seed, i)
     engine: str = "torch"  # torch or ct2 (a CTranslate2 export cached in the run dir)
     quantize: str = "none"  # none or int8
+    threads: int = 0  # CPU threads for torch (0: one per available core)
 
     def validate(self) -> None:
         _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
@@ -206,6 +232,7 @@ class DecodeConfig:
         _require(0 <= self.seed < 2 ** 63, "seed", "must be in [0, 2^63)")
         _require(self.engine in ENGINES, "engine", f"must be one of {', '.join(ENGINES)}")
         _require(self.quantize in QUANTIZE, "quantize", f"must be one of {', '.join(QUANTIZE)}")
+        _require(self.threads >= 0, "threads", "must be >= 0 (0: one per core)")
 
 
 @dataclass

@@ -277,14 +277,12 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 def distribute(collected: dict[str, Collected], fates: dict[str, np.ndarray], data: DataConfig,
                scratch: Path, stage: Path) -> dict[str, tuple[Path, Path]]:
-    """Pass 3: one pair of text files per split, in corpus order.
-
-    Train text stays in scratch (sentencepiece's input, then encoded); valid/test text
-    is staged as the plain-text copies the prepared dir keeps for BLEU.
+    """Pass 3: one pair of cleaned text files per split, in corpus order, staged as the
+    plain-text copies the prepared dir keeps: train's for subword sampling during
+    training (and sentencepiece's input now), valid/test's as references for BLEU.
     """
-    texts = {"train": (scratch / "train.src", scratch / "train.tgt")}
-    for split in ("valid", "test"):
-        texts[split] = (stage / f"{split}.{data.src_lang}", stage / f"{split}.{data.tgt_lang}")
+    texts = {split: (stage / f"{split}.{data.src_lang}", stage / f"{split}.{data.tgt_lang}")
+             for split in SPLITS}
     files = {SPLIT_IDS[split]: (open(src, "wb"), open(tgt, "wb"))
              for split, (src, tgt) in texts.items()}
     try:
@@ -341,7 +339,7 @@ def output_names(data: DataConfig) -> list[str]:
     names = [TOKENIZER_FILE, VOCAB_FILE]
     for split in SPLITS:
         names += split_files(split)
-    for split in ("valid", "test"):
+    for split in SPLITS:
         names += [f"{split}.{data.src_lang}", f"{split}.{data.tgt_lang}"]
     return names + [MANIFEST_FILE]
 

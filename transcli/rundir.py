@@ -43,7 +43,7 @@ RUN_FILES = (CONFIG_FILE, TOKENIZER_FILE, RUN_FILE, METRICS_FILE, CURVES_FILE)
 STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
 STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
 # Settings that change no weight's shape or meaning: a resumed run may alter them.
-FREE_MODEL_KEYS = {"dropout", "attn_dropout"}
+FREE_MODEL_KEYS = {"dropout", "attn_dropout", "act_dropout"}
 
 
 def step_path(run_dir: Path, step: int) -> Path:

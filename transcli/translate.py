@@ -21,13 +21,14 @@ from typing import BinaryIO, Iterator
 import torch
 from tqdm import tqdm
 
-from transcli.checkpoint import load_trained, pick_device
+from transcli.checkpoint import load_trained
 from transcli.config import DecodeConfig
 from transcli.engines import Ct2Engine, Engine, TorchEngine, quantize_int8
 from transcli.errors import UserError
 from transcli.files import atomic_path, count_lines, source_lines
 from transcli.model import Transformer
 from transcli.rundir import load_run_config
+from transcli.runtime import pick_device
 from transcli.search import Hypothesis
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.vocab import EOS_ID
