@@ -12,8 +12,8 @@ The two alternate in rounds, so background load on a shared machine hits both al
 
     python bench/train_speed.py                          # tiny and small, 60 s each
     python bench/train_speed.py --configs small --seconds 120 --threads 2 --bf16
-With CUDA it also trains base in bf16: tokens/s, MFU, peak memory, with and without
-torch.compile. Prepared data is cached in prepared/bench-<config> (built on first use).
+Prepared data is cached in prepared/bench-<config> (built on first use). GPU figures
+(base in bf16, eager and compiled, MFU, peak memory) come from bench/gpu_check.py.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import io
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,19 +42,20 @@ from transcli.vocab import PAD_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from model_speed import H100_BF16_PEAK, Reference  # noqa: E402
+from model_speed import Reference  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
 LOG_EVERY = {"tiny": 10, "small": 1, "base": 10}
 
 
-def prepared_dir(name: str) -> Path:
-    """The corpus prepared with `name`'s data settings (vocabulary size above all)."""
-    out = ROOT / "prepared" / f"bench-{name}"
+def prepared_dir(name: str, corpus: Path = CORPUS, out: Path | None = None) -> Path:
+    """`corpus`/train.{en,es} prepared with `name`'s data settings (vocabulary size above
+    all) into `out` (default prepared/bench-<name>), unless already there."""
+    out = out or ROOT / "prepared" / f"bench-{name}"
     if not (out / "manifest.json").is_file():
         cfg = load_config(ROOT / "configs" / f"{name}.yaml")
-        cfg.data.train = [SourceConfig(src_file=str(CORPUS / "train.en"),
-                                       tgt_file=str(CORPUS / "train.es"))]
+        cfg.data.train = [SourceConfig(src_file=str(corpus / "train.en"),
+                                       tgt_file=str(corpus / "train.es"))]
         print(f"preparing {out} (once)...", flush=True)
         prepare(cfg, out, force=False)
     return out
@@ -86,16 +88,38 @@ class Ours:
 
     def result(self) -> tuple[float, float, float]:
         """(target tokens/s, padding fraction, seconds measured) without warm-up intervals."""
-        tokens = seconds = padded = real = 0.0
-        for lines in self.rounds:
-            for prev, line in zip(lines, lines[1:]):
-                n = line["tgt_tokens"] - prev["tgt_tokens"]
-                n_all = n + line["src_tokens"] - prev["src_tokens"]
-                tokens += n
-                seconds += n / line["tokens_per_s"]
-                real += n_all
-                padded += n_all / (1 - line["pad_frac"])
+        totals = [Steady.of(lines) for lines in self.rounds]
+        tokens, seconds = sum(t.tgt_tokens for t in totals), sum(t.seconds for t in totals)
+        real, padded = sum(t.real for t in totals), sum(t.padded for t in totals)
         return tokens / seconds, 1 - real / padded, seconds
+
+
+@dataclass
+class Steady:
+    """The log intervals of `transcli train` after its first train line (whose interval
+    holds the warm-up: first batches, allocator growth, compilation)."""
+
+    tgt_tokens: float = 0.0
+    src_tokens: float = 0.0
+    seconds: float = 0.0
+    real: float = 0.0  # positions fed, both sides, without and with padding
+    padded: float = 0.0
+    steps: int = 0
+
+    @classmethod
+    def of(cls, lines: list[dict]) -> Steady:
+        """From consecutive "train" lines of metrics.jsonl."""
+        total = cls()
+        for prev, line in zip(lines, lines[1:]):
+            tgt = line["tgt_tokens"] - prev["tgt_tokens"]
+            src = line["src_tokens"] - prev["src_tokens"]
+            total.tgt_tokens += tgt
+            total.src_tokens += src
+            total.seconds += tgt / line["tokens_per_s"]
+            total.real += tgt + src
+            total.padded += (tgt + src) / (1 - line["pad_frac"])
+            total.steps += line["step"] - prev["step"]
+        return total
 
 
 class Naive:
@@ -180,29 +204,6 @@ def compare(name: str, seconds: float, rounds: int, bf16: bool) -> None:
         if label != "naive loop"), flush=True)
 
 
-def gpu_report(seconds: float) -> None:
-    """base in bf16 on CUDA: throughput, MFU (dense FLOPs only) and peak memory."""
-    data = prepared_dir("base")
-    cfg = load_config(ROOT / "configs" / "base.yaml")
-    m, vocab = cfg.model, load_manifest(data)["vocab_size"]
-    layer = 4 * m.d_model ** 2 + 2 * m.d_model * m.d_ff  # attention + FFN weights
-    print(f"GPU: {torch.cuda.get_device_name()}, base config, bf16")
-    for compiled in (False, True):
-        torch.cuda.reset_peak_memory_stats()
-        with tempfile.TemporaryDirectory() as tmp:
-            ours = Ours("base", data, Path(tmp) / "run", [f"train.compile={str(compiled).lower()}",
-                                                          "train.device=cuda"])
-            ours.run_for(seconds)
-            rate, pad, _ = ours.result()
-            last = ours.rounds[-1][-1]
-        src_per_tgt = last["src_tokens"] / last["tgt_tokens"]
-        flops_per_tgt = 6 * (m.enc_layers * layer * src_per_tgt
-                             + m.dec_layers * (layer + 4 * m.d_model ** 2) + vocab * m.d_model)
-        print(f"  compile={compiled!s:5}  {rate:10,.0f} tgt tok/s  padding {100 * pad:4.1f}%  "
-              f"MFU {100 * rate * flops_per_tgt / H100_BF16_PEAK:4.1f}% (dense, of 989 TFLOP/s)  "
-              f"peak memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB", flush=True)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--configs", nargs="+", default=["tiny", "small"])
@@ -218,8 +219,6 @@ def main() -> None:
           f"corpus {CORPUS}", flush=True)
     for name in args.configs:
         compare(name, args.seconds, args.rounds, args.bf16)
-    if torch.cuda.is_available():
-        gpu_report(args.seconds)
 
 
 if __name__ == "__main__":
