@@ -21,6 +21,8 @@ tree with other settings (a `data.*` one gets its own prepared dir).
 (bench/model_speed.Reference), the same objective and optimiser, fed fixed-size
 batches of random pairs (no length bucketing), as many pairs per batch as ours
 averages. Prepared data is cached in prepared/bench-<config> (built on first use).
+GPU figures (base in bf16, eager and compiled, MFU, peak memory) come from
+bench/gpu_check.py.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -45,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from model_speed import H100_BF16_PEAK, Reference  # noqa: E402
+from model_speed import Reference  # noqa: E402
 
 from transcli.batching import BatchPlan, collate  # noqa: E402
 from transcli.config import Config, SourceConfig, load_config  # noqa: E402
@@ -60,13 +63,17 @@ CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
 NEVER = "1000000000"
 
 
-def prepared_dir(name: str, data_sets: tuple[str, ...] = ()) -> Path:
-    """The corpus prepared with `name`'s data settings (vocabulary size above all)."""
-    out = ROOT / "prepared" / "-".join(["bench", name, *(s.replace("=", "") for s in data_sets)])
+def prepared_dir(name: str, data_sets: tuple[str, ...] = (), corpus: Path = CORPUS,
+                 out: Optional[Path] = None) -> Path:
+    """`corpus`/train.{en,es} prepared with `name`'s data settings (vocabulary size above
+    all) and `data_sets` overrides into `out` (default prepared/bench-<name>[-<overrides>]),
+    unless already there."""
+    out = out or ROOT / "prepared" / "-".join(["bench", name,
+                                               *(s.replace("=", "") for s in data_sets)])
     if not (out / "manifest.json").is_file():
         cfg = load_config(ROOT / "configs" / f"{name}.yaml", list(data_sets))
-        cfg.data.train = [SourceConfig(src_file=str(CORPUS / "train.en"),
-                                       tgt_file=str(CORPUS / "train.es"))]
+        cfg.data.train = [SourceConfig(src_file=str(corpus / "train.en"),
+                                       tgt_file=str(corpus / "train.es"))]
         print(f"preparing {out} (once)...", flush=True)
         prepare(cfg, out, force=False)
     return out
@@ -79,6 +86,34 @@ def export_tree(revision: str, folder: Path) -> Path:
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder
+
+
+@dataclass
+class Steady:
+    """The log intervals of `transcli train` after its first train line (whose interval
+    holds the warm-up: first batches, allocator growth, compilation)."""
+
+    tgt_tokens: float = 0.0
+    src_tokens: float = 0.0
+    seconds: float = 0.0
+    real: float = 0.0  # positions fed, both sides, without and with padding
+    padded: float = 0.0
+    steps: int = 0
+
+    @classmethod
+    def of(cls, lines: list[dict]) -> Steady:
+        """From consecutive "train" lines of metrics.jsonl."""
+        total = cls()
+        for prev, line in zip(lines, lines[1:]):
+            tgt = line["tgt_tokens"] - prev["tgt_tokens"]
+            src = line["src_tokens"] - prev["src_tokens"]
+            total.tgt_tokens += tgt
+            total.src_tokens += src
+            total.seconds += tgt / line["tokens_per_s"]
+            total.real += tgt + src
+            total.padded += (tgt + src) / (1 - line["pad_frac"])
+            total.steps += line["step"] - prev["step"]
+        return total
 
 
 class Implementation:
@@ -113,16 +148,12 @@ class Implementation:
 
     def result(self) -> tuple[float, float, float]:
         """(target tokens/s, padding fraction, seconds measured) without warm-up intervals."""
-        tokens = seconds = padded = real = 0.0
+        total = Steady()
         for lines in self.rounds:
-            for prev, line in zip(lines, lines[1:]):
-                n = line["tgt_tokens"] - prev["tgt_tokens"]
-                n_all = n + line["src_tokens"] - prev["src_tokens"]
-                tokens += n
-                seconds += n / line["tokens_per_s"]
-                real += n_all
-                padded += n_all / (1 - line["pad_frac"])
-        return tokens / seconds, 1 - real / padded, seconds
+            part = Steady.of(lines)
+            for name in vars(total):
+                setattr(total, name, getattr(total, name) + getattr(part, name))
+        return total.tgt_tokens / total.seconds, 1 - total.real / total.padded, total.seconds
 
 
 class Naive:
@@ -239,32 +270,6 @@ def curves(name: str, loops: list[Implementation], steps: int) -> None:
                                         for losses in table.values()))
 
 
-def gpu_report(seconds: float) -> None:
-    """base in bf16 on CUDA: throughput, MFU (dense FLOPs only) and peak memory."""
-    data = prepared_dir("base")
-    cfg = load_config(ROOT / "configs" / "base.yaml")
-    m, vocab = cfg.model, load_manifest(data)["vocab_size"]
-    layer = 4 * m.d_model ** 2 + 2 * m.d_model * m.d_ff  # attention + FFN weights
-    print(f"GPU: {torch.cuda.get_device_name()}, base config, bf16")
-    for compiled in (False, True):
-        torch.cuda.reset_peak_memory_stats()
-        with tempfile.TemporaryDirectory() as tmp:
-            ours = Implementation("base", ROOT, ROOT / "configs" / "base.yaml", data,
-                                  Path(tmp) / "run", [f"train.compile={str(compiled).lower()}",
-                                                      "train.device=cuda",
-                                                      "train.valid_every=" + NEVER,
-                                                      "train.save_every=" + NEVER], 1)
-            ours.run_for(seconds)
-            rate, pad, _ = ours.result()
-            last = ours.rounds[-1][-1]
-        src_per_tgt = last["src_tokens"] / last["tgt_tokens"]
-        flops_per_tgt = 6 * (m.enc_layers * layer * src_per_tgt
-                             + m.dec_layers * (layer + 4 * m.d_model ** 2) + vocab * m.d_model)
-        print(f"  compile={compiled!s:5}  {rate:10,.0f} tgt tok/s  padding {100 * pad:4.1f}%  "
-              f"MFU {100 * rate * flops_per_tgt / H100_BF16_PEAK:4.1f}% (dense, of 989 TFLOP/s)",
-              flush=True)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--configs", nargs="+", default=["small"])
@@ -290,8 +295,6 @@ def main() -> None:
             compare(name, args, baseline, Path(tmp))
         shutil.rmtree(Path(tmp), ignore_errors=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
-    if torch.cuda.is_available():
-        gpu_report(args.seconds)
 
 
 if __name__ == "__main__":

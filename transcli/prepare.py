@@ -33,8 +33,8 @@ import numpy as np
 from tqdm import tqdm
 
 from transcli.config import Config, DataConfig, SourceConfig
-from transcli.corpus import (DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, Source, normalise,
-                             open_source)
+from transcli.corpus import (DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, Source,
+                             import_datasets, normalise, open_source)
 from transcli.encoded import MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files
 from transcli.errors import UserError
 from transcli.files import count_lines
@@ -144,9 +144,8 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
 
 
 def _open(config: SourceConfig, data: DataConfig, cache: Path, split: str) -> Source:
-    if config.dataset is not None:
-        import datasets  # noqa: F401  (slow: imported before the timer starts, so that a
-        # dataset that fails at once fails with its one line, not a timer line too)
+    if config.dataset is not None:  # slow: imported before the timer starts, so that a
+        import_datasets(str(config.dataset))  # failing dataset gives its one line alone
     with _status(f"opening {split}: {_label(config)}"):  # line counts, dataset loading
         return open_source(config, data, cache)
 
