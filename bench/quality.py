@@ -31,6 +31,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from train_speed import Steady  # noqa: E402
+
 CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
 SETS = ["dev.tatoeba", "dev.newstest2012", "test.tico19"]
 RESULTS = "results.json"
@@ -95,16 +98,13 @@ def score_apertium(name: str, work: Path) -> Optional[dict]:
 
 
 def training_summary(run: Path) -> dict[str, Any]:
-    """Updates reached, mean target tokens/s over the run, last validation."""
+    """Updates reached, mean target tokens/s after the first log interval, last validation."""
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     train_rows = [r for r in rows if r.get("split") == "train"]
     valid = [r for r in rows if r.get("split") == "valid"]
-    pairs = list(zip(train_rows, train_rows[1:]))  # the first interval holds the warm-up
-    tokens = sum(r["tgt_tokens"] - p["tgt_tokens"] for p, r in pairs)
-    seconds = sum((r["tgt_tokens"] - p["tgt_tokens"]) / r["tokens_per_s"] for p, r in pairs
-                  if r["tokens_per_s"])
+    steady = Steady.of(train_rows)
     return {"updates": train_rows[-1]["step"] if train_rows else 0,
-            "tgt_tokens_per_s": tokens / seconds if seconds else 0.0,
+            "tgt_tokens_per_s": steady.tgt_tokens / steady.seconds if steady.seconds else 0.0,
             "last_valid": valid[-1] if valid else {}}
 
 
