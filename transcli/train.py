@@ -32,6 +32,7 @@ from transcli.config import Config
 from transcli.distributed import Dist, no_sync
 from transcli.encoded import EncodedSplit, load_manifest
 from transcli.errors import UserError
+from transcli.finetune import init_source, origin_record
 from transcli.model import Transformer, count_parameters
 from transcli.objective import LossSums, TeacherForcing
 from transcli.optimization import Optimization
@@ -108,8 +109,11 @@ class Trainer:
         manifest = load_manifest(data_dir)
         self.tokenizer = Tokenizer(data_dir / TOKENIZER_FILE)
         vocab = checked_vocab(manifest, self.tokenizer, data_dir)
-        start = open_run_dir(cfg, run_identity(cfg, manifest, vocab), data_dir, run_dir, dist,
-                             resume, force)
+        self.init = init_source(cfg, data_dir, run_dir, resume)  # fine-tuning: checked weights
+        identity = {**run_identity(cfg, manifest, vocab),
+                    **origin_record(self.init, run_dir, resume)}
+        self.log = MetricsLog(run_dir, enabled=dist.main, tensorboard=self.tc.tensorboard)
+        start = open_run_dir(cfg, identity, data_dir, run_dir, dist, resume, force)
         split = EncodedSplit(data_dir, "train")
         self.plan = BatchPlan(split.src_lengths, split.tgt_lengths, self.tc.batch_tokens,
                               self.tc.seed, cfg.model.max_positions)
@@ -120,9 +124,10 @@ class Trainer:
                                       device)
         torch.manual_seed(self.tc.seed)
         self.model = Transformer(cfg.model, vocab).to(device)
+        if self.init is not None:  # before the optimizer: a weight average starts from them
+            load_weights(self.model, self.init.weights)
         self.opt = Optimization(self.model, self.tc, cfg.model.d_model, device)
         self.progress = Progress()
-        self.log = MetricsLog(run_dir, enabled=dist.main)
         if start:
             self._restore(start)
         if resume and dist.main:
@@ -376,6 +381,8 @@ def ending(reason: str, step: int, tc: Any, run_dir: Path) -> str:
 def banner(trainer: Trainer) -> str:
     t, p = trainer, trainer.progress
     start = f"resuming at step {p.step}" if p.step else "new run"
+    if t.init is not None:
+        start += f" from the weights of {t.init.weights}"
     extras = "".join(f", {name}" for name, on in (
         ("compiled", t.tc.compile), (f"EMA {t.tc.ema_decay:g}", t.opt.ema),
         (f"subword sampling alpha {t.tc.sample_alpha:g}", t.tc.sample_alpha)) if on)
