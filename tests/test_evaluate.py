@@ -15,6 +15,7 @@ import types
 from pathlib import Path
 
 import pytest
+from runs import ENGLISH, SPANISH, memorised_run
 
 from transcli.errors import UserError
 from transcli.evaluate import evaluate_cli, read_lines, score
@@ -139,7 +140,7 @@ def test_invalid_utf8_names_file_and_line(tmp_path: Path) -> None:
 def call(**options: object) -> None:
     """evaluate_cli with the CLI's defaults, overridden by `options`."""
     arguments: dict[str, object] = dict(ref=[], hyp=None, model=None, src=None,
-                                        checkpoint="best", beam_size=None, hyp_out=None,
+                                        checkpoint="best", hyp_out=None,
                                         as_json=True, device="cpu")
     evaluate_cli(**{**arguments, **options})  # type: ignore[arg-type]
 
@@ -149,7 +150,9 @@ def call(**options: object) -> None:
     ({"hyp": Path("h"), "model": Path("m")}, "not both"),
     ({"model": Path("m")}, "--model needs --src FILE"),
     ({"hyp": Path("h"), "src": Path("s")}, "--src only applies with --model"),
-    ({"hyp": Path("h"), "beam_size": 5}, "--beam-size only applies with --model"),
+    ({"hyp": Path("h"), "overrides": ["decode.beam_size=5"]},
+     "--beam-size only applies with --model"),
+    ({"hyp": Path("h"), "overrides": ["decode.quantize=int8"]}, "--int8 only applies with --model"),
     ({"hyp": Path("h"), "hyp_out": Path("o")}, "--hyp-out only applies with --model"),
 ])
 def test_option_combinations(options: dict, expected: str) -> None:
@@ -171,7 +174,7 @@ def test_model_mode_translates_src_and_writes_hyp_out(
     calls = []
 
     def translate_lines(run_dir: Path, checkpoint: str, lines: list[str],
-                        overrides: list[str], device: str) -> list[str]:
+                        overrides: list[str], device: str, progress: bool) -> list[str]:
         calls.append((run_dir, checkpoint, lines, overrides, device))
         return {"I like trees.": ["Me gustan los árboles. "], "": [""]}[lines[0]] + \
             ["El perro duerme."] * (len(lines) - 1)
@@ -182,8 +185,8 @@ def test_model_mode_translates_src_and_writes_hyp_out(
     src.write_bytes(b"\xef\xbb\xbfI like trees.\r\nThe dog sleeps.\r\n")
     ref = write(tmp_path / "ref.es", "Me gustan los árboles.\nEl perro duerme.\n")
     out = tmp_path / "hyp.es"
-    call(ref=[ref], model=tmp_path / "run", src=src, checkpoint="last", beam_size=3,
-         hyp_out=out, device="cpu")
+    call(ref=[ref], model=tmp_path / "run", src=src, checkpoint="last",
+         overrides=["decode.beam_size=3"], hyp_out=out, device="cpu")
     assert calls == [(tmp_path / "run", "last", ["I like trees.", "The dog sleeps."],
                       ["decode.n_best=1", "decode.beam_size=3"], "cpu")]
     assert out.read_text(encoding="utf-8") == "Me gustan los árboles. \nEl perro duerme.\n"
@@ -230,3 +233,19 @@ def test_read_lines_splits_on_newline_only(tmp_path: Path) -> None:
     assert read_lines(path) == [""]
     path.write_bytes(b"")
     assert read_lines(path) == []
+
+
+def test_model_mode_takes_translate_s_decoding_flags_and_shows_progress(
+        tmp_path: Path, tiny_spm: Path) -> None:
+    run = memorised_run(tmp_path, tiny_spm)
+    src, ref = write(tmp_path / "src.en", "\n".join(ENGLISH) + "\n"), \
+        write(tmp_path / "ref.es", "\n".join(SPANISH) + "\n")
+    full = transcli("evaluate", "-m", run, "--src", src, "--ref", ref, "--json", "--greedy")
+    assert full.returncode == 0, full.stderr
+    assert json.loads(full.stdout)["bleu"] == pytest.approx(100.0)
+    assert "100%" in full.stderr and f"{len(ENGLISH)}/{len(ENGLISH)}" in full.stderr
+    cut = transcli("evaluate", "-m", run, "--src", src, "--ref", ref, "--json",
+                   "--strategy", "beam", "--beam-size", "2", "--max-len-a", "0",
+                   "--max-len-b", "2", "--set", "decode.length_penalty=1.0")
+    assert cut.returncode == 0, cut.stderr
+    assert json.loads(cut.stdout)["bleu"] < 20

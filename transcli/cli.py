@@ -27,6 +27,55 @@ SetOpt = typer.Option(None, "--set", help="Override any setting: section.key=val
 EngineOpt = typer.Option(
     None, help="torch, or ct2: CTranslate2 (exported into the run dir on first use).")
 Int8Opt = typer.Option(False, "--int8", help="int8 weights (decode.quantize=int8).")
+CheckpointOpt = typer.Option("best", help="best, last, avg, a step number, or a checkpoint path.")
+DeviceOpt = typer.Option("auto", help="auto, cpu or cuda.")
+# Decoding options, alike in translate, evaluate and explain.
+GreedyOpt = typer.Option(False, help="Greedy search (same output as --beam-size 1).")
+StrategyOpt = typer.Option(
+    None, help="beam, greedy or sample (decode.temperature, top_k, top_p, seed).")
+BeamOpt = typer.Option(None, help="Beam width (implies --strategy beam).")
+LengthPenaltyOpt = typer.Option(
+    None, help="GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha.")
+MaxLenAOpt = typer.Option(
+    None, help="Max target tokens = a * source tokens + b (capped by the model).")
+MaxLenBOpt = typer.Option(
+    None, help="Max target tokens = a * source tokens + b (capped by the model).")
+BatchTokensOpt = typer.Option(
+    None, help="Source tokens per batch, padding included, before beams.")
+SplitOpt = typer.Option(
+    False, "--split-sentences",
+    help="Translate each sentence of a multi-sentence line apart and join them "
+    "(decode.split_sentences).")
+
+
+def _decode_flags(greedy: bool, strategy: Optional[str], beam_size: Optional[int],
+                  length_penalty: Optional[float] = None, max_len_a: Optional[float] = None,
+                  max_len_b: Optional[int] = None, batch_tokens: Optional[int] = None,
+                  split_sentences: bool = False, **more: Any) -> list[str]:
+    """`decode.*` overrides for the decoding flags that were given; `more` maps other
+    decode keys to values."""
+    if greedy or strategy is None and beam_size is not None:
+        strategy = "greedy" if greedy else "beam"
+    flags = {"decode.strategy": strategy, "decode.beam_size": beam_size,
+             "decode.length_penalty": length_penalty, "decode.max_len_a": max_len_a,
+             "decode.max_len_b": max_len_b, "decode.batch_tokens": batch_tokens,
+             "decode.split_sentences": split_sentences or None,
+             **{f"decode.{key}": value for key, value in more.items()}}
+    return [f"{k}={_yaml_value(v)}" for k, v in flags.items() if v is not None]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from transcli import __version__
+
+        print(f"transcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Train and run an English-to-Spanish Transformer."""
 
 
 def _config(path: Optional[Path], flags: dict[str, Any], sets: Optional[list[str]]) -> Config:
@@ -92,6 +141,10 @@ def train(
     valid_every: Optional[int] = typer.Option(None, help="Validate every N updates."),
     seed: Optional[int] = typer.Option(None, help="Random seed."),
     device: Optional[str] = typer.Option(None, help="auto, cpu or cuda."),
+    init_from: Optional[str] = typer.Option(
+        None, help="Fine-tune: start from another run's weights, RUN or RUN/CHECKPOINT "
+        "(best, last, avg, a step) or a weights file; same vocabulary and model shape, "
+        "new optimizer and schedule (train.init_from)."),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Train the Transformer on a prepared dataset, with checkpoints and validation.
@@ -101,7 +154,8 @@ def train(
     every N-th batch (DistributedDataParallel).
     """
     flags = {"train.max_steps": max_steps, "train.save_every": save_every,
-             "train.valid_every": valid_every, "train.seed": seed, "train.device": device}
+             "train.valid_every": valid_every, "train.seed": seed, "train.device": device,
+             "train.init_from": init_from}
     if config is None and resume:
         from transcli.rundir import CONFIG_FILE
 
@@ -115,46 +169,42 @@ def train(
 @app.command()
 def translate(
     model: Path = typer.Option(..., "--model", "-m", help="Run directory written by `train`."),
-    checkpoint: str = typer.Option(
-        "best", help="best, last, avg, a step number, or a checkpoint path."),
+    checkpoint: str = CheckpointOpt,
     input: str = typer.Option("-", "--input", "-i", help="Input file, or - for stdin."),
     output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
-    greedy: bool = typer.Option(False, help="Greedy search (same output as --beam-size 1)."),
-    strategy: Optional[str] = typer.Option(
-        None, help="beam, greedy or sample (decode.temperature, top_k, top_p, seed)."),
-    beam_size: Optional[int] = typer.Option(None, help="Beam width (implies --strategy beam)."),
-    length_penalty: Optional[float] = typer.Option(
-        None, help="GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha."),
-    max_len_a: Optional[float] = typer.Option(
-        None, help="Max target tokens = a * source tokens + b (capped by the model)."),
-    max_len_b: Optional[int] = typer.Option(
-        None, help="Max target tokens = a * source tokens + b (capped by the model)."),
-    batch_tokens: Optional[int] = typer.Option(
-        None, help="Source tokens per batch, padding included, before beams."),
+    greedy: bool = GreedyOpt,
+    strategy: Optional[str] = StrategyOpt,
+    beam_size: Optional[int] = BeamOpt,
+    length_penalty: Optional[float] = LengthPenaltyOpt,
+    max_len_a: Optional[float] = MaxLenAOpt,
+    max_len_b: Optional[int] = MaxLenBOpt,
+    batch_tokens: Optional[int] = BatchTokensOpt,
     n_best: Optional[int] = typer.Option(
         None, help="K > 1 writes K lines per input line as TSV: line index (from 0), "
         "hypothesis, score (length-penalised log-prob); K <= beam size, or K samples."),
+    split_sentences: bool = SplitOpt,
+    attention: Optional[Path] = typer.Option(
+        None, help="Write each line's encoder-decoder attention heatmaps (PNG) and "
+        "alignment (Pharaoh i-j) into this directory."),
     engine: Optional[str] = EngineOpt,
     int8: bool = Int8Opt,
-    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    device: str = DeviceOpt,
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Translate English lines to Spanish, in input order, from a file or stdin.
 
-    Defaults come from the run's config (decode section). An empty line gives an
-    empty line; a line too long for the model is truncated, with one warning at the end.
+    At a terminal, each line is translated as Enter is pressed (Ctrl-D or Ctrl-C ends);
+    files and pipes are read in chunks. Defaults come from the run's config (decode
+    section). An empty line gives an empty line; a line too long for the model is
+    truncated, with one warning at the end.
     """
     from transcli.translate import translate_file
 
-    if greedy or strategy is None and beam_size is not None:
-        strategy = "greedy" if greedy else "beam"
-    flags = {"decode.strategy": strategy, "decode.beam_size": beam_size,
-             "decode.length_penalty": length_penalty, "decode.max_len_a": max_len_a,
-             "decode.max_len_b": max_len_b, "decode.batch_tokens": batch_tokens,
-             "decode.n_best": n_best, "decode.engine": engine,
-             "decode.quantize": "int8" if int8 else None}
-    overrides = [f"{k}={_yaml_value(v)}" for k, v in flags.items() if v is not None]
-    translate_file(model, checkpoint, input, output, overrides + list(sets or []), device)
+    overrides = _decode_flags(greedy, strategy, beam_size, length_penalty, max_len_a,
+                              max_len_b, batch_tokens, split_sentences, n_best=n_best,
+                              engine=engine, quantize="int8" if int8 else None)
+    translate_file(model, checkpoint, input, output, overrides + list(sets or []), device,
+                   attention)
 
 
 @app.command()
@@ -163,21 +213,112 @@ def evaluate(
     hyp: Optional[Path] = typer.Option(None, help="Hypotheses to score (instead of --model)."),
     model: Optional[Path] = typer.Option(None, "--model", "-m", help="Run dir to translate with."),
     src: Optional[Path] = typer.Option(None, help="Source file to translate (with --model)."),
-    checkpoint: str = typer.Option(
-        "best", help="best, last, avg, a step number, or a checkpoint path."),
-    beam_size: Optional[int] = typer.Option(None, help="Beam width (with --model)."),
+    checkpoint: str = CheckpointOpt,
     hyp_out: Optional[Path] = typer.Option(None, help="Write the scored hypotheses here."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    greedy: bool = GreedyOpt,
+    strategy: Optional[str] = StrategyOpt,
+    beam_size: Optional[int] = BeamOpt,
+    length_penalty: Optional[float] = LengthPenaltyOpt,
+    max_len_a: Optional[float] = MaxLenAOpt,
+    max_len_b: Optional[int] = MaxLenBOpt,
+    batch_tokens: Optional[int] = BatchTokensOpt,
+    split_sentences: bool = SplitOpt,
     engine: Optional[str] = EngineOpt,
     int8: bool = Int8Opt,
-    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    device: str = DeviceOpt,
+    sets: Optional[list[str]] = SetOpt,
 ) -> None:
-    """Score translations with sacreBLEU (BLEU, chrF), translating --src first with --model."""
+    """Score translations with sacreBLEU (BLEU, chrF), translating --src first with --model.
+
+    With --model: a progress bar on stderr, and translate's decoding options.
+    """
     from transcli.evaluate import evaluate_cli
 
+    overrides = _decode_flags(greedy, strategy, beam_size, length_penalty, max_len_a,
+                              max_len_b, batch_tokens, split_sentences, engine=engine,
+                              quantize="int8" if int8 else None) + list(sets or [])
     evaluate_cli(ref=ref, hyp=hyp, model=model, src=src, checkpoint=checkpoint,
-                 beam_size=beam_size, hyp_out=hyp_out, as_json=json_out, device=device,
-                 engine=engine, int8=int8)
+                 hyp_out=hyp_out, as_json=json_out, device=device, overrides=overrides)
+
+
+@app.command()
+def score(
+    model: Path = typer.Option(..., "--model", "-m", help="Run directory written by `train`."),
+    src: Path = typer.Option(..., help="English sentences, one per line."),
+    tgt: Path = typer.Option(..., help="Their Spanish translations, line by line."),
+    output: str = typer.Option("-", "--output", "-o", help="Output TSV file, or - for stdout."),
+    checkpoint: str = CheckpointOpt,
+    batch_tokens: Optional[int] = typer.Option(
+        None, help="Tokens per batch and side, padding included (decode.batch_tokens)."),
+    device: str = DeviceOpt,
+) -> None:
+    """Log-probability of given translations under the model (forced decoding).
+
+    One TSV line per pair, in input order: line index (from 0), total log-prob,
+    log-prob per token, target tokens (end of sentence included). For filtering
+    corpora and checking references.
+    """
+    from transcli.score import score_files
+
+    score_files(model, checkpoint, src, tgt, output, batch_tokens, device)
+
+
+@app.command()
+def explain(
+    text: list[str] = typer.Argument(..., help="English sentence(s) to translate and explain."),
+    model: Path = typer.Option(..., "--model", "-m", help="Run directory written by `train`."),
+    out: Path = typer.Option(Path("attention"), "--out", "-o",
+                             help="Directory for the heatmaps and alignments."),
+    checkpoint: str = CheckpointOpt,
+    greedy: bool = GreedyOpt,
+    beam_size: Optional[int] = BeamOpt,
+    device: str = DeviceOpt,
+    sets: Optional[list[str]] = SetOpt,
+) -> None:
+    """Translate sentences and show where the model looked (attention heatmaps).
+
+    Writes encoder-decoder attention heatmaps (PNG: all layers averaged, and one panel
+    per layer) and the alignment they imply (Pharaoh i-j) into --out; prints the pieces
+    and the aligned pairs.
+    """
+    from transcli.explain import explain_texts
+
+    overrides = _decode_flags(greedy, None, beam_size, n_best=1) + list(sets or [])
+    explain_texts(model, checkpoint, text, out, overrides, device)
+
+
+@app.command()
+def info(
+    run: Path = typer.Argument(..., help="Run directory written by `train`."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """What a run is: model, training progress, checkpoints, config.
+
+    Parameters, vocabulary, model shape, steps and tokens trained, best validation,
+    checkpoints present, and the settings that differ from the defaults (--json: the
+    whole config).
+    """
+    from transcli.info import print_info
+
+    print_info(run, json_out)
+
+
+@app.command("config")
+def config_command(
+    list_keys: bool = typer.Option(
+        False, "--list", help="Every key with its type, default and meaning."),
+    config: Optional[Path] = ConfigOpt,
+    sets: Optional[list[str]] = SetOpt,
+) -> None:
+    """Show config keys (--list) or a resolved config.
+
+    --list: every key with its type, default and meaning. Without it: the defaults, or
+    --config with --set applied, as the YAML `train` would run with.
+    """
+    from transcli.configkeys import print_config
+
+    print_config(list_keys, config, list(sets or []))
 
 
 @app.command()

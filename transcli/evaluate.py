@@ -143,16 +143,13 @@ def check_line_counts(name: Path, count: int, refs: list[Path],
 
 
 def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
-                 src: Optional[Path], checkpoint: str, beam_size: Optional[int],
-                 hyp_out: Optional[Path], as_json: bool, device: str,
-                 engine: Optional[str] = None, int8: bool = False) -> None:
-    """Score `hyp`, or the translation of `src` by `model` (with `engine`, int8 weights
-    if `int8`), against every `ref`; print the scores as text or JSON. Every check on
-    the inputs runs before the (slow) translation starts."""
-    _check_options(hyp, model, src, beam_size, hyp_out)
-    if model is None and (engine is not None or int8):
-        raise UserError(f"{'--engine' if engine else '--int8'} only applies with --model RUN_DIR")
-    extra = [f"decode.engine={engine}"] * (engine is not None) + ["decode.quantize=int8"] * int8
+                 src: Optional[Path], checkpoint: str, hyp_out: Optional[Path], as_json: bool,
+                 device: str, overrides: Optional[list[str]] = None) -> None:
+    """Score `hyp`, or the translation of `src` by `model` (with `decode.*` `overrides`,
+    as `translate` takes them), against every `ref`; print the scores as text or JSON.
+    Every check on the inputs runs before the (slow) translation starts."""
+    overrides = list(overrides or [])
+    _check_options(hyp, model, src, overrides, hyp_out)
     references = [read_scored_lines(path) for path in ref]
     if model is None:
         assert hyp is not None
@@ -163,7 +160,7 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
         assert src is not None
         sources = read_source_file(src)
         check_line_counts(src, len(sources), ref, references)
-        translations = _translate(model, checkpoint, sources, beam_size, device, extra)
+        translations = _translate(model, checkpoint, sources, device, overrides)
         if hyp_out is not None:
             _write_lines(hyp_out, translations)
         hypotheses = [line.rstrip() for line in translations]  # as sacrebleu reads --hyp-out
@@ -184,7 +181,7 @@ def format_text(scores: Scores) -> str:
 
 
 def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Path],
-                   beam_size: Optional[int], hyp_out: Optional[Path]) -> None:
+                   overrides: list[str], hyp_out: Optional[Path]) -> None:
     """Exactly one way of getting hypotheses, and no option that would be ignored."""
     if hyp is not None and model is not None:
         raise UserError("give either --hyp FILE or --model RUN_DIR, not both")
@@ -194,21 +191,30 @@ def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Pat
     if model is not None and src is None:
         raise UserError("--model needs --src FILE, the English text to translate")
     if model is None:
-        for option, value in (("--src", src), ("--beam-size", beam_size),
-                              ("--hyp-out", hyp_out)):
+        for option, value in (("--src", src), ("--hyp-out", hyp_out)):
             if value is not None:
                 raise UserError(f"{option} only applies with --model RUN_DIR")
+        if overrides:
+            raise UserError(f"{_option_name(overrides[0])} only applies with --model RUN_DIR")
 
 
-def _translate(model: Path, checkpoint: str, sources: list[str], beam_size: Optional[int],
-               device: str, extra: list[str]) -> list[str]:
+def _option_name(override: str) -> str:
+    """The flag that gives a decode override: decode.beam_size=5 -> --beam-size."""
+    key, _, value = override.partition("=")
+    if key == "decode.quantize" and value == "int8":
+        return "--int8"
+    if not key.startswith("decode."):
+        return f"--set {override}"
+    return "--" + key.removeprefix("decode.").replace("_", "-")
+
+
+def _translate(model: Path, checkpoint: str, sources: list[str], device: str,
+               overrides: list[str]) -> list[str]:
     """Translate with the code `transcli translate` uses; only the 1-best is scored."""
     from transcli.translate import translate_lines
 
-    overrides = ["decode.n_best=1"]
-    if beam_size is not None:
-        overrides.append(f"decode.beam_size={beam_size}")
-    return translate_lines(model, checkpoint, sources, overrides + extra, device)
+    return translate_lines(model, checkpoint, sources, ["decode.n_best=1"] + overrides, device,
+                           progress=True)
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:
