@@ -12,7 +12,7 @@ from runs import ENGLISH, SPANISH, memorised_run, one_error_line, transcli
 
 from conftest import PAIRS
 from transcli.explain import ALIGNMENTS_FILE, Attention, cross_attention, kept_weights
-from transcli.model import merge_heads
+from transcli.model import merge_heads, split_heads
 from transcli.tokenizer import Tokenizer
 from transcli.vocab import BOS_ID, EOS_ID
 
@@ -39,19 +39,35 @@ def test_kept_weights_are_the_kernels_attention(tiny_spm):
 
 
 def test_teacher_forced_weights_equal_those_of_cached_decoding(tiny_spm):
-    """Row j of the teacher-forced pass is what the decoder attended to at step j."""
+    """Row j of the teacher-forced pass is what the decoder attended to at decoding step j
+    (`Transformer.step`, the search's cached path): its cross-attention inputs are caught
+    at each step and the weights worked out by hand from them."""
     model = memorised_model(tiny_spm, tuple(PAIRS))
+    assert not model.cfg.pre_norm  # post-norm: the block's input is the attention's input
     tokenizer = Tokenizer(tiny_spm)
     source = tokenizer.encode([ENGLISH[0]])[0] + [EOS_ID]
     target = tokenizer.encode([SPANISH[0]])[0] + [EOS_ID]
     forced = cross_attention(model, source, target)  # [layers, heads, T, S]
-    with torch.no_grad(), kept_weights(model) as modules:
-        state = model.start_decoding(model.encode(torch.tensor([source])))
-        steps = []
-        for previous in [BOS_ID] + target[:-1]:
-            model.step(torch.tensor([previous]), state)
-            steps.append(torch.stack([m.weights[0, :, 0] for m in modules]))  # [L, H, S]
-    assert torch.allclose(forced, torch.stack(steps, dim=2), atol=1e-5)
+    inputs: list[list[torch.Tensor]] = [[] for _ in model.decoder]
+    hooks = [layer.cross_attn_block.register_forward_pre_hook(
+        lambda module, args, i=i: inputs[i].append(args[0])) for i, layer in
+        enumerate(model.decoder)]
+    try:
+        with torch.no_grad():
+            memory = model.encode(torch.tensor([source]))
+            state = model.start_decoding(memory)
+            for previous in [BOS_ID] + target[:-1]:
+                model.step(torch.tensor([previous]), state)
+            by_hand = []
+            for layer, xs in zip(model.decoder, inputs):
+                k, _ = layer.cross_attn.memory_kv(memory.states)  # [1, heads, S, d_k]
+                q = split_heads(layer.cross_attn.q(torch.cat(xs, dim=1)), model.cfg.heads)
+                by_hand.append(torch.softmax(q @ k.transpose(-1, -2) / k.size(-1) ** 0.5,
+                                             dim=-1)[0])
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert torch.allclose(forced, torch.stack(by_hand), atol=1e-5)
 
 
 def test_alignment_takes_each_target_piece_s_strongest_source_piece():
