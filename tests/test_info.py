@@ -150,3 +150,10 @@ def test_tensorboard_logs_the_metrics(prepared, tmp_path):
     train_loss = [(r["step"], r["loss"]) for r in records if r["split"] == "train"]
     assert [(e.step, pytest.approx(e.value)) for e in events.Scalars("train/loss")] == train_loss
     assert [e.step for e in events.Scalars("valid/bleu")] == [10]
+
+
+@pytest.mark.parametrize("command", ["score", "explain", "info", "config"])
+def test_the_new_commands_have_help(command):
+    result = transcli(command, "--help")
+    assert result.returncode == 0 and "Usage" in result.stdout
+    assert command in transcli("--help").stdout

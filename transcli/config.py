@@ -228,7 +228,7 @@ class DecodeConfig:
         _require(self.batch_tokens >= 1, "batch_tokens", "must be at least 1")
         if self.strategy == "beam":
             _require(1 <= self.n_best <= self.beam_size, "n_best",
-                     f"is {self.n_best}: must be in [1, decode.beam_size], and beam_size is "
+                     f"must be in [1, beam_size], got {self.n_best} with beam_size "
                      f"{self.beam_size} (raise --beam-size or lower --n-best)")
         elif self.strategy == "greedy":
             _require(self.n_best == 1, "n_best", "must be 1 with strategy greedy")
