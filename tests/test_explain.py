@@ -127,6 +127,10 @@ def test_refusals_are_one_line(tiny_spm, tmp_path):
     line = one_error_line(transcli("translate", "-m", run, "--attention", tmp_path / "a",
                                    "--split-sentences", stdin="Hi.\n"))
     assert "--attention and --split-sentences" in line
+    line = one_error_line(transcli("translate", "-m", run, "--attention", tmp_path / "a",
+                                   "--engine", "ct2", stdin="Hi.\n"))
+    assert "needs the torch engine" in line
+    assert not (run / "ct2-step-0000200-float32").exists()  # refused before any export
     (tmp_path / "file").write_text("x")
     line = one_error_line(transcli("translate", "-m", run, "--attention", tmp_path / "file",
                                    stdin="Hi.\n"))

@@ -26,6 +26,7 @@ from typing import Any, Iterator, Optional
 import torch
 from torch import Tensor
 
+from transcli.config import DecodeConfig
 from transcli.engines import TorchEngine, _eval_mode
 from transcli.errors import UserError
 from transcli.files import atomic_path, describe_os_error, output_file
@@ -204,17 +205,23 @@ def describe(attention: Attention, english: str, spanish: str) -> str:
 # ----------------------------------------------------------------------------- writing
 
 
+def check_decode(decode: DecodeConfig) -> None:
+    """Refuse the settings attention cannot be shown for (before any model is loaded)."""
+    if decode.engine != "torch":
+        raise UserError("--attention needs the torch engine (decode.engine=torch): "
+                        "CTranslate2 does not expose the attention weights")
+    if decode.split_sentences:
+        raise UserError("--attention and --split-sentences do not go together: each "
+                        "picture shows one translation of one input line")
+
+
 class AttentionWriter:
     """Translates lines like `Translator.translate_nbest` and writes each line's
     pictures, description and alignment into `folder` (see the module doc)."""
 
     def __init__(self, folder: Path, translator: Any):
-        if not isinstance(translator.engine, TorchEngine):
-            raise UserError("--attention needs the torch engine (decode.engine=torch): "
-                            "CTranslate2 does not expose the attention weights")
-        if translator.decode.split_sentences:
-            raise UserError("--attention and --split-sentences do not go together: each "
-                            "picture shows one translation of one input line")
+        check_decode(translator.decode)
+        assert isinstance(translator.engine, TorchEngine)
         self.folder = Path(folder)
         self.translator = translator
         self.written: list[Optional[Path]] = []  # the last call's description files

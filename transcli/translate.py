@@ -198,6 +198,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         translate_typed(model_dir, checkpoint, output, overrides, device, attention)
         return
     with _open_input(input) as (lines, total):
+        _check_attention(attention, model_dir, overrides)
         translator = load_translator(model_dir, checkpoint, overrides, device)
         with _open_output(output) as out, _attention_writer(attention, translator) as writer, \
                 tqdm(total=total, unit="line", file=sys.stderr, disable=not total) as progress:
@@ -218,6 +219,7 @@ def translate_typed(model_dir: Path, checkpoint: str, output: str, overrides: li
     """The interactive mode: a prompt on stderr, each line translated and written out
     (flushed) as soon as Enter is pressed. Ctrl-D or Ctrl-C ends the session quietly
     (exit status 0); an output file then holds every line translated so far."""
+    _check_attention(attention, model_dir, overrides)
     try:
         translator = load_translator(model_dir, checkpoint, overrides, device)
     except KeyboardInterrupt:
@@ -255,6 +257,14 @@ def _translated(translator: Translator, writer: AttentionWriter | None, lines: l
     if translator.decode.n_best > 1:
         return _nbest_tsv(results, first).encode()
     return "".join(hyps[0][0] + "\n" for hyps in results).encode()
+
+
+def _check_attention(folder: Path | None, run_dir: Path, overrides: list[str]) -> None:
+    """Refuse --attention with settings it cannot work with, before loading the model."""
+    if folder is not None:
+        from transcli.explain import check_decode
+
+        check_decode(load_run_config(run_dir, overrides).decode)
 
 
 def _attention_writer(folder: Path | None, translator: Translator
