@@ -36,6 +36,7 @@ from transcli.vocab import BOS_ID, EOS_ID
 
 ALIGNMENTS_FILE = "alignments.txt"
 TITLE_CHARS = 90  # longer texts are cut in picture titles
+FIGURE_WIDTH = 24.0  # inches the per-layer panels of one row may take together
 
 
 @dataclass
@@ -97,9 +98,7 @@ def cross_attention(model: Transformer, source: list[int], target: list[int]) ->
 def explain(model: Transformer, piece: Any, source: list[int], hypothesis: Hypothesis
             ) -> Attention:
     """The `Attention` of one translation; `piece` maps an id to its piece."""
-    target = hypothesis.tokens + ([EOS_ID] if hypothesis.eos else [])
-    if not target:  # a search stopped at length 0 cannot happen; be safe
-        target = [EOS_ID]
+    target = hypothesis.tokens + ([EOS_ID] if hypothesis.eos else [])  # never empty
     weights = cross_attention(model, source, target)
     return Attention([piece(i) for i in source], [piece(i) for i in target],
                      weights.mean(dim=1))
@@ -164,9 +163,9 @@ def plot_layers(attention: Attention, title: str, path: Path) -> None:
     """One heatmap per decoder layer (heads averaged), up to three per row."""
     plt = _pyplot()
     count = attention.layers.size(0)
-    columns = min(count, 3)
-    rows = math.ceil(count / columns)
     width, height = _panel_size(attention)
+    columns = max(1, min(count, 3, int(FIGURE_WIDTH // width)))  # long sentences: fewer
+    rows = math.ceil(count / columns)
     fig, axes = plt.subplots(rows, columns, figsize=(columns * width + 1.0, rows * height + 0.8),
                              squeeze=False, layout="constrained")
     image = None
@@ -177,7 +176,8 @@ def plot_layers(attention: Attention, title: str, path: Path) -> None:
         image = _heatmap(ax, attention.layers[index], attention, labels=index % columns == 0)
         ax.set_title(f"decoder layer {index + 1} (heads averaged)", fontsize=10)
     fig.suptitle(title, fontsize=10)
-    fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.02, label="attention weight")
+    fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.02, pad=0.01,
+                 label="attention weight")
     _save(fig, path)
 
 
@@ -272,9 +272,7 @@ class AttentionWriter:
 def explain_texts(run_dir: Path, checkpoint: str, texts: list[str], folder: Path,
                   overrides: list[str], device: str) -> None:
     """`transcli explain`: translate `texts`, write their attention files into `folder`,
-    print each description (stdout) and where the pictures are (stderr)."""
-    import sys
-
+    print each description and where its pictures are."""
     from transcli.translate import load_translator
 
     translator = load_translator(run_dir, checkpoint, overrides, device)
@@ -284,7 +282,6 @@ def explain_texts(run_dir: Path, checkpoint: str, texts: list[str], folder: Path
         if path is None:
             print("(empty line: nothing to explain)\n")
             continue
-        print(path.read_text(encoding="utf-8"))
-        print(f"transcli: wrote {path.with_suffix('.png')} and "
-              f"{path.parent / (path.stem + '-layers.png')}", file=sys.stderr)
+        print(path.read_text(encoding="utf-8") + f"pictures: {path.with_suffix('.png')}, "
+              f"{path.parent / (path.stem + '-layers.png')}\n")
     translator.warn_truncated()
