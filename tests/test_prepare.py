@@ -219,9 +219,9 @@ def test_each_drop_reason_is_counted(tmp_path: Path) -> None:
                  skip_invalid=True)
     manifest = run_prepare(cfg, tmp_path / "out")
     train = manifest["counts"]["train"]
-    assert train["dropped"] == {"invalid_utf8": 1, "no_tab": 1, "empty": 2, "too_long_chars": 1,
-                                "too_long_tokens": 1, "ratio": 1, "duplicate": 4,
-                                "decontaminated": 0}
+    assert train["dropped"] == {"invalid_utf8": 1, "no_tab": 1, "malformed": 0, "empty": 2,
+                                "too_long_chars": 1, "too_long_tokens": 1, "ratio": 1,
+                                "duplicate": 4, "decontaminated": 0}
     assert train["read"] == len(rows)
     assert train["read"] == (train["kept"] + sum(train["dropped"].values())
                              + sum(train["carved"].values()))

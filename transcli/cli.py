@@ -1,4 +1,5 @@
-"""The command line: parses options, loads the config, calls one library function.
+"""The command line: parses options, maps them to typed config values, calls one
+library function.
 
 Precedence: YAML file < command-line flags < `--set section.key=value`.
 Any `UserError` becomes one line on stderr and exit status 1.
@@ -8,15 +9,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import typer
 
-from transcli.config import Config, load_config
+from transcli.config import load_config
 from transcli.errors import UserError
 
 app = typer.Typer(
-    help="Train and run an English-to-Spanish Transformer.",
+    help="Train and run an English-to-Spanish Transformer.\n\nAn option whose default is a "
+    "config key, e.g. (train.max_steps), sets that key; left out, the config's value holds.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -24,20 +26,20 @@ app = typer.Typer(
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (defaults when omitted).")
 SetOpt = typer.Option(None, "--set", help="Override any setting: section.key=value (repeatable).")
+Device = Optional[Literal["auto", "cpu", "cuda"]]
+DeviceOpt = typer.Option(None, "--device", show_default="auto",
+                         help="Where to run: auto (CUDA when present), cpu or cuda. For "
+                         "train, the default is the config's train.device.")
 
 
-def _config(path: Optional[Path], flags: dict[str, Any], sets: Optional[list[str]]) -> Config:
-    """Load YAML, then flags (only those given), then --set overrides."""
-    overrides = [f"{key}={_yaml_value(value)}" for key, value in flags.items() if value is not None]
-    return load_config(path, overrides + list(sets or []))
+def _setting(key: str, help: str) -> Any:
+    """An option that sets config key `key`; --help shows that key as its default."""
+    return typer.Option(None, help=help, show_default=key)
 
 
-def _yaml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (Path, str)):
-        return "'" + str(value).replace("'", "''") + "'"  # YAML single-quoted scalar
-    return str(value)
+def _given(flags: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Typed (key, value) overrides for the flags that were given."""
+    return [(key, value) for key, value in flags.items() if value is not None]
 
 
 @app.command()
@@ -50,12 +52,17 @@ def prepare(
         None, help="Hugging Face dataset: hub name, local json/jsonl/csv/parquet file, "
         "or save_to_disk directory."),
     subset: Optional[str] = typer.Option(None, help="Dataset configuration, e.g. en-es."),
-    split: Optional[str] = typer.Option(None, help="Dataset split (default: train)."),
+    split: Optional[str] = typer.Option(None, help="Dataset split.", show_default="train"),
     src_column: Optional[str] = typer.Option(
         None, help="Dataset column holding English (default: a `translation` column, else 'en')."),
     tgt_column: Optional[str] = typer.Option(
         None, help="Dataset column holding Spanish (default: a `translation` column, else 'es')."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory."),
+    file: Optional[Path] = typer.Option(
+        None, help="A one-file corpus in another format, e.g. a .tmx translation memory."),
+    format: Optional[str] = typer.Option(
+        None, help="Format of --file when its suffix does not tell (e.g. tmx).",
+        show_default="from the suffix"),
+    out: Optional[Path] = _setting("data.out", "Output directory."),
     force: bool = typer.Option(
         False, help="Write into a non-empty --out: replaces an earlier prepare's files, "
         "never deletes others."),
@@ -64,14 +71,16 @@ def prepare(
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Read a parallel corpus, clean and split it, train sentencepiece, encode everything."""
-    cfg = _config(config, {"data.out": out, "data.skip_invalid": skip_invalid or None}, sets)
     from transcli.prepare import prepare as run_prepare
     from transcli.prepare import source_from_flags
 
-    source = source_from_flags(src_file, tgt_file, tsv, dataset, subset, split,
-                               src_column, tgt_column)
-    if source is not None:
-        cfg.data.train = [source]
+    source = source_from_flags({
+        "src_file": src_file, "tgt_file": tgt_file, "tsv": tsv, "dataset": dataset,
+        "subset": subset, "split": split, "src_column": src_column, "tgt_column": tgt_column,
+        "file": file, "format": format})
+    flags = {"data.out": out, "data.skip_invalid": skip_invalid or None,
+             "data.train": source and [source]}
+    cfg = load_config(config, sets, flags)
     run_prepare(cfg, Path(cfg.data.out), force=force)
 
 
@@ -84,11 +93,11 @@ def train(
         False, help="Continue the run in --out where it stopped (with its config.yaml when "
         "--config is not given)."),
     force: bool = typer.Option(False, help="Start afresh in an --out holding another run."),
-    max_steps: Optional[int] = typer.Option(None, help="Stop after this many updates."),
-    save_every: Optional[int] = typer.Option(None, help="Checkpoint every N updates."),
-    valid_every: Optional[int] = typer.Option(None, help="Validate every N updates."),
-    seed: Optional[int] = typer.Option(None, help="Random seed."),
-    device: Optional[str] = typer.Option(None, help="auto, cpu or cuda."),
+    max_steps: Optional[int] = _setting("train.max_steps", "Stop after this many updates."),
+    save_every: Optional[int] = _setting("train.save_every", "Checkpoint every N updates."),
+    valid_every: Optional[int] = _setting("train.valid_every", "Validate every N updates."),
+    seed: Optional[int] = _setting("train.seed", "Random seed."),
+    device: Device = DeviceOpt,
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Train the Transformer on a prepared dataset, with checkpoints and validation.
@@ -97,14 +106,12 @@ def train(
     `torchrun --nproc_per_node N -m transcli train ...` each process trains on
     every N-th batch (DistributedDataParallel).
     """
+    from transcli.rundir import train_config_path
+    from transcli.train import train as run_train
+
     flags = {"train.max_steps": max_steps, "train.save_every": save_every,
              "train.valid_every": valid_every, "train.seed": seed, "train.device": device}
-    if config is None and resume:
-        from transcli.rundir import CONFIG_FILE
-
-        config = out / CONFIG_FILE if (out / CONFIG_FILE).is_file() else None
-    cfg = _config(config, flags, sets)
-    from transcli.train import train as run_train
+    cfg = load_config(train_config_path(config, out, resume), sets, flags)
 
     run_train(cfg, data_dir=data, run_dir=out, resume=resume, force=force)
 
@@ -116,19 +123,20 @@ def translate(
     input: str = typer.Option("-", "--input", "-i", help="Input file, or - for stdin."),
     output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
     greedy: bool = typer.Option(False, help="Greedy search (same output as --beam-size 1)."),
-    beam_size: Optional[int] = typer.Option(None, help="Beam width (1 = greedy)."),
-    length_penalty: Optional[float] = typer.Option(
-        None, help="GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha."),
-    max_len_a: Optional[float] = typer.Option(
-        None, help="Max target tokens = a * source tokens + b (capped by the model)."),
-    max_len_b: Optional[int] = typer.Option(
-        None, help="Max target tokens = a * source tokens + b (capped by the model)."),
-    batch_tokens: Optional[int] = typer.Option(
-        None, help="Source tokens per batch, padding included, before beams."),
-    n_best: Optional[int] = typer.Option(
-        None, help="K > 1 writes K lines per input line as TSV: line index (from 0), "
+    beam_size: Optional[int] = _setting("decode.beam_size", "Beam width (1 = greedy)."),
+    length_penalty: Optional[float] = _setting(
+        "decode.length_penalty",
+        "GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha."),
+    max_len_a: Optional[float] = _setting(
+        "decode.max_len_a", "Max target tokens = a * source tokens + b (capped by the model)."),
+    max_len_b: Optional[int] = _setting(
+        "decode.max_len_b", "Max target tokens = a * source tokens + b (capped by the model)."),
+    batch_tokens: Optional[int] = _setting(
+        "decode.batch_tokens", "Source tokens per batch, padding included, before beams."),
+    n_best: Optional[int] = _setting(
+        "decode.n_best", "K > 1 writes K lines per input line as TSV: line index (from 0), "
         "hypothesis, score (length-penalised log-prob); K <= beam size."),
-    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    device: Device = DeviceOpt,
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Translate English lines to Spanish, in input order, from a file or stdin.
@@ -142,8 +150,8 @@ def translate(
              "decode.length_penalty": length_penalty, "decode.max_len_a": max_len_a,
              "decode.max_len_b": max_len_b, "decode.batch_tokens": batch_tokens,
              "decode.n_best": n_best}
-    overrides = [f"{k}={_yaml_value(v)}" for k, v in flags.items() if v is not None]
-    translate_file(model, checkpoint, input, output, overrides + list(sets or []), device)
+    translate_file(model, checkpoint, input, output, [*_given(flags), *(sets or [])],
+                   device or "auto")
 
 
 @app.command()
@@ -153,16 +161,18 @@ def evaluate(
     model: Optional[Path] = typer.Option(None, "--model", "-m", help="Run dir to translate with."),
     src: Optional[Path] = typer.Option(None, help="Source file to translate (with --model)."),
     checkpoint: str = typer.Option("best", help="best, last, avg, or a checkpoint path."),
-    beam_size: Optional[int] = typer.Option(None, help="Beam width (with --model)."),
+    beam_size: Optional[int] = _setting("decode.beam_size", "Beam width (with --model)."),
     hyp_out: Optional[Path] = typer.Option(None, help="Write the scored hypotheses here."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    device: Device = DeviceOpt,
 ) -> None:
-    """Score translations with sacreBLEU (BLEU, chrF), translating --src first with --model."""
+    """Score translations with sacreBLEU (BLEU, chrF and TER, with their signatures),
+    translating --src first with --model."""
     from transcli.evaluate import evaluate_cli
 
     evaluate_cli(ref=ref, hyp=hyp, model=model, src=src, checkpoint=checkpoint,
-                 beam_size=beam_size, hyp_out=hyp_out, as_json=json_out, device=device)
+                 beam_size=beam_size, hyp_out=hyp_out, as_json=json_out,
+                 device=device or "auto")
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from transcli.config import Override
 from transcli.errors import UserError
 from transcli.files import read_source_file
 
@@ -201,9 +202,9 @@ def _translate(model: Path, checkpoint: str, sources: list[str], beam_size: Opti
     """Translate with the code `transcli translate` uses; only the 1-best is scored."""
     from transcli.translate import translate_lines
 
-    overrides = ["decode.n_best=1"]
+    overrides: list[Override] = [("decode.n_best", 1)]
     if beam_size is not None:
-        overrides.append(f"decode.beam_size={beam_size}")
+        overrides.append(("decode.beam_size", beam_size))
     return translate_lines(model, checkpoint, sources, overrides, device)
 
 
