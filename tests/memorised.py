@@ -38,8 +38,8 @@ def pad(rows: list[list[int]]) -> torch.Tensor:
 
 @contextlib.contextmanager
 def one_torch_thread() -> Iterator[None]:
-    """Ops on a d_model-64 model are too small to split: on a 2-core machine shared
-    with other jobs, two torch threads make them 3-20x slower than one."""
+    """Ops on a d_model-64 model are too small to split: on a machine shared with
+    other jobs, more torch threads make them slower, not faster."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -117,8 +117,8 @@ class DataConfig:
     vocab_size: int = 32000
     tokenizer: str = "unigram"  # sentencepiece model type: unigram or bpe
     character_coverage: float = 1.0  # 1.0 keeps ¿ ¡ ñ and accents
-    # Sentences sampled to train sentencepiece: its trainer holds ~1.4 KB per sentence,
-    # so this bounds prepare's peak memory (~1.5 GB) whatever the corpus size.
+    # Sentences sampled to train sentencepiece: its trainer's memory grows with the
+    # sentences it holds, so this bounds prepare's peak memory whatever the corpus size.
     input_sentence_size: int = 1_000_000
     skip_invalid: bool = False  # skip (and count) malformed lines instead of failing
     seed: int = 1

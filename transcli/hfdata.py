@@ -93,7 +93,7 @@ def _looks_like_path(name: str) -> bool:
 @contextmanager
 def _offline_unless_reachable(datasets_config: Any) -> Iterator[bool]:
     """Yields whether the hub is off limits. Hugging Face retries an unreachable hub for
-    about 25 s before failing; when the endpoint's name does not even resolve we go
+    a long while before failing; when the endpoint's name does not even resolve we go
     offline at once (cached datasets still load, others fail in a moment)."""
     from huggingface_hub import constants
 
