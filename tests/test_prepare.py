@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
+from conftest import one_error_line, run_cli
 
 from transcli.config import Config, SourceConfig, load_config
 from transcli.encoded import EncodedSplit, load_manifest
@@ -81,18 +82,7 @@ def decoded_sources(out: Path, split: str) -> list[str]:
 
 
 def transcli(*args: str, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transcli", *args], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, env={**os.environ, **(env or {})})
-
-
-def one_error_line(result: subprocess.CompletedProcess) -> str:
-    """The CLI's contract for user errors: exit 1, one line on stderr, no traceback."""
-    assert result.returncode == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    error = result.stderr.strip().splitlines()
-    assert len(error) == 1, result.stderr
-    assert error[0].startswith("transcli: error: ")
-    return error[0]
+    return run_cli(*args, env=env)
 
 
 # ----------------------------------------------------------------------------- input shapes

@@ -46,7 +46,8 @@ def _given(flags: dict[str, Any]) -> list[tuple[str, Any]]:
 def prepare(
     config: Optional[Path] = ConfigOpt,
     src_file: Optional[Path] = typer.Option(None, help="English side, one sentence per line."),
-    tgt_file: Optional[Path] = typer.Option(None, help="Spanish side, line-aligned with --src-file."),
+    tgt_file: Optional[Path] = typer.Option(
+        None, help="Spanish side, line-aligned with --src-file."),
     tsv: Optional[Path] = typer.Option(None, help="TSV: English in column 1, Spanish in column 2."),
     dataset: Optional[str] = typer.Option(
         None, help="Hugging Face dataset: hub name, local json/jsonl/csv/parquet file, "

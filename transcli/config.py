@@ -300,7 +300,9 @@ def apply_override(cfg: Config, item: str) -> str:
     dotted, text = (part.strip() for part in item.split("=", 1))
     try:
         value = _parse_yaml(text) if text else None
-    except yaml.YAMLError:
+    except _DuplicateKey as exc:
+        raise UserError(f"--set: '{dotted}': {exc.problem}") from None
+    except yaml.YAMLError:  # not YAML: the text itself, e.g. a path with a colon
         value = text
     set_value(cfg, dotted, value, "--set")
     return dotted
@@ -375,7 +377,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def _build(cls: type, raw: Any, origin: str, prefix: str) -> Any:
     """Turn a mapping into dataclass `cls`, checking keys and types recursively."""
     if not isinstance(raw, dict):
-        raise UserError(f"{origin}: '{prefix or 'top level'}' must be a mapping, "
+        raise UserError(f"{origin}: '{prefix.rstrip('.') or 'top level'}' must be a mapping, "
                         f"got {_type_name(raw)}")
     hints = _resolved_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
