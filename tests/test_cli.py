@@ -30,3 +30,40 @@ def test_bad_config_is_one_line_without_traceback(tmp_path: Path) -> None:
                       "--out", str(tmp_path / "run"))
     line = one_error_line(result)
     assert "bad.yaml" in line and "model.hedas" in line and "heads" in line
+
+
+def _help(command: str) -> str:
+    """`transcli COMMAND --help`, wide enough for one line per option."""
+    result = transcli(command, "--help", env={"COLUMNS": "250"})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _option_line(text: str, option: str) -> str:
+    return next(line for line in text.splitlines()
+                if line.strip("│ *").startswith(f"{option} "))
+
+
+@pytest.mark.parametrize("command, option, default", [
+    ("train", "--max-steps", "(train.max_steps)"), ("train", "--seed", "(train.seed)"),
+    ("train", "--device", "(train.device)"), ("prepare", "--out", "(data.out)"),
+    ("prepare", "--split", "(train)"), ("translate", "--beam-size", "(decode.beam_size)"),
+    ("translate", "--checkpoint", "best"), ("translate", "--device", "(auto)"),
+    ("evaluate", "--device", "(auto)"), ("evaluate", "--checkpoint", "best"),
+])
+def test_help_shows_every_default(command: str, option: str, default: str) -> None:
+    assert f"[default: {default}]" in _option_line(_help(command), option)
+
+
+def test_device_has_the_same_help_and_choices_everywhere() -> None:
+    lines = {command: _option_line(_help(command), "--device").split("[default:")[0].split()
+             for command in ("train", "translate", "evaluate")}
+    assert lines["train"] == lines["translate"] == lines["evaluate"]
+    assert "<auto|cpu|cuda>" in lines["train"]
+    result = transcli("evaluate", "--ref", "r", "--hyp", "h", "--device", "gpu")
+    assert result.returncode == 2 and "'gpu' is not one of 'auto', 'cpu', 'cuda'" in " ".join(
+        result.stderr.replace("│", " ").split())
+
+
+def test_evaluate_help_names_its_three_metrics() -> None:
+    assert all(name in _help("evaluate") for name in ("BLEU", "chrF", "TER"))

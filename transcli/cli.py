@@ -27,9 +27,12 @@ app = typer.Typer(
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (defaults when omitted).")
 SetOpt = typer.Option(None, "--set", help="Override any setting: section.key=value (repeatable).")
 Device = Optional[Literal["auto", "cpu", "cuda"]]
-DeviceOpt = typer.Option(None, "--device", show_default="auto",
-                         help="Where to run: auto (CUDA when present), cpu or cuda. For "
-                         "train, the default is the config's train.device.")
+
+
+def _device(default: str = "auto") -> Any:
+    """--device, alike on every command (train's default is its config key)."""
+    return typer.Option(None, "--device", show_default=default,
+                        help="Where to run: auto (CUDA when present), cpu or cuda.")
 
 
 def _setting(key: str, help: str) -> Any:
@@ -98,7 +101,7 @@ def train(
     save_every: Optional[int] = _setting("train.save_every", "Checkpoint every N updates."),
     valid_every: Optional[int] = _setting("train.valid_every", "Validate every N updates."),
     seed: Optional[int] = _setting("train.seed", "Random seed."),
-    device: Device = DeviceOpt,
+    device: Device = _device("train.device"),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Train the Transformer on a prepared dataset, with checkpoints and validation.
@@ -137,7 +140,7 @@ def translate(
     n_best: Optional[int] = _setting(
         "decode.n_best", "K > 1 writes K lines per input line as TSV: line index (from 0), "
         "hypothesis, score (length-penalised log-prob); K <= beam size."),
-    device: Device = DeviceOpt,
+    device: Device = _device(),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Translate English lines to Spanish, in input order, from a file or stdin.
@@ -165,7 +168,7 @@ def evaluate(
     beam_size: Optional[int] = _setting("decode.beam_size", "Beam width (with --model)."),
     hyp_out: Optional[Path] = typer.Option(None, help="Write the scored hypotheses here."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    device: Device = DeviceOpt,
+    device: Device = _device(),
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF and TER, with their signatures),
     translating --src first with --model."""
