@@ -16,14 +16,13 @@ from typing import Iterator
 
 import torch
 import torch.nn.functional as F
+from conftest import TINY_CONFIG
 
 from transcli.config import load_config
 from transcli.model import Transformer
 from transcli.tokenizer import Tokenizer
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
-ROOT = Path(__file__).resolve().parent.parent
-TINY_CONFIG = ROOT / "configs" / "tiny.yaml"
 # English lines outside the memorised pairs (search and translate tests)
 UNSEEN = ["The cat eats bread.", "Where is my book?", "We like the beach.",
           "My grandmother opened the shop.", "Coffee?"]

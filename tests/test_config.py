@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from transcli.config import Config, apply_override, load_config, save_config
 from transcli.errors import UserError
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -178,8 +178,8 @@ def test_a_flag_out_of_range_blames_the_command_line() -> None:
     "model.d_model=1048576", "model.d_ff=100000000", "model.heads=100000",
     "model.enc_layers=100000", "model.max_positions=10000000", "train.batch_tokens=1000000000",
     "decode.batch_tokens=1000000000", "train.accum_steps=1000000000", "decode.beam_size=1000000",
-    "data.vocab_size=100000000", "train.seed=-1", f"train.seed={2 ** 63}", "data.seed=-5",
-    f"data.seed={2 ** 64}"])
+    "data.vocab_size=100000000", "data.max_chars=10000000000", "train.seed=-1",
+    f"train.seed={2 ** 63}", "data.seed=-5", f"data.seed={2 ** 64}"])
 def test_values_that_can_only_be_mistakes_are_refused(item: str) -> None:
     key = item.split("=")[0]
     message = error_of(ROOT / "configs" / "tiny.yaml", [item])

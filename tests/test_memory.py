@@ -5,10 +5,10 @@ refusal when the estimate exceeds free memory."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
+from conftest import ROOT
 
 from transcli import memory
 from transcli.config import ModelConfig, load_config
@@ -19,7 +19,6 @@ from transcli.model import Transformer, count_parameters
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
-ROOT = Path(__file__).resolve().parent.parent
 SHAPES = [
     {},
     {"pre_norm": True},

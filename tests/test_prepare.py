@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 import pytest
 from conftest import one_error_line, run_cli
+from conftest import TINY_CONFIG as TINY
 
 from transcli.config import Config, SourceConfig, load_config
 from transcli.encoded import EncodedSplit, load_manifest
@@ -24,8 +25,6 @@ from transcli.errors import UserError
 from transcli.prepare import prepare
 from transcli.tokenizer import Tokenizer
 
-ROOT = Path(__file__).resolve().parent.parent
-TINY = ROOT / "configs" / "tiny.yaml"
 SETTINGS = ["data.vocab_size=120", "data.valid_size=5", "data.test_size=5"]
 
 NOUNS = [("cat", "gato"), ("dog", "perro"), ("boy", "niño"), ("year", "año"),

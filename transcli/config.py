@@ -26,8 +26,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import yaml
 
-from transcli.sources import SourceKeyError, source_format
 from transcli.errors import UserError
+from transcli.sources import SourceKeyError, source_format
 
 # Far beyond any sensible setting, far below what would hang or exhaust the machine.
 MAX_LAYERS = 1000
@@ -38,6 +38,7 @@ MAX_BATCH_TOKENS = 10_000_000
 MAX_ACCUM_STEPS = 10_000
 MAX_BEAM = 1000
 MAX_VOCAB = 1_000_000
+MAX_SENTENCE = 1_000_000  # data.max_chars, data.max_tokens
 SEED_LIMIT = 1 << 63  # seeds are in [0, 2^63): numpy and torch both take them
 
 # An override: `--set` text "section.key=value", or a (dotted key, typed value) pair.
@@ -74,7 +75,7 @@ class ModelConfig:
 @dataclass
 class SourceConfig:
     """One parallel corpus. Which keys it may hold, and which format they make it,
-    is decided by `transcli.corpus.SOURCE_FORMATS`, the one table of input formats."""
+    is decided by `transcli.sources.SOURCE_FORMATS`, the one table of input formats."""
 
     src_file: Optional[str] = None  # with tgt_file: two line-aligned files (.gz/.bz2/.xz too)
     tgt_file: Optional[str] = None
@@ -127,8 +128,9 @@ class DataConfig:
     def validate(self) -> None:
         for key in ("valid_size", "test_size"):
             _require(getattr(self, key) >= 0, key, "must be >= 0")
-        for key in ("max_tokens", "max_chars", "input_sentence_size"):
-            _require(getattr(self, key) >= 1, key, "must be at least 1")
+        _within(self, "max_tokens", 1, MAX_SENTENCE)
+        _within(self, "max_chars", 1, MAX_SENTENCE)
+        _require(self.input_sentence_size >= 1, "input_sentence_size", "must be at least 1")
         _require(self.max_ratio >= 1.0, "max_ratio", "must be >= 1")
         _within(self, "vocab_size", 8, MAX_VOCAB)
         _within(self, "seed", 0, SEED_LIMIT - 1)

@@ -118,12 +118,13 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
                     for split, c in held_configs.items() if c is not None}
     collected = {"train": collect(train_sources, Cleaner.from_config(data),
                                   scratch / "train.clean.tsv", "train")}
-    for split, source in held_sources.items():
-        collected[split] = collect([source], Cleaner.held_out(), scratch / f"{split}.clean.tsv",
-                                   split)
+    for split, source in held_sources.items():  # kept whole: scored as published
+        collected[split] = collect([source], Cleaner.held_out(),
+                                   scratch / f"{split}.clean.tsv", split)
     fates = {split: assign_held(collected[split], split) for split in held_sources}
+    carve = [split for split in ("valid", "test") if split not in held_sources]
     fates["train"] = assign_train(collected["train"], [collected[s] for s in held_sources],
-                                  data, carve=[s for s in ("valid", "test") if s not in held_sources])
+                                  data, carve)
     texts = distribute(collected, fates, data, scratch, stage)
     with _status(f"training sentencepiece ({data.tokenizer}, vocab {data.vocab_size})"):
         settings = train_tokenizer(
