@@ -99,8 +99,8 @@ def test_a_run_too_big_for_the_machine_is_one_line(monkeypatch: pytest.MonkeyPat
     assert "train.batch_tokens (25,000)" in message and "d_model 512" in message
     small_cfg = load_config(ROOT / "configs" / "small.yaml")
     assert check_training_memory(small_cfg, 8000, "cpu").total < 8 * 2**30
-    with pytest.raises(UserError, match="x 16 processes"):
-        check_training_memory(small_cfg, 8000, "cpu", processes=16)
+    with pytest.raises(UserError, match="on cpu .*x 16 processes"):
+        check_training_memory(small_cfg, 8000, torch.device("cpu"), processes=16)
 
 
 def test_unknown_free_memory_never_refuses(monkeypatch: pytest.MonkeyPatch) -> None:

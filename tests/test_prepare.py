@@ -593,6 +593,19 @@ def test_malformed_json_lines_are_named_or_skipped(tmp_path: Path) -> None:
     assert train["dropped"]["malformed"] == 4 and train["read"] == len(rows) - 1
 
 
+def test_bad_lines_before_the_first_record_are_counted_once(tmp_path: Path) -> None:
+    """The first record decides the layout; lines before it are still read, and counted,
+    once, when the file is."""
+    path = tmp_path / "pairs.jsonl"
+    rows = [json.dumps(row) for row in _translation_rows(corpus())]
+    path.write_bytes(b"{oops\n\xff\n" + "\n".join(rows).encode() + b"\n")
+    manifest = run_prepare(config(SourceConfig(dataset=str(path)), skip_invalid=True),
+                           tmp_path / "out")
+    dropped = manifest["counts"]["train"]["dropped"]
+    assert (dropped["malformed"], dropped["invalid_utf8"]) == (1, 1)
+    assert manifest["counts"]["train"]["read"] == len(rows) + 2
+
+
 def test_a_dataset_row_missing_a_language_is_named(tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
     rows = _translation_rows(corpus())

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from transcli.config import Config, ModelConfig
 from transcli.errors import UserError
@@ -96,10 +96,12 @@ def available_memory(device: str = "cpu") -> Optional[int]:
     return free if limit is None else min(free, limit)
 
 
-def check_training_memory(cfg: Config, vocab_size: int, device: str = "cpu",
+def check_training_memory(cfg: Config, vocab_size: int, device: str | Any = "cpu",
                           processes: int = 1) -> MemoryEstimate:
     """Refuse, with one line, a config whose training cannot fit in `device`'s free memory
-    (`processes` ranks sharing it, as DDP ranks share one CPU). Returns the estimate."""
+    (`processes` ranks sharing it, as DDP ranks share one CPU). Returns the estimate.
+    `device`: "cpu", "cuda", "cuda:N" or a torch.device."""
+    device = str(device)
     precision = cfg.train.precision if device.startswith("cuda") else cfg.train.cpu_precision
     estimate = training_estimate(cfg.model, vocab_size, cfg.train.batch_tokens,
                                  2 if precision in ("bf16", "fp16") else FP32)

@@ -326,25 +326,28 @@ class JsonLinesSource(DatasetSource):
             config, data)
 
     def _first_record(self) -> Optional[dict[str, Any]]:
-        """The first line that is a JSON object (malformed ones are reported when read)."""
-        for _, record in self._records():
+        """The first line that is a JSON object (bad lines before it are reported, and
+        counted, when the file is read)."""
+        for _, record in self._records(report=False):
             if isinstance(record, dict):
                 return record
         return None
 
-    def _records(self) -> Iterator[tuple[str, Any]]:
+    def _records(self, report: bool = True) -> Iterator[tuple[str, Any]]:
         """(where, parsed line) per non-blank line; lines that do not parse are reported."""
         with open_raw(self.path) as handle:
             for number, raw in enumerate(raw_lines(handle, self.path), 1):
                 line = decode_line(raw)
                 if line is None:
-                    self._invalid(INVALID_UTF8, invalid_utf8_message(raw, self.path, number))
+                    if report:
+                        self._invalid(INVALID_UTF8, invalid_utf8_message(raw, self.path, number))
                 elif line.strip():
                     try:
                         yield f"{self.path}:{number}", json.loads(line)
                     except json.JSONDecodeError as exc:
-                        self._invalid(MALFORMED, f"{self.path}:{number}: malformed JSON "
-                                                 f"({exc.msg} at column {exc.colno})")
+                        if report:
+                            self._invalid(MALFORMED, f"{self.path}:{number}: malformed JSON "
+                                                     f"({exc.msg} at column {exc.colno})")
 
     def __iter__(self) -> Iterator[Pair]:
         for where, record in self._records():
