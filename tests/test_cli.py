@@ -65,5 +65,11 @@ def test_device_has_the_same_help_and_choices_everywhere() -> None:
         result.stderr.replace("│", " ").split())
 
 
+def test_short_options_survive() -> None:
+    assert "-o" in _option_line(_help("prepare"), "--out")
+    assert "-o" in _option_line(_help("train"), "--out")
+    assert "-m" in _option_line(_help("translate"), "--model")
+
+
 def test_evaluate_help_names_its_three_metrics() -> None:
     assert all(name in _help("evaluate") for name in ("BLEU", "chrF", "TER"))

@@ -35,9 +35,9 @@ def _device(default: str = "auto") -> Any:
                         help="Where to run: auto (CUDA when present), cpu or cuda.")
 
 
-def _setting(key: str, help: str) -> Any:
+def _setting(key: str, help: str, *names: str) -> Any:
     """An option that sets config key `key`; --help shows that key as its default."""
-    return typer.Option(None, help=help, show_default=key)
+    return typer.Option(None, *names, help=help, show_default=key)
 
 
 def _given(flags: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -66,7 +66,7 @@ def prepare(
     format: Optional[str] = typer.Option(
         None, help="Format of --file when its suffix does not tell (e.g. tmx).",
         show_default="from the suffix"),
-    out: Optional[Path] = _setting("data.out", "Output directory."),
+    out: Optional[Path] = _setting("data.out", "Output directory.", "--out", "-o"),
     force: bool = typer.Option(
         False, help="Write into a non-empty --out: replaces an earlier prepare's files, "
         "never deletes others."),
