@@ -310,10 +310,11 @@ def test_beam_scores_are_log_probs_over_the_gnmt_penalty(tiny_spm: Path, alpha: 
     tokenizer = Tokenizer(tiny_spm)
     sources = [ids + [EOS_ID] for ids in tokenizer.encode([PAIRS[0][0], *UNSEEN[:3]])]
     with torch.inference_mode():
-        found = beam_search(model, pad(sources), 3, alpha, 12, 3)
+        found = beam_search(model, pad(sources), 3, alpha, 40, 3)
     for hyps in found:
         for h in hyps:
             length = len(h.tokens) + (1 if h.eos else 0)
             assert h.score == pytest.approx(h.logprob / ((5 + length) / 6) ** alpha, rel=1e-9)
         finished = [h.score for h in hyps if h.eos]
         assert finished == sorted(finished, reverse=True)
+    assert all(h.eos for h in found[0])  # the memorised pair ends: EOS is scored too
