@@ -17,11 +17,17 @@ INPUT  ?= data/sample/test.en
 OUTPUT ?= out/hyp.es
 REF    ?= data/sample/test.es
 ARGS   ?=
+MINUTES ?= 5
 
-.PHONY: help install test demo prepare train translate evaluate bench clean
+# The GPU stages run with the machine's own Python (GPU images have CUDA torch and every
+# package transcli needs except `datasets`) and never build the venv.
+GPU_PY := PYTHONPATH=. PYTHONUNBUFFERED=1 $(PYTHON)
+
+.PHONY: help install test demo prepare train translate evaluate bench gpu-carry gpu-check \
+        gpu-e2e clean
 
 help:  ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@echo "Variables: CONFIG=$(CONFIG) CORPUS=$(CORPUS) DATA=$(DATA) RUN=$(RUN)"
 	@echo "           INPUT=$(INPUT) OUTPUT=$(OUTPUT) REF=$(REF) ARGS='$(ARGS)'"
 
@@ -55,6 +61,15 @@ evaluate: $(STAMP)  ## Score OUTPUT against REF with sacreBLEU
 
 bench: $(STAMP)  ## Model forward+backward speed vs torch.nn.Transformer
 	$(BIN)/python bench/model_speed.py
+
+gpu-carry: $(STAMP)  ## Beforehand (no GPU): prepare base + copy dev sets into gpu-carry/
+	$(BIN)/python bench/gpu_check.py carry $(ARGS)
+
+gpu-check:  ## On a CUDA machine: GPU tests, then base training throughput (under 10 min)
+	@$(GPU_PY) bench/gpu_check.py check $(ARGS)
+
+gpu-e2e:  ## On a CUDA machine: train base MINUTES, then BLEU on dev.tatoeba + newstest2012
+	@$(GPU_PY) bench/gpu_check.py e2e --minutes $(MINUTES) $(ARGS)
 
 clean:  ## Remove the venv and caches (never data or runs)
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -7,7 +7,7 @@ the two models in rounds so that background load hits both alike.
 
     python bench/model_speed.py                   # tiny, small, base on CPU
     python bench/model_speed.py --configs small --seconds 20
-On CUDA it also runs base in bf16 and reports MFU (H100 dense bf16 peak 989 TFLOP/s).
+On CUDA it also runs base in bf16 and reports MFU (bench/flops.py: FLOPs counted, peaks).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from flops import Lengths, mfu_text, training_flops
 from torch import nn
 
 from transcli.config import ModelConfig, load_config
@@ -29,7 +30,6 @@ ROOT = Path(__file__).resolve().parent.parent
 VOCAB = {"tiny": 300, "small": 8000, "base": 32000}
 # Target tokens per batch: what the configs feed one device (base is cut down on CPU).
 BATCH_TOKENS = {"tiny": 512, "small": 4096, "base": 2048}
-H100_BF16_PEAK = 989e12
 
 
 class Reference(nn.Module):
@@ -108,19 +108,10 @@ def measure(models: dict[str, nn.Module], batch: tuple, seconds: float, device: 
     return {name: steps[name] / spent[name] for name in models}
 
 
-def model_flops(cfg: ModelConfig, vocab: int, batch: tuple) -> float:
-    """Training FLOPs of one step: 6 x params x tokens they touch, plus attention matmuls."""
+def batch_lengths(batch: tuple) -> Lengths:
+    """The real (unpadded) positions of each row, for the FLOP count."""
     src, tgt_in, _ = batch
-    d, n_src, n_tgt = cfg.d_model, int((src != PAD_ID).sum()), int((tgt_in != PAD_ID).sum())
-    attn = 4 * (d * d + d)
-    ffn = 2 * d * cfg.d_ff + cfg.d_ff + d
-    enc = cfg.enc_layers * (attn + ffn)
-    dec = cfg.dec_layers * (2 * attn + ffn)
-    dense = 6 * (enc * n_src + (dec + vocab * d) * n_tgt)
-    s, t = src.size(1), tgt_in.size(1)
-    # QK^T and AV: 2 matmuls x 2 FLOPs per multiply-add, x3 for forward + backward.
-    per_seq = 12 * d * (cfg.enc_layers * s * s + cfg.dec_layers * (t * t + t * s))
-    return dense + per_seq * src.size(0)
+    return Lengths.of((src != PAD_ID).sum(1).tolist(), (tgt_in != PAD_ID).sum(1).tolist())
 
 
 def run(name: str, device: str, seconds: float, autocast: bool = False) -> None:
@@ -141,9 +132,9 @@ def run(name: str, device: str, seconds: float, autocast: bool = False) -> None:
         print(f"  {label:15s} {rate * n_tgt:10,.0f} tgt tok/s  ({rate:.2f} steps/s)")
     print(f"  ratio transcli / nn.Transformer = {rates['transcli'] / rates['nn.Transformer']:.2f}")
     if device == "cuda":
-        flops = model_flops(cfg, vocab, batch) * rates["transcli"]
-        print(f"  model FLOP/s {flops / 1e12:.1f} T  MFU vs H100 bf16 peak "
-              f"{100 * flops / H100_BF16_PEAK:.1f}%  peak memory "
+        flops = training_flops(cfg, vocab, batch_lengths(batch)) * rates["transcli"]
+        print(f"  model FLOP/s {flops / 1e12:.1f} T  MFU "
+              f"{mfu_text(flops, torch.cuda.get_device_name())}  peak memory "
               f"{torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
 
 

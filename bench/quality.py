@@ -1,46 +1,60 @@
-"""Quality benchmark: prepare -> train for a time budget -> evaluate, beside Apertium.
+"""Quality benchmark: prepare -> train for a budget -> evaluate, beside Apertium.
 
-    python bench/quality.py --config configs/small.yaml --minutes 60
-    python bench/quality.py --skip-train --work /tmp/transcli-quality   # re-score a run
+    python bench/quality.py --config configs/small.yaml --minutes 60 --work /tmp/q/today
+    python bench/quality.py --config configs/small.yaml --steps 1300 --threads 1 \\
+        --set train.schedule=linear --label decay --work /tmp/q/decay --data /tmp/q/data-8k
+    python bench/quality.py --table /tmp/q/today /tmp/q/decay     # the README table
+    python bench/quality.py --skip-train --work /tmp/q/today       # re-score a run
 
-Trains on ../shared/corpora/en-es/train, stops training after --minutes with
-SIGTERM (transcli saves and exits cleanly), then scores the best checkpoint on
-dev.tatoeba, dev.newstest2012 and test.tico19 with `transcli evaluate`, and the
-rule-based Apertium (`apt-get install apertium-eng-spa`) on the same files with
-the same scorer. Everything is written under --work, never into the repository.
-A second run with the same --work resumes training where the first stopped.
+Trains on ../shared/corpora/en-es/train, for --minutes of wall time (then SIGTERM:
+transcli saves and exits cleanly; a second run with the same --work resumes) or for
+--steps updates (a budget that does not depend on what else the machine is doing,
+for probes run side by side), then scores a checkpoint on dev.tatoeba,
+dev.newstest2012 and test.tico19 with `transcli evaluate` (beam 4, sacreBLEU
+defaults), and the rule-based Apertium (`apt-get install apertium-eng-spa`) on the
+same files with the same scorer. Each run writes results.json into --work; --table
+prints several runs as one table. Everything is written under --work (and --data),
+never into the repository.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from train_speed import Steady  # noqa: E402
+
 CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
 SETS = ["dev.tatoeba", "dev.newstest2012", "test.tico19"]
+RESULTS = "results.json"
 
 
-def transcli(*args: str, **kwargs) -> subprocess.CompletedProcess:
+def transcli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "transcli", *args], check=True, **kwargs)
 
 
-def prepare(config: Path, work: Path) -> Path:
-    data = work / "data"
+def prepare(config: Path, data: Path, sets: list[str]) -> Path:
+    """The shared train corpus prepared with `config` (only `data.*` overrides matter)."""
     if not (data / "manifest.json").is_file():
+        data_sets = [a for s in sets if s.startswith("data.") for a in ("--set", s)]
         transcli("prepare", "--config", str(config), "--src-file", str(CORPORA / "train.en"),
-                 "--tgt-file", str(CORPORA / "train.es"), "--out", str(data))
+                 "--tgt-file", str(CORPORA / "train.es"), "--out", str(data), *data_sets)
     return data
 
 
 def train(config: Path, data: Path, run: Path, minutes: float, extra: list[str]) -> float:
-    """Train until the budget runs out (then SIGTERM: finish the step, save, exit 0)."""
+    """Train until the step budget is reached or the time runs out (then SIGTERM: finish
+    the step, save, exit 0); returns the minutes it took."""
     args = [sys.executable, "-m", "transcli", "train", "--config", str(config),
             "--data", str(data), "--out", str(run), *extra]
     if (run / "config.yaml").is_file():
@@ -48,7 +62,7 @@ def train(config: Path, data: Path, run: Path, minutes: float, extra: list[str])
     start = time.monotonic()
     process = subprocess.Popen(args)
     try:
-        process.wait(timeout=minutes * 60)
+        process.wait(timeout=minutes * 60 if minutes else None)
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGTERM)
         process.wait()
@@ -65,7 +79,7 @@ def score_model(run: Path, name: str, work: Path, beam: int, checkpoint: str) ->
     return json.loads(result.stdout)
 
 
-def score_apertium(name: str, work: Path) -> dict | None:
+def score_apertium(name: str, work: Path) -> Optional[dict]:
     """Apertium line by line (-u drops its unknown-word marks); None when not installed."""
     if shutil.which("apertium") is None:
         return None
@@ -83,42 +97,89 @@ def score_apertium(name: str, work: Path) -> dict | None:
     return json.loads(result.stdout)
 
 
-def last_validation(run: Path) -> dict:
+def training_summary(run: Path) -> dict[str, Any]:
+    """Updates reached, mean target tokens/s after the first log interval, last validation."""
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    valid = [row for row in rows if "valid_bleu" in row or "valid_loss" in row]
-    return {"steps": rows[-1]["step"] if rows else 0, **(valid[-1] if valid else {})}
+    train_rows = [r for r in rows if r.get("split") == "train"]
+    valid = [r for r in rows if r.get("split") == "valid"]
+    steady = Steady.of(train_rows)
+    return {"updates": train_rows[-1]["step"] if train_rows else 0,
+            "tgt_tokens_per_s": steady.tgt_tokens / steady.seconds if steady.seconds else 0.0,
+            "last_valid": valid[-1] if valid else {}}
+
+
+def run_benchmark(args: argparse.Namespace) -> None:
+    args.work.mkdir(parents=True, exist_ok=True)
+    run = args.work / "run"
+    sets = list(args.sets) + ([f"train.threads={args.threads}"] if args.threads else [])
+    if args.steps:
+        sets += [f"train.max_steps={args.steps}", "train.max_minutes=0"]
+    spent = None
+    if not args.skip_train:
+        data = prepare(args.config, args.data or args.work / "data", sets)
+        extra = [a for s in sets if not s.startswith("data.") for a in ("--set", s)]
+        spent = train(args.config, data, run, 0 if args.steps else args.minutes, extra)
+        print(f"trained {spent:.1f} min")
+    results: dict[str, Any] = {
+        "label": args.label or args.work.name, "config": str(args.config), "sets": args.sets,
+        "budget": f"{args.steps} updates" if args.steps else f"{args.minutes:g} min",
+        "minutes": spent, "checkpoint": args.checkpoint, "beam": args.beam_size,
+        "load_average_end": os.getloadavg()[0], **training_summary(run), "scores": {}}
+    for name in SETS:
+        ours = score_model(run, name, args.work, args.beam_size, args.checkpoint)
+        theirs = score_apertium(name, args.work)
+        results["scores"][name] = {"bleu": ours["bleu"], "chrf": ours["chrf"],
+                                   "lines": ours["lines"], "signature": ours["signatures"]}
+        if theirs:
+            results["scores"][name]["apertium"] = {"bleu": theirs["bleu"],
+                                                   "chrf": theirs["chrf"]}
+    (args.work / RESULTS).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print_table([results])
+
+
+def print_table(runs: list[dict[str, Any]]) -> None:
+    """Markdown: one row per run, then Apertium's row (from the first run that has it)."""
+    head = "| variant | budget | updates | tgt tok/s |" + "".join(
+        f" {name} BLEU | chrF |" for name in SETS)
+    print(head)
+    print("|" + "---|" * (4 + 2 * len(SETS)))
+    for r in runs:
+        cells = "".join(f" {r['scores'][n]['bleu']:.1f} | {r['scores'][n]['chrf']:.1f} |"
+                        for n in SETS)
+        print(f"| {r['label']} | {r['budget']} | {r['updates']} | "
+              f"{r['tgt_tokens_per_s']:,.0f} |{cells}")
+    apertium = next((r for r in runs if "apertium" in r["scores"][SETS[0]]), None)
+    if apertium:
+        cells = "".join(f" {apertium['scores'][n]['apertium']['bleu']:.1f} | "
+                        f"{apertium['scores'][n]['apertium']['chrf']:.1f} |" for n in SETS)
+        print(f"| Apertium (rule-based) | | | |{cells}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "small.yaml")
     parser.add_argument("--minutes", type=float, default=60.0, help="training time budget")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="train this many updates instead of for --minutes")
     parser.add_argument("--work", type=Path, default=Path("/tmp/transcli-quality"))
+    parser.add_argument("--data", type=Path, help="prepared dir to use or create "
+                        "(default: WORK/data); runs with the same data.* settings can share it")
+    parser.add_argument("--label", help="the run's name in the table (default: WORK's name)")
+    parser.add_argument("--threads", type=int, default=0, help="train.threads (0: default)")
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--checkpoint", default="best")
     parser.add_argument("--skip-train", action="store_true", help="score the existing run")
     parser.add_argument("--set", dest="sets", action="append", default=[],
-                        help="extra training overrides, section.key=value")
+                        help="extra overrides, section.key=value (data.* ones go to prepare)")
+    parser.add_argument("--table", type=Path, nargs="+",
+                        help="print the table of these --work dirs' results and exit")
     args = parser.parse_args()
+    if args.table:
+        print_table([json.loads((w / RESULTS).read_text()) for w in args.table])
+        return
     if not CORPORA.is_dir():
         sys.exit(f"{CORPORA} not found: the quality benchmark needs ../shared/corpora/en-es")
-    args.work.mkdir(parents=True, exist_ok=True)
-    run = args.work / "run"
-    if not args.skip_train:
-        data = prepare(args.config, args.work)
-        extra = [item for s in args.sets for item in ("--set", s)]
-        spent = train(args.config, data, run, args.minutes, extra)
-        print(f"trained {spent:.1f} min")
-    print(f"run {run}: {json.dumps(last_validation(run))}")
-    print(f"\n{'set':18s} {'lines':>6s} {'transcli BLEU':>14s} {'chrF':>6s} "
-          f"{'Apertium BLEU':>14s} {'chrF':>6s}")
-    for name in SETS:
-        ours = score_model(run, name, args.work, args.beam_size, args.checkpoint)
-        theirs = score_apertium(name, args.work)
-        ref = (f"{theirs['bleu']:14.1f} {theirs['chrf']:6.1f}" if theirs
-               else f"{'(not installed)':>21s}")
-        print(f"{name:18s} {ours['lines']:6d} {ours['bleu']:14.1f} {ours['chrf']:6.1f} {ref}")
-    print(f"\nsignature: {ours['signatures']}")
+    run_benchmark(args)
 
 
 if __name__ == "__main__":

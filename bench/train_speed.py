@@ -1,105 +1,165 @@
-"""Training speed: `transcli train` against a naive loop, in target tokens/s and padding.
+"""Training speed: `transcli train` now against an earlier version of itself (and a naive
+loop), in target tokens/s, on the shared en-es corpus; and their loss curves side by side.
 
-ours:  the real `train()` (length-bucketed token-budget batches, background loader,
-       label smoothing, Noam, Adam) on prepared ../shared/corpora/en-es, timed from
-       the tokens_per_s of its metrics.jsonl (the first interval of a round, warm-up,
-       is left out).
-naive: torch.nn.Transformer with the same dimensions (bench/model_speed.Reference), the
-       same objective and optimiser, fed fixed-size batches of random pairs (no length
-       bucketing, collated in the loop): as many pairs per batch as ours averages, so a
-       step does the same real work and pays only for padding and implementation.
-The two alternate in rounds, so background load on a shared machine hits both alike.
+    python bench/train_speed.py --baseline 0aaecd6 --bf16              # small, 4 min
+    python bench/train_speed.py --baseline 0aaecd6 --bf16 --curve-steps 300
+    python bench/train_speed.py --configs tiny small --naive           # vs a naive loop
+    python bench/train_speed.py --bf16 --variant prenorm:model.pre_norm=true \
+        --variant vocab16k:data.vocab_size=16000                       # config variants
 
-    python bench/train_speed.py                          # tiny and small, 60 s each
-    python bench/train_speed.py --configs small --seconds 120 --threads 2 --bf16
-With CUDA it also trains base in bf16: tokens/s, MFU, peak memory, with and without
-torch.compile. Prepared data is cached in prepared/bench-<config> (built on first use).
+Each implementation is the real `python -m transcli train` of a source tree (this one,
+and with --baseline REV that git revision, exported to a temp dir), run as a subprocess
+on the same prepared data with the same config and seed. The runs alternate in rounds
+(each round resumes the run for its share of --seconds), so background load hits all
+alike; tokens/s comes from each run's metrics.jsonl (one line per update), leaving out
+the first interval of every round (warm-up). --curve-steps N then trains each
+implementation N updates from scratch and prints their losses at the same steps: a
+faster step must not change what is learnt. --variant LABEL:key=value,... adds this
+tree with other settings (a `data.*` one gets its own prepared dir).
+
+--naive adds the textbook loop: torch.nn.Transformer with the same dimensions
+(bench/model_speed.Reference), the same objective and optimiser, fed fixed-size
+batches of random pairs (no length bucketing), as many pairs per batch as ours
+averages. Prepared data is cached in prepared/bench-<config> (built on first use).
+GPU figures (base in bf16, eager and compiled, MFU, peak memory) come from
+bench/gpu_check.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
 
-from transcli.batching import BatchPlan, collate
-from transcli.config import Config, SourceConfig, load_config
-from transcli.encoded import EncodedSplit, load_manifest
-from transcli.objective import label_smoothed_nll, noam_lr
-from transcli.prepare import prepare
-from transcli.rundir import METRICS_FILE
-from transcli.runlog import read_metrics
-from transcli.train import train
-from transcli.vocab import PAD_ID
-
+# The user's setting, before importing transcli sets its own default in this process:
+# each implementation's subprocess starts from it and applies its own default.
+USER_OMP_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from model_speed import H100_BF16_PEAK, Reference  # noqa: E402
+
+from model_speed import Reference  # noqa: E402
+
+from transcli.batching import BatchPlan, collate  # noqa: E402
+from transcli.config import Config, SourceConfig, load_config  # noqa: E402
+from transcli.encoded import EncodedSplit, load_manifest  # noqa: E402
+from transcli.objective import label_smoothed_nll, noam_lr  # noqa: E402
+from transcli.prepare import prepare  # noqa: E402
+from transcli.rundir import METRICS_FILE  # noqa: E402
+from transcli.runlog import read_metrics  # noqa: E402
+from transcli.vocab import PAD_ID  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
-LOG_EVERY = {"tiny": 10, "small": 1, "base": 10}
+NEVER = "1000000000"
 
 
-def prepared_dir(name: str) -> Path:
-    """The corpus prepared with `name`'s data settings (vocabulary size above all)."""
-    out = ROOT / "prepared" / f"bench-{name}"
+def prepared_dir(name: str, data_sets: tuple[str, ...] = (), corpus: Path = CORPUS,
+                 out: Optional[Path] = None) -> Path:
+    """`corpus`/train.{en,es} prepared with `name`'s data settings (vocabulary size above
+    all) and `data_sets` overrides into `out` (default prepared/bench-<name>[-<overrides>]),
+    unless already there."""
+    out = out or ROOT / "prepared" / "-".join(["bench", name,
+                                               *(s.replace("=", "") for s in data_sets)])
     if not (out / "manifest.json").is_file():
-        cfg = load_config(ROOT / "configs" / f"{name}.yaml")
-        cfg.data.train = [SourceConfig(src_file=str(CORPUS / "train.en"),
-                                       tgt_file=str(CORPUS / "train.es"))]
+        cfg = load_config(ROOT / "configs" / f"{name}.yaml", list(data_sets))
+        cfg.data.train = [SourceConfig(src_file=str(corpus / "train.en"),
+                                       tgt_file=str(corpus / "train.es"))]
         print(f"preparing {out} (once)...", flush=True)
         prepare(cfg, out, force=False)
     return out
 
 
-def run_config(name: str, data: Path, run: Path, seconds: float, sets: list[str]) -> Config:
-    """`name`'s config, training only: no validation, no checkpoint until the time is up."""
-    return load_config(ROOT / "configs" / f"{name}.yaml", [
-        "train.max_steps=1000000000", f"train.max_minutes={seconds / 60}",
-        f"train.log_every={LOG_EVERY[name]}", "train.valid_every=1000000000",
-        "train.save_every=1000000000", *sets])
+def export_tree(revision: str, folder: Path) -> Path:
+    """The source tree of a git revision, without touching this checkout."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
 
 
-class Ours:
-    """`transcli train`, one resumed run per round."""
+@dataclass
+class Steady:
+    """The log intervals of `transcli train` after its first train line (whose interval
+    holds the warm-up: first batches, allocator growth, compilation)."""
 
-    def __init__(self, name: str, data: Path, run: Path, sets: list[str]):
-        self.name, self.data, self.run, self.sets = name, data, run, sets
+    tgt_tokens: float = 0.0
+    src_tokens: float = 0.0
+    seconds: float = 0.0
+    real: float = 0.0  # positions fed, both sides, without and with padding
+    padded: float = 0.0
+    steps: int = 0
+
+    @classmethod
+    def of(cls, lines: list[dict]) -> Steady:
+        """From consecutive "train" lines of metrics.jsonl."""
+        total = cls()
+        for prev, line in zip(lines, lines[1:]):
+            tgt = line["tgt_tokens"] - prev["tgt_tokens"]
+            src = line["src_tokens"] - prev["src_tokens"]
+            total.tgt_tokens += tgt
+            total.src_tokens += src
+            total.seconds += tgt / line["tokens_per_s"]
+            total.real += tgt + src
+            total.padded += (tgt + src) / (1 - line["pad_frac"])
+            total.steps += line["step"] - prev["step"]
+        return total
+
+
+class Implementation:
+    """`python -m transcli train` of one source tree, resumed round after round."""
+
+    def __init__(self, label: str, tree: Path, config: Path, data: Path, run: Path,
+                 sets: list[str], threads: int):
+        self.label, self.tree, self.config, self.data, self.run = label, tree, config, data, run
+        self.sets, self.threads = sets, threads
         self.rounds: list[list[dict]] = []
+
+    def train(self, sets: list[str], resume: bool) -> None:
+        args = [sys.executable, "-m", "transcli", "train", "--config", str(self.config),
+                "--data", str(self.data), "--out", str(self.run),
+                *[a for s in self.sets + sets for a in ("--set", s)]]
+        env = {**os.environ, "PYTHONPATH": str(self.tree), "OMP_NUM_THREADS": str(self.threads)}
+        if USER_OMP_WAIT_POLICY is None:
+            env.pop("OMP_WAIT_POLICY", None)
+        result = subprocess.run(args + (["--resume"] if resume else ["--force"]), env=env,
+                                cwd=self.tree, capture_output=True, text=True)
+        if result.returncode != 0:
+            sys.exit(f"{self.label}: training failed:\n{result.stderr[-2000:]}")
 
     def run_for(self, seconds: float) -> None:
         before = len(self._lines())
-        cfg = run_config(self.name, self.data, self.run, seconds, self.sets)
-        with contextlib.redirect_stderr(io.StringIO()):  # its progress bar and messages
-            train(cfg, self.data, self.run, resume=bool(self.rounds), force=not self.rounds)
+        self.train([f"train.max_minutes={seconds / 60}", "train.log_every=1"],
+                   resume=bool(self.rounds))
         self.rounds.append(self._lines()[before:])
 
     def _lines(self) -> list[dict]:
-        return read_metrics(self.run / METRICS_FILE, "train")
+        return [r for r in read_metrics(self.run / METRICS_FILE, "train") if not r.get("partial")]
 
     def result(self) -> tuple[float, float, float]:
         """(target tokens/s, padding fraction, seconds measured) without warm-up intervals."""
-        tokens = seconds = padded = real = 0.0
+        total = Steady()
         for lines in self.rounds:
-            for prev, line in zip(lines, lines[1:]):
-                n = line["tgt_tokens"] - prev["tgt_tokens"]
-                n_all = n + line["src_tokens"] - prev["src_tokens"]
-                tokens += n
-                seconds += n / line["tokens_per_s"]
-                real += n_all
-                padded += n_all / (1 - line["pad_frac"])
-        return tokens / seconds, 1 - real / padded, seconds
+            part = Steady.of(lines)
+            for name in vars(total):
+                setattr(total, name, getattr(total, name) + getattr(part, name))
+        return total.tgt_tokens / total.seconds, 1 - total.real / total.padded, total.seconds
 
 
 class Naive:
     """The textbook loop: random pairs, padded to the longest, no bucketing."""
+
+    label = "naive loop"
 
     def __init__(self, cfg: Config, split: EncodedSplit, plan: BatchPlan, pairs_per_batch: int,
                  vocab: int, device: torch.device):
@@ -142,84 +202,99 @@ class Naive:
             self.tokens += tokens
             self.padded += padded
             self.real += real
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
         self.seconds += time.perf_counter() - start
 
     def result(self) -> tuple[float, float, float]:
         return self.tokens / self.seconds, 1 - self.real / self.padded, self.seconds
 
 
-def compare(name: str, seconds: float, rounds: int, bf16: bool) -> None:
+def compare(name: str, args: argparse.Namespace, baseline: Optional[Path], tmp: Path) -> None:
     data = prepared_dir(name)
-    cfg = load_config(ROOT / "configs" / f"{name}.yaml")
-    split = EncodedSplit(data, "train")
-    plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
-                     cfg.train.seed, cfg.model.max_positions)
-    pairs = round(len(plan.indices) / len(plan.epoch(0)))
-    vocab = load_manifest(data)["vocab_size"]
-    with tempfile.TemporaryDirectory() as tmp:
-        loops = {"transcli train": Ours(name, data, Path(tmp) / "fp32", ["train.device=cpu"]),
-                 "naive loop": Naive(cfg, split, plan, pairs, vocab, torch.device("cpu"))}
-        if bf16:
-            loops["transcli train bf16"] = Ours(name, data, Path(tmp) / "bf16", [
-                "train.device=cpu", "train.cpu_precision=bf16"])
-        for _ in range(rounds):
-            for loop in loops.values():
-                loop.run_for(seconds / rounds / len(loops))
-        results = {label: loop.result() for label, loop in loops.items()}
+    config = ROOT / "configs" / f"{name}.yaml"
+    sets = ["train.device=cpu", "train.max_steps=" + NEVER, "train.valid_every=" + NEVER,
+            "train.save_every=" + NEVER] + (["train.cpu_precision=bf16"] if args.bf16 else [])
+    loops: list = []
+    if baseline is not None:
+        loops.append(Implementation(f"baseline {args.baseline}", baseline, config, data,
+                                    tmp / f"{name}-baseline", sets, args.threads))
+    loops.append(Implementation("this tree", ROOT, config, data, tmp / f"{name}-ours", sets,
+                                args.threads))
+    for variant in args.variant:
+        label, _, items = variant.partition(":")
+        extra = [item for item in items.split(",") if item]
+        data_sets = tuple(item for item in extra if item.startswith("data."))
+        loops.append(Implementation(label, ROOT, config, prepared_dir(name, data_sets),
+                                    tmp / f"{name}-{label}",
+                                    sets + [i for i in extra if i not in data_sets], args.threads))
+    if args.naive:
+        cfg = load_config(config)
+        split = EncodedSplit(data, "train")
+        plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
+                         cfg.train.seed, cfg.model.max_positions)
+        pairs = round(len(plan.indices) / len(plan.epoch(0)))
+        loops.append(Naive(cfg, split, plan, pairs, load_manifest(data)["vocab_size"],
+                           torch.device("cpu")))
+    for _ in range(args.rounds):
+        for loop in loops:
+            loop.run_for(args.seconds / args.rounds / len(loops))
+    cfg = load_config(config)
     print(f"{name}: d_model {cfg.model.d_model}, {cfg.model.enc_layers}+{cfg.model.dec_layers} "
-          f"layers, vocab {vocab}, {cfg.train.batch_tokens} tokens/batch (naive: {pairs} "
-          f"random pairs/batch)")
+          f"layers, vocab {load_manifest(data)['vocab_size']}, {cfg.train.batch_tokens} "
+          f"tokens/batch, {'bf16 autocast' if args.bf16 else 'fp32'}, {args.threads} threads")
+    results = {loop.label: loop.result() for loop in loops}
     for label, (rate, pad, measured) in results.items():
-        print(f"  {label:20s} {rate:9,.0f} tgt tok/s   padding {100 * pad:5.1f}%   "
+        print(f"  {label:22s} {rate:9,.0f} tgt tok/s   padding {100 * pad:5.1f}%   "
               f"({measured:.0f} s measured)")
-    naive_rate = results["naive loop"][0]
-    print("  speed-up over naive: " + ", ".join(
-        f"{label} {rate / naive_rate:.2f}x" for label, (rate, _, _) in results.items()
-        if label != "naive loop"), flush=True)
+    first_rate = next(iter(results.values()))[0]
+    print("  ratio to the first row: " + ", ".join(
+        f"{label} {rate / first_rate:.2f}x" for label, (rate, _, _) in list(results.items())[1:]),
+        flush=True)
+    if args.curve_steps:
+        curves(name, [loop for loop in loops if isinstance(loop, Implementation)],
+               args.curve_steps)
 
 
-def gpu_report(seconds: float) -> None:
-    """base in bf16 on CUDA: throughput, MFU (dense FLOPs only) and peak memory."""
-    data = prepared_dir("base")
-    cfg = load_config(ROOT / "configs" / "base.yaml")
-    m, vocab = cfg.model, load_manifest(data)["vocab_size"]
-    layer = 4 * m.d_model ** 2 + 2 * m.d_model * m.d_ff  # attention + FFN weights
-    print(f"GPU: {torch.cuda.get_device_name()}, base config, bf16")
-    for compiled in (False, True):
-        torch.cuda.reset_peak_memory_stats()
-        with tempfile.TemporaryDirectory() as tmp:
-            ours = Ours("base", data, Path(tmp) / "run", [f"train.compile={str(compiled).lower()}",
-                                                          "train.device=cuda"])
-            ours.run_for(seconds)
-            rate, pad, _ = ours.result()
-            last = ours.rounds[-1][-1]
-        src_per_tgt = last["src_tokens"] / last["tgt_tokens"]
-        flops_per_tgt = 6 * (m.enc_layers * layer * src_per_tgt
-                             + m.dec_layers * (layer + 4 * m.d_model ** 2) + vocab * m.d_model)
-        print(f"  compile={compiled!s:5}  {rate:10,.0f} tgt tok/s  padding {100 * pad:4.1f}%  "
-              f"MFU {100 * rate * flops_per_tgt / H100_BF16_PEAK:4.1f}% (dense, of 989 TFLOP/s)  "
-              f"peak memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB", flush=True)
+def curves(name: str, loops: list[Implementation], steps: int) -> None:
+    """Each implementation trained `steps` updates from scratch: losses at the same steps."""
+    every = max(1, steps // 10)
+    table = {}
+    for loop in loops:
+        loop.run = loop.run.with_name(loop.run.name + "-curve")
+        loop.train([f"train.max_steps={steps}", f"train.log_every={every}",
+                    "train.max_minutes=0"], resume=False)
+        table[loop.label] = {r["step"]: r["loss"] for r in loop._lines()}
+    print(f"{name}: training loss (label-smoothed) at the same steps, same seed and data order")
+    print("  step " + "".join(f"{label:>24s}" for label in table))
+    for step in sorted(next(iter(table.values()))):
+        print(f"  {step:4d} " + "".join(f"{losses.get(step, float('nan')):24.4f}"
+                                        for losses in table.values()))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--configs", nargs="+", default=["tiny", "small"])
-    parser.add_argument("--seconds", type=float, default=60.0,
-                        help="per config, all loops together")
-    parser.add_argument("--rounds", type=int, default=2, help="alternations per config")
+    parser.add_argument("--configs", nargs="+", default=["small"])
+    parser.add_argument("--baseline", help="a git revision to compare with (e.g. 0aaecd6)")
+    parser.add_argument("--seconds", type=float, default=240.0,
+                        help="per config, all implementations together")
+    parser.add_argument("--rounds", type=int, default=4, help="alternations per config")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--bf16", action="store_true",
-                        help="also time train.cpu_precision=bf16 (CPUs with AMX/AVX512-BF16)")
+    parser.add_argument("--bf16", action="store_true", help="train.cpu_precision=bf16")
+    parser.add_argument("--naive", action="store_true", help="also time the naive loop")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="LABEL:key=value,... this tree with other settings (repeatable)")
+    parser.add_argument("--curve-steps", type=int, default=0,
+                        help="then train each implementation N updates and compare losses")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads; "
-          f"corpus {CORPUS}", flush=True)
-    for name in args.configs:
-        compare(name, args.seconds, args.rounds, args.bf16)
-    if torch.cuda.is_available():
-        gpu_report(args.seconds)
+    print(f"torch {torch.__version__}, {args.threads} CPU threads, OMP_WAIT_POLICY "
+          f"{USER_OMP_WAIT_POLICY or 'unset (each version applies its own default)'}; "
+          f"load average {os.getloadavg()[0]:.2f}; corpus {CORPUS}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        baseline = export_tree(args.baseline, Path(tmp) / "baseline") if args.baseline else None
+        for name in args.configs:
+            compare(name, args, baseline, Path(tmp))
+        shutil.rmtree(Path(tmp), ignore_errors=True)
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

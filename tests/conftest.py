@@ -47,6 +47,22 @@ PAIRS = [
 ]
 
 
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 sample pairs prepared by the real `prepare` (32 train, 4 valid, 4 test)."""
+    from training import prepare_sample
+
+    return prepare_sample(tmp_path_factory.mktemp("prep"), 0, 40)
+
+
+@pytest.fixture(scope="session")
+def other_prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Another 40 sample pairs: a different prepared dataset."""
+    from training import prepare_sample
+
+    return prepare_sample(tmp_path_factory.mktemp("prep2"), 40, 40)
+
+
 @pytest.fixture(scope="module")
 def one_thread_per_module() -> Iterator[None]:
     """Tiny models run fastest on one thread (no OpenMP hand-offs); opt in per module."""
@@ -86,6 +102,35 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_spm: Path) -> Path:
     save_config(load_config(TINY_CONFIG), run / CONFIG_FILE)
     (run / TOKENIZER_FILE).write_bytes(tiny_spm.read_bytes())
     save_weights(memorised_model(tiny_spm, tuple(PAIRS)), step_path(run, 200))
+    return run
+
+
+@pytest.fixture(scope="session")
+def sample_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 400-piece joint sentencepiece model of data/sample's training text, trained by
+    transcli's own tokenizer trainer (under a second)."""
+    from transcli.tokenizer import train_tokenizer
+
+    folder = tmp_path_factory.mktemp("sample-spm")
+    sample = ROOT / "data" / "sample"
+    train_tokenizer([sample / "train.en", sample / "train.es"], folder, vocab_size=400,
+                    model_type="unigram", character_coverage=1.0, input_sentence_size=100_000,
+                    seed=1)
+    return folder / TOKENIZER_FILE
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory: pytest.TempPathFactory, sample_spm: Path) -> Path:
+    """A run dir (tiny config, greedy decoding) whose only checkpoint, step 200, is
+    `memorised.sample_model`. Tests must not write into it: copy it first."""
+    from memorised import sample_model
+
+    run = tmp_path_factory.mktemp("sample-run") / "run"
+    run.mkdir()
+    cfg = load_config(TINY_CONFIG, ["decode.strategy=greedy", "decode.n_best=1"])
+    save_config(cfg, run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(sample_spm.read_bytes())
+    save_weights(sample_model(sample_spm), step_path(run, 200))
     return run
 
 

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import torch
 import torch.nn.functional as F
-from conftest import TINY_CONFIG
+from conftest import ROOT, TINY_CONFIG
 
 from transcli.config import load_config
 from transcli.model import Transformer
@@ -65,6 +65,46 @@ def memorised_model(spm_path: Path, pairs: tuple[tuple[str, str], ...],
         for _ in range(steps):
             logp = model(src, tgt_in)
             loss = F.nll_loss(logp.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD_ID)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return model.eval()
+
+
+SAMPLE = ROOT / "data" / "sample"
+
+
+def sample_pairs(*splits: str) -> list[tuple[str, str]]:
+    """The (English, Spanish) pairs of data/sample's `splits`, in file order."""
+    pairs = []
+    for split in splits:
+        en = (SAMPLE / f"{split}.en").read_text(encoding="utf-8").splitlines()
+        es = (SAMPLE / f"{split}.es").read_text(encoding="utf-8").splitlines()
+        pairs += list(zip(en, es))
+    return pairs
+
+
+@functools.lru_cache(maxsize=None)
+def sample_model(spm_path: Path, steps: int = 200, batch: int = 32) -> Transformer:
+    """The tiny config trained a little on data/sample's training pairs (random batches of
+    `batch` pairs, one torch thread, about ten seconds). Far from a good translator, but
+    it ends its sentences and its output depends on the source: real-looking test
+    sentences for comparing decoders and exports (eval mode, CPU)."""
+    tokenizer = Tokenizer(spm_path)
+    pairs = sample_pairs("train")
+    src = [ids + [EOS_ID] for ids in tokenizer.encode([en for en, _ in pairs])]
+    tgt = tokenizer.encode([es for _, es in pairs])
+    torch.manual_seed(0)
+    model = Transformer(load_config(TINY_CONFIG).model, tokenizer.vocab_size)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    order = torch.Generator().manual_seed(0)
+    model.train()
+    with one_torch_thread():
+        for _ in range(steps):
+            picked = torch.randint(len(pairs), (batch,), generator=order).tolist()
+            logp = model(pad([src[i] for i in picked]), pad([[BOS_ID] + tgt[i] for i in picked]))
+            gold = pad([tgt[i] + [EOS_ID] for i in picked])
+            loss = F.nll_loss(logp.flatten(0, 1), gold.flatten(), ignore_index=PAD_ID)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import signal
 import subprocess
@@ -22,23 +21,14 @@ import torch
 from safetensors.torch import load_file
 
 from transcli.checkpoint import load_state, load_trained
-from transcli.config import Config, SourceConfig, load_config
+from transcli.config import load_config
 from transcli.errors import UserError
 from transcli.objective import label_smoothed_nll, noam_lr
-from transcli.prepare import prepare
 from transcli.rundir import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, CURVES_FILE, METRICS_FILE,
                              complete_steps, step_path)
 from transcli.runlog import read_metrics
 from transcli.train import train
-
-ROOT = Path(__file__).resolve().parent.parent
-TINY = ROOT / "configs" / "tiny.yaml"
-SAMPLE = ROOT / "data" / "sample"
-# Smaller than tiny and validating on 2 lines: each run takes a second or two.
-FAST = ["model.d_model=32", "model.d_ff=64", "model.heads=2", "model.enc_layers=1",
-        "model.dec_layers=1", "train.log_every=5", "train.valid_every=10",
-        "train.save_every=10", "train.valid_bleu_lines=2"]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+from training import ENV, TINY, fast_config, losses, train_cli, transcli_process
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -48,48 +38,6 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-def _prepare(folder: Path, first: int, lines: int) -> Path:
-    """`transcli prepare` on sample lines [first, first + lines): 4 valid, 4 test, rest train."""
-    for lang in ("en", "es"):
-        text = (SAMPLE / f"train.{lang}").read_text(encoding="utf-8").splitlines()
-        (folder / f"corpus.{lang}").write_text("\n".join(text[first:first + lines]) + "\n",
-                                               encoding="utf-8")
-    cfg = load_config(TINY, ["data.valid_size=4", "data.test_size=4"])
-    cfg.data.train = [SourceConfig(src_file=str(folder / "corpus.en"),
-                                   tgt_file=str(folder / "corpus.es"))]
-    prepare(cfg, folder / "prepared", force=False)
-    return folder / "prepared"
-
-
-@pytest.fixture(scope="session")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _prepare(tmp_path_factory.mktemp("prep"), 0, 40)
-
-
-@pytest.fixture(scope="session")
-def other_prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _prepare(tmp_path_factory.mktemp("prep2"), 40, 40)
-
-
-def _cfg(*sets: str) -> Config:
-    return load_config(TINY, FAST + list(sets))
-
-
-def _transcli(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "transcli", *args], env=ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def _train_cli(data: Path, out: Path, *extra_sets: str) -> list[str]:
-    """CLI arguments; `extra_sets` come after FAST's and win over them."""
-    sets = [item for s in FAST + list(extra_sets) for item in ("--set", s)]
-    return ["train", "--config", str(TINY), "--data", str(data), "--out", str(out), *sets]
-
-
-def _losses(run: Path) -> list[tuple[int, float]]:
-    return [(r["step"], r["loss"]) for r in read_metrics(run / METRICS_FILE, "train")]
 
 
 # ----------------------------------------------------------------------------- pieces
@@ -135,7 +83,7 @@ def test_tiny_config_memorises_32_pairs(prepared: Path, tmp_path: Path) -> None:
 
 def test_run_dir_holds_everything_a_run_needs(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(_cfg("train.max_steps=30", "train.keep_last=2", "train.average_last=2"), prepared, run)
+    train(fast_config("train.max_steps=30", "train.keep_last=2", "train.average_last=2"), prepared, run)
     assert complete_steps(run) == [20, 30]  # keep_last
     weights = [load_file(step_path(run, s)) for s in (20, 30)]
     avg = load_file(run / CHECKPOINT_DIR / AVG_FILE)
@@ -158,18 +106,18 @@ def test_resume_continues_exactly(prepared: Path, tmp_path: Path) -> None:
     """17 steps, resume to 40, equals 40 straight: mid-epoch, mid-log-interval, dropout on."""
     sets = ["model.dropout=0.1", "train.save_every=17"]
     straight, split = tmp_path / "straight", tmp_path / "split"
-    train(_cfg(*sets, "train.max_steps=40"), prepared, straight)
-    train(_cfg(*sets, "train.max_steps=17"), prepared, split)
-    train(_cfg(*sets, "train.max_steps=40"), prepared, split, resume=True)
+    train(fast_config(*sets, "train.max_steps=40"), prepared, straight)
+    train(fast_config(*sets, "train.max_steps=17"), prepared, split)
+    train(fast_config(*sets, "train.max_steps=40"), prepared, split, resume=True)
     a, b = load_file(step_path(straight, 40)), load_file(step_path(split, 40))
     assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
-    assert _losses(split) == _losses(straight) and len(_losses(straight)) == 8
+    assert losses(split) == losses(straight) and len(losses(straight)) == 8
 
 
 def test_early_stopping_after_patience_validations_without_progress(
         prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     run = tmp_path / "run"  # a learning rate this small leaves valid BLEU where it was
-    train(_cfg("train.lr_factor=1e-9", "train.patience=2", "train.valid_every=5",
+    train(fast_config("train.lr_factor=1e-9", "train.patience=2", "train.valid_every=5",
                "train.max_steps=100"), prepared, run)
     assert "early stop: no better valid BLEU in 2 validations" in capsys.readouterr().err
     assert complete_steps(run)[-1] == 15
@@ -179,9 +127,9 @@ def test_early_stopping_after_patience_validations_without_progress(
 
 def test_bf16_autocast_on_cpu_trains_like_fp32(prepared: Path, tmp_path: Path) -> None:
     sets = ["train.max_steps=20", "train.valid_every=1000"]
-    train(_cfg(*sets), prepared, tmp_path / "fp32")
-    train(_cfg(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "bf16")
-    (_, fp32), (_, bf16) = _losses(tmp_path / "fp32")[-1], _losses(tmp_path / "bf16")[-1]
+    train(fast_config(*sets), prepared, tmp_path / "fp32")
+    train(fast_config(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "bf16")
+    (_, fp32), (_, bf16) = losses(tmp_path / "fp32")[-1], losses(tmp_path / "bf16")[-1]
     assert bf16 != fp32 and bf16 == pytest.approx(fp32, rel=0.05)
 
 
@@ -189,7 +137,7 @@ def test_nan_loss_stops_with_the_last_good_checkpoint_intact(prepared: Path,
                                                              tmp_path: Path) -> None:
     run = tmp_path / "run"
     with pytest.raises(UserError, match=r"step \d+: .*(nan|inf).*diverged.*last good checkpoint"):
-        train(_cfg("train.lr_factor=1e6", "train.save_every=1"), prepared, run)
+        train(fast_config("train.lr_factor=1e6", "train.save_every=1"), prepared, run)
     steps = complete_steps(run)
     assert steps  # saved before diverging, and nothing after
     weights = load_file(step_path(run, steps[-1]))
@@ -199,29 +147,29 @@ def test_nan_loss_stops_with_the_last_good_checkpoint_intact(prepared: Path,
 def test_incompatible_or_foreign_runs_are_refused(prepared: Path, other_prepared: Path,
                                                   tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(_cfg("train.max_steps=10"), prepared, run)
+    train(fast_config("train.max_steps=10"), prepared, run)
     before = sorted(p.name for p in (run / CHECKPOINT_DIR).iterdir())
     cases = [
-        (dict(cfg=_cfg("model.d_model=64"), data=prepared, resume=True), "model.d_model: 32 -> 64"),
-        (dict(cfg=_cfg(), data=other_prepared, resume=True), "different prepared dataset"),
-        (dict(cfg=_cfg(), data=prepared, resume=False), "--resume .* or --force"),
+        (dict(cfg=fast_config("model.d_model=64"), data=prepared, resume=True), "model.d_model: 32 -> 64"),
+        (dict(cfg=fast_config(), data=other_prepared, resume=True), "different prepared dataset"),
+        (dict(cfg=fast_config(), data=prepared, resume=False), "--resume .* or --force"),
     ]
     for kwargs, message in cases:
         with pytest.raises(UserError, match=message):
             train(kwargs["cfg"], kwargs["data"], run, resume=kwargs["resume"])
     assert sorted(p.name for p in (run / CHECKPOINT_DIR).iterdir()) == before
-    train(_cfg("train.max_steps=5"), other_prepared, run, force=True)
+    train(fast_config("train.max_steps=5"), other_prepared, run, force=True)
     assert complete_steps(run) == [5]
 
 
 def test_a_changed_vocabulary_is_refused(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(_cfg("train.max_steps=5"), prepared, run)
+    train(fast_config("train.max_steps=5"), prepared, run)
     identity = json.loads((run / "run.json").read_text())
     identity["vocab_size"] += 1
     (run / "run.json").write_text(json.dumps(identity))
     with pytest.raises(UserError, match="vocabulary"):
-        train(_cfg("train.max_steps=10"), prepared, run, resume=True)
+        train(fast_config("train.max_steps=10"), prepared, run, resume=True)
 
 
 def _wait_for(path: Path, timeout: float = 60) -> None:
@@ -233,7 +181,7 @@ def _wait_for(path: Path, timeout: float = 60) -> None:
 
 def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    proc = _transcli(*_train_cli(prepared, run, "train.max_steps=100000",
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
                                  "train.save_every=100000"))
     _wait_for(run / METRICS_FILE)
     proc.send_signal(signal.SIGTERM)
@@ -243,7 +191,7 @@ def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: P
     step = complete_steps(run)[-1]
     assert step >= 5 and json.loads((run / METRICS_FILE).read_text().splitlines()[-1])
     # Without --config, --resume takes the run's own config.yaml (FAST's small model).
-    proc = _transcli("train", "--data", str(prepared), "--out", str(run), "--resume",
+    proc = transcli_process("train", "--data", str(prepared), "--out", str(run), "--resume",
                      "--max-steps", str(step + 5))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -252,13 +200,13 @@ def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: P
 
 def test_sigkill_at_a_random_moment_leaves_a_resumable_run(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    proc = _transcli(*_train_cli(prepared, run, "train.max_steps=100000", "train.save_every=1"))
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000", "train.save_every=1"))
     _wait_for(run / METRICS_FILE)
     time.sleep(random.Random(7).uniform(0.0, 0.5))  # seeded: a failure can be rerun
     proc.kill()
     proc.communicate(timeout=30)
     last = complete_steps(run)[-1]
-    proc = _transcli(*_train_cli(prepared, run, f"train.max_steps={last + 3}"), "--resume")
+    proc = transcli_process(*train_cli(prepared, run, f"train.max_steps={last + 3}"), "--resume")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert complete_steps(run)[-1] == last + 3
@@ -272,16 +220,16 @@ def test_two_ddp_processes_match_one_with_twice_the_accumulation(prepared: Path,
     sets = ["train.max_steps=6", "train.log_every=1", "train.valid_every=1000",
             "train.batch_tokens=128"]  # 5 batches an epoch: ranks straddle epoch ends
     single = tmp_path / "single"
-    train(_cfg(*sets, "train.accum_steps=2"), prepared, single)
+    train(fast_config(*sets, "train.accum_steps=2"), prepared, single)
     ddp = tmp_path / "ddp"
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
                            "2", "--master_port", str(random.randint(20000, 40000)),
-                           "-m", "transcli", *_train_cli(prepared, ddp, *sets)],
+                           "-m", "transcli", *train_cli(prepared, ddp, *sets)],
                           env=ENV, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "x 2 process(es)" in proc.stderr
     a, b = load_file(step_path(single, 6)), load_file(step_path(ddp, 6))
     assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-4
-    (steps, losses), (ddp_steps, ddp_losses) = (zip(*_losses(r)) for r in (single, ddp))
+    (steps, single_losses), (ddp_steps, ddp_losses) = (zip(*losses(r)) for r in (single, ddp))
     assert ddp_steps == steps == tuple(range(1, 7))
-    assert ddp_losses == pytest.approx(losses, rel=1e-5)
+    assert ddp_losses == pytest.approx(single_losses, rel=1e-5)

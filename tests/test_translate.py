@@ -86,12 +86,12 @@ def test_long_line_truncated_with_one_warning(run_dir, capsys):
 
 def test_training_mode_is_restored(tiny_spm):
     t = translator(tiny_spm, beam_size=1)
-    t.model.train()
+    t.engine.model.train()
     try:
         assert t.translate([ENGLISH[2]]) == [SPANISH[2]]  # dropout off while decoding
-        assert t.model.training
+        assert t.engine.model.training
     finally:
-        t.model.eval()
+        t.engine.model.eval()
 
 
 def test_errors_name_the_file(run_dir, tmp_path):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 import torch
@@ -167,30 +167,45 @@ class Batch:
                      self.tgt_out.pin_memory(), self.src_tokens, self.tgt_tokens)
 
 
-def _padded_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray
+def _padded_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, multiple: int
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows idx of a concatenated token array, padded to the longest + 1 column
-    (room for EOS/BOS), gathered in one vectorised read of the memory map."""
+    """Rows idx of a concatenated token array, padded to the longest + 1 column (room
+    for EOS/BOS) rounded up to `multiple`, gathered in one vectorised read."""
     starts = offsets[idx]
     lengths = offsets[idx + 1] - starts
-    cols = np.arange(int(lengths.max()) + 1)
+    cols = np.arange(-(-(int(lengths.max()) + 1) // multiple) * multiple)
     real = cols[None, :] < lengths[:, None]
     where = np.where(real, starts[:, None] + cols[None, :], 0)
     rows = np.where(real, tokens[where], PAD_ID).astype(np.int64)
     return rows, lengths
 
 
-def collate(split: EncodedSplit, idx: np.ndarray) -> Batch:
-    """Pairs `idx` of `split` as one padded batch."""
-    src, src_lengths = _padded_rows(split.src_tokens, split.src_offsets, idx)
-    body, tgt_lengths = _padded_rows(split.tgt_tokens, split.tgt_offsets, idx)
-    rows = np.arange(len(idx))
+def rows_from_lists(seqs: list[list[int]], multiple: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """`_padded_rows` for sequences held as lists (e.g. freshly encoded text)."""
+    lengths = np.fromiter(map(len, seqs), np.int64, len(seqs))
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    flat = np.fromiter((i for seq in seqs for i in seq), np.int64, int(offsets[-1]))
+    return _padded_rows(flat, offsets, np.arange(len(seqs)), multiple)
+
+
+def collate(split: EncodedSplit, idx: np.ndarray, multiple: int = 1) -> Batch:
+    """Pairs `idx` of `split` as one padded batch; lengths padded to a `multiple`."""
+    return assemble(_padded_rows(split.src_tokens, split.src_offsets, idx, multiple),
+                    _padded_rows(split.tgt_tokens, split.tgt_offsets, idx, multiple))
+
+
+def assemble(source: tuple[np.ndarray, np.ndarray], target: tuple[np.ndarray, np.ndarray]
+             ) -> Batch:
+    """A batch from padded (rows, lengths) of each side: EOS after each source, and
+    teacher forcing's shift: tgt_in = BOS + ids, tgt_out = ids + EOS."""
+    (src, src_lengths), (body, tgt_lengths) = source, target
+    rows = np.arange(len(src))
     src[rows, src_lengths] = EOS_ID
-    tgt_in = np.concatenate([np.full((len(idx), 1), BOS_ID, np.int64), body[:, :-1]], axis=1)
+    tgt_in = np.concatenate([np.full((len(body), 1), BOS_ID, np.int64), body[:, :-1]], axis=1)
     tgt_out = body
     tgt_out[rows, tgt_lengths] = EOS_ID
     return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out),
-                 int(src_lengths.sum()) + len(idx), int(tgt_lengths.sum()) + len(idx))
+                 int(src_lengths.sum()) + len(src), int(tgt_lengths.sum()) + len(body))
 
 
 def plain_batches(split: EncodedSplit, batch_tokens: int, max_len: int) -> Iterator[Batch]:
@@ -204,17 +219,22 @@ def plain_batches(split: EncodedSplit, batch_tokens: int, max_len: int) -> Itera
 # ----------------------------------------------------------------------------- loading
 
 
+MakeBatch = Callable[[np.ndarray, StreamPosition], Batch]
+
+
 class BackgroundLoader:
-    """Collates the stream's batches in a thread, a few ahead of the training loop.
+    """Builds the stream's batches in a thread, a few ahead of the training loop.
 
     Numpy gathers and torch copies release the GIL, so this overlaps with compute.
-    `next()` returns (batch, position after it): the loop checkpoints the position
-    of what it consumed, not of what was prefetched.
+    `make_batch(pair indices, stream position before the pull)` collates one batch (the
+    position identifies it, e.g. to seed subword sampling). `next()` returns (batch,
+    position after it): the loop checkpoints the position of what it consumed, not of
+    what was prefetched.
     """
 
-    def __init__(self, split: EncodedSplit, stream: BatchStream, prefetch: int = 8,
+    def __init__(self, make_batch: MakeBatch, stream: BatchStream, prefetch: int = 8,
                  pin_memory: bool = False):
-        self.split = split
+        self.make_batch = make_batch
         self.stream = stream
         self.pin = pin_memory
         self.queue: queue.Queue = queue.Queue(maxsize=prefetch)
@@ -225,7 +245,8 @@ class BackgroundLoader:
     def _work(self) -> None:
         try:
             while not self.stop_event.is_set():
-                batch = collate(self.split, self.stream.next())
+                before = StreamPosition(self.stream.position.epoch, self.stream.position.index)
+                batch = self.make_batch(self.stream.next(), before)
                 item = (batch.pin_memory() if self.pin else batch, self.stream.position.state())
                 while not self.stop_event.is_set():
                     try:

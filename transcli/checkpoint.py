@@ -17,13 +17,12 @@ from safetensors.torch import load_file as st_load_file
 from safetensors.torch import save_file as st_save_file
 from safetensors.torch import save_model as st_save_model
 
-from transcli.config import Config, load_config
+from transcli.config import Config
 from transcli.errors import UserError
 from transcli.files import atomic_path, is_temp_file
 from transcli.model import Transformer, upgrade_parameter_names
-from transcli.rundir import (CHECKPOINT_DIR, CONFIG_FILE, STATE_PATTERN, STEP_PATTERN,
-                             complete_steps, load_run_config, state_path, step_checkpoints,
-                             step_path)
+from transcli.rundir import (CHECKPOINT_DIR, STATE_PATTERN, STEP_PATTERN, complete_steps,
+                             load_run_config, state_path, step_checkpoints, step_path)
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 
 
@@ -145,7 +144,7 @@ def average_checkpoints(paths: list[Path], out: Path) -> None:
 
 
 def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
-    """`best`, `last`, `avg`, or a path -> an existing weights file.
+    """`best`, `last`, `avg`, a step number or a path -> an existing weights file.
 
     `best` falls back to `last` for runs that never validated.
     """
@@ -162,9 +161,15 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
         if not steps:
             raise UserError(f"{run_dir}: no checkpoints found in {CHECKPOINT_DIR}/")
         return steps[-1][1]
+    if name.isdigit():
+        path = step_path(run_dir, int(name))
+        if not path.is_file():
+            raise UserError(f"{run_dir}: no checkpoint of step {int(name)} in {CHECKPOINT_DIR}/")
+        return path
     path = Path(name)
     if not path.is_file():
-        raise UserError(f"{path}: checkpoint not found (use best, last, avg or a file path)")
+        raise UserError(f"{path}: checkpoint not found (use best, last, avg, a step number "
+                        f"or a file path)")
     return path
 
 
@@ -174,24 +179,11 @@ def load_trained(run_dir: str | Path, checkpoint: str = "best",
     """Everything `translate` needs from a run dir: the model in eval mode, the
     tokenizer it was trained with, and the run's config (with `overrides` applied)."""
     run_dir = Path(run_dir)
-    cfg = load_run_config(run_dir)
-    if overrides:
-        cfg = load_config(run_dir / CONFIG_FILE, overrides)
+    cfg = load_run_config(run_dir, overrides)
     tokenizer = Tokenizer(run_dir / TOKENIZER_FILE)
     model = Transformer(cfg.model, tokenizer.vocab_size)
     load_weights(model, resolve_checkpoint(run_dir, checkpoint))
     return model.to(device).eval(), tokenizer, cfg
-
-
-def pick_device(name: str) -> torch.device:
-    """`auto` is CUDA when present, else CPU; asking for a missing CUDA is a UserError."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda: no CUDA device is available")
-    if name not in ("cpu", "cuda"):
-        raise UserError(f"--device {name}: must be auto, cpu or cuda")
-    return torch.device(name)
 
 
 def _unwrap(model: torch.nn.Module) -> torch.nn.Module:

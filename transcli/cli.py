@@ -27,6 +27,10 @@ app = typer.Typer(
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (defaults when omitted).")
 SetOpt = typer.Option(None, "--set", help="Override any setting: section.key=value (repeatable).")
 Device = Optional[Literal["auto", "cpu", "cuda"]]
+EngineOpt = typer.Option(
+    None, help="torch, or ct2: CTranslate2 (exported into the run dir on first use).",
+    show_default="decode.engine")
+Int8Opt = typer.Option(False, "--int8", help="int8 weights (decode.quantize=int8).")
 
 
 def _device(default: str = "auto") -> Any:
@@ -123,11 +127,15 @@ def train(
 @app.command()
 def translate(
     model: Path = typer.Option(..., "--model", "-m", help="Run directory written by `train`."),
-    checkpoint: str = typer.Option("best", help="best, last, avg, or a checkpoint path."),
+    checkpoint: str = typer.Option(
+        "best", help="best, last, avg, a step number, or a checkpoint path."),
     input: str = typer.Option("-", "--input", "-i", help="Input file, or - for stdin."),
     output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
     greedy: bool = typer.Option(False, help="Greedy search (same output as --beam-size 1)."),
-    beam_size: Optional[int] = _setting("decode.beam_size", "Beam width (1 = greedy)."),
+    strategy: Optional[str] = _setting(
+        "decode.strategy", "beam, greedy or sample (decode.temperature, top_k, top_p, seed)."),
+    beam_size: Optional[int] = _setting(
+        "decode.beam_size", "Beam width (implies --strategy beam)."),
     length_penalty: Optional[float] = _setting(
         "decode.length_penalty",
         "GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha."),
@@ -139,7 +147,9 @@ def translate(
         "decode.batch_tokens", "Source tokens per batch, padding included, before beams."),
     n_best: Optional[int] = _setting(
         "decode.n_best", "K > 1 writes K lines per input line as TSV: line index (from 0), "
-        "hypothesis, score (length-penalised log-prob); K <= beam size."),
+        "hypothesis, score (length-penalised log-prob); K <= beam size, or K samples."),
+    engine: Optional[str] = EngineOpt,
+    int8: bool = Int8Opt,
     device: Device = _device(),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
@@ -150,10 +160,13 @@ def translate(
     """
     from transcli.translate import translate_file
 
-    flags = {"decode.beam_size": 1 if greedy else beam_size,
+    if greedy or strategy is None and beam_size is not None:
+        strategy = "greedy" if greedy else "beam"
+    flags = {"decode.strategy": strategy, "decode.beam_size": beam_size,
              "decode.length_penalty": length_penalty, "decode.max_len_a": max_len_a,
              "decode.max_len_b": max_len_b, "decode.batch_tokens": batch_tokens,
-             "decode.n_best": n_best}
+             "decode.n_best": n_best, "decode.engine": engine,
+             "decode.quantize": "int8" if int8 else None}
     translate_file(model, checkpoint, input, output, [*_given(flags), *(sets or [])],
                    device or "auto")
 
@@ -164,10 +177,13 @@ def evaluate(
     hyp: Optional[Path] = typer.Option(None, help="Hypotheses to score (instead of --model)."),
     model: Optional[Path] = typer.Option(None, "--model", "-m", help="Run dir to translate with."),
     src: Optional[Path] = typer.Option(None, help="Source file to translate (with --model)."),
-    checkpoint: str = typer.Option("best", help="best, last, avg, or a checkpoint path."),
+    checkpoint: str = typer.Option(
+        "best", help="best, last, avg, a step number, or a checkpoint path."),
     beam_size: Optional[int] = _setting("decode.beam_size", "Beam width (with --model)."),
     hyp_out: Optional[Path] = typer.Option(None, help="Write the scored hypotheses here."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    engine: Optional[str] = EngineOpt,
+    int8: bool = Int8Opt,
     device: Device = _device(),
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF and TER, with their signatures),
@@ -176,7 +192,32 @@ def evaluate(
 
     evaluate_cli(ref=ref, hyp=hyp, model=model, src=src, checkpoint=checkpoint,
                  beam_size=beam_size, hyp_out=hyp_out, as_json=json_out,
-                 device=device or "auto")
+                 device=device or "auto", engine=engine, int8=int8)
+
+
+@app.command()
+def export(
+    model: Path = typer.Option(..., "--model", "-m", help="Run directory written by `train`."),
+    format: str = typer.Option(
+        ..., "--format", "-f", help="ct2 (CTranslate2) or hf (Hugging Face MarianMTModel)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write."),
+    checkpoint: str = typer.Option(
+        "best", help="best, last, avg, a step number, or a checkpoint path."),
+    quantize: Optional[str] = typer.Option(
+        None, help="ct2 weights: int8, int16 or float16 (default: float32)."),
+    force: bool = typer.Option(
+        False, help="Write into a non-empty --out: replaces the files an export writes, "
+        "never deletes others."),
+) -> None:
+    """Export a checkpoint for another inference library: CTranslate2 or transformers.
+
+    The exported model gives transcli's greedy translations; what a format cannot
+    represent exactly is refused. Needs the package's ct2 or hf extra (see the README).
+    """
+    from transcli.export import export_run
+
+    export_run(model, format, out, checkpoint, quantize, force)
+    print(f"transcli: exported {format} model to {out}", file=sys.stderr)
 
 
 def main() -> None:

@@ -39,10 +39,13 @@ MAX_ACCUM_STEPS = 10_000
 MAX_BEAM = 1000
 MAX_VOCAB = 1_000_000
 MAX_SENTENCE = 1_000_000  # data.max_chars, data.max_tokens
+MAX_THREADS = 4096
 SEED_LIMIT = 1 << 63  # seeds are in [0, 2^63): numpy and torch both take them
 
 # An override: `--set` text "section.key=value", or a (dotted key, typed value) pair.
 Override = Union[str, tuple[str, Any]]
+
+SCHEDULES = ("noam", "linear", "cosine")  # learning-rate schedules (objective.learning_rate)
 
 
 @dataclass
@@ -56,6 +59,7 @@ class ModelConfig:
     heads: int = 8
     dropout: float = 0.1  # on embeddings+positions and on every sub-layer output
     attn_dropout: float = 0.0  # on attention weights (the paper uses none)
+    act_dropout: float = 0.0  # on the feed-forward network's ReLU output (the paper uses none)
     pre_norm: bool = False  # False = the paper's post-norm: LayerNorm(x + Sublayer(x))
     share_embeddings: bool = True  # one table for source and target (joint vocabulary)
     tie_output: bool = True  # output projection = target embedding matrix
@@ -68,7 +72,7 @@ class ModelConfig:
             _within(self, key, 1, limit)
         _require(self.d_model % self.heads == 0, "d_model",
                  f"{self.d_model} is not divisible by heads={self.heads}")
-        for key in ("dropout", "attn_dropout"):
+        for key in ("dropout", "attn_dropout", "act_dropout"):
             _require(0.0 <= getattr(self, key) < 1.0, key, "must be in [0, 1)")
 
 
@@ -133,7 +137,7 @@ class DataConfig:
         _require(self.input_sentence_size >= 1, "input_sentence_size", "must be at least 1")
         _require(self.max_ratio >= 1.0, "max_ratio", "must be >= 1")
         _within(self, "vocab_size", 8, MAX_VOCAB)
-        _within(self, "seed", 0, SEED_LIMIT - 1)
+        _seed(self, "seed")
         _require(self.tokenizer in ("unigram", "bpe"), "tokenizer", "must be unigram or bpe")
         _require(0.0 < self.character_coverage <= 1.0, "character_coverage", "must be in (0, 1]")
         for key in ("src_lang", "tgt_lang"):  # they name files: valid.en, valid.es
@@ -153,6 +157,10 @@ class TrainConfig:
     label_smoothing: float = 0.1
     lr_factor: float = 1.0  # Noam: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
     warmup_steps: int = 4000
+    # After warm-up: noam (step^-0.5), or linear / cosine decay to final_lr_scale x the
+    # peak at max_steps (a run that knows its length can end on a low learning rate).
+    schedule: str = "noam"
+    final_lr_scale: float = 0.0
     adam_beta1: float = 0.9
     adam_beta2: float = 0.98
     adam_eps: float = 1e-9
@@ -162,6 +170,16 @@ class TrainConfig:
     precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32
     cpu_precision: str = "fp32"  # on CPU: fp32, or bf16 autocast (fast with AMX/AVX512-BF16)
     compile: bool = False  # torch.compile the model
+    threads: int = 0  # CPU threads for torch (0: one per available core)
+    pad_multiple: int = 0  # pad batch lengths to a multiple of this (0: 8 on CUDA, 1 on CPU)
+    # Exponential moving average of the weights (0: off), e.g. 0.999: used for
+    # validation, `best` and `avg` checkpoints.
+    ema_decay: float = 0.0
+    # Subword regularisation (Kudo 2018): each epoch, training pairs are segmented anew
+    # by sentencepiece sampling with this smoothing alpha (0: off) among the nbest best
+    # segmentations (-1: all). Valid/test keep the deterministic segmentation.
+    sample_alpha: float = 0.0
+    sample_nbest: int = 64
     log_every: int = 100
     valid_every: int = 1000
     save_every: int = 1000
@@ -177,10 +195,18 @@ class TrainConfig:
             _require(getattr(self, key) >= 1, key, "must be at least 1")
         _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)
         _within(self, "accum_steps", 1, MAX_ACCUM_STEPS)
-        _within(self, "seed", 0, SEED_LIMIT - 1)
+        _seed(self, "seed")
         _require(self.max_minutes >= 0, "max_minutes", "must be >= 0")
         _require(0.0 <= self.label_smoothing < 1.0, "label_smoothing", "must be in [0, 1)")
         _require(self.lr_factor > 0, "lr_factor", "must be > 0")
+        _require(self.schedule in SCHEDULES, "schedule", f"must be one of {', '.join(SCHEDULES)}")
+        _require(0.0 <= self.final_lr_scale <= 1.0, "final_lr_scale", "must be in [0, 1]")
+        _require(0.0 <= self.ema_decay < 1.0, "ema_decay", "must be in [0, 1)")
+        _require(self.sample_alpha >= 0, "sample_alpha", "must be >= 0")
+        _require(self.sample_nbest == -1 or self.sample_nbest >= 1, "sample_nbest",
+                 "must be -1 (all segmentations) or at least 1")
+        _within(self, "threads", 0, MAX_THREADS)
+        _within(self, "pad_multiple", 0, MAX_POSITIONS)
         _require(0.0 <= self.adam_beta1 < 1.0, "adam_beta1", "must be in [0, 1)")
         _require(0.0 <= self.adam_beta2 < 1.0, "adam_beta2", "must be in [0, 1)")
         _require(self.adam_eps > 0, "adam_eps", "must be > 0")
@@ -195,24 +221,51 @@ class TrainConfig:
         _require(self.patience >= 0, "patience", "must be >= 0")
 
 
+# `decode.strategy` names; each maps to a search function in `search.SEARCHES`.
+STRATEGIES = ("beam", "greedy", "sample")
+ENGINES = ("torch", "ct2")  # what runs the search: transcli's model, or a CTranslate2 export
+QUANTIZE = ("none", "int8")  # int8: dynamic int8 Linear layers (torch), int8 weights (ct2)
+
+
 @dataclass
 class DecodeConfig:
     """Search settings for `translate` and `evaluate` (paper: beam 4, alpha 0.6, len + 50)."""
 
-    beam_size: int = 4  # 1 = greedy
+    strategy: str = "beam"  # beam, greedy (beam 1 gives the same output) or sample
+    beam_size: int = 4
     length_penalty: float = 0.6  # GNMT alpha: score / ((5 + len) / 6) ** alpha
     max_len_a: float = 1.0  # max target length = a * source length + b
     max_len_b: int = 50
     batch_tokens: int = 4096  # source tokens per batch (before beams)
-    n_best: int = 1
+    n_best: int = 1  # hypotheses per line (beam: <= beam_size; sample: independent samples)
+    temperature: float = 1.0  # sample: divide the log-probs by this before sampling
+    top_k: int = 0  # sample: only from the k most likely tokens (0: no limit)
+    top_p: float = 1.0  # sample: only from the smallest set of tokens with this much mass
+    seed: int = 1  # sample: line i of the input draws from a generator seeded by (seed, i)
+    engine: str = "torch"  # torch or ct2 (a CTranslate2 export cached in the run dir)
+    quantize: str = "none"  # none or int8
+    threads: int = 0  # CPU threads for torch (0: one per available core)
 
     def validate(self) -> None:
+        _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
         _within(self, "beam_size", 1, MAX_BEAM)
         _require(self.length_penalty >= 0, "length_penalty", "must be >= 0")
         _require(self.max_len_a >= 0, "max_len_a", "must be >= 0")
         _require(self.max_len_b >= 1, "max_len_b", "must be at least 1")
         _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)
-        _require(1 <= self.n_best <= self.beam_size, "n_best", "must be in [1, beam_size]")
+        if self.strategy == "beam":
+            _require(1 <= self.n_best <= self.beam_size, "n_best", "must be in [1, beam_size]")
+        elif self.strategy == "greedy":
+            _require(self.n_best == 1, "n_best", "must be 1 with strategy greedy")
+        else:
+            _require(self.n_best >= 1, "n_best", "must be at least 1")
+        _require(self.temperature > 0, "temperature", "must be > 0")
+        _require(self.top_k >= 0, "top_k", "must be >= 0 (0: no limit)")
+        _require(0.0 < self.top_p <= 1.0, "top_p", "must be in (0, 1]")
+        _seed(self, "seed")
+        _require(self.engine in ENGINES, "engine", f"must be one of {', '.join(ENGINES)}")
+        _require(self.quantize in QUANTIZE, "quantize", f"must be one of {', '.join(QUANTIZE)}")
+        _within(self, "threads", 0, MAX_THREADS)
 
 
 @dataclass
@@ -255,6 +308,12 @@ class _Invalid(Exception):
 def _require(ok: bool, key: str, message: str) -> None:
     if not ok:
         raise _Invalid(key, message)
+
+
+def _seed(section: Any, key: str) -> None:
+    value = getattr(section, key)
+    if not 0 <= value < SEED_LIMIT:
+        raise _Invalid(key, f"must be in [0, 2^63), got {value:,}")
 
 
 def _within(section: Any, key: str, low: int, high: int) -> None:

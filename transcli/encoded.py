@@ -18,8 +18,9 @@ piece count), `src_lang`, `tgt_lang`, `splits` ({split: {pairs, src_tokens,
 tgt_tokens, ...}}), `data_hash` (sha256 of spm.model and every encoded file:
 a run resumed on other data can tell), `config_hash`, `tokenizer`, `sources`,
 and the read/kept/dropped counts per reason. Plain-text copies of the cleaned
-valid and test sides sit beside them as `valid.{src_lang}`, `valid.{tgt_lang}`,
-`test.{src_lang}`, `test.{tgt_lang}`, one sentence per line (references for BLEU).
+sides of every split sit beside them as `{split}.{src_lang}` and `{split}.{tgt_lang}`,
+one sentence per line, line i = pair i (references for BLEU; the train text for
+subword sampling).
 """
 
 from __future__ import annotations

@@ -145,11 +145,16 @@ def check_line_counts(name: Path, count: int, refs: list[Path],
 
 def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
                  src: Optional[Path], checkpoint: str, beam_size: Optional[int],
-                 hyp_out: Optional[Path], as_json: bool, device: str) -> None:
-    """Score `hyp`, or the translation of `src` by `model`, against every `ref`;
-    print the scores as text or JSON. Every check on the inputs runs before the
-    (slow) translation starts."""
+                 hyp_out: Optional[Path], as_json: bool, device: str,
+                 engine: Optional[str] = None, int8: bool = False) -> None:
+    """Score `hyp`, or the translation of `src` by `model` (with `engine`, int8 weights
+    if `int8`), against every `ref`; print the scores as text or JSON. Every check on
+    the inputs runs before the (slow) translation starts."""
     _check_options(hyp, model, src, beam_size, hyp_out)
+    if model is None and (engine is not None or int8):
+        raise UserError(f"{'--engine' if engine else '--int8'} only applies with --model RUN_DIR")
+    extra: list[Override] = ([("decode.engine", engine)] * (engine is not None)
+                             + [("decode.quantize", "int8")] * int8)
     references = [read_scored_lines(path) for path in ref]
     if model is None:
         assert hyp is not None
@@ -160,7 +165,7 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
         assert src is not None
         sources = read_source_file(src)
         check_line_counts(src, len(sources), ref, references)
-        translations = _translate(model, checkpoint, sources, beam_size, device)
+        translations = _translate(model, checkpoint, sources, beam_size, device, extra)
         if hyp_out is not None:
             _write_lines(hyp_out, translations)
         hypotheses = [line.rstrip() for line in translations]  # as sacrebleu reads --hyp-out
@@ -198,14 +203,14 @@ def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Pat
 
 
 def _translate(model: Path, checkpoint: str, sources: list[str], beam_size: Optional[int],
-               device: str) -> list[str]:
+               device: str, extra: list[Override]) -> list[str]:
     """Translate with the code `transcli translate` uses; only the 1-best is scored."""
     from transcli.translate import translate_lines
 
     overrides: list[Override] = [("decode.n_best", 1)]
     if beam_size is not None:
         overrides.append(("decode.beam_size", beam_size))
-    return translate_lines(model, checkpoint, sources, overrides, device)
+    return translate_lines(model, checkpoint, sources, overrides + extra, device)
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:

@@ -19,14 +19,25 @@ DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parque
 COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 
 
+def import_datasets(name: str) -> Any:
+    """The Hugging Face `datasets` package, imported only for dataset sources: it is slow
+    to import, and GPU images may lack it while file pairs and TSVs need nothing more."""
+    try:
+        import datasets
+    except ImportError:
+        raise UserError(f"dataset '{name}': dataset sources need the Hugging Face `datasets` "
+                        f"package (pip install datasets); --src-file/--tgt-file and --tsv "
+                        f"work without it") from None
+    return datasets
+
+
 def load_hf_dataset(name: str, subset: Optional[str], split: str, cache_dir: Path) -> Any:
     """A `datasets.Dataset` from a save_to_disk dir, a local data file or folder, or the hub.
 
     Local files are converted into `cache_dir` (the run's scratch space), so nothing
     is written outside it; hub datasets use the usual Hugging Face cache.
     """
-    import datasets  # slow to import: only for dataset sources
-
+    datasets = import_datasets(name)
     datasets.disable_progress_bars()  # ours shows progress; theirs would interleave
     datasets.logging.set_verbosity(logging.CRITICAL)  # its errors become our one line
     _quiet_hub_logs()

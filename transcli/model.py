@@ -125,15 +125,17 @@ class CrossAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position alike."""
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position alike (with optional
+    dropout on the ReLU's output)."""
 
-    def __init__(self, d_model: int, d_ff: int):
+    def __init__(self, d_model: int, d_ff: int, act_dropout: float = 0.0):
         super().__init__()
         self.inner = nn.Linear(d_model, d_ff)
         self.outer = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(act_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.outer(F.relu(self.inner(x)))
+        return self.outer(self.dropout(F.relu(self.inner(x))))
 
 
 class Sublayer(nn.Module):
@@ -162,7 +164,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.self_attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.act_dropout)
         self.self_attn_block = residual(cfg)
         self.ffn_block = residual(cfg)
 
@@ -178,7 +180,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
         self.cross_attn = CrossAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.act_dropout)
         self.self_attn_block = residual(cfg)
         self.cross_attn_block = residual(cfg)
         self.ffn_block = residual(cfg)

@@ -1,8 +1,25 @@
-"""The training objective and learning-rate schedule of Vaswani et al. (2017), 5.3-5.4."""
+"""The training objective and learning-rate schedules of Vaswani et al. (2017), 5.3-5.4.
+
+Two implementations of one loss: `label_smoothed_nll` from log-probabilities (the
+reference, plain autograd) and `output_loss`, which applies the output layer itself
+chunk by chunk and computes its gradients in the same pass, so the [tokens, V]
+logits of a batch never exist whole and no log-softmax is stored for backward.
+Tests hold the two equal; training uses the second (`bench/train_speed.py`).
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, fields
+from typing import Any, Optional
+
+import torch
 from torch import Tensor
+
+ROWS_PER_CHUNK = 1024  # target positions whose logits exist at once in `output_loss`
+
+
+# ----------------------------------------------------------------------------- schedules
 
 
 def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
@@ -10,6 +27,58 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
     then decay with the inverse square root of the (1-based) update number."""
     step = max(step, 1)
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def learning_rate(schedule: str, step: int, d_model: int, warmup: int, factor: float,
+                  total: int, final: float = 0.0) -> float:
+    """The learning rate of update `step` (1-based).
+
+    All schedules share Noam's warm-up and peak (factor * d_model^-0.5 * warmup^-0.5 at
+    `warmup`), then: `noam` decays as step^-0.5; `linear` and `cosine` fall from the peak
+    to `final` x peak at update `total` (a run that knows its length ends on a low rate).
+    """
+    if schedule == "noam" or step <= warmup:
+        return noam_lr(step, d_model, warmup, factor)
+    peak = noam_lr(warmup, d_model, warmup, factor)
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    if schedule == "linear":
+        shape = 1.0 - progress
+    elif schedule == "cosine":
+        shape = 0.5 * (1.0 + math.cos(math.pi * progress))
+    else:
+        raise ValueError(f"unknown schedule {schedule!r}")
+    return peak * (final + (1.0 - final) * shape)
+
+
+# ----------------------------------------------------------------------------- the loss
+
+
+@dataclass
+class LossSums:
+    """Sums over target tokens (an update, an interval, a validation): means come last,
+    so micro-batches and processes add up before the division."""
+
+    loss: float = 0.0  # label-smoothed cross-entropy
+    nll: float = 0.0  # plain negative log-likelihood
+    tokens: float = 0.0  # non-pad target tokens
+    correct: float = 0.0  # tokens whose gold id scored the row's maximum
+
+    @classmethod
+    def of(cls, values: Tensor | list[float]) -> LossSums:
+        """From the 4-vector `output_loss` returns (or a sum of them)."""
+        values = values.tolist() if isinstance(values, Tensor) else values
+        return cls(*values[:4])
+
+    def add(self, other: LossSums) -> None:
+        for f in fields(LossSums):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def means(self) -> dict[str, float]:
+        """Per-token loss, NLL, perplexity and accuracy."""
+        tokens = max(self.tokens, 1.0)
+        nll = self.nll / tokens
+        return {"loss": self.loss / tokens, "nll": nll, "ppl": math.exp(min(nll, 50.0)),
+                "acc": self.correct / tokens}
 
 
 def label_smoothed_nll(log_probs: Tensor, target: Tensor, eps: float, pad_id: int
@@ -35,3 +104,97 @@ def label_smoothed_nll(log_probs: Tensor, target: Tensor, eps: float, pad_id: in
     # The gold token scoring the row's maximum: 6x cheaper than argmax on CPU.
     correct = ((-nll.detach() >= log_probs.detach().amax(dim=-1)) & real).sum()
     return loss_sum, nll_sum.detach(), real.sum(), correct
+
+
+def output_loss(hidden: Tensor, weight: Tensor, target: Tensor, eps: float,
+                pad_id: int) -> Tensor:
+    """`label_smoothed_nll(log_softmax(hidden @ weight.T), target, eps, pad_id)` as one
+    float32 4-vector [loss, nll, tokens, correct]; only `loss` carries a gradient.
+
+    hidden [..., d] (decoder output), weight [V, d] (the output layer), target [...].
+    Under autocast the matmuls run in its dtype and the softmax in float32, as the
+    reference does.
+    """
+    device_type = hidden.device.type
+    dtype = (torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type)
+             else hidden.dtype)
+    with torch.autocast(device_type, enabled=False):
+        return _LinearSmoothedNLL.apply(hidden, weight, target, eps, pad_id, dtype)
+
+
+class _LinearSmoothedNLL(torch.autograd.Function):
+    """Forward computes the loss and, while each chunk's softmax is at hand, the gradient
+    of the summed loss w.r.t. hidden and weight; backward only scales them."""
+
+    @staticmethod
+    def forward(ctx: Any, hidden: Tensor, weight: Tensor, target: Tensor, eps: float,
+                pad_id: int, dtype: torch.dtype) -> Tensor:
+        h = hidden.reshape(-1, hidden.size(-1)).to(dtype)
+        w = weight.to(dtype)
+        t = target.reshape(-1)
+        wants_grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        grad_h = torch.empty_like(h) if wants_grad else None
+        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) \
+            if wants_grad else None
+        sums = torch.zeros(4, dtype=torch.float32, device=hidden.device)
+        for start in range(0, h.size(0), ROWS_PER_CHUNK):
+            rows = slice(start, start + ROWS_PER_CHUNK)
+            grad = _chunk(h[rows], w, t[rows], eps, pad_id, sums, wants_grad)
+            if grad is not None:
+                grad_h[rows] = grad @ w
+                grad_w.add_((grad.t() @ h[rows]).float())
+        ctx.save_for_backward(grad_h, grad_w)
+        ctx.shapes = (hidden.shape, hidden.dtype, weight.dtype)
+        return sums
+
+    @staticmethod
+    def backward(ctx: Any, grad_sums: Tensor) -> tuple[Optional[Tensor], ...]:
+        grad_h, grad_w = ctx.saved_tensors
+        shape, h_dtype, w_dtype = ctx.shapes
+        scale = grad_sums[0]  # the other entries carry no gradient
+        grad_hidden = None if grad_h is None else (grad_h * scale).view(shape).to(h_dtype)
+        grad_weight = None if grad_w is None else (grad_w * scale).to(w_dtype)
+        return grad_hidden, grad_weight, None, None, None, None
+
+
+def _chunk(h: Tensor, w: Tensor, target: Tensor, eps: float, pad_id: int, sums: Tensor,
+           wants_grad: bool) -> Optional[Tensor]:
+    """Add one chunk's [loss, nll, tokens, correct] to `sums`; return d(loss)/d(logits)
+    in the compute dtype (None without gradients). With p = softmax(logits) and
+    q = (1 - eps) * one-hot + eps / V, d(-sum q log p)/d(logits) = p - q."""
+    vocab = w.size(0)
+    real = target != pad_id
+    logits = (h @ w.t()).float()
+    top = logits.amax(dim=-1, keepdim=True)
+    gold = logits.gather(1, target[:, None])
+    mean = logits.mean(dim=-1, keepdim=True)
+    exp = logits.sub_(top).exp_()  # in place: logits are not needed any more
+    total = exp.sum(dim=-1, keepdim=True)
+    log_z = top + total.log()  # log-sum-exp of the logits
+    nll = (log_z - gold).squeeze(1).masked_fill(~real, 0.0)
+    uniform = (log_z - mean).squeeze(1).masked_fill(~real, 0.0)
+    sums += torch.stack([(1.0 - eps) * nll.sum() + eps * uniform.sum(), nll.sum(),
+                         real.sum().float(), ((gold >= top).squeeze(1) & real).sum().float()])
+    if not wants_grad:
+        return None
+    grad = exp.mul_(1.0 / total).sub_(eps / vocab)
+    grad.scatter_add_(1, target[:, None], grad.new_full((len(target), 1), eps - 1.0))
+    grad[~real] = 0.0
+    return grad.to(h.dtype)
+
+
+class TeacherForcing(torch.nn.Module):
+    """The model and its training loss as one module (what DDP and torch.compile wrap):
+    encode `src`, decode `tgt_in` (BOS + target), score against `tgt_out` (target + EOS)."""
+
+    def __init__(self, model: torch.nn.Module, label_smoothing: float, pad_id: int):
+        super().__init__()
+        self.model = model
+        self.label_smoothing = label_smoothing
+        self.pad_id = pad_id
+
+    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
+        """[loss, nll, tokens, correct] sums, as `output_loss`."""
+        hidden = self.model.decode_hidden(tgt_in, self.model.encode(src))
+        return output_loss(hidden, self.model.output_weight, tgt_out, self.label_smoothing,
+                           self.pad_id)

@@ -37,7 +37,8 @@ from transcli.corpus import DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, no
 from transcli.encoded import MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files
 from transcli.errors import UserError
 from transcli.files import count_lines
-from transcli.sources import Source, SourceKeyError, open_source, source_format, source_label
+from transcli.sources import (Source, SourceKeyError, open_source, preload_source, source_format,
+                              source_label)
 from transcli.tokenizer import TOKENIZER_FILE, VOCAB_FILE, Tokenizer, train_tokenizer
 
 FORMAT = "transcli-prepared/1"
@@ -138,9 +139,7 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
 
 
 def _open(config: SourceConfig, data: DataConfig, cache: Path, split: str) -> Source:
-    if config.dataset is not None:
-        import datasets  # noqa: F401  (slow: imported before the timer starts, so that a
-        # dataset that fails at once fails with its one line, not a timer line too)
+    preload_source(config)  # before the timer starts: a failing import gives its one line alone
     with _status(f"opening {split}: {source_label(config)}"):  # line counts, dataset loading
         return open_source(config, data, cache)
 
@@ -270,14 +269,12 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 def distribute(collected: dict[str, Collected], fates: dict[str, np.ndarray], data: DataConfig,
                scratch: Path, stage: Path) -> dict[str, tuple[Path, Path]]:
-    """Pass 3: one pair of text files per split, in corpus order.
-
-    Train text stays in scratch (sentencepiece's input, then encoded); valid/test text
-    is staged as the plain-text copies the prepared dir keeps for BLEU.
+    """Pass 3: one pair of cleaned text files per split, in corpus order, staged as the
+    plain-text copies the prepared dir keeps: train's for subword sampling during
+    training (and sentencepiece's input now), valid/test's as references for BLEU.
     """
-    texts = {"train": (scratch / "train.src", scratch / "train.tgt")}
-    for split in ("valid", "test"):
-        texts[split] = (stage / f"{split}.{data.src_lang}", stage / f"{split}.{data.tgt_lang}")
+    texts = {split: (stage / f"{split}.{data.src_lang}", stage / f"{split}.{data.tgt_lang}")
+             for split in SPLITS}
     files = {SPLIT_IDS[split]: (open(src, "wb"), open(tgt, "wb"))
              for split, (src, tgt) in texts.items()}
     try:
@@ -334,7 +331,7 @@ def output_names(data: DataConfig) -> list[str]:
     names = [TOKENIZER_FILE, VOCAB_FILE]
     for split in SPLITS:
         names += split_files(split)
-    for split in ("valid", "test"):
+    for split in SPLITS:
         names += [f"{split}.{data.src_lang}", f"{split}.{data.tgt_lang}"]
     return names + [MANIFEST_FILE]
 

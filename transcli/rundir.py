@@ -9,6 +9,8 @@ refusing one.
     checkpoints/step-NNNNNNN.state.pt      optimizer, step, RNG and data position after N
     checkpoints/best.safetensors       weights of the best validation so far
     checkpoints/avg.safetensors        averaged weights (written by train)
+    ct2-<checkpoint>-<weights>/        CTranslate2 export that `--engine ct2` made of
+                                       checkpoints/<checkpoint>.safetensors (float32 or int8)
 
 A run dir records what it was trained on in `run.json`. Continuing it on other
 data, or with another model shape or vocabulary, would silently produce a model
@@ -41,7 +43,7 @@ RUN_FILES = (CONFIG_FILE, TOKENIZER_FILE, RUN_FILE, METRICS_FILE, CURVES_FILE)
 STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
 STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
 # Settings that change no weight's shape or meaning: a resumed run may alter them.
-FREE_MODEL_KEYS = {"dropout", "attn_dropout"}
+FREE_MODEL_KEYS = {"dropout", "attn_dropout", "act_dropout"}
 
 
 def step_path(run_dir: Path, step: int) -> Path:
@@ -50,6 +52,11 @@ def step_path(run_dir: Path, step: int) -> Path:
 
 def state_path(run_dir: Path, step: int) -> Path:
     return Path(run_dir) / CHECKPOINT_DIR / f"step-{step:07d}.state.pt"
+
+
+def ct2_cache_dir(run_dir: Path, checkpoint: Path, weights: str) -> Path:
+    """Where `translate --engine ct2` keeps its export of the weights file `checkpoint`."""
+    return Path(run_dir) / f"ct2-{checkpoint.stem}-{weights}"
 
 
 def step_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
@@ -71,14 +78,15 @@ def complete_steps(run_dir: str | Path) -> list[int]:
     return [step for step, _ in step_checkpoints(run_dir) if step in states]
 
 
-def load_run_config(run_dir: str | Path) -> Config:
+def load_run_config(run_dir: str | Path, overrides: list[str] | None = None) -> Config:
+    """The run's resolved config, with `section.key=value` overrides applied."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: run directory not found")
     path = run_dir / CONFIG_FILE
     if not path.is_file():
         raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
-    return load_config(path)
+    return load_config(path, overrides)
 
 
 def train_config_path(config: Optional[Path], run_dir: Path, resume: bool) -> Optional[Path]:

@@ -1,7 +1,8 @@
 """The run's training log: `metrics.jsonl` (one JSON object per line) and `curves.png`.
 
-Every line has `step`, `split` and `loss`: "train" lines (every log_every updates)
-average the interval since the previous one; "valid" lines (every valid_every)
+Every line has `step`, `split` and `loss`: "train" lines (every log_every updates,
+and a `"partial": true` one for the shorter interval a run stops in) average the
+interval since the previous one; "valid" lines (every valid_every)
 repeat their loss as `valid_loss` beside `valid_nll`, `valid_ppl`, `valid_bleu`.
 
 Each line is appended by a single write(2) of the whole line (a signal cannot
@@ -49,8 +50,10 @@ class MetricsLog:
         self.records: list[dict[str, Any]] = []
 
     def resume(self, step: int) -> None:
-        """Keep the records up to `step` (later ones belong to work being redone)."""
-        self.records = [r for r in read_metrics(self.path) if r["step"] <= step]
+        """Keep the records up to `step` (later ones belong to work being redone) but for
+        a stopped run's partial last interval, which the resumed run completes."""
+        self.records = [r for r in read_metrics(self.path)
+                        if r["step"] <= step and not r.get("partial")]
         if self.enabled:
             with atomic_path(self.path) as tmp:
                 tmp.write_text("".join(json.dumps(r) + "\n" for r in self.records),
@@ -65,6 +68,12 @@ class MetricsLog:
     def plot(self) -> None:
         if self.enabled:
             plot_curves(self.records, self.plot_path)
+
+
+def _plot(ax: Any, records: list[dict[str, Any]], key: str, **style: Any) -> None:
+    """One curve; its points marked when there are few (a single point has no line)."""
+    steps, values = _series(records, key)
+    ax.plot(steps, values, marker="o" if len(steps) <= 20 else None, markersize=3, **style)
 
 
 def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
@@ -82,14 +91,14 @@ def plot_curves(records: list[dict[str, Any]], path: Path) -> None:
 
     fig, (loss_ax, lr_ax, bleu_ax) = plt.subplots(1, 3, figsize=(15, 4))
     train = [r for r in records if r.get("split") == "train"]
-    loss_ax.plot(*_series(train, "loss"), label="train (label-smoothed)")
-    loss_ax.plot(*_series(train, "nll"), label="train NLL", alpha=0.6)
-    loss_ax.plot(*_series(records, "valid_nll"), "o-", label="valid NLL")
+    _plot(loss_ax, train, "loss", label="train (label-smoothed)")
+    _plot(loss_ax, train, "nll", label="train NLL", alpha=0.6)
+    _plot(loss_ax, records, "valid_nll", label="valid NLL")
     loss_ax.set_title("loss per target token")
     loss_ax.legend()
-    lr_ax.plot(*_series(train, "lr"))
+    _plot(lr_ax, train, "lr")
     lr_ax.set_title("learning rate")
-    bleu_ax.plot(*_series(records, "valid_bleu"), "o-")
+    _plot(bleu_ax, records, "valid_bleu")
     bleu_ax.set_title("valid BLEU (greedy)")
     for ax in (loss_ax, lr_ax, bleu_ax):
         ax.set_xlabel("update")

@@ -1,4 +1,7 @@
-"""Greedy and beam search over a batch of source sentences.
+"""Search strategies over a batch of source sentences: greedy, beam and sampling.
+
+`decode.strategy` names one of them in `SEARCHES`, all with one signature (see
+`Search`); `search` runs the one a config asks for.
 
 The encoder runs once per batch. Each step feeds one token per live sequence to
 the decoder, which reuses cached keys/values (`model.step`); `cached=False`
@@ -13,11 +16,14 @@ Scores are log-probabilities divided by the GNMT length penalty
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
 
+from transcli.config import DecodeConfig
 from transcli.model import DecoderState, Memory, Transformer
 from transcli.vocab import BOS_ID, EOS_ID
 
@@ -83,16 +89,26 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Te
     `length_penalty_alpha` only affects the reported score, so that it matches beam search.
     """
     limit = _limits(max_len, src, model)
-    batch = src.size(0)
     stepper = Stepper(model, model.encode(src), cached)
-    out = torch.zeros(batch, int(limit.max()), dtype=torch.long, device=src.device)
-    logprob = torch.zeros(batch, dtype=torch.float64, device=src.device)
+    return _one_path(stepper, limit, length_penalty_alpha,
+                     lambda logp, rows: logp.max(dim=-1))
+
+
+Pick = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
+
+
+def _one_path(stepper: Stepper, limit: Tensor, alpha: float, pick: Pick) -> list[Hypothesis]:
+    """One hypothesis per row, extended by `pick(log-probs [live, V], rows [live])` ->
+    (log-prob, token) per live row until EOS or the row's `limit`."""
+    batch, device = limit.size(0), limit.device
+    out = torch.zeros(batch, int(limit.max()), dtype=torch.long, device=device)
+    logprob = torch.zeros(batch, dtype=torch.float64, device=device)
     length = limit.clone()
-    ended = torch.zeros(batch, dtype=torch.bool, device=src.device)
-    rows = torch.arange(batch, device=src.device)  # sentence of each live row
-    tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)
+    ended = torch.zeros(batch, dtype=torch.bool, device=device)
+    rows = torch.arange(batch, device=device)  # the row each live sequence fills
+    tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)
     for step in range(1, int(limit.max()) + 1):
-        best_logp, best = stepper.step(tokens).max(dim=-1)
+        best_logp, best = pick(stepper.step(tokens), rows)
         out[rows, step - 1] = best
         logprob[rows] += best_logp.double()
         eos = best == EOS_ID
@@ -108,9 +124,98 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Te
         tokens = best
     hyps = []
     for ids, lp, n, e in zip(out.tolist(), logprob.tolist(), length.tolist(), ended.tolist()):
-        hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
-                               lp / length_penalty(n, length_penalty_alpha), e))
+        hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp, lp / length_penalty(n, alpha), e))
     return hyps
+
+
+def sample_probs(logp: Tensor, temperature: float = 1.0, top_k: int = 0,
+                 top_p: float = 1.0) -> Tensor:
+    """The distribution sampling draws from, per row of next-token log-probs [rows, V]:
+    softmax(logp / temperature), cut to the `top_k` most likely tokens (0: all) and
+    renormalised, then cut to the nucleus (Holtzman et al. 2020): the fewest most likely
+    tokens whose mass reaches `top_p`; renormalised. The order is Hugging Face's."""
+    probs = torch.softmax(logp.double() / temperature, dim=-1)
+    if 0 < top_k < probs.size(-1):
+        kth = probs.topk(top_k, dim=-1).values[:, -1:]
+        probs = probs.masked_fill(probs < kth, 0.0)  # ties with the k-th stay
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    if top_p < 1.0:
+        ordered, order = probs.sort(dim=-1, descending=True)
+        mass_before = ordered.cumsum(dim=-1) - ordered  # kept while the mass so far < top_p
+        probs = probs.scatter(-1, order, ordered.masked_fill(mass_before >= top_p, 0.0))
+    return probs / probs.sum(dim=-1, keepdim=True)
+
+
+def sample_seed(seed: int, index: int, sample: int) -> str:
+    """The seed of one sample of one input line: a function of nothing else, so the
+    line's translation does not depend on its batch or on the lines around it."""
+    return f"{seed}/{index}/{sample}"
+
+
+def _sampler(decode: DecodeConfig, seeds: list[str]) -> Pick:
+    """Ancestral sampling by inverse CDF: one uniform draw per row and step, each row
+    with its own generator (`random.Random`, the same on every platform and device)."""
+    generators = [random.Random(seed) for seed in seeds]
+
+    def pick(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
+        probs = sample_probs(logp, decode.temperature, decode.top_k, decode.top_p)
+        draws = torch.tensor([generators[r].random() for r in rows.tolist()],
+                             dtype=torch.float64, device=logp.device)
+        cdf = probs.cumsum(dim=-1)
+        # The first token whose cumulative mass exceeds the draw (never one of mass 0).
+        token = (cdf <= draws[:, None] * cdf[:, -1:]).sum(dim=-1).clamp(max=probs.size(-1) - 1)
+        return logp.gather(1, token[:, None])[:, 0], token
+
+    return pick
+
+
+# ----------------------------------------------------------------------------- the registry
+# Every strategy has this signature: the model, a padded batch of sources, the maximum
+# target length of each, the decode settings, whether to use the decoder cache, and each
+# sentence's index in the input (which seeds sampling). It returns each sentence's
+# hypotheses, best first. A new strategy is one such function, its name in SEARCHES and in
+# `config.STRATEGIES`, and a test.
+
+Search = Callable[[Transformer, Tensor, list[int], DecodeConfig, bool, Sequence[int]],
+                  list[list[Hypothesis]]]
+
+
+def greedy(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
+           cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
+    """`greedy_search` (one hypothesis per sentence)."""
+    return [[h] for h in greedy_search(model, src, max_len, decode.length_penalty, cached)]
+
+
+def beam(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
+         cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
+    """`beam_search` with `decode.beam_size` beams and `decode.n_best` hypotheses."""
+    return beam_search(model, src, decode.beam_size, decode.length_penalty, max_len,
+                       decode.n_best, cached)
+
+
+def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
+           cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
+    """`decode.n_best` independent samples per sentence, best score first; token by token
+    from `sample_probs`, line `indices[i]`'s j-th sample seeded by `sample_seed`."""
+    n = decode.n_best
+    limit = _limits(max_len, src, model).repeat_interleave(n)
+    stepper = Stepper(model, model.encode(src), cached)
+    if n > 1:
+        stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(n))
+    seeds = [sample_seed(decode.seed, index, j) for index in indices for j in range(n)]
+    found = _one_path(stepper, limit, decode.length_penalty, _sampler(decode, seeds))
+    return [sorted(found[i:i + n], key=lambda h: h.score, reverse=True)
+            for i in range(0, len(found), n)]
+
+
+SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy, "sample": sample}
+
+
+def search(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
+           cached: bool = True, indices: Sequence[int] | None = None) -> list[list[Hypothesis]]:
+    """Run the strategy `decode.strategy` names over a batch; `indices` default to 0..n-1."""
+    return SEARCHES[decode.strategy](model, src, max_len, decode, cached,
+                                     range(src.size(0)) if indices is None else indices)
 
 
 def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_alpha: float,

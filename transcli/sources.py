@@ -28,7 +28,7 @@ from transcli.corpus import (INVALID_UTF8, MALFORMED, NO_TAB, Pair, decode_line,
                              invalid_utf8_message, line_count, open_raw, raw_lines, reading)
 from transcli.errors import UserError
 from transcli.files import open_checked
-from transcli.hfdata import data_suffix
+from transcli.hfdata import data_suffix, import_datasets
 
 if TYPE_CHECKING:  # config validates sources with `source_format`
     from transcli.config import DataConfig, SourceConfig
@@ -70,6 +70,10 @@ class Source:
     def open(cls, config: SourceConfig, data: DataConfig, cache_dir: Path) -> Source:
         """The reader; checks files (and columns) up front."""
         return cls(config, data)
+
+    @classmethod
+    def preload(cls, config: SourceConfig) -> None:
+        """Slow imports the reader needs, done before any progress line is shown."""
 
     @classmethod
     def label(cls, config: SourceConfig) -> str:
@@ -272,10 +276,14 @@ class DatasetSource(Source):
 
     @classmethod
     def open(cls, config: SourceConfig, data: DataConfig, cache_dir: Path) -> Source:
-        path = Path(str(config.dataset)).expanduser()
-        if path.is_file() and data_suffix(path) == ".jsonl":
+        if _local_json_lines(config):
             return JsonLinesSource(config, data)
         return cls(config, data, cache_dir)
+
+    @classmethod
+    def preload(cls, config: SourceConfig) -> None:
+        if not _local_json_lines(config):
+            import_datasets(str(config.dataset))
 
     @classmethod
     def check(cls, given: Mapping[str, Any], name: Callable[[str], str]) -> None:
@@ -413,6 +421,11 @@ def pick_layout(where: str, columns: Collection[str], languages: Callable[[], li
     return Layout(False, src_col, tgt_col)
 
 
+def _local_json_lines(config: SourceConfig) -> bool:
+    path = Path(str(config.dataset)).expanduser()
+    return path.is_file() and data_suffix(path) == ".jsonl"
+
+
 def _translation_languages(feature: Any) -> list[str]:
     """Language keys of a `Translation` feature, a dict-of-strings feature or a record."""
     if hasattr(feature, "languages"):
@@ -487,3 +500,8 @@ def open_source(config: SourceConfig, data: DataConfig, cache_dir: Path) -> Sour
 
 def source_label(config: SourceConfig) -> str:
     return source_format(config.given()).label(config)
+
+
+def preload_source(config: SourceConfig) -> None:
+    """Slow imports a source needs (the `datasets` package), before progress lines."""
+    source_format(config.given()).preload(config)

@@ -1,8 +1,9 @@
 """Translating sentences, files and pipes with a trained model.
 
 `Translator` holds a model in memory and turns a list of lines into translations:
-lines are encoded, sorted by length into token-budget batches, searched (greedy or
-beam) and put back in input order; empty lines stay empty. `translate` and
+lines are encoded, sorted by length into token-budget batches, searched by an
+engine (`engines.py`: the strategy `decode.strategy` names on the torch model, or
+CTranslate2) and put back in input order; empty lines stay empty. `translate` and
 `evaluate` build one from a run dir, the training loop from the model it trains.
 `translate_file` streams a file or stdin through it in chunks, so a pipe into
 `head` works and memory stays bounded however long the input.
@@ -20,54 +21,56 @@ from typing import BinaryIO, Iterator
 import torch
 from tqdm import tqdm
 
-from transcli.checkpoint import load_trained, pick_device
+from transcli.checkpoint import load_trained
 from transcli.config import DecodeConfig
+from transcli.engines import Ct2Engine, Engine, TorchEngine, quantize_int8
 from transcli.errors import UserError
 from transcli.files import atomic_path, count_lines, source_lines
 from transcli.model import Transformer
-from transcli.search import Hypothesis, beam_search, greedy_search
-from transcli.tokenizer import Tokenizer
-from transcli.vocab import EOS_ID, PAD_ID
+from transcli.rundir import load_run_config
+from transcli.runtime import pick_device
+from transcli.search import Hypothesis
+from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.vocab import EOS_ID
 
 CHUNK_LINES = 1000  # lines read, translated and written at a time
 
 
 class Translator:
-    """An in-memory model, its tokenizer and search settings: lines in, lines out.
+    """An engine (transcli's model, or CTranslate2), its tokenizer and search settings:
+    lines in, lines out.
 
     Nothing here touches the disk, so the training loop can call it for
     validation BLEU as often as it likes.
     """
 
-    def __init__(self, model: Transformer, tokenizer: Tokenizer, decode: DecodeConfig,
+    def __init__(self, model: Transformer | Engine, tokenizer: Tokenizer, decode: DecodeConfig,
                  device: str | torch.device | None = None, *, cached: bool = True):
-        self.model = model
+        """`model`: a Transformer (searched by `TorchEngine` on `device`, with the decoder
+        cache unless `cached` is False) or any other `Engine`."""
+        self.engine = (TorchEngine(model, decode, device, cached)
+                       if isinstance(model, torch.nn.Module) else model)
         self.tokenizer = tokenizer
         self.decode = decode
-        self.device = torch.device(device) if device else next(model.parameters()).device
-        self.cached = cached  # False: re-run the decoder over each prefix (reference, bench)
         self.truncated = 0  # input lines cut to fit the model's positions, so far
         self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
 
-    def translate(self, lines: list[str]) -> list[str]:
+    def translate(self, lines: list[str], first: int = 0) -> list[str]:
         """The best translation of each line, in input order."""
-        return [hyps[0][0] for hyps in self.translate_nbest(lines)]
+        return [hyps[0][0] for hyps in self.translate_nbest(lines, first)]
 
-    def translate_nbest(self, lines: list[str]) -> list[list[tuple[str, float]]]:
+    def translate_nbest(self, lines: list[str], first: int = 0) -> list[list[tuple[str, float]]]:
         """Up to `decode.n_best` (text, score) pairs per line, best first; an empty
-        line gets empty hypotheses with score 0."""
+        line gets empty hypotheses with score 0. `first` is the index of `lines[0]` in
+        the whole input: sampling seeds each line by its index."""
         sources = self._encode(lines)
         found: list[list[Hypothesis]] = [[] for _ in lines]
         todo = [i for i, ids in enumerate(sources) if ids]
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            for batch in token_batches([len(sources[i]) for i in todo], self.decode.batch_tokens):
-                picked = [todo[j] for j in batch]
-                for i, hyps in zip(picked, self._search([sources[i] for i in picked])):
-                    found[i] = hyps
-        finally:
-            self.model.train(was_training)
+        for batch in token_batches([len(sources[i]) for i in todo], self.decode.batch_tokens):
+            picked = [todo[j] for j in batch]
+            for i, hyps in zip(picked, self._search([sources[i] for i in picked],
+                                                    [first + i for i in picked])):
+                found[i] = hyps
         texts = iter(self.tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         empty = [("", 0.0)] * self.decode.n_best
         return [[(next(texts), h.score) for h in hyps] if hyps else list(empty)
@@ -77,12 +80,12 @@ class Translator:
         """One line on stderr if any input was cut to fit the model (never a crash)."""
         if self.truncated:
             print(f"transcli: warning: {self.truncated} input line(s) longer than the model's "
-                  f"{self.model.cfg.max_positions} positions were truncated to fit",
+                  f"{self.engine.max_positions} positions were truncated to fit",
                   file=sys.stderr)
 
     def _encode(self, lines: list[str]) -> list[list[int]]:
         """Source ids + EOS per line ([] for a blank line), cut to the positional table."""
-        room = self.model.cfg.max_positions - 1  # one position is EOS's
+        room = self.engine.max_positions - 1  # one position is EOS's
         sources = []
         for ids, line in zip(self.tokenizer.encode(lines), lines):
             if not line.strip() or not ids:
@@ -94,22 +97,13 @@ class Translator:
             sources.append(ids + [EOS_ID])
         return sources
 
-    @torch.inference_mode()
-    def _search(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
-        """One batch through the encoder and the search; max target length per sentence
-        is a * (source tokens without EOS) + b."""
-        src = torch.full((len(sources), max(map(len, sources))), PAD_ID, dtype=torch.long)
-        for row, ids in enumerate(sources):
-            src[row, :len(ids)] = torch.tensor(ids)
-        src = src.to(self.device)
+    def _search(self, sources: list[list[int]], indices: list[int]) -> list[list[Hypothesis]]:
+        """One batch through the engine; max target length per sentence is
+        a * (source tokens without EOS) + b, EOS included, within the model's positions."""
         d = self.decode
-        max_len = [int(d.max_len_a * (len(ids) - 1) + d.max_len_b) for ids in sources]
-        if d.beam_size == 1:
-            found = [[h] for h in greedy_search(self.model, src, max_len, d.length_penalty,
-                                                cached=self.cached)]
-        else:
-            found = beam_search(self.model, src, d.beam_size, d.length_penalty, max_len,
-                                d.n_best, cached=self.cached)
+        max_len = [max(1, min(int(d.max_len_a * (len(ids) - 1) + d.max_len_b),
+                              self.engine.max_positions)) for ids in sources]
+        found = self.engine.search(sources, max_len, indices)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
 
@@ -129,9 +123,20 @@ def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
 
 def load_translator(run_dir: str | Path, checkpoint: str = "best",
                     overrides: list[str] | None = None, device: str = "auto") -> Translator:
-    """A Translator for a run dir's checkpoint, with the run's `decode` settings."""
+    """A Translator for a run dir's checkpoint, with the run's `decode` settings and the
+    engine `decode.engine` names."""
     target = pick_device(device)
+    cfg = load_run_config(run_dir, overrides)
+    if cfg.decode.engine == "ct2":
+        from transcli.export.ct2 import cached_export
+
+        model_dir = cached_export(Path(run_dir), checkpoint, cfg.decode.quantize)
+        tokenizer = Tokenizer(Path(run_dir) / TOKENIZER_FILE)
+        engine = Ct2Engine(model_dir, tokenizer, cfg.decode, cfg.model.max_positions, target)
+        return Translator(engine, tokenizer, cfg.decode)
     model, tokenizer, cfg = load_trained(run_dir, checkpoint, target, overrides)
+    if cfg.decode.quantize == "int8":
+        model = quantize_int8(model)
     return Translator(model, tokenizer, cfg.decode, target)
 
 
@@ -157,9 +162,10 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
             first = 0
             while chunk := list(itertools.islice(lines, CHUNK_LINES)):
                 if n_best > 1:
-                    out.write(_nbest_tsv(translator.translate_nbest(chunk), first).encode())
+                    out.write(_nbest_tsv(translator.translate_nbest(chunk, first), first).encode())
                 else:
-                    out.write("".join(t + "\n" for t in translator.translate(chunk)).encode())
+                    out.write("".join(t + "\n" for t in translator.translate(chunk, first))
+                              .encode())
                 out.flush()
                 first += len(chunk)
                 progress.update(len(chunk))

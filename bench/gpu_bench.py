@@ -1,0 +1,469 @@
+"""The stages behind bench/gpu_check.py, imported once CUDA is known to be there.
+
+Throughput (`check`): each setting (batch tokens x eager / compiled) trains base in bf16
+through `transcli.train.train` in a fresh process (`gpu_check.py measure`), so its peak
+memory and recompile count are its own; inductor's on-disk cache is shared, so the first
+compiled setting pays most of the compilation. Tokens/s come from the run's
+metrics.jsonl, leaving out the first WARMUP_STEPS updates (cuBLAS and allocator start-up,
+compilation, and the recompile that a second batch shape triggers).
+
+End to end (`e2e`): `transcli train` for a set number of minutes, then `transcli evaluate
+--device cuda` on dev.tatoeba and dev.newstest2012 (sacreBLEU, as bench/quality.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, NoReturn, Optional
+
+import torch
+from flops import Lengths, dense_bf16_peak, mfu_text, training_flops
+from train_speed import Steady, prepared_dir
+
+from transcli.batching import BatchPlan
+from transcli.config import Config, load_config
+from transcli.encoded import EncodedSplit, load_manifest
+from transcli.rundir import CONFIG_FILE, CURVES_FILE, METRICS_FILE
+from transcli.runlog import read_metrics
+from transcli.train import train
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+BASE = ROOT / "configs" / "base.yaml"
+CARRY = ROOT / "gpu-carry"  # ignored by git; named in the device tool's `carry`
+CARRIED_DATA = CARRY / "base-data"
+CARRIED_CORPUS = CARRY / "corpus"
+SHARED_CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
+EVAL_SETS = ("dev.tatoeba", "dev.newstest2012")
+RESULT = "RESULT "  # prefix of a `measure` process's one line of JSON
+
+LOG_EVERY = 5
+WARMUP_STEPS = 20
+EAGER_WARMUP_S = 10.0  # training time a `measure` run adds for its warm-up steps, eager
+STARTUP_S = 30.0  # a `measure` process's imports, data loading and final save (estimate)
+TEST_TIMEOUT_S = 300
+
+
+def run_stage(args: argparse.Namespace) -> int:
+    stages = {"check": check, "e2e": e2e, "carry": carry, "measure": measure}
+    return stages[args.stage](args)
+
+
+# ----------------------------------------------------------------------------- plumbing
+
+
+class Report:
+    """Lines to stdout and, under the device tool ($OUT set), to $OUT/<name>.log; results
+    to $OUT/<name>.json, rewritten after each step so a stopped run still returns them."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+        self.results: dict[str, Any] = {}
+        if self.out:
+            self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / f"{name}.log").write_text("", encoding="utf-8")
+
+    def say(self, text: str = "") -> None:
+        print(text, flush=True)
+        if self.out:
+            with open(self.out / f"{self.name}.log", "a", encoding="utf-8") as log:
+                log.write(text + "\n")
+
+    def save(self) -> None:
+        if self.out:
+            (self.out / f"{self.name}.json").write_text(json.dumps(self.results, indent=1) + "\n",
+                                                        encoding="utf-8")
+
+    def keep(self, source: Path, name: str) -> None:
+        """Copy a file into $OUT (the device tool brings back 8 files at most)."""
+        if self.out and source.is_file():
+            shutil.copyfile(source, self.out / name)
+
+
+def fail(message: str) -> NoReturn:
+    print(f"gpu-check: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def child_env() -> dict[str, str]:
+    """Children import this checkout's transcli, installed or not."""
+    paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "PYTHONUNBUFFERED": "1"}
+
+
+def device_summary() -> dict[str, Any]:
+    props = torch.cuda.get_device_properties(0)
+    peak = dense_bf16_peak(props.name)
+    return {"device": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "capability": f"{props.major}.{props.minor}",
+            "memory_gib": round(props.total_memory / 2**30, 1),
+            "dense_bf16_peak_tflops": peak / 1e12 if peak else None}
+
+
+def describe(info: dict[str, Any]) -> str:
+    peak = info["dense_bf16_peak_tflops"]
+    return (f"{info['device']} (compute {info['capability']}, {info['memory_gib']} GiB, dense bf16 "
+            f"peak {f'{peak:.0f} TFLOP/s' if peak else 'unknown'}); torch {info['torch']}, "
+            f"CUDA {info['cuda']}")
+
+
+def corpus_with(names: list[str]) -> Optional[Path]:
+    """The first corpus folder holding all of `names`: the carried one, then ../shared."""
+    for folder in (CARRIED_CORPUS, SHARED_CORPUS):
+        if all((folder / name).is_file() for name in names):
+            return folder
+    return None
+
+
+def base_data(explicit: Optional[Path], report: Report) -> Path:
+    """The corpus prepared with configs/base.yaml: given, carried, or prepared here now."""
+    if explicit is not None:
+        if not (explicit / "manifest.json").is_file():
+            fail(f"{explicit}: not a prepared dir (no manifest.json)")
+        return explicit
+    if (CARRIED_DATA / "manifest.json").is_file():
+        return CARRIED_DATA
+    corpus = corpus_with(["train.en", "train.es"])
+    if corpus is None:
+        fail(f"no prepared data in {CARRIED_DATA} and no train.en/train.es in {CARRIED_CORPUS} "
+             f"or {SHARED_CORPUS}: run `make gpu-carry` beforehand and carry gpu-carry "
+             f"(README, section GPUs), or give --data")
+    report.say(f"preparing {corpus}/train.{{en,es}} with configs/base.yaml into {CARRIED_DATA}")
+    started = time.perf_counter()
+    prepared_dir("base", corpus=corpus, out=CARRIED_DATA)
+    report.say(f"  prepared in {time.perf_counter() - started:.0f} s")
+    return CARRIED_DATA
+
+
+# ----------------------------------------------------------------------------- check
+
+
+def check(args: argparse.Namespace) -> int:
+    """GPU tests, then throughput of each setting that fits the time budget."""
+    started = time.monotonic()
+    report = Report("gpu-check")
+    info = report.results["device"] = device_summary()
+    report.say(f"gpu-check on {describe(info)}")
+    ok = args.no_tests or run_tests(report)
+    data = base_data(args.data, report)
+    report.say(f"\nthroughput: {BASE.relative_to(ROOT)}, bf16, data {data}; each setting "
+               f"trains for a warm-up allowance + {args.seconds:g} s and is measured after its "
+               f"first {WARMUP_STEPS} updates")
+    rows = report.results["throughput"] = []
+    compile_allowance = args.compile_seconds
+    # Eager first: it is cheap, and it is what the compiled runs are compared with.
+    for compiled in (False,) if args.no_compile else (False, True):
+        for batch_tokens in args.batch_tokens:
+            warmup = compile_allowance if compiled else EAGER_WARMUP_S
+            left = args.budget - (time.monotonic() - started)
+            if STARTUP_S + warmup + args.seconds > left:
+                row = {"batch_tokens": batch_tokens, "compiled": compiled,
+                       "error": f"skipped: needs ~{STARTUP_S + warmup + args.seconds:.0f} s, "
+                                f"{max(left, 0):.0f} s of --budget left"}
+            else:
+                row = spawn_measure(data, batch_tokens, compiled, args.seconds, warmup, left)
+                if compiled and "warmup_s" in row:  # later compiles mostly hit the cache
+                    compile_allowance = max(30.0, 1.5 * row["warmup_s"])
+            rows.append(row)
+            report.say(format_row(row))
+            report.save()
+    report.say("\n" + summary_table(rows, info["device"]))
+    report.results["tests_passed"] = ok
+    report.save()
+    failed = [row for row in rows if "error" in row and not row["error"].startswith("skipped")]
+    return 0 if ok and not failed else 1
+
+
+def run_tests(report: Report) -> bool:
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider",
+               "tests/test_gpu.py"]
+    report.say(f"tests: {' '.join(command[1:])}")
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True,
+                              text=True, timeout=TEST_TIMEOUT_S)
+        output, status = proc.stdout + proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        output = (exc.stdout or "") if isinstance(exc.stdout, str) else ""
+        output, status = output + f"\ntimed out after {TEST_TIMEOUT_S} s", -1
+    seconds = time.perf_counter() - started
+    if report.out:
+        (report.out / "gpu-tests.log").write_text(output, encoding="utf-8")
+    lines = output.strip().splitlines()
+    shown = [line for line in lines if line.startswith(("FAILED", "ERROR", "SKIPPED"))]
+    for line in shown + lines[-1:]:
+        report.say(f"  {line}")
+    report.results["tests"] = {"returncode": status, "seconds": round(seconds, 1),
+                               "summary": lines[-1] if lines else ""}
+    report.save()
+    return status == 0
+
+
+def spawn_measure(data: Path, batch_tokens: int, compiled: bool, seconds: float,
+                  warmup: float, timeout: float) -> dict[str, Any]:
+    """One setting in a fresh process; its result, or an "error" naming what went wrong."""
+    command = [sys.executable, str(BENCH / "gpu_check.py"), "measure", "--data", str(data),
+               "--batch-tokens", str(batch_tokens), "--seconds", str(seconds),
+               "--warmup-seconds", str(warmup)] + (["--compile"] if compiled else [])
+    row: dict[str, Any] = {"batch_tokens": batch_tokens, "compiled": compiled}
+    try:
+        proc = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {**row, "error": f"stopped after {timeout:.0f} s (the rest of --budget)"}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(RESULT):
+            return json.loads(line[len(RESULT):])
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {**row, "error": f"exit status {proc.returncode}: {last[-300:]}"}
+
+
+def format_row(row: dict[str, Any]) -> str:
+    label = f"  {'compiled' if row['compiled'] else 'eager':8s} {row['batch_tokens']:>6} tokens"
+    if "error" in row:
+        return f"{label}  {row['error']}"
+    return (f"{label}  {row['tgt_tok_s']:>10,.0f} tgt tok/s  pad {100 * row['pad_frac']:4.1f}%  "
+            f"{row['tflop_s']:6.1f} TFLOP/s  MFU {row['mfu']}  peak {row['peak_gib']:.1f} GiB  "
+            f"recompiles {row['recompiles']}\n"
+            f"{'':26s}({row['seconds']:.0f} s, {row['steps']} updates measured after "
+            f"{row['warmup_steps']} warm-up updates in {row['warmup_s']:.0f} s; "
+            f"{row['graphs']} graphs, {row['graph_breaks']} graph breaks)"
+            + "".join(f"\n{'':26s}recompile: {reason}" for reason in row["recompile_reasons"]))
+
+
+def summary_table(rows: list[dict[str, Any]], device: str) -> str:
+    lines = [f"{BASE.stem}, bf16, on {device}:",
+             "| mode | batch tokens | tgt tok/s | padding | TFLOP/s | MFU | peak GiB "
+             "| recompiles |",
+             "|---|---:|---:|---:|---:|---|---:|---:|"]
+    for row in rows:
+        mode = "compiled" if row["compiled"] else "eager"
+        if "error" in row:
+            lines.append(f"| {mode} | {row['batch_tokens']} | {row['error']} | | | | | |")
+        else:
+            lines.append(f"| {mode} | {row['batch_tokens']} | {row['tgt_tok_s']:,.0f} | "
+                         f"{100 * row['pad_frac']:.1f}% | {row['tflop_s']:.1f} | {row['mfu']} | "
+                         f"{row['peak_gib']:.1f} | {row['recompiles']} |")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- measure
+
+
+class RecompileLog(logging.Handler):
+    """torch.compile's recompile messages in this process (what TORCH_LOGS=recompiles
+    prints): each names the function and the guard that failed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+        import torch._dynamo.guards as guards
+
+        torch._logging.set_logs(recompiles=True)
+        logging.getLogger(f"{guards.__name__}.__recompiles").addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def reasons(self, limit: int = 5) -> list[str]:
+        """'function: first failed guard' of the first `limit` recompiles."""
+        found = []
+        for message in self.messages[:limit]:
+            lines = [line.strip() for line in message.splitlines()]
+            guard = next((line[2:] for line in lines if line.startswith("- ")), "?")
+            found.append(f"{lines[0].removeprefix('Recompiling function ')}: {guard}")
+        return found
+
+
+def measure(args: argparse.Namespace) -> int:
+    """Train base for warm-up + measured time; print one RESULT line of JSON."""
+    cfg = load_config(BASE, [
+        "train.device=cuda", "train.precision=bf16", f"train.compile={str(args.compile).lower()}",
+        f"train.batch_tokens={args.batch_tokens}", "train.max_steps=1000000000",
+        f"train.max_minutes={(args.warmup_seconds + args.seconds) / 60}",
+        f"train.log_every={LOG_EVERY}", "train.valid_every=1000000000",
+        "train.save_every=1000000000", "train.valid_bleu_lines=0", "train.keep_last=1",
+        "train.average_last=1"])
+    recompiles = RecompileLog()
+    torch.cuda.reset_peak_memory_stats()
+    with tempfile.TemporaryDirectory() as tmp:
+        train(cfg, args.data, Path(tmp) / "run")
+        lines = read_metrics(Path(tmp) / "run" / METRICS_FILE, "train")
+    row: dict[str, Any] = {"batch_tokens": args.batch_tokens, "compiled": args.compile}
+    steady = Steady.of([line for line in lines if line["step"] >= WARMUP_STEPS])
+    if not steady.seconds:
+        row["error"] = (f"too few updates ({lines[-1]['step'] if lines else 0}) for "
+                        f"{WARMUP_STEPS} warm-up updates and a measurement")
+    else:
+        row.update(throughput(cfg, args.data, steady))
+        start = {"step": 0, "tgt_tokens": 0, "src_tokens": 0}
+        warmup = Steady.of([start] + [line for line in lines if line["step"] <= WARMUP_STEPS])
+        from torch._dynamo.utils import counters
+
+        row.update({
+            "warmup_steps": WARMUP_STEPS, "warmup_s": warmup.seconds,
+            "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
+            "reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
+            "recompiles": len(recompiles.messages), "recompile_reasons": recompiles.reasons(),
+            "graphs": counters["stats"]["unique_graphs"],
+            "graph_breaks": sum(counters["graph_break"].values()),
+            "last_loss": lines[-1]["loss"]})
+    print(RESULT + json.dumps(row), flush=True)
+    return 0
+
+
+def throughput(cfg: Config, data: Path, steady: Steady) -> dict[str, Any]:
+    """Tokens/s, padding and model FLOP/s of the measured updates.
+
+    The dense FLOPs use the measured source and target tokens; attention, quadratic in
+    each sentence's length, uses the training pairs' average per target token (every
+    epoch visits each pair once, so the measured batches follow that average).
+    """
+    split = EncodedSplit(data, "train")
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
+                     cfg.train.seed, cfg.model.max_positions)
+    per_tgt = Lengths.of(plan.src_len[plan.indices], plan.tgt_len[plan.indices]).per_target_token()
+    n = steady.tgt_tokens
+    counted = Lengths(steady.src_tokens, n, per_tgt.src_sq * n, per_tgt.tgt_sq * n,
+                      per_tgt.cross * n)
+    flops_per_s = training_flops(cfg.model, load_manifest(data)["vocab_size"],
+                                 counted) / steady.seconds
+    peak = dense_bf16_peak(torch.cuda.get_device_name())
+    return {"tgt_tok_s": n / steady.seconds, "src_tok_s": steady.src_tokens / steady.seconds,
+            "pad_frac": 1 - steady.real / steady.padded, "steps": steady.steps,
+            "seconds": steady.seconds, "tflop_s": flops_per_s / 1e12,
+            "mfu": mfu_text(flops_per_s, torch.cuda.get_device_name()),
+            "mfu_fraction": flops_per_s / peak if peak else None}
+
+
+# ----------------------------------------------------------------------------- e2e
+
+
+def e2e(args: argparse.Namespace) -> int:
+    """Train base for --minutes, then BLEU/chrF of --checkpoint on the two dev sets."""
+    report = Report("gpu-e2e")
+    info = report.results["device"] = device_summary()
+    report.say(f"gpu-e2e on {describe(info)}")
+    data = base_data(args.data, report)
+    evals = corpus_with([f"{name}.{lang}" for name in EVAL_SETS for lang in ("en", "es")])
+    if evals is None:
+        fail(f"no {', '.join(EVAL_SETS)} .en/.es files in {CARRIED_CORPUS} or {SHARED_CORPUS}: "
+             f"run `make gpu-carry` beforehand and carry gpu-carry (README, section GPUs)")
+    run = args.work / "run"
+    sets = ["train.device=cuda", f"train.max_minutes={args.minutes}", *args.sets]
+    report.say(f"training {BASE.relative_to(ROOT)} on {data} for {args.minutes:g} min into {run} "
+               f"(--set {' --set '.join(sets)})")
+    started = time.perf_counter()
+    if not transcli(report, args.work / "train.log", args.minutes * 60 + 300,
+                    "train", "--config", str(BASE), "--data", str(data), "--out", str(run),
+                    "--force", *[item for s in sets for item in ("--set", s)]):
+        return 1
+    report.results["train"] = summarise_run(run, time.perf_counter() - started)
+    report.say(describe_run(report.results["train"]))
+    report.keep(run / METRICS_FILE, "gpu-e2e-metrics.jsonl")
+    report.keep(run / CURVES_FILE, "gpu-e2e-curves.png")
+    report.save()
+    scores = report.results["scores"] = {}
+    for name in EVAL_SETS:
+        started = time.perf_counter()
+        output = args.work / f"{name}.json"
+        if not transcli(report, output, 300, "evaluate", "--model", str(run), "--checkpoint",
+                        args.checkpoint, "--src", str(evals / f"{name}.en"),
+                        "--ref", str(evals / f"{name}.es"), "--hyp-out",
+                        str(args.work / f"{name}.hyp.es"), "--device", "cuda", "--json",
+                        stdout_only=True):
+            return 1
+        result = json.loads(output.read_text(encoding="utf-8"))
+        result["seconds"] = time.perf_counter() - started
+        scores[name] = result
+        report.save()
+    report.say("\n| set | lines | BLEU | chrF | translate + score, s |\n|---|---:|---:|---:|---:|")
+    for name, result in scores.items():
+        report.say(f"| {name} | {result['lines']} | {result['bleu']:.1f} | {result['chrf']:.1f} | "
+                   f"{result['seconds']:.0f} |")
+    signatures = next(iter(scores.values()))["signatures"]
+    report.say(f"checkpoint {args.checkpoint}, beam {cfg_beam(run)}; sacreBLEU BLEU "
+               f"{signatures['bleu']}, chrF {signatures['chrf']}")
+    return 0
+
+
+def transcli(report: Report, log: Path, timeout: float, *args: str,
+             stdout_only: bool = False) -> bool:
+    """Run `python -m transcli ...` with its output in `log` (stdout alone with
+    `stdout_only`); on failure say its last lines."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w", encoding="utf-8") as handle:
+        try:
+            proc = subprocess.run([sys.executable, "-m", "transcli", *args], cwd=ROOT,
+                                  env=child_env(), stdout=handle, timeout=timeout,
+                                  stderr=subprocess.PIPE if stdout_only else handle, text=True)
+        except subprocess.TimeoutExpired:
+            report.say(f"transcli {args[0]}: stopped after {timeout:.0f} s; see {log}")
+            return False
+    if proc.returncode:
+        tail = (proc.stderr or "") if stdout_only else log.read_text(encoding="utf-8")
+        report.say(f"transcli {args[0]} failed (exit status {proc.returncode}):")
+        for line in tail.replace("\r", "\n").strip().splitlines()[-5:]:
+            report.say(f"  {line}")
+        return False
+    return True
+
+
+def summarise_run(run: Path, wall_s: float) -> dict[str, Any]:
+    records = read_metrics(run / METRICS_FILE)
+    lines = [r for r in records if r["split"] == "train"]
+    valid = [r for r in records if r["split"] == "valid"]
+    steady = Steady.of(lines)
+    return {"wall_s": wall_s, "steps": lines[-1]["step"] if lines else 0,
+            "tgt_tok_s": steady.tgt_tokens / steady.seconds if steady.seconds else None,
+            "last_train_loss": lines[-1]["loss"] if lines else None,
+            "last_valid": valid[-1] if valid else None}
+
+
+def describe_run(summary: dict[str, Any]) -> str:
+    rate, loss = summary["tgt_tok_s"], summary["last_train_loss"]
+    text = (f"trained {summary['steps']} updates in {summary['wall_s'] / 60:.1f} min "
+            f"(process wall time), {f'{rate:,.0f}' if rate else '?'} tgt tok/s after the "
+            f"first log interval; last train loss {f'{loss:.3f}' if loss else '?'}")
+    valid = summary["last_valid"]
+    if valid:
+        text += (f"; valid at step {valid['step']}: NLL {valid['valid_nll']:.3f}"
+                 + (f", greedy BLEU {valid['valid_bleu']:.1f}" if "valid_bleu" in valid else ""))
+    return text
+
+
+def cfg_beam(run: Path) -> int:
+    return load_config(run / CONFIG_FILE).decode.beam_size
+
+
+# ----------------------------------------------------------------------------- carry
+
+
+def carry(args: argparse.Namespace) -> int:
+    """Fill gpu-carry/ for the device tool (no GPU needed): the dev sets, and the corpus
+    prepared with configs/base.yaml (or, with --with-train, the raw training files)."""
+    corpus = args.corpus or SHARED_CORPUS
+    names = [f"{name}.{lang}" for name in EVAL_SETS for lang in ("en", "es")]
+    needed = names + ["train.en", "train.es"]
+    missing = [name for name in needed if not (corpus / name).is_file()]
+    if missing:
+        fail(f"{corpus}: missing {', '.join(missing)} (give --corpus DIR)")
+    CARRIED_CORPUS.mkdir(parents=True, exist_ok=True)
+    for name in names + (["train.en", "train.es"] if args.with_train else []):
+        shutil.copyfile(corpus / name, CARRIED_CORPUS / name)
+    if not args.with_train:
+        prepared_dir("base", corpus=corpus, out=CARRIED_DATA)
+    size = sum(f.stat().st_size for f in CARRY.rglob("*") if f.is_file())
+    print(f"{CARRY}: {size / 2**20:.1f} MiB; name it in the device tool's carry: "
+          f'carry=["gpu-carry"] (README, section GPUs)')
+    return 0

@@ -1,0 +1,151 @@
+"""`translate` / `evaluate` with `--engine ct2` and `--int8`: the same batching, order,
+empty lines and n-best output as the torch engine (one `Translator` above both), the
+CTranslate2 export cached in the run dir and refreshed when the checkpoint changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import PAIRS, ROOT
+from memorised import TINY_CONFIG, UNSEEN, memorised_model, sample_pairs
+
+from transcli.checkpoint import save_weights
+from transcli.config import load_config, save_config
+from transcli.errors import UserError
+from transcli.evaluate import evaluate_cli
+from transcli.export import EXPORT_FILE, read_record
+from transcli.model import Transformer
+from transcli.rundir import CONFIG_FILE, step_path
+from transcli.tokenizer import TOKENIZER_FILE
+from transcli.translate import load_translator
+
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")
+
+ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture
+def memorised_run(tmp_path: Path, tiny_spm: Path) -> Path:
+    """A run dir whose only checkpoint is the memorised tiny model (confident choices:
+    every engine and weight type gives the memorised translations)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    save_config(load_config(TINY_CONFIG), run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(tiny_spm.read_bytes())
+    save_weights(memorised_model(tiny_spm, tuple(PAIRS)), step_path(run, 200))
+    return run
+
+
+@pytest.fixture
+def sample_copy(sample_run: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(sample_run, tmp_path / "sample-run"))
+
+
+def test_ct2_engine_gives_the_torch_greedy_output(sample_copy):
+    """200 real sentences between empty lines, with short length limits (a * len + b)
+    that cut many translations: identical lines, and the export cached in the run dir."""
+    lines = [line for en, _ in sample_pairs("test", "valid") for line in (en, "")]
+    limits = ["decode.max_len_a=0.5", "decode.max_len_b=3", "decode.batch_tokens=200"]
+    torch_out = load_translator(sample_copy, "last", limits, "cpu").translate(lines)
+    ct2 = load_translator(sample_copy, "last", limits + ["decode.engine=ct2"], "cpu")
+    assert ct2.translate(lines) == torch_out
+    assert torch_out[1::2] == [""] * 200 and len(set(torch_out[::2])) > 100
+    cache = sample_copy / "ct2-step-0000200-float32"
+    assert (cache / "model.bin").is_file()
+    assert read_record(cache)["source"] == str((step_path(sample_copy, 200)).resolve())
+
+
+def test_cache_is_reused_then_refreshed_when_the_checkpoint_changes(memorised_run, tiny_spm):
+    overrides = ["decode.engine=ct2", "decode.beam_size=1"]
+    load_translator(memorised_run, "last", overrides, "cpu")
+    cache = memorised_run / "ct2-step-0000200-float32"
+    written = (cache / "model.bin").stat().st_mtime_ns
+    translator = load_translator(memorised_run, "last", overrides, "cpu")
+    assert (cache / "model.bin").stat().st_mtime_ns == written  # reused
+    assert translator.translate(ENGLISH[:3]) == SPANISH[:3]
+    (cache / "model.bin").unlink()  # a damaged cache is made again
+    assert load_translator(memorised_run, "last", overrides, "cpu").translate(
+        ENGLISH[:3]) == SPANISH[:3]
+
+    torch.manual_seed(5)  # the checkpoint is overwritten, as training does to best/last
+    save_weights(Transformer(load_config(TINY_CONFIG).model, 120), step_path(memorised_run, 200))
+    translator = load_translator(memorised_run, "last", overrides, "cpu")
+    assert read_record(cache)["source_mtime_ns"] == step_path(memorised_run, 200).stat().st_mtime_ns
+    assert translator.translate(ENGLISH[:3]) != SPANISH[:3]  # the new weights
+    assert sorted(p.name for p in memorised_run.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("engine", ["torch", "ct2"])
+def test_int8_keeps_the_memorised_translations(memorised_run, engine):
+    translator = load_translator(memorised_run, "last",
+                                 [f"decode.engine={engine}", "decode.quantize=int8"], "cpu")
+    assert translator.translate(ENGLISH + [""]) == SPANISH + [""]
+    if engine == "ct2":
+        assert json.loads((memorised_run / "ct2-step-0000200-int8" / EXPORT_FILE).read_text()
+                          )["quantize"] == "int8"
+    else:
+        assert any(type(m).__name__ == "Linear" and "quantized" in type(m).__module__
+                   for m in translator.engine.model.modules())
+
+
+def test_sampling_through_ct2_is_seeded(memorised_run):
+    overrides = ["decode.engine=ct2", "decode.strategy=sample", "decode.temperature=3",
+                 "decode.n_best=3", "decode.seed=4"]
+    first = load_translator(memorised_run, "last", overrides, "cpu").translate_nbest(UNSEEN)
+    again = load_translator(memorised_run, "last", overrides, "cpu").translate_nbest(UNSEEN)
+    assert first == again and all(len(hyps) == 3 for hyps in first)
+    assert len({text for hyps in first for text, _ in hyps}) > len(UNSEEN)
+
+
+def transcli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "transcli", *args], input=stdin,
+                          capture_output=True, cwd=ROOT, env=ONE_THREAD, timeout=120)
+
+
+def test_cli_nbest_tsv_is_the_same_for_both_engines(memorised_run):
+    text = f"{ENGLISH[4]}\n\n{ENGLISH[5]}\n".encode()
+    outputs = []
+    for engine in ("torch", "ct2"):
+        result = transcli("translate", "-m", str(memorised_run), "--beam-size", "3",
+                          "--n-best", "2", "--engine", engine, stdin=text)
+        assert result.returncode == 0, result.stderr
+        outputs.append([line.split("\t") for line in result.stdout.decode().splitlines()])
+    for rows in outputs:
+        assert [row[0] for row in rows] == ["0", "0", "1", "1", "2", "2"]
+        assert rows[0][1] == SPANISH[4] and rows[2][1:] == ["", "0.0000"]
+        assert rows[4][1] == SPANISH[5] and float(rows[0][2]) >= float(rows[1][2])
+    torch_rows, ct2_rows = outputs
+    assert [row[1] for row in torch_rows][::2] == [row[1] for row in ct2_rows][::2]
+    # both report transcli's GNMT score of the same best hypothesis
+    assert float(torch_rows[0][2]) == pytest.approx(float(ct2_rows[0][2]), abs=2e-4)
+
+
+def test_evaluate_with_the_ct2_engine(memorised_run, tmp_path, capsys):
+    src, ref = tmp_path / "src.en", tmp_path / "ref.es"
+    src.write_text("\n".join(ENGLISH) + "\n", encoding="utf-8")
+    ref.write_text("\n".join(SPANISH) + "\n", encoding="utf-8")
+    evaluate_cli(ref=[ref], hyp=None, model=memorised_run, src=src, checkpoint="last",
+                 beam_size=1, hyp_out=None, as_json=True, device="cpu", engine="ct2")
+    assert json.loads(capsys.readouterr().out)["bleu"] == pytest.approx(100.0)
+    assert (memorised_run / "ct2-step-0000200-float32").is_dir()
+    with pytest.raises(UserError, match="--engine only applies with --model"):
+        evaluate_cli(ref=[ref], hyp=ref, model=None, src=None, checkpoint="last",
+                     beam_size=None, hyp_out=None, as_json=True, device="cpu", engine="ct2")
+
+
+def test_missing_ctranslate2_names_the_extra(memorised_run, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)
+    monkeypatch.setitem(sys.modules, "ctranslate2.converters", None)
+    monkeypatch.setitem(sys.modules, "ctranslate2.specs", None)
+    with pytest.raises(UserError, match=r"pip install transcli\[ct2\]"):
+        load_translator(memorised_run, "last", ["decode.engine=ct2"], "cpu")
+    assert not any(p.name.startswith("ct2-") for p in memorised_run.iterdir())

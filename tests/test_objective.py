@@ -1,0 +1,81 @@
+"""The fused output-layer loss against the plain log-softmax reference, and the
+learning-rate schedules at hand-computed points."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from transcli.objective import LossSums, label_smoothed_nll, learning_rate, output_loss
+
+
+def _case(dtype: torch.dtype, rows: int = 700, vocab: int = 53, d: int = 16, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    hidden = torch.randn(3, rows, d, generator=g, dtype=dtype, requires_grad=True)
+    weight = torch.randn(vocab, d, generator=g, dtype=dtype, requires_grad=True)
+    target = torch.randint(0, vocab, (3, rows), generator=g)
+    target[:, -7:] = 0  # padding
+    return hidden, weight, target
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_output_loss_equals_log_softmax_reference_and_its_gradients(eps: float) -> None:
+    """More rows than one chunk, padding included: values and both gradients agree with
+    plain autograd through log_softmax + label_smoothed_nll (an independent path)."""
+    hidden, weight, target = _case(torch.float32)
+    ref = label_smoothed_nll(torch.log_softmax(hidden @ weight.t(), -1), target, eps, pad_id=0)
+    (ref[0] * 0.3).backward()
+    ref_grads = hidden.grad.clone(), weight.grad.clone()
+    hidden.grad = weight.grad = None
+    fused = output_loss(hidden, weight, target, eps, pad_id=0)
+    (fused[0] * 0.3).backward()
+    assert fused.tolist() == pytest.approx([r.item() for r in ref], rel=1e-5)
+    assert torch.allclose(hidden.grad, ref_grads[0], atol=1e-5)
+    assert torch.allclose(weight.grad, ref_grads[1], atol=1e-4)
+
+
+def test_output_loss_by_hand_on_one_row() -> None:
+    """logits [2, 0, 0], gold 0, eps 0.1: loss = log Z - 0.9 * 2 - 0.1 * mean(logits)."""
+    hidden = torch.tensor([[1.0, 0.0]])
+    weight = torch.tensor([[2.0, 0.0], [0.0, 1.0], [0.0, -1.0]])  # logits 2, 0, 0
+    loss, nll, tokens, correct = output_loss(hidden, weight, torch.tensor([0]), 0.1, 5).tolist()
+    log_z = math.log(math.exp(2) + 2)
+    assert nll == pytest.approx(log_z - 2)
+    assert loss == pytest.approx(0.9 * (log_z - 2) + 0.1 * (log_z - 2 / 3))
+    assert (tokens, correct) == (1.0, 1.0)
+
+
+def test_output_loss_under_bf16_autocast_is_close_and_without_grad_computes_none() -> None:
+    hidden, weight, target = _case(torch.float32, rows=40)
+    exact = output_loss(hidden, weight, target, 0.1, 0)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = output_loss(hidden, weight, target, 0.1, 0)
+    mixed[0].backward()
+    assert mixed[0].item() == pytest.approx(exact[0].item(), rel=2e-2)
+    assert hidden.grad.dtype == torch.float32 and weight.grad.dtype == torch.float32
+    with torch.no_grad():
+        assert not output_loss(hidden, weight, target, 0.1, 0).requires_grad
+
+
+def test_loss_sums_means() -> None:
+    sums = LossSums.of(torch.tensor([6.0, 4.0, 2.0, 1.0]))
+    sums.add(LossSums(2.0, 2.0, 2.0, 1.0))
+    assert sums.means() == pytest.approx({"loss": 2.0, "nll": 1.5, "ppl": math.exp(1.5),
+                                          "acc": 0.5})
+
+
+def test_schedules_share_the_warm_up_and_peak_then_decay_as_named() -> None:
+    peak = 2.0 * 256 ** -0.5 * 100 ** -0.5  # factor 2, d_model 256, warm-up 100
+    args = dict(d_model=256, warmup=100, factor=2.0, total=1100)
+    for schedule in ("noam", "linear", "cosine"):
+        assert learning_rate(schedule, 50, **args) == pytest.approx(peak / 2)
+        assert learning_rate(schedule, 100, **args) == pytest.approx(peak)
+    assert learning_rate("noam", 400, **args) == pytest.approx(peak / 2)  # (400/100)^-0.5
+    assert learning_rate("linear", 600, **args) == pytest.approx(peak / 2)  # half way down
+    assert learning_rate("cosine", 600, **args) == pytest.approx(peak / 2)  # cos(pi/2) = 0
+    assert learning_rate("cosine", 350, **args) == pytest.approx(peak * (1 + 2 ** -0.5) / 2)
+    assert learning_rate("linear", 1100, **args) == 0.0
+    assert learning_rate("linear", 1100, **args, final=0.1) == pytest.approx(peak / 10)
+    assert learning_rate("cosine", 5000, **args) == pytest.approx(0.0, abs=1e-12)

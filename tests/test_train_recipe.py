@@ -1,0 +1,126 @@
+"""The regularisation and averaging recipe: subword sampling, the weight average, the
+decaying schedules, and exact resume with all of them on; logs of short runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from transcli.batching import StreamPosition, collate
+from transcli.ema import WeightAverage
+from transcli.encoded import EncodedSplit
+from transcli.rundir import AVG_FILE, CHECKPOINT_DIR, CURVES_FILE, METRICS_FILE, step_path
+from transcli.resegment import Resegmenter
+from transcli.runlog import read_metrics
+from transcli.tokenizer import Tokenizer
+from transcli.train import train
+from training import fast_config, losses
+
+RECIPE = ["model.dropout=0.1", "model.act_dropout=0.1", "train.ema_decay=0.9",
+          "train.sample_alpha=0.1", "train.schedule=linear", "train.warmup_steps=10",
+          "train.max_steps=40"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def resegmenter(prepared: Path, max_len: int = 256) -> Resegmenter:
+    split = EncodedSplit(prepared, "train")
+    return Resegmenter(prepared, ("en", "es"), split, Tokenizer(prepared / "spm.model"),
+                       alpha=0.1, nbest=-1, seed=1, rank=0, max_len=max_len)
+
+
+def test_sampled_segmentations_are_new_per_batch_reproducible_and_the_same_text(
+        prepared: Path) -> None:
+    make = resegmenter(prepared)
+    tokenizer = Tokenizer(prepared / "spm.model")
+    idx = np.arange(16)
+    first = make(idx, StreamPosition(0, 3))
+    assert torch.equal(make(idx, StreamPosition(0, 3)).src, first.src)  # same place, same draw
+    other = make(idx, StreamPosition(1, 3))
+    assert not torch.equal(other.tgt_out, first.tgt_out) or other.src.shape != first.src.shape
+    fixed = collate(EncodedSplit(prepared, "train"), idx)
+    assert first.tgt_tokens > fixed.tgt_tokens  # smaller pieces on average
+    decode = lambda rows: tokenizer.decode(rows.tolist())  # noqa: E731
+    assert decode(first.src) == decode(fixed.src)  # the same sentences, other pieces
+    assert decode(first.tgt_out) == decode(fixed.tgt_out)
+    assert (first.tgt_in[:, 1:] == first.tgt_out[:, :-1]).logical_or(first.tgt_out[:, :-1] == 3)\
+        .all()  # shifted right: BOS + y, y + EOS
+
+
+def test_a_segmentation_too_long_for_the_model_falls_back_to_the_fixed_one(
+        prepared: Path) -> None:
+    split = EncodedSplit(prepared, "train")
+    longest = int(np.argmax(split.tgt_lengths))
+    limit = int(split.tgt_lengths[longest]) + 1  # the fixed one just fits
+    batch = resegmenter(prepared, max_len=limit)(np.array([longest]), StreamPosition(0, 0))
+    assert batch.tgt_out.shape[1] <= limit
+    assert batch.tgt_out[0, :-1].tolist() == split.tgt(longest).tolist()
+
+
+def test_weight_average_follows_the_formula() -> None:
+    model = torch.nn.Linear(2, 1, bias=False)
+    average = WeightAverage(model, decay=0.9)
+    start = model.weight.detach().clone()
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    average.update(step=0)  # decay min(0.9, 1/10) = 0.1: avg = 0.1 * w0 + 0.9 * w1
+    assert torch.allclose(average.average[0], 0.1 * start + 0.9 * (start + 1))
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    average.update(step=100)  # decay 0.9
+    expected = 0.9 * (0.1 * start + 0.9 * (start + 1)) + 0.1 * (start + 2)
+    assert torch.allclose(average.average[0], expected)
+    with average.swapped_in():
+        assert torch.allclose(model.weight, expected)
+    assert torch.allclose(model.weight, start + 2)
+
+
+def test_resume_is_exact_with_sampling_averaging_and_a_decaying_schedule(
+        prepared: Path, tmp_path: Path) -> None:
+    """Stopped by its time limit (as a user's sittings are), at whatever step that falls
+    on: the schedule depends on max_steps, so that must stay the run's own."""
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    train(fast_config(*RECIPE), prepared, straight)
+    train(fast_config(*RECIPE, "train.max_minutes=0.003"), prepared, split)
+    stopped = read_metrics(split / METRICS_FILE, "train")[-1]["step"]
+    assert 0 < stopped < 40
+    train(fast_config(*RECIPE), prepared, split, resume=True)
+    for name in (step_path(straight, 40).name, AVG_FILE):
+        a = load_file(straight / CHECKPOINT_DIR / name)
+        b = load_file(split / CHECKPOINT_DIR / name)
+        assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6, name
+    assert losses(split) == losses(straight) and len(losses(straight)) == 8
+    lrs = [r["lr"] for r in read_metrics(straight / METRICS_FILE, "train")]
+    assert lrs[-1] < lrs[len(lrs) // 2] < max(lrs)  # warm-up, then linear decay to the end
+
+
+def test_avg_holds_the_weight_average_not_the_last_weights(prepared: Path,
+                                                           tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(fast_config("train.ema_decay=0.5", "train.max_steps=10"), prepared, run)
+    avg, last = load_file(run / CHECKPOINT_DIR / AVG_FILE), load_file(step_path(run, 10))
+    assert any(not torch.equal(avg[k], last[k]) for k in avg)
+    assert max((avg[k] - last[k]).abs().max().item() for k in avg) < 0.5
+
+
+def test_a_run_stopped_early_still_logs_its_last_steps_and_draws_curves(
+        prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run = tmp_path / "run"
+    train(fast_config("train.max_steps=1000", "train.max_minutes=0.0001",
+                      "train.log_every=100"), prepared, run)
+    records = read_metrics(run / METRICS_FILE, "train")
+    assert len(records) == 1 and records[0]["partial"] and records[0]["step"] < 100
+    assert (run / CURVES_FILE).stat().st_size > 0
+    err = capsys.readouterr().err
+    assert "time limit" in err and "undertrained" in err and "of the 1000 planned" in err

@@ -1,0 +1,81 @@
+"""Training never loses work: signals through a dead pipe, SIGHUP, and training state
+that loads but cannot be used."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import torch
+
+from transcli.checkpoint import load_state
+from transcli.errors import UserError
+from transcli.rundir import METRICS_FILE, complete_steps, state_path
+from transcli.train import train
+from training import fast_config, train_cli, transcli_process
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _wait_for(path: Path, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not (path.is_file() and path.read_text().strip()):
+        assert time.time() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_after_the_log_reader_died_still_saves_and_exits_0(prepared: Path,
+                                                                   tmp_path: Path) -> None:
+    """`transcli train ... 2>&1 | tee log` and Ctrl-C: tee dies first, then every write
+    to stderr fails; the step must still finish and be saved."""
+    run = tmp_path / "run"
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
+                                       "train.save_every=100000"))
+    _wait_for(run / METRICS_FILE)
+    proc.stderr.close()  # the reader of stderr is gone
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 0
+    assert complete_steps(run) and complete_steps(run)[-1] >= 5
+
+
+def test_sighup_finishes_the_step_and_saves(prepared: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
+                                       "train.save_every=100000"))
+    _wait_for(run / METRICS_FILE)
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "SIGHUP received" in err and "--resume" in err
+    assert complete_steps(run)[-1] >= 5
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (lambda s: s["optimizer"]["state"][0].update(exp_avg=torch.zeros(3)),
+     "optimizer exp_avg of parameter 0 is not a float tensor of shape"),
+    (lambda s: s["optimizer"]["state"][1].update(exp_avg_sq=torch.full_like(
+        s["optimizer"]["state"][1]["exp_avg_sq"], float("nan"))), "exp_avg_sq of parameter 1"),
+    (lambda s: s.pop("position"), "no 'position'"),
+    (lambda s: s.update(step=3), "it says step 3, its file name step 10"),
+    (lambda s: s["optimizer"]["param_groups"][0].update(params=[0, 1]),
+     "optimizer state for 2 parameters"),
+    (lambda s: s.update(ema={"x": torch.zeros(1)}), "averaged weights do not match"),
+])
+def test_a_state_file_that_loads_but_does_not_fit_is_refused(prepared: Path, tmp_path: Path,
+                                                             spoil, message: str) -> None:
+    run = tmp_path / "run"
+    train(fast_config("train.max_steps=10"), prepared, run)
+    state = load_state(run, 10)
+    spoil(state)
+    torch.save(state, state_path(run, 10))
+    with pytest.raises(UserError, match=f"state.pt: not a usable training state .*{message}"):
+        train(fast_config("train.max_steps=20"), prepared, run, resume=True)

@@ -1,0 +1,53 @@
+"""An exponential moving average of the weights during training (Polyak averaging).
+
+Averaged weights generalise better than the last ones, as averaging the last
+checkpoints does (Vaswani et al. average 5 or 20), but they are ready at every step:
+validation, `best` and `avg` use them when `train.ema_decay` > 0. The average is kept
+in float32 beside the model and saved with the training state, so a resumed run
+continues the same average.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import torch
+from torch import nn
+
+
+class WeightAverage:
+    """avg <- d * avg + (1 - d) * w after each update, with d = min(decay, (1 + n) / (10 + n))
+    at update n: early on, when the weights move fast, the average follows them closely."""
+
+    def __init__(self, model: nn.Module, decay: float):
+        self.decay = decay
+        self.names = [name for name, _ in model.named_parameters()]  # tied tensors once
+        self.params = [p for _, p in model.named_parameters()]
+        self.average = [p.detach().float().clone() for p in self.params]
+
+    def update(self, step: int) -> None:
+        decay = min(self.decay, (1 + step) / (10 + step))
+        torch._foreach_lerp_(self.average, [p.detach().float() for p in self.params],
+                             1.0 - decay)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return dict(zip(self.names, self.average))
+
+    def load_state(self, state: dict[str, torch.Tensor]) -> None:
+        for name, tensor in zip(self.names, self.average):
+            tensor.copy_(state[name])
+
+    @contextlib.contextmanager
+    def swapped_in(self) -> Iterator[None]:
+        """The model holds the averaged weights inside the block, its own ones after."""
+        own = [p.detach().clone() for p in self.params]
+        with torch.no_grad():
+            for param, average in zip(self.params, self.average):
+                param.copy_(average)
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for param, saved in zip(self.params, own):
+                    param.copy_(saved)

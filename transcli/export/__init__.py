@@ -1,0 +1,162 @@
+"""`transcli export`: a run's checkpoint as a model directory another library runs.
+
+One module per format (`FORMATS`), each with `check` (refuse, with one line, what
+it cannot export exactly) and `write` (fill an empty directory). An export is
+exact or refused: the exported model gives transcli's greedy output on the same
+weights (the formats' tests compare them), never a silently different model.
+
+Writing is all or nothing: the files go into a temp directory beside `--out` that
+is renamed at the end. A non-empty `--out` is refused unless `force`; then only
+the files this export writes are replaced, plus those a previous transcli export
+listed in its `EXPORT_FILE`; nothing else in the directory is touched.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Optional
+
+from transcli.errors import UserError
+from transcli.files import describe_os_error
+
+FORMATS = {"ct2": "transcli.export.ct2", "hf": "transcli.export.hf"}
+EXPORT_FILE = "transcli-export.json"  # what was exported from where, and the files written
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import an optional dependency, or say in one line how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UserError(f"this needs the Python package '{module.split('.')[0]}': "
+                        f"pip install transcli[{extra}]") from None
+
+
+def format_module(name: str) -> ModuleType:
+    if name not in FORMATS:
+        raise UserError(f"--format {name}: must be one of {', '.join(FORMATS)}")
+    return importlib.import_module(FORMATS[name])
+
+
+def export_run(run_dir: Path, fmt: str, out: Path, checkpoint: str = "best",
+               quantize: Optional[str] = None, force: bool = False) -> Path:
+    """Export `checkpoint` of the run in `run_dir` to `out` in format `fmt`."""
+    from transcli.checkpoint import load_trained, resolve_checkpoint
+    from transcli.rundir import load_run_config
+
+    module = format_module(fmt)
+    module.check_options(quantize)
+    module.check(load_run_config(run_dir))
+    _check_destination(out, force)
+    source = resolve_checkpoint(run_dir, checkpoint)
+    model, tokenizer, cfg = load_trained(run_dir, str(source), "cpu")
+    record = {"format": fmt, "run_dir": str(Path(run_dir).resolve()), "checkpoint": checkpoint,
+              "quantize": quantize, **checkpoint_identity(source)}
+    publish(out, record, lambda tmp: module.write(model, tokenizer, cfg, tmp, quantize),
+            force=force)
+    return out
+
+
+def checkpoint_identity(path: Path) -> dict[str, Any]:
+    """What tells one checkpoint file from its later versions without reading it."""
+    stat = path.stat()
+    return {"source": str(path.resolve()), "source_size": stat.st_size,
+            "source_mtime_ns": stat.st_mtime_ns}
+
+
+def read_record(directory: Path) -> dict[str, Any]:
+    """A directory's `EXPORT_FILE`, or {} when it has none (or an unreadable one)."""
+    try:
+        record = json.loads((directory / EXPORT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def publish(out: Path, record: dict[str, Any], fill: Callable[[Path], None], *,
+            force: bool = False, owned: bool = False) -> None:
+    """Run `fill(tmp)` on a fresh temp directory beside `out`, add `EXPORT_FILE`, then
+    move the result to `out`. `owned`: `out` is wholly transcli's (a cache in a run dir),
+    so an old one is swapped out as a whole."""
+    out = Path(out)
+    tmp = _temp_dir(out)
+    try:
+        fill(tmp)
+        files = sorted(p.name for p in tmp.iterdir())
+        (tmp / EXPORT_FILE).write_text(json.dumps({**record, "files": files}, indent=2) + "\n",
+                                       encoding="utf-8")
+        if owned:
+            _swap(tmp, out)
+        elif not _rename_into_place(tmp, out):
+            _replace_files(tmp, out, files)
+    except OSError as exc:
+        raise UserError(f"{out}: cannot write the export ({describe_os_error(exc)})") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check_destination(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: --out is a file, not a directory")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise UserError(f"{out}: --out is not empty; use --force to replace the files an "
+                        f"export writes there (other files are kept)")
+
+
+def _temp_dir(out: Path) -> Path:
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    except OSError as exc:
+        raise UserError(f"{out}: cannot write the export ({describe_os_error(exc)})") from None
+
+
+def _rename_into_place(tmp: Path, out: Path) -> bool:
+    """Rename `tmp` to `out` when `out` is missing or empty; False when it holds files."""
+    try:
+        out.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False  # not empty
+    try:
+        os.rename(tmp, out)
+    except OSError:
+        if out.is_dir():  # created meanwhile (another export): replace file by file
+            return False
+        raise
+    return True
+
+
+def _replace_files(tmp: Path, out: Path, files: list[str]) -> None:
+    """Move this export's files over their namesakes in `out`; drop the files that the
+    previous transcli export there listed and this one no longer writes."""
+    stale = set(read_record(out).get("files", [])) - set(files)
+    for name in files + [EXPORT_FILE]:
+        os.replace(tmp / name, out / name)
+    for name in stale:
+        if "/" not in name and name not in (".", ".."):
+            (out / name).unlink(missing_ok=True)
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    """Replace the whole directory `out` by `tmp` (the old one removed after)."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        os.replace(out, old / out.name)
+    try:
+        os.rename(tmp, out)
+    except OSError:
+        if not out.is_dir():  # not a concurrent export that got there first
+            raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)

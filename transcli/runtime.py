@@ -1,0 +1,76 @@
+"""Process-wide settings of the machine transcli runs on: OpenMP's waiting, torch's
+threads, the device and its precision, and handing freed memory back to the OS.
+
+torch's OpenMP threads spin-wait between parallel regions. On a CPU shared with other
+busy processes the spinning threads hold cores the others need, and the whole machine
+crawls; `OMP_WAIT_POLICY=PASSIVE` makes them sleep instead. It has to be in the
+environment before torch loads OpenMP, so `transcli/__init__.py` sets it before
+anything imports torch (a value the user set wins).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+from typing import Optional
+
+import torch
+
+from transcli.errors import UserError
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, e.g. under taskset or a
+    container's cpuset), not all the machine has."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def set_threads(threads: int) -> int:
+    """Give torch `threads` intra-op threads (0: one per available core); returns the count."""
+    count = threads or min(available_cores(), torch.get_num_threads())
+    torch.set_num_threads(count)
+    return count
+
+
+def pick_device(name: str) -> torch.device:
+    """`auto` is CUDA when present, else CPU; asking for a missing CUDA is a UserError."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda: no CUDA device is available")
+    if name not in ("cpu", "cuda"):
+        raise UserError(f"--device {name}: must be auto, cpu or cuda")
+    return torch.device(name)
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """Mixed precision: matmuls in bf16/fp16, weights, softmax and loss in fp32."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device.type, dtype=dtype)
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed by earlier batches back to the OS (glibc only).
+
+    Every batch has another shape, and glibc keeps the freed blocks: without this,
+    a long CPU run's resident memory keeps growing (README, "Benchmarks").
+    """
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _load_libc() -> Optional[ctypes.CDLL]:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:  # not glibc (macOS, musl): nothing to trim
+        return None
+
+
+_LIBC = _load_libc()
