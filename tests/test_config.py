@@ -39,14 +39,16 @@ def test_base_config_holds_the_papers_hyperparameters() -> None:
     assert d.vocab_size == 32000
 
 
-@pytest.mark.parametrize("name", ["base", "small", "tiny", "demo"])
+SHIPPED = sorted(path.stem for path in (ROOT / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_configs_load(name: str) -> None:
     load_config(ROOT / "configs" / f"{name}.yaml")
 
 
-def test_every_shipped_config_is_tested() -> None:
-    shipped = {path.stem for path in (ROOT / "configs").glob("*.yaml")}
-    assert shipped == {"base", "small", "tiny", "demo"}
+def test_every_shipped_config_is_loaded() -> None:
+    assert {"base", "small", "tiny", "demo"} <= set(SHIPPED)
 
 
 def test_unknown_key_names_file_key_and_suggestion(tmp_path: Path) -> None:

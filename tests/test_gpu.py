@@ -2,7 +2,7 @@
 
 Marked `gpu` and skipped, with the reason, where torch sees no CUDA device: CI never
 needs one. `make gpu-check` (bench/gpu_check.py) runs them on a GPU machine. Training
-tests use the 32 pairs of tests/test_train.py, prepared by the real `prepare`, and the
+tests use the 32 pairs of tests/training.py, prepared by the real `prepare`, and the
 tiny config; each tolerance is stated beside its test with the reason for it.
 """
 
@@ -23,7 +23,7 @@ import torch
 from conftest import PAIRS
 from memorised import memorised_model, pad
 from safetensors.torch import load_file
-from test_train import FAST, TINY, _losses, _prepare
+from training import FAST, TINY, losses
 
 from transcli.checkpoint import load_state
 from transcli.config import ModelConfig, load_config
@@ -44,11 +44,6 @@ DEVICE = "cuda"
 ON_DEVICE = [f"train.device={DEVICE}"]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _prepare(tmp_path_factory.mktemp("prep"), 0, 40)
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +110,7 @@ def test_compiled_training_matches_eager(prepared: Path, tmp_path: Path) -> None
                                "train.valid_every=1000"]
     train(load_config(TINY, sets), prepared, tmp_path / "eager")
     train(load_config(TINY, sets + ["train.compile=true"]), prepared, tmp_path / "compiled")
-    eager, compiled = _losses(tmp_path / "eager"), _losses(tmp_path / "compiled")
+    eager, compiled = losses(tmp_path / "eager"), losses(tmp_path / "compiled")
     assert [step for step, _ in compiled] == [step for step, _ in eager] == [5, 10, 15, 20, 25, 30]
     assert [loss for _, loss in compiled] == pytest.approx([loss for _, loss in eager], rel=1e-3)
 
@@ -187,9 +182,9 @@ def test_resume_on_cuda_matches_a_straight_run(prepared: Path, tmp_path: Path) -
                               for name in ("straight", "again", "split"))
     noise, difference = max_difference(straight, again), max_difference(straight, split)
     assert difference <= 1e-4, f"resumed: {difference:.2e}; two straight runs: {noise:.2e}"
-    (steps, losses), (split_steps, split_losses) = (
-        zip(*_losses(tmp_path / name)) for name in ("straight", "split"))
-    assert split_steps == steps and split_losses == pytest.approx(losses, rel=1e-4)
+    (steps, straight_losses), (split_steps, split_losses) = (
+        zip(*losses(tmp_path / name)) for name in ("straight", "split"))
+    assert split_steps == steps and split_losses == pytest.approx(straight_losses, rel=1e-4)
 
 
 def test_torchrun_one_process_trains_on_cuda_like_a_plain_run(prepared: Path,
