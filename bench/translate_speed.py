@@ -1,139 +1,166 @@
-"""Translation speed: cached vs uncached decoding, greedy and beam 5, on real text.
+"""Translation speed of the engines side by side: torch and CTranslate2, float32 and int8.
 
-    .venv/bin/python bench/translate_speed.py [--model RUN_DIR] [--lines 1000] [--threads N]
+    .venv/bin/python bench/translate_speed.py --model RUN_DIR [--lines 1000] [--rounds 2]
+    .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch torch-uncached
 
-Translates the first N lines of ../shared/corpora/en-es/dev.tatoeba.en (short
-conversational sentences) and dev.newstest2012.en (long news sentences) through
-`Translator` -- the code `transcli translate` runs -- with greedy search and beam 5,
-each with the cached decoder (one new position per step) and with the uncached
-reference (the whole prefix re-run every step), in the same process. Prints
-sentences/s, target tokens/s, the cached/uncached speedup, whether both gave the
-same output, and the peak RSS.
+Translates the first --lines lines of ../shared/corpora/en-es/dev.tatoeba.en (short
+conversational sentences) and dev.newstest2012.en (long news sentences) with greedy
+search and beam 5, through `Translator` -- the code `transcli translate` runs -- with
+each engine and thread count: `torch` (fp32), `torch-int8` (dynamically quantized
+Linear layers), `ct2` and `ct2-int8` (the run's CTranslate2 export, made beforehand so
+it is not timed), and `torch-uncached` (the decoder re-run over the whole prefix every
+step: the reference the cache is measured against). Each (engine, threads) runs in a
+subprocess of its own, so peak RSS and load time are its own; the subprocesses
+alternate in rounds, so background load hits all alike. Prints sentences/s and target
+tokens/s (the fastest round), speed relative to torch fp32 at the same threads, BLEU of
+the output against the references, peak RSS and load time.
 
-With --model, a trained run's weights, tokenizer and decode settings are used. Without
-it, a small-config model (configs/small.yaml) is built untrained, with a throwaway
-8,000-piece sentencepiece model trained on a slice of ../shared/corpora/en-es/train.*;
-an untrained model never emits EOS, so every sentence decodes to its maximum length
-(a * source + b tokens): the figures then compare full-length decodes, which favours
-the cache more than a trained model's shorter outputs do.
-
-On a CPU shared with other jobs, torch's OpenMP threads spin-wait for a core the
-other jobs hold: here two threads ran this benchmark up to 14x slower than one.
-Run it with OMP_WAIT_POLICY=PASSIVE (or --threads 1) there; the table's header
-says how many threads ran.
+On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
+hold; transcli sets OMP_WAIT_POLICY=PASSIVE (unless set) to avoid that. The header
+prints the load average: compare figures from an idle machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import json
+import os
 import resource
+import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
-
-import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from transcli.checkpoint import load_trained  # noqa: E402
-from transcli.config import Config, load_config  # noqa: E402
-from transcli.model import Transformer  # noqa: E402
-from transcli.tokenizer import TOKENIZER_FILE, Tokenizer, train_tokenizer  # noqa: E402
-from transcli.translate import Translator  # noqa: E402
-
 CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
-SETS = ["dev.tatoeba.en", "dev.newstest2012.en"]
-SPM_LINES = 40_000  # sentences sampled from train.{en,es} for the throwaway tokenizer
+SETS = ["dev.tatoeba", "dev.newstest2012"]
+SEARCHES = {"greedy": ("greedy", 1), "beam5": ("beam", 5)}
+ENGINES = {"torch": ("torch", "none", True), "torch-int8": ("torch", "int8", True),
+           "ct2": ("ct2", "none", True), "ct2-int8": ("ct2", "int8", True),
+           "torch-uncached": ("torch", "none", False)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, help="trained run dir (default: untrained small)")
-    parser.add_argument("--checkpoint", default="best")
-    parser.add_argument("--lines", type=int, default=1000, help="lines per test set")
-    parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if not CORPORA.is_dir():
-        print(f"skipped: {CORPORA} not found (the benchmark needs the shared corpora)")
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        model, tokenizer, cfg, what = load_model(args, Path(tmp))
-    print(f"model: {what}; CPU, torch {torch.__version__}, {torch.get_num_threads()} threads; "
-          f"{args.lines} lines per set; decode: alpha {cfg.decode.length_penalty}, "
-          f"max length {cfg.decode.max_len_a:g} * source + {cfg.decode.max_len_b}, "
-          f"{cfg.decode.batch_tokens} source tokens per batch")
-    warm_up(model, tokenizer, cfg, read_lines(CORPORA / SETS[0], 16), args.beam)
-    sets = {name.removesuffix(".en"): read_lines(CORPORA / name, args.lines) for name in SETS}
-    searches = {"greedy": 1, f"beam{args.beam}": args.beam}
-    print(f"{'set':<18}{'search':<8}{'decoder':<10}{'sent/s':>9}{'tok/s':>10}{'seconds':>9}"
-          f"{'tok/sent':>9}{'speedup':>9}{'same':>6}")
-    runs: dict[tuple[str, str, bool], tuple[float, int, list[str]]] = {}
-    peaks = {}
-    for cached in (True, False):  # cached first, so its peak RSS can be told apart
+def worker(args: argparse.Namespace) -> None:
+    """One engine at one thread count: translate every set with every search once, print
+    one JSON line per (set, search), and write the outputs for scoring."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from transcli.translate import load_translator
+
+    engine, quantize, cached = ENGINES[args.worker]
+    sets = {name: read_lines(CORPORA / f"{name}.en", args.lines) for name in SETS}
+    load_seconds = None
+    for label, (strategy, beam) in SEARCHES.items():
+        start = time.perf_counter()
+        translator = load_translator(args.model, args.checkpoint, [
+            f"decode.engine={engine}", f"decode.quantize={quantize}",
+            f"decode.strategy={strategy}", f"decode.beam_size={beam}", "decode.n_best=1"], "cpu")
+        load_seconds = load_seconds or time.perf_counter() - start
+        translator.engine.cached = cached
         for set_name, lines in sets.items():
-            for label, beam in searches.items():
-                decode = replace(cfg.decode, beam_size=beam, n_best=1)
-                translator = Translator(model, tokenizer, decode, "cpu", cached=cached)
-                start = time.perf_counter()
-                output = translator.translate(lines)
-                seconds = time.perf_counter() - start
-                runs[set_name, label, cached] = (seconds, translator.target_tokens, output)
-                twin = runs[set_name, label, True]
-                speedup = "" if cached else f"{seconds / twin[0]:.2f}x"
-                same = "" if cached else ("yes" if output == twin[2] else "NO")
-                tokens = translator.target_tokens
-                print(f"{set_name:<18}{label:<8}{'cached' if cached else 'uncached':<10}"
-                      f"{len(lines) / seconds:>9.1f}{tokens / seconds:>10.0f}{seconds:>9.1f}"
-                      f"{tokens / len(lines):>9.1f}{speedup:>9}{same:>6}", flush=True)
-        peaks[cached] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB
-    print("speedup = uncached seconds / cached seconds; same = identical output text")
-    print(f"peak RSS: {peaks[True]:.0f} MiB after the cached runs, "
-          f"{peaks[False]:.0f} MiB after the uncached ones")
-
-
-def load_model(args: argparse.Namespace, tmp: Path) -> tuple[Transformer, Tokenizer, Config, str]:
-    """A trained run, or an untrained small model with a throwaway tokenizer."""
-    if args.model:
-        model, tokenizer, cfg = load_trained(args.model, args.checkpoint, "cpu")
-        return model, tokenizer, cfg, f"trained run {args.model} ({args.checkpoint})"
-    cfg = load_config(ROOT / "configs" / "small.yaml")
-    # Trained in a child process so that its memory does not count in the peak RSS.
-    child = multiprocessing.get_context("spawn").Process(
-        target=train_tokenizer,
-        args=([CORPORA / "train.en", CORPORA / "train.es"], tmp),
-        kwargs=dict(vocab_size=cfg.data.vocab_size, model_type=cfg.data.tokenizer,
-                    character_coverage=cfg.data.character_coverage,
-                    input_sentence_size=SPM_LINES, seed=1))
-    child.start()
-    child.join()
-    if child.exitcode != 0:
-        sys.exit("sentencepiece training failed")
-    tokenizer = Tokenizer(tmp / TOKENIZER_FILE)  # loaded into memory: outlives tmp
-    torch.manual_seed(1)
-    model = Transformer(cfg.model, tokenizer.vocab_size).eval()
-    return model, tokenizer, cfg, (f"configs/small.yaml, UNTRAINED (decodes run to max "
-                                   f"length), {tokenizer.vocab_size}-piece throwaway tokenizer")
-
-
-def warm_up(model: Transformer, tokenizer: Tokenizer, cfg: Config, lines: list[str],
-            beam: int) -> None:
-    """One untimed pass of each kind, so first-call setup does not count in the first row."""
-    for beam_size in (1, beam):
-        for cached in (True, False):
-            decode = replace(cfg.decode, beam_size=beam_size, n_best=1, max_len_b=5)
-            Translator(model, tokenizer, decode, "cpu", cached=cached).translate(lines)
+            translator.translate(lines[:8])  # first-call set-up, not timed
+            translator.target_tokens = 0
+            start = time.perf_counter()
+            output = translator.translate(lines)
+            seconds = time.perf_counter() - start
+            out = Path(args.out) / f"{args.worker}-{args.threads}-{set_name}-{label}.es"
+            out.write_text("".join(line + "\n" for line in output), encoding="utf-8")
+            print(json.dumps({"set": set_name, "search": label, "seconds": seconds,
+                              "lines": len(lines), "tokens": translator.target_tokens,
+                              "output": str(out)}), flush=True)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"peak_rss_mib": rss, "load_seconds": load_seconds}), flush=True)
 
 
 def read_lines(path: Path, count: int) -> list[str]:
     with open(path, encoding="utf-8") as handle:
         return [line.rstrip("\n") for _, line in zip(range(count), handle)]
+
+
+def bleu(hyp: Path, name: str, lines: int) -> float:
+    from sacrebleu.metrics import BLEU
+
+    refs = read_lines(CORPORA / f"{name}.es", lines)
+    return BLEU().corpus_score(hyp.read_text(encoding="utf-8").splitlines(), [refs]).score
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, required=True, help="trained run dir")
+    parser.add_argument("--checkpoint", default="best")
+    parser.add_argument("--lines", type=int, default=1000, help="lines per test set")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--engines", nargs="+", default=["torch", "torch-int8", "ct2", "ct2-int8"],
+                        choices=list(ENGINES))
+    parser.add_argument("--worker", choices=list(ENGINES), help=argparse.SUPPRESS)
+    parser.add_argument("--out", default="/tmp/transcli-translate-speed", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        args.threads = args.threads[0]
+        worker(args)
+        return
+    if not CORPORA.is_dir():
+        sys.exit(f"{CORPORA} not found: the benchmark needs the shared corpora")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    if any(ENGINES[e][0] == "ct2" for e in args.engines):
+        prepare_ct2_exports(args)
+    print(f"model {args.model} ({args.checkpoint}); {args.lines} lines per set; "
+          f"{args.rounds} rounds; load average {os.getloadavg()[0]:.2f}", flush=True)
+    results: dict[tuple, dict] = {}
+    for _ in range(args.rounds):
+        for engine in args.engines:
+            for threads in args.threads:
+                for row in run_worker(args, engine, threads):
+                    key = (engine, threads, row.get("set"), row.get("search"))
+                    best = results.get(key)
+                    if best is None or row.get("seconds", 0) < best.get("seconds", 0):
+                        results[key] = row
+    report(args, results)
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+def prepare_ct2_exports(args: argparse.Namespace) -> None:
+    """Make the cached exports first, so that exporting is not counted as loading."""
+    from transcli.export.ct2 import cached_export
+
+    for engine in args.engines:
+        if ENGINES[engine][0] == "ct2":
+            cached_export(args.model, args.checkpoint, ENGINES[engine][1])
+
+
+def run_worker(args: argparse.Namespace, engine: str, threads: int) -> list[dict]:
+    result = subprocess.run(
+        [sys.executable, __file__, "--model", str(args.model), "--checkpoint", args.checkpoint,
+         "--lines", str(args.lines), "--worker", engine, "--threads", str(threads),
+         "--out", args.out], capture_output=True, text=True,
+        env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    if result.returncode != 0:
+        sys.exit(f"{engine} x{threads} failed:\n{result.stderr[-2000:]}")
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def report(args: argparse.Namespace, results: dict[tuple, dict]) -> None:
+    print(f"{'engine':<15}{'thr':>4} {'set':<18}{'search':<8}{'sent/s':>9}{'tok/s':>9}"
+          f"{'vs torch':>9}{'BLEU':>7}{'RSS MiB':>9}{'load s':>8}")
+    for engine in args.engines:
+        for threads in args.threads:
+            memory = results.get((engine, threads, None, None), {})
+            for name in SETS:
+                for label in SEARCHES:
+                    row = results[(engine, threads, name, label)]
+                    rate = row["lines"] / row["seconds"]
+                    torch_row = results.get(("torch", threads, name, label))
+                    ratio = (f"{rate / (torch_row['lines'] / torch_row['seconds']):.2f}x"
+                             if torch_row else "")
+                    print(f"{engine:<15}{threads:>4} {name:<18}{label:<8}{rate:>9.1f}"
+                          f"{row['tokens'] / row['seconds']:>9.0f}{ratio:>9}"
+                          f"{bleu(Path(row['output']), name, args.lines):>7.1f}"
+                          f"{memory.get('peak_rss_mib', 0):>9.0f}"
+                          f"{memory.get('load_seconds', 0):>8.2f}")
 
 
 if __name__ == "__main__":

@@ -155,20 +155,32 @@ def test_too_long_sequence_is_an_error_not_a_wrong_answer() -> None:
         model(torch.full((1, 9), 5), torch.full((1, 3), 5))
 
 
-def test_reorder_within_sentences_may_keep_the_cross_attention_cache() -> None:
-    """Beams of one sentence share its cross-attention keys/values, so a reorder that
-    stays within each sentence gives the same next step with or without copying them."""
+def test_beams_share_their_sentence_memory_and_reorder_without_copying_it() -> None:
+    """A sentence's beams attend to one copy of its encoder keys/values: following beams
+    within their sentences leaves that copy in place, dropping a sentence selects the
+    rest, and every step equals decoding the same rows one row per copy."""
     model = model_for(tiny())
     src, tgt = batch()
     beams = torch.arange(3).repeat_interleave(2)  # 3 sentences x 2 beams
     within = torch.tensor([1, 1, 2, 3, 5, 4])  # each row keeps a beam of its sentence
-    outputs = []
     with torch.inference_mode():
-        for same_sources in (False, True):
-            state = model.start_decoding(model.encode(src))
-            state.reorder(beams)
-            for t in range(3):
-                model.step(tgt[beams, t], state)
-            state.reorder(within, same_sources=same_sources)
-            outputs.append(model.step(tgt[beams[within], 3], state))
-    assert torch.equal(outputs[0], outputs[1])
+        state = model.start_decoding(model.encode(src))
+        state.reorder(beams)
+        assert state.group == 2 and state.layers[0].cross_k.size(0) == 3
+        for t in range(3):
+            model.step(tgt[beams, t], state)
+        memory = state.layers[0].cross_k.data_ptr()
+        state.reorder(within)
+        assert state.layers[0].cross_k.data_ptr() == memory  # not copied
+        grouped = model.step(tgt[beams[within], 3], state)
+        state.reorder(torch.tensor([2, 3, 4, 5]))  # sentence 0 finished
+        assert state.group == 2 and state.layers[0].cross_k.size(0) == 2
+        after_drop = model.step(tgt[beams[within][2:], 4], state)
+        rows = beams[within]  # the same rows, each with its own copy of its memory
+        fresh = model.start_decoding(model.encode(src[rows]))
+        for t in range(4):
+            expected = model.step(tgt[rows, t], fresh)
+        fresh.reorder(torch.tensor([2, 3, 4, 5]))
+        expected_after = model.step(tgt[rows[2:], 4], fresh)
+    assert torch.allclose(grouped, expected, atol=1e-5)
+    assert torch.allclose(after_drop, expected_after, atol=1e-5)

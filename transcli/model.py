@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transcli.config import ModelConfig
+from transcli.kvcache import DecoderState, LayerCache, attend
 from transcli.vocab import PAD_ID
 
 
@@ -90,16 +91,16 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, causal: bool = False,
-                cache: Optional[LayerCache] = None) -> Tensor:
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None, causal: bool = False) -> Tensor:
         q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
-        if cache is not None:  # decoding: keys/values of earlier positions are reused
-            if cache.self_k is not None:
-                k = torch.cat([cache.self_k, k], dim=2)
-                v = torch.cat([cache.self_v, v], dim=2)
-            cache.self_k, cache.self_v = k, v
         dropout = self.attn_dropout if self.training else 0.0
         return self.out(merge_heads(attention(q, k, v, mask, causal, dropout)))
+
+    def step(self, x: Tensor, cache: LayerCache, position: int) -> Tensor:
+        """One new position per row: attend to it and every earlier one (cached)."""
+        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
+        k, v = cache.append(k, v, position)
+        return self.out(merge_heads(attend(q, k, v, None)))
 
 
 class CrossAttention(nn.Module):
@@ -122,6 +123,12 @@ class CrossAttention(nn.Module):
         q = split_heads(self.q(x), self.heads)
         dropout = self.attn_dropout if self.training else 0.0
         return self.out(merge_heads(attention(q, kv[0], kv[1], mask, False, dropout)))
+
+    def step(self, x: Tensor, cache: LayerCache, state: DecoderState) -> Tensor:
+        """One new position per row; a sentence's rows attend together to its memory."""
+        q = state.grouped(split_heads(self.q(x), self.heads))
+        y = attend(q, cache.cross_k, cache.cross_v, state.src_mask)
+        return self.out(merge_heads(state.ungrouped(y)))
 
 
 class FeedForward(nn.Module):
@@ -185,13 +192,16 @@ class DecoderLayer(nn.Module):
         self.cross_attn_block = residual(cfg)
         self.ffn_block = residual(cfg)
 
-    def forward(self, y: Tensor, memory_kv: tuple[Tensor, Tensor], src_mask: Tensor,
-                cache: Optional[LayerCache] = None) -> Tensor:
-        # Training sees the whole target at once, so causality comes from the mask;
-        # a cached decoding step holds only the newest position and needs none.
-        causal = cache is None
-        y = self.self_attn_block(y, lambda h: self.self_attn(h, causal=causal, cache=cache))
+    def forward(self, y: Tensor, memory_kv: tuple[Tensor, Tensor], src_mask: Tensor) -> Tensor:
+        """The whole target at once (teacher forcing): causality comes from the mask."""
+        y = self.self_attn_block(y, lambda h: self.self_attn(h, causal=True))
         y = self.cross_attn_block(y, lambda h: self.cross_attn(h, memory_kv, src_mask))
+        return self.ffn_block(y, self.ffn)
+
+    def step(self, y: Tensor, cache: LayerCache, state: DecoderState) -> Tensor:
+        """The newest position of each row, [rows, 1, d_model], with cached keys/values."""
+        y = self.self_attn_block(y, lambda h: self.self_attn.step(h, cache, state.position))
+        y = self.cross_attn_block(y, lambda h: self.cross_attn.step(h, cache, state))
         return self.ffn_block(y, self.ffn)
 
 
@@ -201,43 +211,6 @@ class Memory:
 
     states: Tensor  # [batch, src_len, d_model]
     mask: Tensor  # [batch, 1, 1, src_len], True where a key may be attended to
-
-
-@dataclass
-class LayerCache:
-    """One decoder layer's keys/values: self-attention grows a step at a time,
-    cross-attention is fixed for the whole decode."""
-
-    cross_k: Tensor
-    cross_v: Tensor
-    self_k: Optional[Tensor] = None
-    self_v: Optional[Tensor] = None
-
-
-@dataclass
-class DecoderState:
-    """Everything a decoding step needs besides the newest token."""
-
-    layers: list[LayerCache]
-    src_mask: Tensor
-    position: int = 0  # target tokens fed so far
-
-    def reorder(self, index: Tensor, same_sources: bool = False) -> None:
-        """Select / repeat batch rows, e.g. to follow surviving beams or expand to beams.
-
-        `same_sources` promises that every new row comes from a row of the same source
-        sentence (beams reshuffled within their sentence): the cross-attention keys and
-        values, identical across a sentence's rows, then stay where they are uncopied.
-        """
-        names = ("self_k", "self_v") if same_sources else ("cross_k", "cross_v",
-                                                             "self_k", "self_v")
-        if not same_sources:
-            self.src_mask = self.src_mask.index_select(0, index)
-        for cache in self.layers:
-            for name in names:
-                value = getattr(cache, name)
-                if value is not None:
-                    setattr(cache, name, value.index_select(0, index))
 
 
 class Transformer(nn.Module):
@@ -320,17 +293,18 @@ class Transformer(nn.Module):
     # ------------------------------------------------------------------ decoding path
 
     def start_decoding(self, memory: Memory) -> DecoderState:
-        """Compute every layer's cross-attention keys/values once for the whole decode."""
+        """Compute every layer's cross-attention keys/values once for the whole decode;
+        one row per sentence until the search reorders them (`DecoderState.reorder`)."""
         layers = [LayerCache(*layer.cross_attn.memory_kv(memory.states))
                   for layer in self.decoder]
         return DecoderState(layers, memory.mask)
 
     def step(self, tokens: Tensor, state: DecoderState) -> Tensor:
-        """Feed the newest token of each sequence ([batch]); returns log-probs [batch, V]
-        for the next one. Costs one position per layer: earlier keys/values are cached."""
+        """Feed the newest token of each row ([rows]); returns log-probs [rows, V] for the
+        next one. Costs one position per layer: earlier keys/values are cached."""
         y = self.tgt_embed(tokens[:, None], offset=state.position)
         for layer, cache in zip(self.decoder, state.layers):
-            y = layer(y, (cache.cross_k, cache.cross_v), state.src_mask, cache=cache)
+            y = layer.step(y, cache, state)
         state.position += 1
         return self.log_probs(self.dec_norm(y))[:, 0]
 

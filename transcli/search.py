@@ -24,7 +24,8 @@ import torch
 from torch import Tensor
 
 from transcli.config import DecodeConfig
-from transcli.model import DecoderState, Memory, Transformer
+from transcli.kvcache import DecoderState
+from transcli.model import Memory, Transformer
 from transcli.vocab import BOS_ID, EOS_ID
 
 NEG_INF = float("-inf")
@@ -63,9 +64,9 @@ class Stepper:
         self.prefix = new if self.prefix is None else torch.cat([self.prefix, new], dim=1)
         return self.model.decode(self.prefix, self.memory, last_only=True)[:, 0]
 
-    def reorder(self, index: Tensor, same_sources: bool = False) -> None:
+    def reorder(self, index: Tensor) -> None:
         if self.state is not None:
-            self.state.reorder(index, same_sources)
+            self.state.reorder(index)
             return
         self.memory = Memory(self.memory.states.index_select(0, index),
                              self.memory.mask.index_select(0, index))
@@ -291,9 +292,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
         if not live:
             break
         live_idx = torch.tensor(live, dtype=torch.long, device=device)
-        # With every sentence still live, each row stays within its own sentence's beams.
-        stepper.reorder((live_idx[:, None] * k + beam[live_idx]).view(-1),
-                        same_sources=len(live) == n)
+        stepper.reorder((live_idx[:, None] * k + beam[live_idx]).view(-1))
         sent, scores, history = sent[live_idx], scores[live_idx], history[live_idx]
         tokens = tokens[live_idx].view(-1)
     return [sorted(hyps, key=lambda h: (h.eos, h.score), reverse=True)[:n_best]

@@ -1,0 +1,139 @@
+"""The decoder's cache for incremental decoding: what a search keeps between steps.
+
+A decoding step feeds one new token per row (a sentence's hypothesis) and must not
+recompute earlier positions:
+
+- self-attention keys/values of the positions fed so far, per row, in a buffer that
+  grows a chunk at a time and is written in place (no copy of the past per step); it
+  is laid out position-major, [positions, rows, heads, d_k], so following beams
+  gathers just the positions filled so far, straight into a buffer of the same size;
+- cross-attention keys/values of the encoder output, computed once, per *sentence*:
+  a sentence's rows (its beams) are consecutive and share them, so its queries attend
+  as a group of rows to one copy, and following beams within their sentences never
+  copies them. Only dropping finished sentences selects the remaining ones.
+
+`reorder(index)` is the one way rows change (expand to beams, follow back-pointers,
+drop finished rows); it works out from the rows' sentences whether they still form
+equal consecutive groups and, if a search breaks that shape, gives each row its own
+copy of its sentence's keys/values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+CHUNK = 16  # positions the self-attention buffer grows by
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]) -> Tensor:
+    """softmax(Q K^T / sqrt(d_k)) V with `mask` False where a key is hidden. Plain
+    matmuls: for a handful of queries per row they beat the fused kernels' set-up."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) * q.size(-1) ** -0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.matmul(scores.softmax(dim=-1), v)
+
+
+@dataclass
+class LayerCache:
+    """One decoder layer's keys/values."""
+
+    cross_k: Tensor  # [sentences, heads, src_len, d_k]: the encoder output's, fixed
+    cross_v: Tensor
+    self_k: Optional[Tensor] = None  # [capacity, rows, heads, d_k], capacity >= positions
+    self_v: Optional[Tensor] = None
+
+    def append(self, k: Tensor, v: Tensor, position: int) -> tuple[Tensor, Tensor]:
+        """Store the newest position's k, v [rows, heads, 1, d_k]; return all positions
+        so far as [rows, heads, positions, d_k] views."""
+        if self.self_k is None or position == self.self_k.size(0):
+            self.self_k = _resized(self.self_k, k, position, position + CHUNK)
+            self.self_v = _resized(self.self_v, v, position, position + CHUNK)
+        self.self_k[position] = k[:, :, 0]
+        self.self_v[position] = v[:, :, 0]
+        return (self.self_k[:position + 1].permute(1, 2, 0, 3),
+                self.self_v[:position + 1].permute(1, 2, 0, 3))
+
+    def reorder(self, index: Tensor, position: int) -> None:
+        """Rows become `index`'s rows (positions already fed only)."""
+        for name in ("self_k", "self_v"):
+            old = getattr(self, name)
+            if old is not None:
+                new = old.new_empty(old.size(0), len(index), *old.shape[2:])
+                torch.index_select(old[:position], 1, index, out=new[:position])
+                setattr(self, name, new)
+
+
+def _resized(old: Optional[Tensor], new: Tensor, position: int, capacity: int) -> Tensor:
+    """A [capacity, rows, heads, d_k] buffer for `new`'s rows holding `old`'s first
+    `position` positions."""
+    rows, heads, _, d_k = new.shape
+    buffer = new.new_empty(capacity, rows, heads, d_k)
+    if old is not None:
+        buffer[:position] = old[:position]
+    return buffer
+
+
+@dataclass
+class DecoderState:
+    """Everything a decoding step needs besides the newest token."""
+
+    layers: list[LayerCache]
+    src_mask: Tensor  # [sentences, 1, 1, src_len], True where a key may be attended to
+    group: int = 1  # rows per sentence, consecutive
+    position: int = 0  # target tokens fed so far
+
+    @property
+    def sentences(self) -> int:
+        return self.src_mask.size(0)
+
+    def reorder(self, index: Tensor) -> None:
+        """Rows become `index`'s rows, e.g. a sentence's row repeated into beams, the rows
+        that follow the surviving beams, or the live rows only."""
+        sentence = torch.div(index, self.group, rounding_mode="floor")
+        group = _regular_group(sentence)
+        if group:
+            heads = sentence[::group]
+            if heads.numel() != self.sentences or not bool(
+                    (heads == torch.arange(self.sentences, device=heads.device)).all()):
+                self._select_sentences(heads)
+        else:  # rows of a sentence no longer consecutive and equal in number
+            self._select_sentences(sentence)
+            group = 1
+        self.group = group
+        for cache in self.layers:
+            cache.reorder(index, self.position)
+
+    def _select_sentences(self, sentences: Tensor) -> None:
+        self.src_mask = self.src_mask.index_select(0, sentences)
+        for cache in self.layers:
+            cache.cross_k = cache.cross_k.index_select(0, sentences)
+            cache.cross_v = cache.cross_v.index_select(0, sentences)
+
+    def grouped(self, q: Tensor) -> Tensor:
+        """Queries [rows, heads, 1, d_k] -> [sentences, heads, group, d_k]."""
+        rows, heads, _, d_k = q.shape
+        return q.view(rows // self.group, self.group, heads, d_k).transpose(1, 2)
+
+    def ungrouped(self, y: Tensor) -> Tensor:
+        """[sentences, heads, group, d_k] -> [rows, heads, 1, d_k]."""
+        sentences, heads, group, d_k = y.shape
+        return y.transpose(1, 2).reshape(sentences * group, heads, 1, d_k)
+
+
+def _regular_group(sentence: Tensor) -> int:
+    """G when the rows' sentences come in consecutive runs of G rows, each sentence in
+    one run (e.g. 0 0 1 1 2 2); else 0."""
+    if sentence.numel() == 0:
+        return 1
+    group = int((sentence == sentence[0]).long().cumprod(0).sum())
+    if sentence.numel() % group:
+        return 0
+    runs = sentence.view(-1, group)
+    heads = runs[:, 0]
+    regular = bool((runs == heads[:, None]).all()) and heads.unique().numel() == heads.numel()
+    return group if regular else 0
