@@ -6,8 +6,10 @@ compares `training_estimate` with the memory the device has free and refuses wit
 line. The estimate counts what is certain to be held: weights, gradients and Adam's two
 moments; the positional table; the activations autograd saves for one batch's backward
 pass (per layer and token, as the model's own saved tensors measure them, see
-tests/test_memory.py); and the batch's log-probabilities. Allocator slack, the framework
-itself and the loader are not counted, so a run the check lets through can still be tight.
+tests/test_memory.py), the output layer's gradients the fused loss keeps
+(`objective.output_loss`), and the one chunk of logits it computes at a time. Allocator
+slack, the framework itself and the loader are not counted, so a run the check lets
+through can still be tight.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Optional
 
 from transcli.config import Config, ModelConfig
 from transcli.errors import UserError
+from transcli.objective import ROWS_PER_CHUNK
 
 FP32 = 4
 # Attention weights grow with the padded sentence length, which batching decides later;
@@ -33,15 +36,17 @@ class MemoryEstimate:
     weights: int  # parameters, their gradients and Adam's two moments (fp32)
     positions: int  # the sinusoidal table
     activations: int  # saved for the backward pass of one batch
-    log_probs: int  # the batch's [target tokens, vocab] log-probabilities
+    # The fused loss: its chunk of [rows, vocab] logits and probabilities, and the fp32
+    # gradient of the output weights it accumulates.
+    output_layer: int
 
     @property
     def total(self) -> int:
-        return self.weights + self.positions + self.activations + self.log_probs
+        return self.weights + self.positions + self.activations + self.output_layer
 
     def describe(self) -> str:
         return (f"weights+gradients+Adam {gib(self.weights)}, activations "
-                f"{gib(self.activations)}, log-probabilities {gib(self.log_probs)}")
+                f"{gib(self.activations)}, output layer {gib(self.output_layer)}")
 
 
 def parameter_count(model: ModelConfig, vocab_size: int) -> int:
@@ -61,7 +66,7 @@ def parameter_count(model: ModelConfig, vocab_size: int) -> int:
 def training_estimate(model: ModelConfig, vocab_size: int, batch_tokens: int,
                       activation_bytes: int = FP32) -> MemoryEstimate:
     """Peak training memory for batches of `batch_tokens` per side; `activation_bytes`
-    is 2 under bf16/fp16 autocast (log-probabilities stay fp32)."""
+    is 2 under bf16/fp16 autocast (the loss's logits stay fp32)."""
     d, heads = model.d_model, model.heads
     length = min(model.max_positions, TYPICAL_LENGTH)
     drop = 1 if model.dropout > 0 else 0  # each dropout site keeps its mask
@@ -71,12 +76,12 @@ def training_estimate(model: ModelConfig, vocab_size: int, batch_tokens: int,
     memory_kv = 2 * d  # each decoder layer's cross-attention keys and values, per source token
     embeddings = (1 + drop) * d
     per_src = model.enc_layers * encoder + model.dec_layers * memory_kv + embeddings
-    per_tgt = model.dec_layers * decoder + embeddings
+    per_tgt = model.dec_layers * decoder + embeddings + 1 * d  # + the output layer's input grad
     return MemoryEstimate(
         weights=4 * FP32 * parameter_count(model, vocab_size),
         positions=FP32 * model.max_positions * d,
         activations=activation_bytes * batch_tokens * (per_src + per_tgt),
-        log_probs=FP32 * batch_tokens * vocab_size)
+        output_layer=FP32 * vocab_size * (2 * min(batch_tokens, ROWS_PER_CHUNK) + d))
 
 
 def available_memory(device: str = "cpu") -> Optional[int]:

@@ -32,6 +32,7 @@ from transcli.config import Config
 from transcli.distributed import Dist, no_sync
 from transcli.encoded import EncodedSplit, load_manifest
 from transcli.errors import UserError
+from transcli.memory import check_training_memory
 from transcli.model import Transformer, count_parameters
 from transcli.objective import LossSums, TeacherForcing
 from transcli.optimization import Optimization
@@ -108,6 +109,7 @@ class Trainer:
         manifest = load_manifest(data_dir)
         self.tokenizer = Tokenizer(data_dir / TOKENIZER_FILE)
         vocab = checked_vocab(manifest, self.tokenizer, data_dir)
+        check_training_memory(cfg, vocab, device, dist.world if device.type == "cpu" else 1)
         start = open_run_dir(cfg, run_identity(cfg, manifest, vocab), data_dir, run_dir, dist,
                              resume, force)
         split = EncodedSplit(data_dir, "train")
