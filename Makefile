@@ -5,9 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TRANSCLI := $(BIN)/python -m transcli
 
-# Workflow variables (override on the command line: make train CONFIG=configs/base.yaml)
-CONFIG ?= configs/small.yaml
-CORPUS ?= data/sample/train
+# Workflow variables (override on the command line: make train CONFIG=configs/base.yaml).
+# The defaults work together: configs/demo.yaml names data/sample's train, valid and test
+# files. CORPUS=path/train (path/train.en + path/train.es) replaces the config's training
+# data; the config then carves valid/test off it unless it names its own.
+CONFIG ?= configs/demo.yaml
+CORPUS ?=
 DATA   ?= out/data
 RUN    ?= out/run
 INPUT  ?= data/sample/test.en
@@ -44,8 +47,8 @@ test: $(STAMP)  ## Run the test suite (CPU, a few minutes)
 demo: $(STAMP)  ## Prepare data/sample, train a small model a few minutes on CPU, translate, score
 	bash scripts/demo.sh
 
-prepare: $(STAMP)  ## Prepare CORPUS.en + CORPUS.es into DATA with CONFIG
-	$(TRANSCLI) prepare --config $(CONFIG) --src-file $(CORPUS).en --tgt-file $(CORPUS).es --out $(DATA) $(ARGS)
+prepare: $(STAMP)  ## Prepare CONFIG's data (or CORPUS.en + CORPUS.es) into DATA
+	$(TRANSCLI) prepare --config $(CONFIG) $(if $(CORPUS),--src-file $(CORPUS).en --tgt-file $(CORPUS).es) --out $(DATA) $(ARGS)
 
 train: $(STAMP)  ## Train CONFIG on DATA into RUN (ARGS=--resume to continue)
 	$(TRANSCLI) train --config $(CONFIG) --data $(DATA) --out $(RUN) $(ARGS)

@@ -1,24 +1,27 @@
-"""Shared fixtures: a tiny real sentencepiece model and an untrained tiny run dir.
+"""Shared fixtures and helpers: a tiny real sentencepiece model, a run dir holding a
+tiny model trained to memorise `PAIRS`, and running the `transcli` command itself.
 
-Real components, only small: tests exercise the same tokenizer and model code
-that users run, in well under a second each.
+Real components, only small: tests exercise the same tokenizer, model and command
+line that users run.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 import sentencepiece as spm
-import torch
 
 from transcli.checkpoint import save_weights
 from transcli.config import load_config, save_config
-from transcli.model import Transformer
 from transcli.rundir import CONFIG_FILE, step_path
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.model import Transformer
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,6 +73,27 @@ def one_thread_per_module() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="module")
+def memorised(tiny_spm: Path) -> Transformer:
+    """A float64 copy of the tiny model memorising PAIRS: confident choices that depend on
+    the source, so a mix-up between sentences or beams changes the output while float
+    noise from different batch shapes stays far below any decision."""
+    import copy
+
+    from memorised import memorised_model
+
+    return copy.deepcopy(memorised_model(tiny_spm, tuple(PAIRS))).double()
+
+
+@pytest.fixture(scope="module")
+def memorised_sources(tiny_tokenizer: Tokenizer) -> list[list[int]]:
+    """PAIRS' English sides and unseen lines, as source ids + EOS."""
+    from memorised import UNSEEN
+
+    english = [en for en, _ in PAIRS] + UNSEEN
+    return [ids + [EOS_ID] for ids in tiny_tokenizer.encode(english)]
+
+
 @pytest.fixture(scope="session")
 def tiny_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 120-piece joint sentencepiece model with transcli's fixed special ids."""
@@ -90,18 +114,16 @@ def tiny_tokenizer(tiny_spm: Path) -> Tokenizer:
     return Tokenizer(tiny_spm)
 
 
-@pytest.fixture
-def tiny_run_dir(tmp_path: Path, tiny_spm: Path) -> Path:
-    """An untrained tiny run dir (config, tokenizer, one checkpoint), seeded so
-    every test that uses it sees the same weights."""
-    run = tmp_path / "run"
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_spm: Path) -> Path:
+    """A run dir whose only checkpoint (step 200) is the tiny model memorising `PAIRS`."""
+    from memorised import memorised_model
+
+    run = tmp_path_factory.mktemp("memorised") / "run"
     run.mkdir()
-    cfg = load_config(TINY_CONFIG)
-    save_config(cfg, run / CONFIG_FILE)
+    save_config(load_config(TINY_CONFIG), run / CONFIG_FILE)
     (run / TOKENIZER_FILE).write_bytes(tiny_spm.read_bytes())
-    torch.manual_seed(0)
-    model = Transformer(cfg.model, Tokenizer(tiny_spm).vocab_size)
-    save_weights(model, step_path(run, 0))
+    save_weights(memorised_model(tiny_spm, tuple(PAIRS)), step_path(run, 200))
     return run
 
 
@@ -132,3 +154,23 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory, sample_spm: Path) -> Pa
     (run / TOKENIZER_FILE).write_bytes(sample_spm.read_bytes())
     save_weights(sample_model(sample_spm), step_path(run, 200))
     return run
+
+
+def run_cli(*args: str | Path, stdin: str | bytes | None = None, text: bool = True,
+            env: Optional[dict[str, str]] = None, cwd: Path = ROOT,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+    """`python -m transcli ARGS` as a user runs it, on one torch thread (tiny models run
+    fastest that way, see memorised.one_torch_thread)."""
+    return subprocess.run([sys.executable, "-m", "transcli", *map(str, args)], input=stdin,
+                          capture_output=True, text=text, cwd=cwd, timeout=timeout,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    """The CLI's contract for user errors: exit 1, one line on stderr, no traceback."""
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    error = result.stderr.strip().splitlines()
+    assert len(error) == 1, result.stderr
+    assert error[0].startswith("transcli: error: ")
+    return error[0]

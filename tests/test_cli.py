@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-
-def transcli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transcli", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+from conftest import one_error_line
+from conftest import run_cli as transcli
 
 
 def test_help_lists_the_four_subcommands() -> None:
@@ -33,8 +28,48 @@ def test_bad_config_is_one_line_without_traceback(tmp_path: Path) -> None:
     config.write_text("model:\n  hedas: 4\n", encoding="utf-8")
     result = transcli("train", "--config", str(config), "--data", str(tmp_path),
                       "--out", str(tmp_path / "run"))
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1
-    assert "bad.yaml" in lines[0] and "model.hedas" in lines[0] and "heads" in lines[0]
+    line = one_error_line(result)
+    assert "bad.yaml" in line and "model.hedas" in line and "heads" in line
+
+
+def _help(command: str) -> str:
+    """`transcli COMMAND --help`, wide enough for one line per option."""
+    result = transcli(command, "--help", env={"COLUMNS": "250"})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _option_line(text: str, option: str) -> str:
+    return next(line for line in text.splitlines()
+                if line.strip("│ *").startswith(f"{option} "))
+
+
+@pytest.mark.parametrize("command, option, default", [
+    ("train", "--max-steps", "(train.max_steps)"), ("train", "--seed", "(train.seed)"),
+    ("train", "--device", "(train.device)"), ("prepare", "--out", "(data.out)"),
+    ("prepare", "--split", "(train)"), ("translate", "--beam-size", "(decode.beam_size)"),
+    ("translate", "--checkpoint", "best"), ("translate", "--device", "(auto)"),
+    ("evaluate", "--device", "(auto)"), ("evaluate", "--checkpoint", "best"),
+])
+def test_help_shows_every_default(command: str, option: str, default: str) -> None:
+    assert f"[default: {default}]" in _option_line(_help(command), option)
+
+
+def test_device_has_the_same_help_and_choices_everywhere() -> None:
+    lines = {command: _option_line(_help(command), "--device").split("[default:")[0].split()
+             for command in ("train", "translate", "evaluate")}
+    assert lines["train"] == lines["translate"] == lines["evaluate"]
+    assert "<auto|cpu|cuda>" in lines["train"]
+    result = transcli("evaluate", "--ref", "r", "--hyp", "h", "--device", "gpu")
+    assert result.returncode == 2 and "'gpu' is not one of 'auto', 'cpu', 'cuda'" in " ".join(
+        result.stderr.replace("│", " ").split())
+
+
+def test_short_options_survive() -> None:
+    assert "-o" in _option_line(_help("prepare"), "--out")
+    assert "-o" in _option_line(_help("train"), "--out")
+    assert "-m" in _option_line(_help("translate"), "--model")
+
+
+def test_evaluate_help_names_its_three_metrics() -> None:
+    assert all(name in _help("evaluate") for name in ("BLEU", "chrF", "TER"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from transcli.config import Config, apply_override, load_config, save_config
 from transcli.errors import UserError
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -18,9 +18,10 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def error_of(path: Path | None, overrides: list[str] | None = None) -> str:
+def error_of(path: Path | None, overrides: list[str] | None = None,
+             flags: dict | None = None) -> str:
     with pytest.raises(UserError) as info:
-        load_config(path, overrides)
+        load_config(path, overrides, flags)
     message = str(info.value)
     assert "\n" not in message
     return message
@@ -38,9 +39,16 @@ def test_base_config_holds_the_papers_hyperparameters() -> None:
     assert d.vocab_size == 32000
 
 
-@pytest.mark.parametrize("name", ["base", "small", "tiny"])
+SHIPPED = sorted(path.stem for path in (ROOT / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_configs_load(name: str) -> None:
     load_config(ROOT / "configs" / f"{name}.yaml")
+
+
+def test_every_shipped_config_is_loaded() -> None:
+    assert {"base", "small", "tiny", "demo"} <= set(SHIPPED)
 
 
 def test_unknown_key_names_file_key_and_suggestion(tmp_path: Path) -> None:
@@ -130,3 +138,125 @@ def test_errors_blame_the_file_unless_the_command_line_touched_that_section(tmp_
     path = write(tmp_path, "model:\n  d_model: 64\n  heads: 3\n")
     assert error_of(path, ["data.out=elsewhere"]).startswith(f"{path}: 'model.d_model'")
     assert "command-line" in error_of(ROOT / "configs" / "tiny.yaml", ["model.heads=3"])
+
+
+# ----------------------------------------------------------------------------- typed flags
+
+
+def test_flags_are_typed_values_applied_before_set() -> None:
+    cfg = load_config(ROOT / "configs" / "tiny.yaml", ["train.seed=9"],
+                      flags={"train.max_steps": 5, "train.seed": 3, "data.out": Path("p/q"),
+                             "train.lr_factor": 2, "train.device": None})
+    assert cfg.train.max_steps == 5 and cfg.data.out == "p/q"
+    assert cfg.train.seed == 9  # --set wins over a flag
+    assert cfg.train.lr_factor == 2.0 and isinstance(cfg.train.lr_factor, float)
+    assert cfg.train.device == "auto"  # None: flag not given
+
+
+def test_typed_overrides_mix_with_set_text_in_order() -> None:
+    cfg = load_config(ROOT / "configs" / "tiny.yaml",
+                      [("decode.beam_size", 3), "decode.beam_size=5", ("decode.n_best", 2)])
+    assert (cfg.decode.beam_size, cfg.decode.n_best) == (5, 2)
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ({"train.max_steps": "5"}, "command line: 'train.max_steps' must be int, got str '5'"),
+    ({"train.max_step": 5}, "unknown key 'train.max_step' (did you mean 'max_steps'?)"),
+    ({"model.pre_norm": 1}, "'model.pre_norm' must be bool"),
+])
+def test_bad_flags_name_the_key(flags: dict, expected: str) -> None:
+    assert expected in error_of(ROOT / "configs" / "tiny.yaml", flags=flags)
+
+
+def test_a_flag_out_of_range_blames_the_command_line() -> None:
+    message = error_of(ROOT / "configs" / "tiny.yaml", flags={"train.max_steps": 0})
+    assert "command-line" in message and "train.max_steps" in message
+
+
+# ----------------------------------------------------------------------------- bounds
+
+
+@pytest.mark.parametrize("item", [
+    "model.d_model=1048576", "model.d_ff=100000000", "model.heads=100000",
+    "model.enc_layers=100000", "model.max_positions=10000000", "train.batch_tokens=1000000000",
+    "decode.batch_tokens=1000000000", "train.accum_steps=1000000000", "decode.beam_size=1000000",
+    "data.vocab_size=100000000", "data.max_chars=10000000000", "train.seed=-1",
+    f"train.seed={2 ** 63}", "data.seed=-5", f"data.seed={2 ** 64}"])
+def test_values_that_can_only_be_mistakes_are_refused(item: str) -> None:
+    key = item.split("=")[0]
+    message = error_of(ROOT / "configs" / "tiny.yaml", [item])
+    assert f"'{key}' must be in [" in message
+
+
+def test_the_largest_seed_is_accepted() -> None:
+    cfg = load_config(None, [f"train.seed={2 ** 63 - 1}", f"data.seed={2 ** 63 - 1}"])
+    assert cfg.data.seed == cfg.train.seed == 2 ** 63 - 1
+    assert load_config(None, ["train.seed=0"]).train.seed == 0
+
+
+@pytest.mark.parametrize("item", ["model.dropout=.nan", "train.lr_factor=.inf",
+                                  "train.lr_factor=1e999", "decode.length_penalty=-.inf",
+                                  f"train.max_minutes={10 ** 400}"])
+def test_non_finite_numbers_are_refused(item: str) -> None:
+    assert "must be a finite number" in error_of(None, [item])
+
+
+# ----------------------------------------------------------------------------- YAML
+
+
+@pytest.mark.parametrize("text, line, key", [
+    ("model:\n  d_model: 256\n  heads: 4\n  d_model: 128\n", 4, "d_model"),
+    ("train:\n  max_steps: 5\nmodel:\n  heads: 2\ntrain:\n  seed: 3\n", 5, "train"),
+    ("data:\n  train:\n    - {tsv: a.tsv, tsv: b.tsv}\n", 3, "tsv"),
+])
+def test_a_key_given_twice_is_an_error(tmp_path: Path, text: str, line: int, key: str) -> None:
+    path = write(tmp_path, text)
+    column = text.splitlines()[line - 1].rindex(f"{key}:") + 1  # the second one
+    assert error_of(path) == f"{path}: line {line}, column {column}: duplicate key '{key}'"
+
+
+def test_a_key_given_twice_in_set_is_an_error() -> None:
+    assert "duplicate key 'tsv'" in error_of(None, ["data.valid={tsv: a, tsv: b}"])
+
+
+# ----------------------------------------------------------------------------- sources
+
+
+@pytest.mark.parametrize("entry, key, expected", [
+    ("{tsv: a.tsv, dataset: x}", "dataset", "give one source, not tsv and dataset"),
+    ("{tgt_file: a.es}", "src_file", "src_file and tgt_file go together"),
+    ("{tsv: a.tsv, subset: en-es}", "subset", "subset only applies to dataset"),
+    ("{tsv: a.tsv, split: test}", "split", "split only applies to dataset"),
+    ("{dataset: x, src_column: en}", "tgt_column", "src_column and tgt_column go together"),
+    ("{file: corpus.xml}", "file", "cannot tell the format of corpus.xml from its name: "
+                                   "give format (tmx)"),
+    ("{format: tmx}", "file", "a tmx source needs file"),
+    ("{format: moses, file: a.gz}", "format", "format 'moses' is not one of files, tsv, "
+                                              "dataset, tmx"),
+    ("{}", "src_file", "give a source: one of src_file+tgt_file, tsv, dataset, file"),
+])
+def test_source_entries_name_the_key_at_fault(tmp_path: Path, entry: str, key: str,
+                                              expected: str) -> None:
+    path = write(tmp_path, f"data:\n  valid: {entry}\n")
+    assert error_of(path) == f"{path}: 'data.valid.{key}' {expected}"
+
+
+@pytest.mark.parametrize("entry, fmt", [
+    ("{src_file: a.en.gz, tgt_file: a.es.gz}", "files"), ("{tsv: a.tsv}", "tsv"),
+    ("{dataset: opus100, subset: en-es, split: validation}", "dataset"),
+    ("{file: memory.TMX}", "tmx"), ("{file: memory.xml, format: tmx}", "tmx"),
+    ("{tsv: a.tsv, format: tsv, split: train}", "tsv"),
+])
+def test_source_entries_name_their_format(tmp_path: Path, entry: str, fmt: str) -> None:
+    from transcli.sources import source_format
+
+    cfg = load_config(write(tmp_path, f"data:\n  train: [{entry}]\n"))
+    assert source_format(cfg.data.train[0].given()).format == fmt
+
+
+def test_a_run_config_written_before_the_format_keys_loads(tmp_path: Path) -> None:
+    """Run dirs hold every key of their time, defaults included."""
+    path = write(tmp_path, "data:\n  train:\n  - src_file: a.en\n    tgt_file: a.es\n"
+                           "    tsv: null\n    dataset: null\n    subset: null\n"
+                           "    split: train\n    src_column: null\n    tgt_column: null\n")
+    assert load_config(path).data.train[0].src_file == "a.en"

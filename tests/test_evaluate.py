@@ -15,7 +15,7 @@ import types
 from pathlib import Path
 
 import pytest
-from runs import ENGLISH, SPANISH, memorised_run
+from conftest import PAIRS, one_error_line, run_cli
 
 from transcli.errors import UserError
 from transcli.evaluate import evaluate_cli, read_lines, score
@@ -44,8 +44,7 @@ CASES = {
 
 
 def transcli(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transcli", *map(str, args)],
-                          capture_output=True, text=True, timeout=60)
+    return run_cli(*args, timeout=60)
 
 
 def sacrebleu_json(refs: list[Path], hyp: Path) -> dict[str, dict]:
@@ -105,12 +104,8 @@ def test_text_output_has_one_line_per_metric_with_its_signature(tmp_path: Path) 
 def run_error(*args: str | Path) -> str:
     """The single stderr line of a failing `transcli evaluate`."""
     result = transcli("evaluate", *args)
-    assert result.returncode == 1
-    assert result.stdout == "" and "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("transcli: error: ")
-    return lines[0]
+    assert result.stdout == ""
+    return one_error_line(result)
 
 
 def test_missing_file_is_one_line_naming_it(tmp_path: Path) -> None:
@@ -152,7 +147,8 @@ def call(**options: object) -> None:
     ({"hyp": Path("h"), "src": Path("s")}, "--src only applies with --model"),
     ({"hyp": Path("h"), "overrides": ["decode.beam_size=5"]},
      "--beam-size only applies with --model"),
-    ({"hyp": Path("h"), "overrides": ["decode.quantize=int8"]}, "--int8 only applies with --model"),
+    ({"hyp": Path("h"), "overrides": [("decode.quantize", "int8")]},
+     "--int8 only applies with --model"),
     ({"hyp": Path("h"), "hyp_out": Path("o")}, "--hyp-out only applies with --model"),
 ])
 def test_option_combinations(options: dict, expected: str) -> None:
@@ -166,33 +162,23 @@ def test_empty_files_have_nothing_to_score(tmp_path: Path) -> None:
         call(ref=[empty], hyp=empty)
 
 
+@pytest.mark.usefixtures("one_thread_per_module")
 def test_model_mode_translates_src_and_writes_hyp_out(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """The wiring of --model (source reading, overrides, --hyp-out), with a stand-in
-    for `translate_lines`; the end-to-end run with a trained model is an integration test."""
-    calls = []
-
-    def translate_lines(run_dir: Path, checkpoint: str, lines: list[str],
-                        overrides: list[str], device: str, progress: bool) -> list[str]:
-        calls.append((run_dir, checkpoint, lines, overrides, device))
-        return {"I like trees.": ["Me gustan los árboles. "], "": [""]}[lines[0]] + \
-            ["El perro duerme."] * (len(lines) - 1)
-
-    monkeypatch.setitem(sys.modules, "transcli.translate",
-                        types.SimpleNamespace(translate_lines=translate_lines))
+        run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--model translates --src (a BOM and CRLF endings: read as `translate` reads) with a
+    real run's model, one trained to memorise PAIRS: its translations are the references."""
+    english, spanish = [en for en, _ in PAIRS[:6]], [es for _, es in PAIRS[:6]]
     src = tmp_path / "src.en"
-    src.write_bytes(b"\xef\xbb\xbfI like trees.\r\nThe dog sleeps.\r\n")
-    ref = write(tmp_path / "ref.es", "Me gustan los árboles.\nEl perro duerme.\n")
+    src.write_bytes(("\ufeff" + "".join(f"{line}\r\n" for line in english)).encode("utf-8"))
+    ref = write(tmp_path / "ref.es", "".join(f"{line}\n" for line in spanish))
     out = tmp_path / "hyp.es"
-    call(ref=[ref], model=tmp_path / "run", src=src, checkpoint="last",
-         overrides=["decode.beam_size=3"], hyp_out=out, device="cpu")
-    assert calls == [(tmp_path / "run", "last", ["I like trees.", "The dog sleeps."],
-                      ["decode.n_best=1", "decode.beam_size=3"], "cpu")]
-    assert out.read_text(encoding="utf-8") == "Me gustan los árboles. \nEl perro duerme.\n"
+    call(ref=[ref], model=run_dir, src=src, checkpoint="last",
+         overrides=[("decode.beam_size", 3)], hyp_out=out, device="cpu")
+    assert out.read_text(encoding="utf-8") == "".join(f"{line}\n" for line in spanish)
     report = json.loads(capsys.readouterr().out)
     assert report["bleu"] == pytest.approx(100.0) and report["hyp"] == str(out)
     assert report["src"] == str(src) and report["checkpoint"] == "last"
+    assert report["model"] == str(run_dir) and set(report["signatures"]) == {"bleu", "chrf", "ter"}
 
 
 def test_model_mode_checks_line_counts_before_translating(
@@ -235,16 +221,17 @@ def test_read_lines_splits_on_newline_only(tmp_path: Path) -> None:
     assert read_lines(path) == []
 
 
+@pytest.mark.usefixtures("one_thread_per_module")
 def test_model_mode_takes_translate_s_decoding_flags_and_shows_progress(
-        tmp_path: Path, tiny_spm: Path) -> None:
-    run = memorised_run(tmp_path, tiny_spm)
-    src, ref = write(tmp_path / "src.en", "\n".join(ENGLISH) + "\n"), \
-        write(tmp_path / "ref.es", "\n".join(SPANISH) + "\n")
-    full = transcli("evaluate", "-m", run, "--src", src, "--ref", ref, "--json", "--greedy")
+        run_dir: Path, tmp_path: Path) -> None:
+    english, spanish = [en for en, _ in PAIRS], [es for _, es in PAIRS]
+    src, ref = write(tmp_path / "src.en", "\n".join(english) + "\n"), \
+        write(tmp_path / "ref.es", "\n".join(spanish) + "\n")
+    full = transcli("evaluate", "-m", run_dir, "--src", src, "--ref", ref, "--json", "--greedy")
     assert full.returncode == 0, full.stderr
     assert json.loads(full.stdout)["bleu"] == pytest.approx(100.0)
-    assert "100%" in full.stderr and f"{len(ENGLISH)}/{len(ENGLISH)}" in full.stderr
-    cut = transcli("evaluate", "-m", run, "--src", src, "--ref", ref, "--json",
+    assert "100%" in full.stderr and f"{len(english)}/{len(english)}" in full.stderr
+    cut = transcli("evaluate", "-m", run_dir, "--src", src, "--ref", ref, "--json",
                    "--strategy", "beam", "--beam-size", "2", "--max-len-a", "0",
                    "--max-len-b", "2", "--set", "decode.length_penalty=1.0")
     assert cut.returncode == 0, cut.stderr

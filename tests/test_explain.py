@@ -8,15 +8,17 @@ import math
 import pytest
 import torch
 from memorised import memorised_model
-from runs import ENGLISH, SPANISH, memorised_run, one_error_line, transcli
 
-from conftest import PAIRS
+from conftest import PAIRS, one_error_line, run_cli
 from transcli.explain import ALIGNMENTS_FILE, Attention, cross_attention, kept_weights
 from transcli.model import merge_heads, split_heads
 from transcli.tokenizer import Tokenizer
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
+
+ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -78,12 +80,12 @@ def test_alignment_takes_each_target_piece_s_strongest_source_piece():
     assert attention.alignment() == [(1, 0), (0, 1)]
 
 
-def test_translate_writes_pictures_and_alignments(tiny_spm, tmp_path):
-    run = memorised_run(tmp_path, tiny_spm)
+def test_translate_writes_pictures_and_alignments(run_dir, tiny_spm, tmp_path):
+    run = run_dir
     folder = tmp_path / "attention"
     lines = [ENGLISH[0], "", ENGLISH[1]]
-    result = transcli("translate", "-m", run, "--attention", folder,
-                      stdin="".join(line + "\n" for line in lines))
+    result = run_cli("translate", "-m", run, "--attention", folder,
+                     stdin="".join(line + "\n" for line in lines))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [SPANISH[0], "", SPANISH[1]]
     alignments = (folder / ALIGNMENTS_FILE).read_text(encoding="utf-8").split("\n")
@@ -113,25 +115,25 @@ def test_averaged_rows_sum_to_one(tiny_spm):
     assert not math.isnan(attention.mean.sum().item())
 
 
-def test_explain_command_prints_the_alignment(tiny_spm, tmp_path):
-    run = memorised_run(tmp_path, tiny_spm)
-    result = transcli("explain", "-m", run, ENGLISH[0], "-o", tmp_path / "pictures")
+def test_explain_command_prints_the_alignment(run_dir, tmp_path):
+    run = run_dir
+    result = run_cli("explain", "-m", run, ENGLISH[0], "-o", tmp_path / "pictures")
     assert result.returncode == 0, result.stderr
     assert f"Spanish: {SPANISH[0]}" in result.stdout
     assert "alignment (source-target): " in result.stdout
     assert (tmp_path / "pictures" / "line-00001.png").is_file()
 
 
-def test_refusals_are_one_line(tiny_spm, tmp_path):
-    run = memorised_run(tmp_path, tiny_spm)
-    line = one_error_line(transcli("translate", "-m", run, "--attention", tmp_path / "a",
-                                   "--split-sentences", stdin="Hi.\n"))
+def test_refusals_are_one_line(run_dir, tmp_path):
+    run = run_dir
+    line = one_error_line(run_cli("translate", "-m", run, "--attention", tmp_path / "a",
+                                  "--split-sentences", stdin="Hi.\n"))
     assert "--attention and --split-sentences" in line
-    line = one_error_line(transcli("translate", "-m", run, "--attention", tmp_path / "a",
-                                   "--engine", "ct2", stdin="Hi.\n"))
+    line = one_error_line(run_cli("translate", "-m", run, "--attention", tmp_path / "a",
+                                  "--engine", "ct2", stdin="Hi.\n"))
     assert "needs the torch engine" in line
     assert not (run / "ct2-step-0000200-float32").exists()  # refused before any export
     (tmp_path / "file").write_text("x")
-    line = one_error_line(transcli("translate", "-m", run, "--attention", tmp_path / "file",
-                                   stdin="Hi.\n"))
+    line = one_error_line(run_cli("translate", "-m", run, "--attention", tmp_path / "file",
+                                  stdin="Hi.\n"))
     assert "must name a directory" in line

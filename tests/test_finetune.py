@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from conftest import one_error_line, run_cli
 import torch
-from runs import one_error_line, transcli
 from safetensors.torch import load_file
 
 from transcli.batching import BatchPlan, BatchStream, StreamPosition, collate
@@ -101,11 +101,11 @@ def test_another_vocabulary_is_refused(source_run, other_prepared, tmp_path):
 
 
 def test_another_model_shape_is_one_line(source_run, prepared, tmp_path):
-    result = transcli(*train_cli(prepared, tmp_path / "x", "model.d_ff=48"),
-                      "--init-from", source_run)
+    result = run_cli(*train_cli(prepared, tmp_path / "x", "model.d_ff=48"),
+                     "--init-from", source_run)
     line = one_error_line(result)
     assert "model config differs" in line and "model.d_ff: 64 -> 48" in line
     assert not (tmp_path / "x").exists()
-    line = one_error_line(transcli(*train_cli(prepared, tmp_path / "x"),
-                                   "--init-from", tmp_path / "nowhere"))
+    line = one_error_line(run_cli(*train_cli(prepared, tmp_path / "x"),
+                                  "--init-from", tmp_path / "nowhere"))
     assert "nowhere: not found" in line

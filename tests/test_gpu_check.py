@@ -53,18 +53,33 @@ def test_the_cli_and_the_gpu_benchmark_never_import_datasets() -> None:
     assert proc.stdout == "[]\n"
 
 
-def test_a_dataset_source_without_datasets_is_one_line(tmp_path: Path) -> None:
-    pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text('{"translation": {"en": "Hi.", "es": "Hola."}}\n', encoding="utf-8")
+def prepare_without_datasets(dataset: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
     code = ("import sys\n"
             "sys.modules['datasets'] = None  # as if not installed\n"
             "from transcli.cli import main\n"
             f"sys.argv = ['transcli', 'prepare', '--config', {str(ROOT / 'configs/tiny.yaml')!r},"
-            f" '--dataset', {str(pairs)!r}, '--out', {str(tmp_path / 'out')!r}]\n"
+            f" '--dataset', {str(dataset)!r}, '--out', {str(out)!r}, *{list(args)!r}]\n"
             "main()\n")
-    proc = run("-c", code)
+    return run("-c", code)
+
+
+def test_a_dataset_source_without_datasets_is_one_line(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("en,es\nHi.,Hola.\n", encoding="utf-8")
+    proc = prepare_without_datasets(pairs, tmp_path / "out")
     assert proc.returncode == 1
     assert proc.stderr == (f"transcli: error: dataset '{pairs}': dataset sources need the "
                            f"Hugging Face `datasets` package (pip install datasets); "
                            f"--src-file/--tgt-file and --tsv work without it\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_local_json_lines_need_no_datasets(tmp_path: Path) -> None:
+    """transcli reads a local .jsonl itself (line numbers in its errors)."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(f'{{"translation": {{"en": "Line {i}.", "es": "Línea {i}."}}}}\n'
+                             for i in range(40)), encoding="utf-8")
+    proc = prepare_without_datasets(pairs, tmp_path / "out", "--set", "data.vocab_size=60",
+                                    "--set", "data.valid_size=5", "--set", "data.test_size=5")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "manifest.json").is_file()

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import one_error_line, run_cli
 import torch
 import yaml
-from runs import memorised_run, one_error_line, transcli
 
 import transcli as package
 from transcli.config import Config, DataConfig, SourceConfig, load_config
@@ -49,25 +50,25 @@ def test_info_of_a_trained_run(trained, prepared):
                                    "avg": True}
     assert info["changed"]["model.d_model"] == 32 and "model.pre_norm" not in info["changed"]
     assert info["origin"]["data_dir"] == str(prepared.resolve())
-    result = transcli("info", trained)
+    result = run_cli("info", trained)
     assert result.returncode == 0, result.stderr
     assert "parameters:" in result.stdout and f"{info['parameters']:,}" in result.stdout
     assert "20 updates" in result.stdout and "model.d_model: 32" in result.stdout
-    as_json = transcli("info", trained, "--json")
+    as_json = run_cli("info", trained, "--json")
     assert json.loads(as_json.stdout)["parameters"] == info["parameters"]
 
 
-def test_info_of_a_run_with_nothing_logged_yet(tiny_spm, tmp_path):
-    run = memorised_run(tmp_path, tiny_spm)
+def test_info_of_a_run_with_nothing_logged_yet(run_dir, tmp_path):
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))  # the shared run stays whole
     info = run_info(run)
     assert info["last_train"] is None and info["best_valid"] is None
     assert info["steps"] == 200 and info["checkpoints"]["steps"] == [200]
     assert info["parameters"] == stored_parameters(step_path(run, 200))
     step_path(run, 200).unlink()
-    result = transcli("info", run)
+    result = run_cli("info", run)
     assert result.returncode == 0, result.stderr
     assert "no weights saved yet" in result.stdout and "none yet" in result.stdout
-    assert "not a run directory" in one_error_line(transcli("info", tmp_path))
+    assert "not a run directory" in one_error_line(run_cli("info", tmp_path))
 
 
 # ----------------------------------------------------------------------------- config
@@ -114,18 +115,18 @@ def test_meanings_come_from_trailing_or_preceding_comments():
 
 
 def test_config_command():
-    listed = transcli("config", "--list")
+    listed = run_cli("config", "--list")
     assert listed.returncode == 0
     assert all(key.name in listed.stdout for key in config_keys())
-    resolved = transcli("config", "--set", "train.max_steps=7", "--set", "model.heads=2")
+    resolved = run_cli("config", "--set", "train.max_steps=7", "--set", "model.heads=2")
     assert resolved.returncode == 0, resolved.stderr
     back = yaml.safe_load(resolved.stdout)
     assert back == load_config(None, ["train.max_steps=7", "model.heads=2"]).to_dict()
-    assert "takes no --config" in one_error_line(transcli("config", "--list", "--set", "a.b=1"))
+    assert "takes no --config" in one_error_line(run_cli("config", "--list", "--set", "a.b=1"))
 
 
 def test_version():
-    result = transcli("--version")
+    result = run_cli("--version")
     assert result.returncode == 0 and result.stdout == f"transcli {package.__version__}\n"
 
 
@@ -154,6 +155,6 @@ def test_tensorboard_logs_the_metrics(prepared, tmp_path):
 
 @pytest.mark.parametrize("command", ["score", "explain", "info", "config"])
 def test_the_new_commands_have_help(command):
-    result = transcli(command, "--help")
+    result = run_cli(command, "--help")
     assert result.returncode == 0 and "Usage" in result.stdout
-    assert command in transcli("--help").stdout
+    assert command in run_cli("--help").stdout

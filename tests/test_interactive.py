@@ -15,14 +15,17 @@ from pathlib import Path
 
 import pytest
 from memorised import memorised_model
-from runs import ENGLISH, ONE_THREAD, SPANISH, memorised_run, one_error_line, transcli
 
-from conftest import PAIRS, ROOT
+from conftest import PAIRS, ROOT, one_error_line, run_cli
 from transcli.config import DecodeConfig
 from transcli.tokenizer import Tokenizer
 from transcli.translate import PROMPT, Translator
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # as conftest.run_cli runs transcli
+
+ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
 
 
 class Terminal:
@@ -73,8 +76,8 @@ class Terminal:
 
 
 @pytest.mark.parametrize("key", [b"\x04", b"\x03"], ids=["ctrl-d", "ctrl-c"])
-def test_each_line_is_translated_as_enter_is_pressed(tiny_spm, tmp_path, key):
-    run = memorised_run(tmp_path, tiny_spm)
+def test_each_line_is_translated_as_enter_is_pressed(run_dir, tmp_path, key):
+    run = run_dir
     terminal = Terminal("translate", "-m", run, "--greedy")
     try:
         assert "Ctrl-D" in terminal.expect(PROMPT)
@@ -91,9 +94,9 @@ def test_each_line_is_translated_as_enter_is_pressed(tiny_spm, tmp_path, key):
     assert "Traceback" not in shown + rest and "Aborted" not in rest
 
 
-def test_stdin_at_a_terminal_with_stdout_to_a_pipe(tiny_spm, tmp_path):
+def test_stdin_at_a_terminal_with_stdout_to_a_pipe(run_dir):
     """Translations go to stdout, flushed line by line; the prompt goes to stderr."""
-    run = memorised_run(tmp_path, tiny_spm)
+    run = run_dir
     controller, terminal = pty.openpty()
     process = subprocess.Popen([sys.executable, "-m", "transcli", "translate", "-m", str(run)],
                                stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -121,15 +124,15 @@ def test_split_sentences_translates_each_sentence(tiny_spm):
                                            SPANISH[3]]
 
 
-def test_split_sentences_flag(tiny_spm, tmp_path):
-    run = memorised_run(tmp_path, tiny_spm)
-    result = transcli("translate", "-m", run, "--split-sentences",
-                      stdin=f"{ENGLISH[4]} {ENGLISH[5]}\n")
+def test_split_sentences_flag(run_dir, tmp_path):
+    run = run_dir
+    result = run_cli("translate", "-m", run, "--split-sentences",
+                     stdin=f"{ENGLISH[4]} {ENGLISH[5]}\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{SPANISH[4]} {SPANISH[5]}\n"
 
 
-def test_n_best_above_the_beam_names_the_beam_size(tiny_spm, tmp_path):
-    run = memorised_run(tmp_path, tiny_spm)  # tiny.yaml: beam 2
-    line = one_error_line(transcli("translate", "-m", run, "--n-best", "3", stdin="Hi.\n"))
+def test_n_best_above_the_beam_names_the_beam_size(run_dir, tmp_path):
+    run = run_dir  # tiny.yaml: beam 2
+    line = one_error_line(run_cli("translate", "-m", run, "--n-best", "3", stdin="Hi.\n"))
     assert "'decode.n_best' must be in [1, beam_size], got 3 with beam_size 2" in line

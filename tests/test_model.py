@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
+from conftest import ROOT
 
 from transcli.config import ModelConfig, load_config
 from transcli.model import Transformer, count_parameters
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
-ROOT = Path(__file__).resolve().parent.parent
 VOCAB = 97
 
 

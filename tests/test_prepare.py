@@ -16,6 +16,8 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
+from conftest import one_error_line, run_cli
+from conftest import TINY_CONFIG as TINY
 
 from transcli.config import Config, SourceConfig, load_config
 from transcli.encoded import EncodedSplit, load_manifest
@@ -23,8 +25,6 @@ from transcli.errors import UserError
 from transcli.prepare import prepare
 from transcli.tokenizer import Tokenizer
 
-ROOT = Path(__file__).resolve().parent.parent
-TINY = ROOT / "configs" / "tiny.yaml"
 SETTINGS = ["data.vocab_size=120", "data.valid_size=5", "data.test_size=5"]
 
 NOUNS = [("cat", "gato"), ("dog", "perro"), ("boy", "niño"), ("year", "año"),
@@ -81,18 +81,7 @@ def decoded_sources(out: Path, split: str) -> list[str]:
 
 
 def transcli(*args: str, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transcli", *args], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, env={**os.environ, **(env or {})})
-
-
-def one_error_line(result: subprocess.CompletedProcess) -> str:
-    """The CLI's contract for user errors: exit 1, one line on stderr, no traceback."""
-    assert result.returncode == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    error = result.stderr.strip().splitlines()
-    assert len(error) == 1, result.stderr
-    assert error[0].startswith("transcli: error: ")
-    return error[0]
+    return run_cli(*args, env=env)
 
 
 # ----------------------------------------------------------------------------- input shapes
@@ -219,9 +208,9 @@ def test_each_drop_reason_is_counted(tmp_path: Path) -> None:
                  skip_invalid=True)
     manifest = run_prepare(cfg, tmp_path / "out")
     train = manifest["counts"]["train"]
-    assert train["dropped"] == {"invalid_utf8": 1, "no_tab": 1, "empty": 2, "too_long_chars": 1,
-                                "too_long_tokens": 1, "ratio": 1, "duplicate": 4,
-                                "decontaminated": 0}
+    assert train["dropped"] == {"invalid_utf8": 1, "no_tab": 1, "malformed": 0, "empty": 2,
+                                "too_long_chars": 1, "too_long_tokens": 1, "ratio": 1,
+                                "duplicate": 4, "decontaminated": 0}
     assert train["read"] == len(rows)
     assert train["read"] == (train["kept"] + sum(train["dropped"].values())
                              + sum(train["carved"].values()))
@@ -451,3 +440,229 @@ def test_encoded_lengths_match_tokens(tmp_path: Path) -> None:
     assert [valid.src(i).tolist() for i in range(len(valid))] == expected
     assert valid.src_lengths.tolist() == [len(ids) for ids in expected]
     assert valid.src(0).dtype == np.int64
+
+
+# ----------------------------------------------------------------------------- formats
+
+
+def write_tmx(path: Path, units: list[str]) -> Path:
+    path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4">\n'
+                    '<header srclang="en" datatype="plaintext"/>\n<body>\n'
+                    + "".join(f"{unit}\n" for unit in units) + "</body>\n</tmx>\n",
+                    encoding="utf-8")
+    return path
+
+
+def tmx_unit(src: str, tgt: str, src_lang: str = "en", tgt_lang: str = "es") -> str:
+    from xml.sax.saxutils import escape
+
+    return (f'<tu><tuv xml:lang="{src_lang}"><seg>{escape(src)}</seg></tuv>'
+            f'<tuv xml:lang="{tgt_lang}"><seg>{escape(tgt)}</seg></tuv></tu>')
+
+
+def test_tmx_translation_memory(tmp_path: Path) -> None:
+    pairs = corpus()
+    units = [tmx_unit(s, t, *(("en-GB", "ES") if i % 2 else ("en", "es-419")))
+             for i, (s, t) in enumerate(pairs)]
+    # Inline markup: <ph> holds a formatting code, <hi> holds text.
+    units.append('<tu><tuv xml:lang="es"><seg>Un <hi>gato</hi> verde<ph>&lt;br/&gt;</ph>'
+                 '</seg></tuv><tuv xml:lang="fr"><seg>Un chat vert</seg></tuv>'
+                 '<tuv xml:lang="en"><seg>A <hi>green</hi> cat<ph x="1">{1}</ph></seg></tuv></tu>')
+    tmx = write_tmx(tmp_path / "memory.tmx", units)
+    out = tmp_path / "out"
+    manifest = run_prepare(config(SourceConfig(file=str(tmx))), out)
+    assert manifest["sources"]["train"] == [{"format": "tmx", "file": str(tmx),
+                                             "read": len(pairs) + 1}]
+    assert manifest["splits"]["train"]["pairs"] == len(pairs) + 1 - 10
+    texts = set(decoded_sources(out, "train")) | set(lines(out / "valid.en") + lines(
+        out / "test.en"))
+    assert "A green cat" in texts and texts <= {s for s, _ in pairs} | {"A green cat"}
+
+
+def test_tmx_problems_are_named(tmp_path: Path) -> None:
+    pairs = corpus()
+    units = [tmx_unit(s, t) for s, t in pairs[:50]]
+    units.insert(7, '<tu><tuv xml:lang="en"><seg>Only English.</seg></tuv></tu>')
+    tmx = write_tmx(tmp_path / "memory.tmx", units + [tmx_unit(s, t) for s, t in pairs[50:]])
+    with pytest.raises(UserError, match=r"memory.tmx: translation unit 8: no 'es' text; "
+                                        r"pass --skip-invalid"):
+        run_prepare(config(SourceConfig(file=str(tmx))), tmp_path / "out")
+    manifest = run_prepare(config(SourceConfig(file=str(tmx)), skip_invalid=True),
+                           tmp_path / "out")
+    assert manifest["counts"]["train"]["dropped"]["malformed"] == 1
+    broken = tmp_path / "broken.xml"
+    broken.write_text(write_tmx(tmp_path / "x.tmx", units[:3]).read_text().replace(
+        "</seg></tuv></tu>\n<tu>", "</seg></tuv>\n<tu>", 1), encoding="utf-8")
+    error = one_error_line(transcli("prepare", "--config", str(TINY), "--file", str(broken),
+                                    "--format", "tmx", "--out", str(tmp_path / "o2")))
+    assert "broken.xml:8: not valid TMX/XML (mismatched tag)" in error  # unit 1 unclosed
+
+
+@pytest.mark.parametrize("suffix, compress", [(".gz", "gzip"), (".bz2", "bz2"), (".xz", "lzma")])
+def test_compressed_files_read_like_plain_ones(tmp_path: Path, suffix: str, compress: str) -> None:
+    import importlib
+
+    module = importlib.import_module(compress)
+    pairs = corpus()
+    src, tgt = write_pair(tmp_path, pairs)
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    packed = {}
+    for path in (src, tgt, tsv):
+        packed[path] = path.with_name(path.name + suffix)
+        packed[path].write_bytes(module.compress(path.read_bytes()))
+    run_prepare(config(file_source(src, tgt)), tmp_path / "plain")
+    run_prepare(config(file_source(packed[src], packed[tgt])), tmp_path / "packed")
+    run_prepare(config(SourceConfig(tsv=str(packed[tsv]))), tmp_path / "packed-tsv")
+    for name in ("train.src.npy", "train.tgt.npy", "valid.en", "test.es", "spm.model"):
+        plain = (tmp_path / "plain" / name).read_bytes()
+        assert (tmp_path / "packed" / name).read_bytes() == plain, name
+        assert (tmp_path / "packed-tsv" / name).read_bytes() == plain, name
+
+
+def test_compressed_files_are_still_checked(tmp_path: Path) -> None:
+    import gzip
+
+    pairs = corpus()
+    src, tgt = write_pair(tmp_path, pairs)
+    short = tmp_path / "short.es.gz"
+    short.write_bytes(gzip.compress("".join(f"{t}\n" for _, t in pairs[:-1]).encode()))
+    with pytest.raises(UserError, match=f"has {len(pairs)} lines but .*short.es.gz has "
+                                        f"{len(pairs) - 1}"):
+        run_prepare(config(file_source(src, short)), tmp_path / "out")
+    truncated = tmp_path / "cut.en.gz"
+    truncated.write_bytes(gzip.compress(src.read_bytes())[:-30])
+    with pytest.raises(UserError, match="cut.en.gz: cannot read"):
+        run_prepare(config(file_source(truncated, tgt)), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------- edge cases
+
+
+@pytest.mark.parametrize("header", ["en\tes", "English\tSpanish\tAttribution",
+                                    "source_text\ttarget_text"])
+def test_a_tsv_header_row_is_skipped_not_a_pair(tmp_path: Path, header: str,
+                                                capsys: pytest.CaptureFixture) -> None:
+    pairs = corpus()
+    tsv = tmp_path / "with-header.tsv"
+    tsv.write_text(header + "\n" + "".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    out = tmp_path / "out"
+    manifest = run_prepare(config(SourceConfig(tsv=str(tsv)), valid_size=100), out)
+    assert manifest["counts"]["train"]["read"] == len(pairs)
+    assert manifest["sources"]["train"][0]["header"] == header.split("\t")[:2]
+    held = lines(out / "valid.en") + lines(out / "test.en")
+    assert header.split("\t")[0] not in held and len(held) == 105
+    assert "with-header.tsv:1 is a header row" in capsys.readouterr().err
+
+
+def test_a_first_pair_without_punctuation_is_not_taken_for_a_header(tmp_path: Path) -> None:
+    pairs = [("Good morning", "Buenos días")] + corpus()
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    manifest = run_prepare(config(SourceConfig(tsv=str(tsv))), tmp_path / "out")
+    assert manifest["counts"]["train"]["read"] == len(pairs)
+    assert "header" not in manifest["sources"]["train"][0]
+
+
+def test_malformed_json_lines_are_named_or_skipped(tmp_path: Path) -> None:
+    rows = [json.dumps(row) for row in _translation_rows(corpus())]
+    rows[4] = '{"translation": {"en": "Hi.", "es": }}'  # line 5
+    rows[9] = '["not", "an", "object"]'  # line 10
+    rows[11] = json.dumps({"translation": {"en": "Only English."}})  # line 12
+    rows[12] = json.dumps({"translation": {"en": "Null.", "es": None}})  # line 13
+    rows.insert(20, "")  # blank lines are no records
+    broken = list(rows)
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    error = one_error_line(transcli("prepare", "--config", str(TINY), "--dataset", str(path),
+                                    "--out", str(tmp_path / "out")))
+    assert "pairs.jsonl:5: malformed JSON (Expecting value at column 37)" in error
+    assert "--skip-invalid" in error
+    expected = {4: "pairs.jsonl:10: not a JSON object", 9: "pairs.jsonl:12: no 'es' text",
+                11: "pairs.jsonl:13: no 'es' text"}
+    for fixed, message in expected.items():
+        rows[fixed] = json.dumps({"translation": {"en": f"Fixed {fixed}.", "es": "Arreglado."}})
+        path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        with pytest.raises(UserError, match=message):
+            run_prepare(config(SourceConfig(dataset=str(path))), tmp_path / "out")
+    path.write_text("\n".join(broken) + "\n", encoding="utf-8")
+    manifest = run_prepare(config(SourceConfig(dataset=str(path)), skip_invalid=True),
+                           tmp_path / "out")
+    train = manifest["counts"]["train"]
+    assert train["dropped"]["malformed"] == 4 and train["read"] == len(rows) - 1
+
+
+def test_bad_lines_before_the_first_record_are_counted_once(tmp_path: Path) -> None:
+    """The first record decides the layout; lines before it are still read, and counted,
+    once, when the file is."""
+    path = tmp_path / "pairs.jsonl"
+    rows = [json.dumps(row) for row in _translation_rows(corpus())]
+    path.write_bytes(b"{oops\n\xff\n" + "\n".join(rows).encode() + b"\n")
+    manifest = run_prepare(config(SourceConfig(dataset=str(path)), skip_invalid=True),
+                           tmp_path / "out")
+    dropped = manifest["counts"]["train"]["dropped"]
+    assert (dropped["malformed"], dropped["invalid_utf8"]) == (1, 1)
+    assert manifest["counts"]["train"]["read"] == len(rows) + 2
+
+
+def test_a_dataset_row_missing_a_language_is_named(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    rows = _translation_rows(corpus())
+    rows[6]["translation"]["es"] = None
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "data"))
+    source = SourceConfig(dataset=str(tmp_path / "data"))
+    with pytest.raises(UserError, match=r"dataset '.*data': row 7: no 'es' text; pass "
+                                        r"--skip-invalid"):
+        run_prepare(config(source), tmp_path / "out")
+    manifest = run_prepare(config(source, skip_invalid=True), tmp_path / "out")
+    assert manifest["counts"]["train"]["dropped"]["malformed"] == 1
+    assert manifest["counts"]["train"]["read"] == len(rows)
+
+
+def test_given_valid_and_test_sets_are_kept_whole(tmp_path: Path) -> None:
+    long = "word " * 300
+    held = [("A sentence.", "Una frase."), ("Yes.", "Sí, claro que sí, por supuesto, amigo mío."),
+            (long.strip() + ".", long.strip() + "."), ("A sentence.", "Una frase."),
+            ("  Spaced   out. ", "Con\u00a0espacios.")]
+    empty = [("Nothing on the other side.", "  ")]
+    cfg = config(file_source(*write_pair(tmp_path, corpus())), max_chars=200,
+                 valid=file_source(*write_pair(tmp_path, held + empty, "valid")),
+                 test=file_source(*write_pair(tmp_path, held, "test")))
+    out = tmp_path / "out"
+    manifest = run_prepare(cfg, out)
+    normalised = [" ".join(s.split()) for s, _ in held]
+    assert lines(out / "valid.en") == lines(out / "test.en") == normalised
+    assert len(EncodedSplit(out, "valid")) == len(held) == manifest["splits"]["test"]["pairs"]
+    assert manifest["counts"]["valid"]["dropped"]["empty"] == 1
+    assert sum(manifest["counts"]["test"]["dropped"].values()) == 0
+
+
+def test_prepare_into_the_current_directory(tmp_path: Path) -> None:
+    src, tgt = write_pair(tmp_path, corpus())
+    here = tmp_path / "here"
+    here.mkdir()
+    args = ["prepare", "--config", TINY, "--src-file", src, "--tgt-file", tgt, "--out", "."]
+    result = run_cli(*args, cwd=here)
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(here)) == sorted(load_manifest(here)["files"])
+    assert "already holds a prepared dataset" in one_error_line(run_cli(*args, cwd=here))
+    assert run_cli(*args, "--force", "--set", "data.seed=3", cwd=here).returncode == 0
+    assert sorted(os.listdir(here)) == sorted(load_manifest(here)["files"])
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--file", "{tmp}/memory.xml"], "cannot tell the format of {tmp}/memory.xml from its "
+                                     "name: give --format (tmx)"),
+    (["--format", "tmx"], "a tmx source needs --file"),
+    (["--subset", "en-es"], "--subset only applies to --dataset"),
+    (["--file", "{tmp}/m.tmx", "--dataset", "x"], "give one training source, not --dataset "
+                                                  "and --file"),
+    (["--format", "moses", "--file", "m.gz"], "--format 'moses' is not one of files, tsv, "
+                                              "dataset, tmx"),
+])
+def test_source_flags_are_checked_by_the_format_table(tmp_path: Path, args: list[str],
+                                                      expected: str) -> None:
+    result = transcli("prepare", "--config", str(TINY), "--out", str(tmp_path / "out"),
+                      *[arg.format(tmp=tmp_path) for arg in args])
+    assert one_error_line(result) == f"transcli: error: {expected.format(tmp=tmp_path)}"

@@ -9,14 +9,16 @@ from pathlib import Path
 import pytest
 import torch
 from memorised import UNSEEN, memorised_model
-from runs import ENGLISH, SPANISH, memorised_run, one_error_line, transcli
 
-from conftest import PAIRS
+from conftest import PAIRS, one_error_line, run_cli
 from transcli.score import forced_logprobs
 from transcli.tokenizer import Tokenizer
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
+
+ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
 
 
 @torch.inference_mode()
@@ -80,12 +82,12 @@ def write(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def test_cli_tsv_in_input_order(tiny_spm, pairs, tmp_path):
-    run = memorised_run(tmp_path, tiny_spm)
+def test_cli_tsv_in_input_order(run_dir, tiny_spm, pairs, tmp_path):
+    run = run_dir
     english = ENGLISH[:6] + UNSEEN[:2] + ["", ENGLISH[3]]
     spanish = SPANISH[:6] + SPANISH[6:8] + [SPANISH[0], ""]
     src, tgt = write(tmp_path / "s.en", english), write(tmp_path / "t.es", spanish)
-    result = transcli("score", "-m", run, "--src", src, "--tgt", tgt, "--batch-tokens", "40")
+    result = run_cli("score", "-m", run, "--src", src, "--tgt", tgt, "--batch-tokens", "40")
     assert result.returncode == 0, result.stderr
     rows = [line.split("\t") for line in result.stdout.splitlines()]
     assert [row[0] for row in rows] == [str(i) for i in range(len(english))]
@@ -95,19 +97,19 @@ def test_cli_tsv_in_input_order(tiny_spm, pairs, tmp_path):
         assert float(row[2]) == pytest.approx(total / tokens, abs=1e-3)
         assert int(row[3]) == tokens
     out = tmp_path / "scores.tsv"
-    again = transcli("score", "-m", run, "--src", src, "--tgt", tgt, "-o", out)
+    again = run_cli("score", "-m", run, "--src", src, "--tgt", tgt, "-o", out)
     assert again.returncode == 0 and out.read_text(encoding="utf-8") == result.stdout
 
 
-def test_cli_errors_are_one_line(tiny_spm, tmp_path):
-    run = memorised_run(tmp_path, tiny_spm)
+def test_cli_errors_are_one_line(run_dir, tmp_path):
+    run = run_dir
     src = write(tmp_path / "s.en", ENGLISH[:3])
     tgt = write(tmp_path / "t.es", SPANISH[:2])
-    line = one_error_line(transcli("score", "-m", run, "--src", src, "--tgt", tgt))
+    line = one_error_line(run_cli("score", "-m", run, "--src", src, "--tgt", tgt))
     assert "s.en has 3 lines" in line and "t.es has 2" in line
     empty_src, empty_tgt = write(tmp_path / "e.en", []), write(tmp_path / "e.es", [])
-    line = one_error_line(transcli("score", "-m", run, "--src", empty_src, "--tgt", empty_tgt))
+    line = one_error_line(run_cli("score", "-m", run, "--src", empty_src, "--tgt", empty_tgt))
     assert "e.en and" in line and "e.es are empty" in line
-    line = one_error_line(transcli("score", "-m", run, "--src", src, "--tgt", src, "-o", src))
+    line = one_error_line(run_cli("score", "-m", run, "--src", src, "--tgt", src, "-o", src))
     assert "also an input" in line
     assert src.read_text(encoding="utf-8").splitlines() == ENGLISH[:3]  # untouched

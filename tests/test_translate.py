@@ -11,15 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import PAIRS, ROOT
+from conftest import PAIRS, ROOT, run_cli
 from memorised import TINY_CONFIG, UNSEEN, memorised_model
 
 from transcli.checkpoint import save_weights
-from transcli.config import DecodeConfig, load_config, save_config
+from transcli.config import DecodeConfig, load_config
 from transcli.errors import UserError
 from transcli.model import Transformer
-from transcli.rundir import CONFIG_FILE, step_path
-from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.tokenizer import Tokenizer
 from transcli.translate import Translator, token_batches, translate_file, translate_lines
 
 ENGLISH = [en for en, _ in PAIRS]
@@ -27,17 +26,6 @@ SPANISH = [es for _, es in PAIRS]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_spm: Path) -> Path:
-    """A run dir whose only checkpoint is the memorised tiny model."""
-    run = tmp_path_factory.mktemp("memorised") / "run"
-    run.mkdir()
-    save_config(load_config(TINY_CONFIG), run / CONFIG_FILE)
-    (run / TOKENIZER_FILE).write_bytes(tiny_spm.read_bytes())
-    save_weights(memorised_model(tiny_spm, tuple(PAIRS)), step_path(run, 200))
-    return run
 
 
 def translator(tiny_spm: Path, **decode) -> Translator:
@@ -131,8 +119,7 @@ ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # see memorised.one_torch_t
 
 
 def transcli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transcli", "translate", *args], input=stdin,
-                          capture_output=True, cwd=ROOT, env=ONE_THREAD, timeout=120)
+    return run_cli("translate", *args, stdin=stdin, text=False)
 
 
 def test_cli_stdin_stdout_equals_files(run_dir, tmp_path):

@@ -1,4 +1,5 @@
-"""The command line: parses options, loads the config, calls one library function.
+"""The command line: parses options, maps them to typed config values, calls one
+library function.
 
 Precedence: YAML file < command-line flags < `--set section.key=value`.
 Any `UserError` becomes one line on stderr and exit status 1.
@@ -8,15 +9,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import typer
 
-from transcli.config import Config, load_config
+from transcli.config import load_config
 from transcli.errors import UserError
 
 app = typer.Typer(
-    help="Train and run an English-to-Spanish Transformer.",
+    help="Train and run an English-to-Spanish Transformer.\n\nAn option whose default is a "
+    "config key, e.g. (train.max_steps), sets that key; left out, the config's value holds.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -24,24 +26,44 @@ app = typer.Typer(
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (defaults when omitted).")
 SetOpt = typer.Option(None, "--set", help="Override any setting: section.key=value (repeatable).")
+Device = Optional[Literal["auto", "cpu", "cuda"]]
 EngineOpt = typer.Option(
-    None, help="torch, or ct2: CTranslate2 (exported into the run dir on first use).")
+    None, help="torch, or ct2: CTranslate2 (exported into the run dir on first use).",
+    show_default="decode.engine")
 Int8Opt = typer.Option(False, "--int8", help="int8 weights (decode.quantize=int8).")
+
+
+def _device(default: str = "auto") -> Any:
+    """--device, alike on every command (train's default is its config key)."""
+    return typer.Option(None, "--device", show_default=default,
+                        help="Where to run: auto (CUDA when present), cpu or cuda.")
+
+
+def _setting(key: str, help: str, *names: str) -> Any:
+    """An option that sets config key `key`; --help shows that key as its default."""
+    return typer.Option(None, *names, help=help, show_default=key)
+
+
+def _given(flags: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Typed (key, value) overrides for the flags that were given."""
+    return [(key, value) for key, value in flags.items() if value is not None]
+
+
 CheckpointOpt = typer.Option("best", help="best, last, avg, a step number, or a checkpoint path.")
-DeviceOpt = typer.Option("auto", help="auto, cpu or cuda.")
 # Decoding options, alike in translate, evaluate and explain.
 GreedyOpt = typer.Option(False, help="Greedy search (same output as --beam-size 1).")
-StrategyOpt = typer.Option(
-    None, help="beam, greedy or sample (decode.temperature, top_k, top_p, seed).")
-BeamOpt = typer.Option(None, help="Beam width (implies --strategy beam).")
-LengthPenaltyOpt = typer.Option(
-    None, help="GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha.")
-MaxLenAOpt = typer.Option(
-    None, help="Max target tokens = a * source tokens + b (capped by the model).")
-MaxLenBOpt = typer.Option(
-    None, help="Max target tokens = a * source tokens + b (capped by the model).")
-BatchTokensOpt = typer.Option(
-    None, help="Source tokens per batch, padding included, before beams.")
+StrategyOpt = _setting(
+    "decode.strategy", "beam, greedy or sample (decode.temperature, top_k, top_p, seed).")
+BeamOpt = _setting("decode.beam_size", "Beam width (implies --strategy beam).")
+LengthPenaltyOpt = _setting(
+    "decode.length_penalty",
+    "GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha.")
+MaxLenAOpt = _setting(
+    "decode.max_len_a", "Max target tokens = a * source tokens + b (capped by the model).")
+MaxLenBOpt = _setting(
+    "decode.max_len_b", "Max target tokens = a * source tokens + b (capped by the model).")
+BatchTokensOpt = _setting(
+    "decode.batch_tokens", "Source tokens per batch, padding included, before beams.")
 SplitOpt = typer.Option(
     False, "--split-sentences",
     help="Translate each sentence of a multi-sentence line apart and join them "
@@ -51,17 +73,16 @@ SplitOpt = typer.Option(
 def _decode_flags(greedy: bool, strategy: Optional[str], beam_size: Optional[int],
                   length_penalty: Optional[float] = None, max_len_a: Optional[float] = None,
                   max_len_b: Optional[int] = None, batch_tokens: Optional[int] = None,
-                  split_sentences: bool = False, **more: Any) -> list[str]:
-    """`decode.*` overrides for the decoding flags that were given; `more` maps other
-    decode keys to values."""
+                  split_sentences: bool = False, **more: Any) -> list[tuple[str, Any]]:
+    """Typed `decode.*` overrides for the decoding flags that were given; `more` maps
+    other decode keys to values (None: not given)."""
     if greedy or strategy is None and beam_size is not None:
         strategy = "greedy" if greedy else "beam"
-    flags = {"decode.strategy": strategy, "decode.beam_size": beam_size,
-             "decode.length_penalty": length_penalty, "decode.max_len_a": max_len_a,
-             "decode.max_len_b": max_len_b, "decode.batch_tokens": batch_tokens,
-             "decode.split_sentences": split_sentences or None,
-             **{f"decode.{key}": value for key, value in more.items()}}
-    return [f"{k}={_yaml_value(v)}" for k, v in flags.items() if v is not None]
+    return _given({"decode.strategy": strategy, "decode.beam_size": beam_size,
+                   "decode.length_penalty": length_penalty, "decode.max_len_a": max_len_a,
+                   "decode.max_len_b": max_len_b, "decode.batch_tokens": batch_tokens,
+                   "decode.split_sentences": split_sentences or None,
+                   **{f"decode.{key}": value for key, value in more.items()}})
 
 
 def _version(value: bool) -> None:
@@ -78,36 +99,28 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
     """Train and run an English-to-Spanish Transformer."""
 
 
-def _config(path: Optional[Path], flags: dict[str, Any], sets: Optional[list[str]]) -> Config:
-    """Load YAML, then flags (only those given), then --set overrides."""
-    overrides = [f"{key}={_yaml_value(value)}" for key, value in flags.items() if value is not None]
-    return load_config(path, overrides + list(sets or []))
-
-
-def _yaml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (Path, str)):
-        return "'" + str(value).replace("'", "''") + "'"  # YAML single-quoted scalar
-    return str(value)
-
-
 @app.command()
 def prepare(
     config: Optional[Path] = ConfigOpt,
     src_file: Optional[Path] = typer.Option(None, help="English side, one sentence per line."),
-    tgt_file: Optional[Path] = typer.Option(None, help="Spanish side, line-aligned with --src-file."),
+    tgt_file: Optional[Path] = typer.Option(
+        None, help="Spanish side, line-aligned with --src-file."),
     tsv: Optional[Path] = typer.Option(None, help="TSV: English in column 1, Spanish in column 2."),
     dataset: Optional[str] = typer.Option(
         None, help="Hugging Face dataset: hub name, local json/jsonl/csv/parquet file, "
         "or save_to_disk directory."),
     subset: Optional[str] = typer.Option(None, help="Dataset configuration, e.g. en-es."),
-    split: Optional[str] = typer.Option(None, help="Dataset split (default: train)."),
+    split: Optional[str] = typer.Option(None, help="Dataset split.", show_default="train"),
     src_column: Optional[str] = typer.Option(
         None, help="Dataset column holding English (default: a `translation` column, else 'en')."),
     tgt_column: Optional[str] = typer.Option(
         None, help="Dataset column holding Spanish (default: a `translation` column, else 'es')."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory."),
+    file: Optional[Path] = typer.Option(
+        None, help="A one-file corpus in another format, e.g. a .tmx translation memory."),
+    format: Optional[str] = typer.Option(
+        None, help="Format of --file when its suffix does not tell (e.g. tmx).",
+        show_default="from the suffix"),
+    out: Optional[Path] = _setting("data.out", "Output directory.", "--out", "-o"),
     force: bool = typer.Option(
         False, help="Write into a non-empty --out: replaces an earlier prepare's files, "
         "never deletes others."),
@@ -116,14 +129,16 @@ def prepare(
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Read a parallel corpus, clean and split it, train sentencepiece, encode everything."""
-    cfg = _config(config, {"data.out": out, "data.skip_invalid": skip_invalid or None}, sets)
     from transcli.prepare import prepare as run_prepare
     from transcli.prepare import source_from_flags
 
-    source = source_from_flags(src_file, tgt_file, tsv, dataset, subset, split,
-                               src_column, tgt_column)
-    if source is not None:
-        cfg.data.train = [source]
+    source = source_from_flags({
+        "src_file": src_file, "tgt_file": tgt_file, "tsv": tsv, "dataset": dataset,
+        "subset": subset, "split": split, "src_column": src_column, "tgt_column": tgt_column,
+        "file": file, "format": format})
+    flags = {"data.out": out, "data.skip_invalid": skip_invalid or None,
+             "data.train": source and [source]}
+    cfg = load_config(config, sets, flags)
     run_prepare(cfg, Path(cfg.data.out), force=force)
 
 
@@ -136,15 +151,15 @@ def train(
         False, help="Continue the run in --out where it stopped (with its config.yaml when "
         "--config is not given)."),
     force: bool = typer.Option(False, help="Start afresh in an --out holding another run."),
-    max_steps: Optional[int] = typer.Option(None, help="Stop after this many updates."),
-    save_every: Optional[int] = typer.Option(None, help="Checkpoint every N updates."),
-    valid_every: Optional[int] = typer.Option(None, help="Validate every N updates."),
-    seed: Optional[int] = typer.Option(None, help="Random seed."),
-    device: Optional[str] = typer.Option(None, help="auto, cpu or cuda."),
-    init_from: Optional[str] = typer.Option(
-        None, help="Fine-tune: start from another run's weights, RUN or RUN/CHECKPOINT "
-        "(best, last, avg, a step) or a weights file; same vocabulary and model shape, "
-        "new optimizer and schedule (train.init_from)."),
+    max_steps: Optional[int] = _setting("train.max_steps", "Stop after this many updates."),
+    save_every: Optional[int] = _setting("train.save_every", "Checkpoint every N updates."),
+    valid_every: Optional[int] = _setting("train.valid_every", "Validate every N updates."),
+    seed: Optional[int] = _setting("train.seed", "Random seed."),
+    device: Device = _device("train.device"),
+    init_from: Optional[str] = _setting(
+        "train.init_from", "Fine-tune: start from another run's weights, RUN or "
+        "RUN/CHECKPOINT (best, last, avg, a step) or a weights file; same vocabulary and "
+        "model shape, new optimizer and schedule."),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Train the Transformer on a prepared dataset, with checkpoints and validation.
@@ -153,15 +168,13 @@ def train(
     `torchrun --nproc_per_node N -m transcli train ...` each process trains on
     every N-th batch (DistributedDataParallel).
     """
+    from transcli.rundir import train_config_path
+    from transcli.train import train as run_train
+
     flags = {"train.max_steps": max_steps, "train.save_every": save_every,
              "train.valid_every": valid_every, "train.seed": seed, "train.device": device,
              "train.init_from": init_from}
-    if config is None and resume:
-        from transcli.rundir import CONFIG_FILE
-
-        config = out / CONFIG_FILE if (out / CONFIG_FILE).is_file() else None
-    cfg = _config(config, flags, sets)
-    from transcli.train import train as run_train
+    cfg = load_config(train_config_path(config, out, resume), sets, flags)
 
     run_train(cfg, data_dir=data, run_dir=out, resume=resume, force=force)
 
@@ -179,8 +192,8 @@ def translate(
     max_len_a: Optional[float] = MaxLenAOpt,
     max_len_b: Optional[int] = MaxLenBOpt,
     batch_tokens: Optional[int] = BatchTokensOpt,
-    n_best: Optional[int] = typer.Option(
-        None, help="K > 1 writes K lines per input line as TSV: line index (from 0), "
+    n_best: Optional[int] = _setting(
+        "decode.n_best", "K > 1 writes K lines per input line as TSV: line index (from 0), "
         "hypothesis, score (length-penalised log-prob); K <= beam size, or K samples."),
     split_sentences: bool = SplitOpt,
     attention: Optional[Path] = typer.Option(
@@ -188,7 +201,7 @@ def translate(
         "alignment (Pharaoh i-j) into this directory."),
     engine: Optional[str] = EngineOpt,
     int8: bool = Int8Opt,
-    device: str = DeviceOpt,
+    device: Device = _device(),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Translate English lines to Spanish, in input order, from a file or stdin.
@@ -203,8 +216,8 @@ def translate(
     overrides = _decode_flags(greedy, strategy, beam_size, length_penalty, max_len_a,
                               max_len_b, batch_tokens, split_sentences, n_best=n_best,
                               engine=engine, quantize="int8" if int8 else None)
-    translate_file(model, checkpoint, input, output, overrides + list(sets or []), device,
-                   attention)
+    translate_file(model, checkpoint, input, output, [*overrides, *(sets or [])],
+                   device or "auto", attention)
 
 
 @app.command()
@@ -226,10 +239,11 @@ def evaluate(
     split_sentences: bool = SplitOpt,
     engine: Optional[str] = EngineOpt,
     int8: bool = Int8Opt,
-    device: str = DeviceOpt,
+    device: Device = _device(),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
-    """Score translations with sacreBLEU (BLEU, chrF), translating --src first with --model.
+    """Score translations with sacreBLEU (BLEU, chrF and TER, with their signatures),
+    translating --src first with --model.
 
     With --model: a progress bar on stderr, and translate's decoding options.
     """
@@ -237,9 +251,10 @@ def evaluate(
 
     overrides = _decode_flags(greedy, strategy, beam_size, length_penalty, max_len_a,
                               max_len_b, batch_tokens, split_sentences, engine=engine,
-                              quantize="int8" if int8 else None) + list(sets or [])
+                              quantize="int8" if int8 else None)
     evaluate_cli(ref=ref, hyp=hyp, model=model, src=src, checkpoint=checkpoint,
-                 hyp_out=hyp_out, as_json=json_out, device=device, overrides=overrides)
+                 hyp_out=hyp_out, as_json=json_out, device=device or "auto",
+                 overrides=[*overrides, *(sets or [])])
 
 
 @app.command()
@@ -249,9 +264,9 @@ def score(
     tgt: Path = typer.Option(..., help="Their Spanish translations, line by line."),
     output: str = typer.Option("-", "--output", "-o", help="Output TSV file, or - for stdout."),
     checkpoint: str = CheckpointOpt,
-    batch_tokens: Optional[int] = typer.Option(
-        None, help="Tokens per batch and side, padding included (decode.batch_tokens)."),
-    device: str = DeviceOpt,
+    batch_tokens: Optional[int] = _setting(
+        "decode.batch_tokens", "Tokens per batch and side, padding included."),
+    device: Device = _device(),
 ) -> None:
     """Log-probability of given translations under the model (forced decoding).
 
@@ -261,7 +276,7 @@ def score(
     """
     from transcli.score import score_files
 
-    score_files(model, checkpoint, src, tgt, output, batch_tokens, device)
+    score_files(model, checkpoint, src, tgt, output, batch_tokens, device or "auto")
 
 
 @app.command()
@@ -273,7 +288,7 @@ def explain(
     checkpoint: str = CheckpointOpt,
     greedy: bool = GreedyOpt,
     beam_size: Optional[int] = BeamOpt,
-    device: str = DeviceOpt,
+    device: Device = _device(),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Translate sentences and show where the model looked (attention heatmaps).
@@ -284,8 +299,8 @@ def explain(
     """
     from transcli.explain import explain_texts
 
-    overrides = _decode_flags(greedy, None, beam_size, n_best=1) + list(sets or [])
-    explain_texts(model, checkpoint, text, out, overrides, device)
+    overrides = _decode_flags(greedy, None, beam_size, n_best=1)
+    explain_texts(model, checkpoint, text, out, [*overrides, *(sets or [])], device or "auto")
 
 
 @app.command()

@@ -2,8 +2,11 @@
 
 A config file has up to four sections (`model`, `data`, `train`, `decode`).
 Every key is checked against its dataclass: unknown keys (with a did-you-mean),
-wrong types and out-of-range values are `UserError`s naming the file and the key.
-`--set section.key=value` overrides are typed the same way.
+keys given twice, wrong types, non-finite numbers and out-of-range values are
+`UserError`s naming the file and the key. Upper bounds catch values that can only
+be typos and would otherwise exhaust the machine (`accum_steps: 1000000000`).
+Overrides come typed from the command line's flags (`flags={"train.max_steps": 5}`)
+or as `--set section.key=value` text, and are checked the same way.
 """
 
 from __future__ import annotations
@@ -12,16 +15,35 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import math
+import os
 import re
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import yaml
 
 from transcli.errors import UserError
+from transcli.sources import SourceKeyError, source_format
+
+# Far beyond any sensible setting, far below what would hang or exhaust the machine.
+MAX_LAYERS = 1000
+MAX_WIDTH = 1 << 16  # d_model, heads
+MAX_D_FF = 1 << 20
+MAX_POSITIONS = 1 << 16
+MAX_BATCH_TOKENS = 10_000_000
+MAX_ACCUM_STEPS = 10_000
+MAX_BEAM = 1000
+MAX_VOCAB = 1_000_000
+MAX_SENTENCE = 1_000_000  # data.max_chars, data.max_tokens
+MAX_THREADS = 4096
+SEED_LIMIT = 1 << 63  # seeds are in [0, 2^63): numpy and torch both take them
+
+# An override: `--set` text "section.key=value", or a (dotted key, typed value) pair.
+Override = Union[str, tuple[str, Any]]
 
 SCHEDULES = ("noam", "linear", "cosine")  # learning-rate schedules (objective.learning_rate)
 
@@ -44,8 +66,10 @@ class ModelConfig:
     max_positions: int = 1024  # longest sequence the positional table covers
 
     def validate(self) -> None:
-        for key in ("enc_layers", "dec_layers", "d_model", "d_ff", "heads", "max_positions"):
-            _require(getattr(self, key) >= 1, key, "must be at least 1")
+        for key, limit in (("enc_layers", MAX_LAYERS), ("dec_layers", MAX_LAYERS),
+                           ("d_model", MAX_WIDTH), ("d_ff", MAX_D_FF), ("heads", MAX_WIDTH),
+                           ("max_positions", MAX_POSITIONS)):
+            _within(self, key, 1, limit)
         _require(self.d_model % self.heads == 0, "d_model",
                  f"{self.d_model} is not divisible by heads={self.heads}")
         for key in ("dropout", "attn_dropout", "act_dropout"):
@@ -54,27 +78,31 @@ class ModelConfig:
 
 @dataclass
 class SourceConfig:
-    """One parallel corpus: a file pair, a TSV file, or a Hugging Face dataset."""
+    """One parallel corpus. Which keys it may hold, and which format they make it,
+    is decided by `transcli.sources.SOURCE_FORMATS`, the one table of input formats."""
 
-    src_file: Optional[str] = None
+    src_file: Optional[str] = None  # with tgt_file: two line-aligned files (.gz/.bz2/.xz too)
     tgt_file: Optional[str] = None
-    tsv: Optional[str] = None
+    tsv: Optional[str] = None  # English<TAB>Spanish[<TAB>more columns]
     dataset: Optional[str] = None  # hub name, local data file, or save_to_disk directory
     subset: Optional[str] = None  # hub config name, e.g. "en-es"
     split: str = "train"
     src_column: Optional[str] = None  # two text columns instead of a `translation` column
     tgt_column: Optional[str] = None
+    file: Optional[str] = None  # one file of a format named by `format` or its suffix (.tmx)
+    format: Optional[str] = None  # a SOURCE_FORMATS name; inferred from the keys when omitted
+
+    def given(self) -> dict[str, Any]:
+        """The keys set to something other than their default."""
+        defaults = SourceConfig()
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != getattr(defaults, f.name)}
 
     def validate(self) -> None:
-        kinds = [self.src_file is not None or self.tgt_file is not None,
-                 self.tsv is not None, self.dataset is not None]
-        _require(sum(kinds) == 1, "src_file",
-                 "give exactly one of src_file+tgt_file, tsv or dataset")
-        if kinds[0]:
-            _require(self.src_file is not None and self.tgt_file is not None, "tgt_file",
-                     "src_file and tgt_file go together")
-        _require((self.src_column is None) == (self.tgt_column is None), "src_column",
-                 "src_column and tgt_column go together")
+        try:
+            source_format(self.given())
+        except SourceKeyError as exc:
+            raise _Invalid(exc.key, str(exc)) from None
 
 
 @dataclass
@@ -94,8 +122,8 @@ class DataConfig:
     vocab_size: int = 32000  # sentencepiece pieces, shared by both languages
     tokenizer: str = "unigram"  # sentencepiece model type: unigram or bpe
     character_coverage: float = 1.0  # 1.0 keeps ¿ ¡ ñ and accents
-    # Sentences sampled to train sentencepiece: its trainer holds ~1.4 KB per sentence,
-    # so this bounds prepare's peak memory (~1.5 GB) whatever the corpus size.
+    # Sentences sampled to train sentencepiece: its trainer's memory grows with the
+    # sentences it holds, so this bounds prepare's peak memory whatever the corpus size.
     input_sentence_size: int = 1_000_000
     skip_invalid: bool = False  # skip (and count) malformed lines instead of failing
     seed: int = 1  # seeds the split, shuffling and sentencepiece's sample
@@ -104,10 +132,12 @@ class DataConfig:
     def validate(self) -> None:
         for key in ("valid_size", "test_size"):
             _require(getattr(self, key) >= 0, key, "must be >= 0")
-        for key in ("max_tokens", "max_chars", "input_sentence_size"):
-            _require(getattr(self, key) >= 1, key, "must be at least 1")
+        _within(self, "max_tokens", 1, MAX_SENTENCE)
+        _within(self, "max_chars", 1, MAX_SENTENCE)
+        _require(self.input_sentence_size >= 1, "input_sentence_size", "must be at least 1")
         _require(self.max_ratio >= 1.0, "max_ratio", "must be >= 1")
-        _require(self.vocab_size >= 8, "vocab_size", "must be at least 8")
+        _within(self, "vocab_size", 8, MAX_VOCAB)
+        _seed(self, "seed")
         _require(self.tokenizer in ("unigram", "bpe"), "tokenizer", "must be unigram or bpe")
         _require(0.0 < self.character_coverage <= 1.0, "character_coverage", "must be in (0, 1]")
         for key in ("src_lang", "tgt_lang"):  # they name files: valid.en, valid.es
@@ -165,9 +195,12 @@ class TrainConfig:
     tensorboard: bool = False  # also log to RUN/tensorboard/ (needs `pip install tensorboard`)
 
     def validate(self) -> None:
-        for key in ("batch_tokens", "accum_steps", "max_steps", "warmup_steps",
-                    "log_every", "valid_every", "save_every", "keep_last", "average_last"):
+        for key in ("max_steps", "warmup_steps", "log_every", "valid_every", "save_every",
+                    "keep_last", "average_last"):
             _require(getattr(self, key) >= 1, key, "must be at least 1")
+        _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)
+        _within(self, "accum_steps", 1, MAX_ACCUM_STEPS)
+        _seed(self, "seed")
         _require(self.max_minutes >= 0, "max_minutes", "must be >= 0")
         _require(0.0 <= self.label_smoothing < 1.0, "label_smoothing", "must be in [0, 1)")
         _require(self.lr_factor > 0, "lr_factor", "must be > 0")
@@ -177,8 +210,8 @@ class TrainConfig:
         _require(self.sample_alpha >= 0, "sample_alpha", "must be >= 0")
         _require(self.sample_nbest == -1 or self.sample_nbest >= 1, "sample_nbest",
                  "must be -1 (all segmentations) or at least 1")
-        _require(self.threads >= 0, "threads", "must be >= 0 (0: one per core)")
-        _require(self.pad_multiple >= 0, "pad_multiple", "must be >= 0")
+        _within(self, "threads", 0, MAX_THREADS)
+        _within(self, "pad_multiple", 0, MAX_POSITIONS)
         _require(0.0 <= self.adam_beta1 < 1.0, "adam_beta1", "must be in [0, 1)")
         _require(0.0 <= self.adam_beta2 < 1.0, "adam_beta2", "must be in [0, 1)")
         _require(self.adam_eps > 0, "adam_eps", "must be > 0")
@@ -221,11 +254,11 @@ class DecodeConfig:
 
     def validate(self) -> None:
         _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
-        _require(self.beam_size >= 1, "beam_size", "must be at least 1")
+        _within(self, "beam_size", 1, MAX_BEAM)
         _require(self.length_penalty >= 0, "length_penalty", "must be >= 0")
         _require(self.max_len_a >= 0, "max_len_a", "must be >= 0")
         _require(self.max_len_b >= 1, "max_len_b", "must be at least 1")
-        _require(self.batch_tokens >= 1, "batch_tokens", "must be at least 1")
+        _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)
         if self.strategy == "beam":
             _require(1 <= self.n_best <= self.beam_size, "n_best",
                      f"must be in [1, beam_size], got {self.n_best} with beam_size "
@@ -237,10 +270,10 @@ class DecodeConfig:
         _require(self.temperature > 0, "temperature", "must be > 0")
         _require(self.top_k >= 0, "top_k", "must be >= 0 (0: no limit)")
         _require(0.0 < self.top_p <= 1.0, "top_p", "must be in (0, 1]")
-        _require(0 <= self.seed < 2 ** 63, "seed", "must be in [0, 2^63)")
+        _seed(self, "seed")
         _require(self.engine in ENGINES, "engine", f"must be one of {', '.join(ENGINES)}")
         _require(self.quantize in QUANTIZE, "quantize", f"must be one of {', '.join(QUANTIZE)}")
-        _require(self.threads >= 0, "threads", "must be >= 0 (0: one per core)")
+        _within(self, "threads", 0, MAX_THREADS)
         _require(not self.split_sentences or self.n_best == 1, "split_sentences",
                  "gives the 1-best translation only: n_best must be 1")
 
@@ -287,27 +320,40 @@ def _require(ok: bool, key: str, message: str) -> None:
         raise _Invalid(key, message)
 
 
+def _seed(section: Any, key: str) -> None:
+    value = getattr(section, key)
+    if not 0 <= value < SEED_LIMIT:
+        raise _Invalid(key, f"must be in [0, 2^63), got {value:,}")
+
+
+def _within(section: Any, key: str, low: int, high: int) -> None:
+    value = getattr(section, key)
+    if not low <= value <= high:
+        raise _Invalid(key, f"must be in [{low:,}, {high:,}], got {value:,}")
+
+
 # ----------------------------------------------------------------------------- loading
 
 
-def load_config(path: str | Path | None, overrides: list[str] | None = None) -> Config:
-    """Read a YAML config (or the defaults when `path` is None), apply `section.key=value`
-    overrides, and validate. Every problem is a `UserError` naming the file and key."""
+def load_config(path: str | Path | None, overrides: Sequence[Override] | None = None,
+                flags: Mapping[str, Any] | None = None) -> Config:
+    """Read a YAML config (or the defaults when `path` is None), apply the command line's
+    typed `flags` ({"train.max_steps": 5}; None means not given), then `overrides` in
+    order, and validate. Every problem is a `UserError` naming the file and key."""
     origin = str(path) if path is not None else "defaults"
     raw: dict[str, Any] = {}
     if path is not None:
         raw = _read_yaml(Path(path))
     cfg = _build(Config, raw, origin, "")
-    for item in overrides or []:
-        apply_override(cfg, item)
-    cfg.validate(origin, tuple(item.split("=", 1)[0].strip() for item in overrides or []))
-    return cfg
-
-
-def config_from_dict(raw: dict[str, Any], origin: str = "config") -> Config:
-    """Build and validate a Config from an already-parsed mapping (e.g. a run dir's copy)."""
-    cfg = _build(Config, raw, origin, "")
-    cfg.validate(origin)
+    given = [(key, value) for key, value in (flags or {}).items() if value is not None]
+    touched = []
+    for item in [*given, *(overrides or [])]:
+        if isinstance(item, str):
+            touched.append(apply_override(cfg, item))
+        else:
+            set_value(cfg, *item)
+            touched.append(item[0])
+    cfg.validate(origin, tuple(touched))
     return cfg
 
 
@@ -317,17 +363,25 @@ def save_config(cfg: Config, path: str | Path) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
-def apply_override(cfg: Config, item: str) -> None:
-    """Apply one `section.key=value` (the value is parsed as YAML, then typed)."""
-    origin = "--set"
+def apply_override(cfg: Config, item: str) -> str:
+    """Apply one `--set section.key=value` (the value is parsed as YAML, then typed);
+    returns the dotted key."""
     if "=" not in item:
-        raise UserError(f"{origin}: '{item}' is not of the form section.key=value")
-    dotted, text = item.split("=", 1)
-    parts = dotted.strip().split(".")
+        raise UserError(f"--set: '{item}' is not of the form section.key=value")
+    dotted, text = (part.strip() for part in item.split("=", 1))
     try:
-        value = yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError:
+        value = _parse_yaml(text) if text else None
+    except _DuplicateKey as exc:
+        raise UserError(f"--set: '{dotted}': {exc.problem}") from None
+    except yaml.YAMLError:  # not YAML: the text itself, e.g. a path with a colon
         value = text
+    set_value(cfg, dotted, value, "--set")
+    return dotted
+
+
+def set_value(cfg: Config, dotted: str, value: Any, origin: str = "command line") -> None:
+    """Set one setting by its dotted name, typed and checked like a YAML value."""
+    parts = dotted.split(".")
     target: Any = cfg
     for depth, name in enumerate(parts):
         where = ".".join(parts[: depth + 1])
@@ -343,6 +397,32 @@ def apply_override(cfg: Config, item: str) -> None:
             target = getattr(target, name)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error
+    (PyYAML silently keeps the last, so a forgotten earlier line would win unseen)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # unhashable: the base class reports it
+                break
+            if duplicate:
+                raise _DuplicateKey(None, None, f"duplicate key '{key}'", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+class _DuplicateKey(yaml.constructor.ConstructorError):
+    pass
+
+
+def _parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_StrictLoader)
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -351,12 +431,13 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read config: {exc}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = _parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "malformed YAML"
-        raise UserError(f"{path}:{where}: malformed YAML: {problem}") from None
+        kind = "" if isinstance(exc, _DuplicateKey) else "malformed YAML: "
+        raise UserError(f"{path}:{where}: {kind}{problem}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -367,7 +448,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def _build(cls: type, raw: Any, origin: str, prefix: str) -> Any:
     """Turn a mapping into dataclass `cls`, checking keys and types recursively."""
     if not isinstance(raw, dict):
-        raise UserError(f"{origin}: '{prefix or 'top level'}' must be a mapping, "
+        raise UserError(f"{origin}: '{prefix.rstrip('.') or 'top level'}' must be a mapping, "
                         f"got {_type_name(raw)}")
     hints = _resolved_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
@@ -393,18 +474,34 @@ def _coerce(value: Any, hint: Any, origin: str, where: str) -> Any:
             raise UserError(f"{origin}: '{where}' must be a list, got {_type_name(value)}")
         return [_coerce(v, args[0], origin, f"{where}[{i}]") for i, v in enumerate(value)]
     if dataclasses.is_dataclass(hint):
-        return _build(hint, value, origin, f"{where}.")
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint is float and isinstance(value, str):
-        try:  # YAML 1.1 reads 1e-9 (no dot) as a string
-            return float(value)
-        except ValueError:
-            pass
+        return value if isinstance(value, hint) else _build(hint, value, origin, f"{where}.")
+    if hint is float:
+        number = _float(value)
+        if number is not None:
+            if not math.isfinite(number):
+                raise UserError(f"{origin}: '{where}' must be a finite number, got {value!r}")
+            return number
+    if hint is str and isinstance(value, os.PathLike):  # a path flag
+        return os.fspath(value)
     if isinstance(value, hint) and not (hint is int and isinstance(value, bool)):
         return value
     raise UserError(f"{origin}: '{where}' must be {hint.__name__}, "
                     f"got {_type_name(value)} {value!r}")
+
+
+def _float(value: Any) -> Optional[float]:
+    """An int or float as float; also a string such as "1e-9", which YAML 1.1 reads as
+    text (no dot). None when `value` is no number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return value
+    try:
+        return float(value) if isinstance(value, (int, str)) else None
+    except ValueError:
+        return None
+    except OverflowError:  # an int beyond float's range
+        return math.inf
 
 
 def _validate_tree(obj: Any, prefix: str) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from transcli.config import Override
 from transcli.errors import UserError
 from transcli.files import read_source_file
 
@@ -144,7 +145,7 @@ def check_line_counts(name: Path, count: int, refs: list[Path],
 
 def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
                  src: Optional[Path], checkpoint: str, hyp_out: Optional[Path], as_json: bool,
-                 device: str, overrides: Optional[list[str]] = None) -> None:
+                 device: str, overrides: Optional[list[Override]] = None) -> None:
     """Score `hyp`, or the translation of `src` by `model` (with `decode.*` `overrides`,
     as `translate` takes them), against every `ref`; print the scores as text or JSON.
     Every check on the inputs runs before the (slow) translation starts."""
@@ -181,7 +182,7 @@ def format_text(scores: Scores) -> str:
 
 
 def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Path],
-                   overrides: list[str], hyp_out: Optional[Path]) -> None:
+                   overrides: list[Override], hyp_out: Optional[Path]) -> None:
     """Exactly one way of getting hypotheses, and no option that would be ignored."""
     if hyp is not None and model is not None:
         raise UserError("give either --hyp FILE or --model RUN_DIR, not both")
@@ -198,23 +199,25 @@ def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Pat
             raise UserError(f"{_option_name(overrides[0])} only applies with --model RUN_DIR")
 
 
-def _option_name(override: str) -> str:
-    """The flag that gives a decode override: decode.beam_size=5 -> --beam-size."""
-    key, _, value = override.partition("=")
+def _option_name(override: Override) -> str:
+    """The flag that gives an override: ("decode.beam_size", 5) or "decode.beam_size=5"
+    -> --beam-size."""
+    key, value = (override.partition("=")[::2] if isinstance(override, str)
+                  else (override[0], str(override[1])))
     if key == "decode.quantize" and value == "int8":
         return "--int8"
     if not key.startswith("decode."):
-        return f"--set {override}"
+        return f"--set {key}={value}"
     return "--" + key.removeprefix("decode.").replace("_", "-")
 
 
 def _translate(model: Path, checkpoint: str, sources: list[str], device: str,
-               overrides: list[str]) -> list[str]:
+               overrides: list[Override]) -> list[str]:
     """Translate with the code `transcli translate` uses; only the 1-best is scored."""
     from transcli.translate import translate_lines
 
-    return translate_lines(model, checkpoint, sources, ["decode.n_best=1"] + overrides, device,
-                           progress=True)
+    return translate_lines(model, checkpoint, sources, [("decode.n_best", 1), *overrides],
+                           device, progress=True)
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:

@@ -27,17 +27,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Optional
+from typing import Any, BinaryIO, Iterator, Mapping, Optional
 
 import numpy as np
 from tqdm import tqdm
 
 from transcli.config import Config, DataConfig, SourceConfig
-from transcli.corpus import (DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, Source,
-                             import_datasets, normalise, open_source)
+from transcli.corpus import DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, normalise
 from transcli.encoded import MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files
 from transcli.errors import UserError
 from transcli.files import count_lines
+from transcli.sources import (Source, SourceKeyError, open_source, preload_source, source_format,
+                              source_label)
 from transcli.tokenizer import TOKENIZER_FILE, VOCAB_FILE, Tokenizer, train_tokenizer
 
 FORMAT = "transcli-prepared/1"
@@ -46,29 +47,20 @@ SPLIT_IDS = {"train": TRAIN, "valid": VALID, "test": TEST}
 ENCODE_BATCH = 10_000  # lines per sentencepiece call: C++-fast, bounded memory
 
 
-def source_from_flags(src_file: Optional[Path], tgt_file: Optional[Path], tsv: Optional[Path],
-                      dataset: Optional[str], subset: Optional[str], split: Optional[str],
-                      src_column: Optional[str] = None,
-                      tgt_column: Optional[str] = None) -> Optional[SourceConfig]:
-    """The training source named on the command line, or None when no source flag is given."""
-    kinds = [flag for flag, given in (("--src-file/--tgt-file", src_file or tgt_file),
-                                      ("--tsv", tsv), ("--dataset", dataset)) if given]
-    dataset_only = {"--subset": subset, "--split": split,
-                    "--src-column": src_column, "--tgt-column": tgt_column}
-    misplaced = [flag for flag, value in dataset_only.items() if value is not None]
-    if len(kinds) > 1:
-        raise UserError(f"give one training source, not {' and '.join(kinds)}")
-    if misplaced and dataset is None:
-        raise UserError(f"{misplaced[0]} only applies to --dataset")
-    if not kinds:
+def source_from_flags(flags: Mapping[str, Any]) -> Optional[SourceConfig]:
+    """The training source named by `prepare`'s flags ({"src_file": path, "subset": None,
+    ...} by SourceConfig key; None = not given), or None when none is given. Checked by
+    the same table as the config's sources, with the messages naming flags."""
+    given = {key: str(value) if isinstance(value, Path) else value
+             for key, value in flags.items() if value is not None}
+    if not given:
         return None
-    if (src_file is None) != (tgt_file is None):
-        raise UserError("--src-file and --tgt-file go together")
-    if (src_column is None) != (tgt_column is None):
-        raise UserError("--src-column and --tgt-column go together")
-    return SourceConfig(src_file=_str(src_file), tgt_file=_str(tgt_file), tsv=_str(tsv),
-                        dataset=dataset, subset=subset, split=split or "train",
-                        src_column=src_column, tgt_column=tgt_column)
+    try:
+        source_format(given, name=lambda key: "--" + key.replace("_", "-"),
+                      what="training source")
+    except SourceKeyError as exc:
+        raise UserError(str(exc)) from None
+    return SourceConfig(**given)
 
 
 def prepare(cfg: Config, out: Path, force: bool) -> None:
@@ -125,12 +117,15 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
     train_sources = [_open(c, data, cache, "train") for c in data.train]
     held_sources = {split: _open(c, data, cache, split)
                     for split, c in held_configs.items() if c is not None}
-    collected = {"train": collect(train_sources, data, scratch / "train.clean.tsv", "train")}
-    for split, source in held_sources.items():
-        collected[split] = collect([source], data, scratch / f"{split}.clean.tsv", split)
+    collected = {"train": collect(train_sources, Cleaner.from_config(data),
+                                  scratch / "train.clean.tsv", "train")}
+    for split, source in held_sources.items():  # kept whole: scored as published
+        collected[split] = collect([source], Cleaner.held_out(),
+                                   scratch / f"{split}.clean.tsv", split)
     fates = {split: assign_held(collected[split], split) for split in held_sources}
+    carve = [split for split in ("valid", "test") if split not in held_sources]
     fates["train"] = assign_train(collected["train"], [collected[s] for s in held_sources],
-                                  data, carve=[s for s in ("valid", "test") if s not in held_sources])
+                                  data, carve)
     texts = distribute(collected, fates, data, scratch, stage)
     with _status(f"training sentencepiece ({data.tokenizer}, vocab {data.vocab_size})"):
         settings = train_tokenizer(
@@ -144,21 +139,20 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
 
 
 def _open(config: SourceConfig, data: DataConfig, cache: Path, split: str) -> Source:
-    if config.dataset is not None:  # slow: imported before the timer starts, so that a
-        import_datasets(str(config.dataset))  # failing dataset gives its one line alone
-    with _status(f"opening {split}: {_label(config)}"):  # line counts, dataset loading
+    preload_source(config)  # before the timer starts: a failing import gives its one line alone
+    with _status(f"opening {split}: {source_label(config)}"):  # line counts, dataset loading
         return open_source(config, data, cache)
 
 
-def collect(sources: list[Source], data: DataConfig, path: Path, label: str) -> Collected:
+def collect(sources: list[Source], cleaner: Cleaner, path: Path, label: str) -> Collected:
     """Pass 1: normalise and filter every pair, appending survivors to a scratch TSV."""
-    cleaner = Cleaner.from_config(data)
     result = Collected(path)
     pair_hashes, src_hashes = bytearray(), bytearray()
     with open(path, "wb") as scratch:
         for source in sources:
             read = 0
-            with _progress(source.total, f"reading {label}: {_label(source.config)}") as bar:
+            name = source_label(source.config)
+            with _progress(source.total, f"reading {label}: {name}") as bar:
                 for src, tgt in source:
                     read += 1
                     if not read & 0xFFF:
@@ -179,19 +173,18 @@ def collect(sources: list[Source], data: DataConfig, path: Path, label: str) -> 
             result.dropped.update(source.skipped)
             result.read += read + skipped
             result.sources.append({**source.describe(), "read": read + skipped})
-            result.labels.append(_label(source.config))
+            result.labels.append(name)
     result.pair_hashes = np.frombuffer(bytes(pair_hashes), np.uint64)
     result.src_hashes = np.frombuffer(bytes(src_hashes), np.uint64)
     return result
 
 
 def assign_held(held: Collected, split: str) -> np.ndarray:
-    """Pass 2 for a given valid/test set: keep the first of each duplicate pair."""
-    keep = first_occurrences(held.pair_hashes)
-    held.dropped[DUPLICATE] += int((~keep).sum())
-    if not keep.any():
+    """Pass 2 for a given valid/test set: every collected pair stays, duplicates included
+    (scores on a standard test set are comparable only when all of it is scored)."""
+    if not len(held.pair_hashes):
         _nothing_left(held, f"in the {split} set")
-    return np.where(keep, SPLIT_IDS[split], DROP).astype(np.uint8)
+    return np.full(len(held.pair_hashes), SPLIT_IDS[split], np.uint8)
 
 
 def assign_train(train: Collected, held: list[Collected], data: DataConfig,
@@ -411,7 +404,7 @@ def check_out(out: Path, force: bool, names: list[str]) -> set[str]:
         raise UserError(f"{out}: exists and is not a directory")
     if not out.exists():
         return set()
-    entries = sorted(entry.name for entry in out.iterdir())
+    entries = sorted(entry.name for entry in out.iterdir() if not is_scratch(entry.name))
     previous = _previous_files(out)
     foreign = [name for name in entries if name not in previous]
     if entries and not force:
@@ -428,6 +421,12 @@ def check_out(out: Path, force: bool, names: list[str]) -> set[str]:
         raise UserError(f"{out / clash[0]}: exists and was not written by transcli prepare; "
                         f"refusing to overwrite it, even with --force")
     return previous
+
+
+def is_scratch(name: str) -> bool:
+    """A scratch dir of prepare's: inside --out itself when --out is '.' (it has no
+    name to put one beside)."""
+    return name.startswith(".") and ".prepare-" in name
 
 
 def _previous_files(out: Path) -> set[str]:
@@ -486,15 +485,3 @@ def _status(desc: str) -> Iterator[None]:
         done.set()
         ticker.join()
         bar.close()
-
-
-def _label(source: SourceConfig) -> str:
-    if source.tsv is not None:
-        return source.tsv
-    if source.src_file is not None:
-        return f"{source.src_file} + {source.tgt_file}"
-    return str(source.dataset)
-
-
-def _str(path: Optional[Path]) -> Optional[str]:
-    return None if path is None else str(path)

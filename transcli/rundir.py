@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from transcli.config import Config, ModelConfig, load_config, save_config
 from transcli.errors import UserError
@@ -89,6 +89,15 @@ def load_run_config(run_dir: str | Path, overrides: list[str] | None = None) -> 
     return load_config(path, overrides)
 
 
+def train_config_path(config: Optional[Path], run_dir: Path, resume: bool) -> Optional[Path]:
+    """The config file `train` reads: the one given; else, when resuming, the run's own
+    `config.yaml` (so `--resume` alone continues with the settings the run had); else
+    none (the defaults)."""
+    if config is None and resume and (Path(run_dir) / CONFIG_FILE).is_file():
+        return Path(run_dir) / CONFIG_FILE
+    return config
+
+
 def run_identity(cfg: Config, manifest: dict[str, Any], vocab_size: int) -> dict[str, Any]:
     return {"data_hash": manifest.get("data_hash"), "vocab_size": vocab_size,
             "model": cfg.fingerprint("model")}
@@ -150,11 +159,23 @@ def write_run_files(run_dir: Path, cfg: Config, identity: dict[str, Any], data_d
             (run_dir / name).unlink(missing_ok=True)
         shutil.rmtree(run_dir / CHECKPOINT_DIR, ignore_errors=True)
     (run_dir / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
+    record = cfg if fresh else _kept_target(run_dir, cfg)
     with atomic_path(run_dir / CONFIG_FILE) as tmp:
-        save_config(cfg, tmp)
+        save_config(record, tmp)
     with atomic_path(run_dir / TOKENIZER_FILE) as tmp:
         tmp.write_bytes((data_dir / TOKENIZER_FILE).read_bytes())
     with atomic_path(run_dir / RUN_FILE) as tmp:
         tmp.write_text(json.dumps({**identity, "data_dir": str(data_dir.resolve())}, indent=2)
                        + "\n", encoding="utf-8")
 
+
+def _kept_target(run_dir: Path, cfg: Config) -> Config:
+    """A resumed run's config to record: as given, except that a smaller `max_steps`
+    (stop early this time) does not replace the run's own target, which a later
+    `--resume` without --config would otherwise inherit."""
+    if not (run_dir / CONFIG_FILE).is_file():
+        return cfg
+    target = load_run_config(run_dir).train.max_steps
+    if cfg.train.max_steps >= target:
+        return cfg
+    return replace(cfg, train=replace(cfg.train, max_steps=target))

@@ -33,6 +33,7 @@ from transcli.distributed import Dist, no_sync
 from transcli.encoded import EncodedSplit, load_manifest
 from transcli.errors import UserError
 from transcli.finetune import init_source, origin_record
+from transcli.memory import check_training_memory
 from transcli.model import Transformer, count_parameters
 from transcli.objective import LossSums, TeacherForcing
 from transcli.optimization import Optimization
@@ -105,10 +106,12 @@ def agree(batches: list[Batch], dist: Dist, *stop_requests: Optional[str]) -> Ag
 class Trainer:
     def __init__(self, cfg: Config, data_dir: Path, run_dir: Path, dist: Dist,
                  device: torch.device, resume: bool, force: bool):
-        self.cfg, self.tc, self.run_dir, self.dist, self.device = cfg, cfg.train, run_dir, dist, device
+        self.cfg, self.tc, self.run_dir = cfg, cfg.train, run_dir
+        self.dist, self.device = dist, device
         manifest = load_manifest(data_dir)
         self.tokenizer = Tokenizer(data_dir / TOKENIZER_FILE)
         vocab = checked_vocab(manifest, self.tokenizer, data_dir)
+        check_training_memory(cfg, vocab, device, dist.world if device.type == "cpu" else 1)
         self.init = init_source(cfg, data_dir, run_dir, resume)  # fine-tuning: checked weights
         identity = {**run_identity(cfg, manifest, vocab),
                     **origin_record(self.init, run_dir, resume)}
