@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from conftest import one_error_line, run_cli
@@ -23,15 +22,10 @@ from transcli.objective import LossSums, TeacherForcing
 from transcli.rundir import RUN_FILE, step_path
 from transcli.train import Trainer, train
 from transcli.vocab import PAD_ID
-from training import fast_config, losses, train_cli
+from training import SAMPLE, TINY, fast_config, losses, train_cli
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +103,22 @@ def test_another_model_shape_is_one_line(source_run, prepared, tmp_path):
     line = one_error_line(run_cli(*train_cli(prepared, tmp_path / "x"),
                                   "--init-from", tmp_path / "nowhere"))
     assert "nowhere: not found" in line
+
+
+def test_a_domain_corpus_prepared_with_the_runs_tokenizer_fine_tunes(source_run, tmp_path):
+    """`prepare --tokenizer-model RUN` encodes new text with the run's vocabulary, so
+    `--init-from RUN` accepts it (a tokenizer trained on it would be refused)."""
+    text = {lang: (SAMPLE / f"train.{lang}").read_text(encoding="utf-8").splitlines()[100:140]
+            for lang in ("en", "es")}
+    for lang, lines in text.items():
+        (tmp_path / f"domain.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_cli("prepare", "-c", TINY, "--src-file", tmp_path / "domain.en",
+                     "--tgt-file", tmp_path / "domain.es", "--out", tmp_path / "domain",
+                     "--tokenizer-model", source_run, "--set", "data.valid_size=4",
+                     "--set", "data.test_size=4")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "domain" / "spm.model").read_bytes() == \
+        (source_run / "spm.model").read_bytes()
+    train(fast_config(f"train.init_from={source_run}", "train.max_steps=5"),
+          tmp_path / "domain", tmp_path / "tuned")
+    assert json.loads((tmp_path / "tuned" / RUN_FILE).read_text())["init_from"]

@@ -126,6 +126,10 @@ def prepare(
         "never deletes others."),
     skip_invalid: bool = typer.Option(
         False, help="Skip and count malformed lines instead of stopping."),
+    tokenizer_model: Optional[Path] = _setting(
+        "data.tokenizer_model", "Encode with this sentencepiece model (a file, or a run or "
+        "prepared dir) instead of training one: data to fine-tune that run on.",
+        "--tokenizer-model"),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
     """Read a parallel corpus, clean and split it, train sentencepiece, encode everything."""
@@ -137,7 +141,7 @@ def prepare(
         "subset": subset, "split": split, "src_column": src_column, "tgt_column": tgt_column,
         "file": file, "format": format})
     flags = {"data.out": out, "data.skip_invalid": skip_invalid or None,
-             "data.train": source and [source]}
+             "data.train": source and [source], "data.tokenizer_model": tokenizer_model}
     cfg = load_config(config, sets, flags)
     run_prepare(cfg, Path(cfg.data.out), force=force)
 

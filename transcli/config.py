@@ -81,14 +81,14 @@ class SourceConfig:
     """One parallel corpus. Which keys it may hold, and which format they make it,
     is decided by `transcli.sources.SOURCE_FORMATS`, the one table of input formats."""
 
-    src_file: Optional[str] = None  # with tgt_file: two line-aligned files (.gz/.bz2/.xz too)
-    tgt_file: Optional[str] = None
-    tsv: Optional[str] = None  # English<TAB>Spanish[<TAB>more columns]
+    src_file: Optional[str] = None  # English side of two line-aligned files (.gz/.bz2/.xz too)
+    tgt_file: Optional[str] = None  # Spanish side, line-aligned with src_file
+    tsv: Optional[str] = None  # a TSV file: English<TAB>Spanish[<TAB>more columns]
     dataset: Optional[str] = None  # hub name, local data file, or save_to_disk directory
     subset: Optional[str] = None  # hub config name, e.g. "en-es"
-    split: str = "train"
+    split: str = "train"  # the dataset's split to read
     src_column: Optional[str] = None  # two text columns instead of a `translation` column
-    tgt_column: Optional[str] = None
+    tgt_column: Optional[str] = None  # the Spanish column, with src_column
     file: Optional[str] = None  # one file of a format named by `format` or its suffix (.tmx)
     format: Optional[str] = None  # a SOURCE_FORMATS name; inferred from the keys when omitted
 
@@ -121,6 +121,10 @@ class DataConfig:
     max_ratio: float = 3.0  # longer side / shorter side, in words
     vocab_size: int = 32000  # sentencepiece pieces, shared by both languages
     tokenizer: str = "unigram"  # sentencepiece model type: unigram or bpe
+    # An existing sentencepiece model (a file, or a run or prepared dir holding spm.model)
+    # to encode with instead of training one: data for fine-tuning a run with
+    # `train --init-from` must share that run's vocabulary.
+    tokenizer_model: Optional[str] = None
     character_coverage: float = 1.0  # 1.0 keeps ¿ ¡ ñ and accents
     # Sentences sampled to train sentencepiece: its trainer's memory grows with the
     # sentences it holds, so this bounds prepare's peak memory whatever the corpus size.

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from transcli.config import DecodeConfig
-from transcli.engines import TorchEngine, _eval_mode
+from transcli.engines import TorchEngine, eval_mode
 from transcli.errors import UserError
 from transcli.files import atomic_path, describe_os_error, output_file
 from transcli.model import CrossAttention, Transformer
@@ -90,7 +90,7 @@ def cross_attention(model: Transformer, source: list[int], target: list[int]) ->
     device = next(model.parameters()).device
     src = torch.tensor([source], device=device)
     tgt_in = torch.tensor([[BOS_ID] + target[:-1]], device=device)
-    with _eval_mode(model), kept_weights(model) as modules:
+    with eval_mode(model), kept_weights(model) as modules:
         model.decode_hidden(tgt_in, model.encode(src))
         return torch.stack([module.weights[0] for module in modules]).float().cpu()
 
