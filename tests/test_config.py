@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,17 @@ def test_shipped_configs_load(name: str) -> None:
 
 
 def test_every_shipped_config_is_loaded() -> None:
-    assert {"base", "small", "tiny", "demo"} <= set(SHIPPED)
+    assert {"base", "small", "tiny", "demo", "cpu-1h"} <= set(SHIPPED)
+
+
+def test_the_cpu_hour_recipe_is_small_bounded_by_time() -> None:
+    """configs/cpu-1h.yaml says it is small.yaml's model and recipe stopped by the clock."""
+    small, hour = (load_config(ROOT / "configs" / f"{name}.yaml") for name in ("small", "cpu-1h"))
+    assert hour.model == small.model and hour.data == small.data and hour.decode == small.decode
+    timing = {"max_steps", "max_minutes", "cpu_precision"}
+    differ = {f.name for f in dataclasses.fields(small.train)
+              if getattr(small.train, f.name) != getattr(hour.train, f.name)}
+    assert differ == timing and hour.train.max_minutes == 60
 
 
 def test_unknown_key_names_file_key_and_suggestion(tmp_path: Path) -> None:
