@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import sys
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, Sequence
 
 import torch
 from tqdm import tqdm
@@ -25,9 +24,9 @@ from transcli.checkpoint import load_trained
 from transcli.config import DecodeConfig
 from transcli.engines import Ct2Engine, Engine, TorchEngine, quantize_int8
 from transcli.errors import UserError
-from transcli.files import atomic_path, count_lines, source_lines
+from transcli.files import count_lines, output_file, source_lines
 from transcli.model import Transformer
-from transcli.rundir import load_run_config
+from transcli.rundir import load_run_config, run_inputs
 from transcli.runtime import pick_device
 from transcli.search import Hypothesis
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
@@ -157,8 +156,9 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
     with _open_input(input) as (lines, total):
         translator = load_translator(model_dir, checkpoint, overrides, device)
         n_best = translator.decode.n_best
-        with _open_output(output) as out, tqdm(total=total, unit="line", file=sys.stderr,
-                                               disable=not total) as progress:
+        inputs = [input, *run_inputs(model_dir, checkpoint)]
+        with _open_output(output, inputs) as out, tqdm(total=total, unit="line", file=sys.stderr,
+                                                       disable=not total) as progress:
             first = 0
             while chunk := list(itertools.islice(lines, CHUNK_LINES)):
                 if n_best > 1:
@@ -193,24 +193,9 @@ def _open_input(name: str) -> Iterator[tuple[Iterator[str], int | None]]:
         yield source_lines(handle, str(path)), count_lines(path)
 
 
-@contextlib.contextmanager
-def _open_output(name: str) -> Iterator[BinaryIO]:
-    """stdout, or a file that appears whole when translation ends (so -o may equal -i).
-
-    When the reader of stdout goes away (`| head`), translation stops quietly:
-    stdout is pointed at /dev/null so that the interpreter's final flush cannot fail.
-    """
-    if name == "-":
-        try:
-            yield sys.stdout.buffer
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return
-    path = Path(name)
-    if path.is_dir():
-        raise UserError(f"{path}: output is a directory")
-    try:
-        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-            yield handle
-    except OSError as exc:
-        raise UserError(f"{path}: cannot write output ({exc.strerror or exc})") from None
+def _open_output(name: str, inputs: Sequence[str | Path] = ()
+                 ) -> contextlib.AbstractContextManager[BinaryIO]:
+    """stdout, or a file that appears whole when translation ends; never one of the
+    `inputs` (the input, the run's own files). When the reader of stdout goes away
+    (`| head`), translation stops quietly."""
+    return output_file(name, inputs, "translations", sys.stdout.buffer if name == "-" else None)
