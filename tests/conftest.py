@@ -21,6 +21,7 @@ from transcli.checkpoint import save_weights
 from transcli.config import load_config, save_config
 from transcli.rundir import CONFIG_FILE, step_path
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.model import Transformer
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,6 +71,27 @@ def one_thread_per_module() -> Iterator[None]:
 
     with one_torch_thread():
         yield
+
+
+@pytest.fixture(scope="module")
+def memorised(tiny_spm: Path) -> Transformer:
+    """A float64 copy of the tiny model memorising PAIRS: confident choices that depend on
+    the source, so a mix-up between sentences or beams changes the output while float
+    noise from different batch shapes stays far below any decision."""
+    import copy
+
+    from memorised import memorised_model
+
+    return copy.deepcopy(memorised_model(tiny_spm, tuple(PAIRS))).double()
+
+
+@pytest.fixture(scope="module")
+def memorised_sources(tiny_tokenizer: Tokenizer) -> list[list[int]]:
+    """PAIRS' English sides and unseen lines, as source ids + EOS."""
+    from memorised import UNSEEN
+
+    english = [en for en, _ in PAIRS] + UNSEEN
+    return [ids + [EOS_ID] for ids in tiny_tokenizer.encode(english)]
 
 
 @pytest.fixture(scope="session")

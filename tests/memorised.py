@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import shutil
 from pathlib import Path
 from typing import Iterator
 
@@ -18,9 +19,11 @@ import torch
 import torch.nn.functional as F
 from conftest import ROOT, TINY_CONFIG
 
-from transcli.config import load_config
+from transcli.checkpoint import save_weights
+from transcli.config import load_config, save_config
 from transcli.model import Transformer
-from transcli.tokenizer import Tokenizer
+from transcli.rundir import CONFIG_FILE, step_path
+from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 # English lines outside the memorised pairs (search and translate tests)
@@ -109,3 +112,22 @@ def sample_model(spm_path: Path, steps: int = 200, batch: int = 32) -> Transform
             loss.backward()
             optimizer.step()
     return model.eval()
+
+
+def untrained_run(folder: Path, sets: list[str], spm_path: Path) -> tuple[Path, Transformer]:
+    """A run dir (config, tokenizer, one checkpoint) of an untrained tiny model with the
+    `sets` layout; its LayerNorms are perturbed, since untrained ones (all 1 and 0) would
+    hide an export that mixes them up."""
+    run = folder / "run"
+    run.mkdir()
+    cfg = load_config(TINY_CONFIG, sets)
+    save_config(cfg, run / CONFIG_FILE)
+    shutil.copyfile(spm_path, run / TOKENIZER_FILE)
+    torch.manual_seed(1)
+    model = Transformer(cfg.model, Tokenizer(spm_path).vocab_size).eval()
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "norm" in name:
+                parameter.add_(torch.randn_like(parameter) * 0.2)
+    save_weights(model, step_path(run, 1))
+    return run, model

@@ -120,7 +120,8 @@ def test_plain_batches_visit_every_pair_once_in_length_order(split: EncodedSplit
 def test_background_loader_yields_the_stream_in_order_with_positions(split: EncodedSplit) -> None:
     plan = _plan(split)
     expected = _take(BatchStream(plan, StreamPosition()), 5)
-    loader = BackgroundLoader(lambda idx, _: collate(split, idx), BatchStream(plan, StreamPosition()),
+    loader = BackgroundLoader(lambda idx, _: collate(split, idx),
+                              BatchStream(plan, StreamPosition()),
                               prefetch=2)
     try:
         for n, idx in enumerate(expected, start=1):

@@ -7,21 +7,17 @@ CTranslate2's own: its agreement with transcli's is measured and printed."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import ctranslate2
 import pytest
 import torch
-from memorised import TINY_CONFIG, pad, sample_model, sample_pairs
+from memorised import pad, sample_model, sample_pairs, untrained_run
 
-from transcli.checkpoint import save_weights
-from transcli.config import load_config, save_config
 from transcli.export import EXPORT_FILE, export_run
 from transcli.model import Transformer
-from transcli.rundir import CONFIG_FILE, step_path
 from transcli.search import beam_search, greedy_search
-from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.tokenizer import Tokenizer
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
@@ -130,18 +126,7 @@ def test_beam_agreement_is_reported(exported, sample_spm, tokenizer):
                                      ["model.tie_output=false", "model.share_embeddings=false"]])
 def test_model_variants_are_exact(variant, sample_spm, tokenizer, tmp_path):
     """Untrained models of the other layouts: log-probs and greedy output as transcli's."""
-    run = tmp_path / "run"
-    run.mkdir()
-    cfg = load_config(TINY_CONFIG, variant)
-    save_config(cfg, run / CONFIG_FILE)
-    shutil.copyfile(sample_spm, run / TOKENIZER_FILE)
-    torch.manual_seed(1)
-    model = Transformer(cfg.model, tokenizer.vocab_size).eval()
-    with torch.no_grad():  # untrained norms are all 1/0: make them matter
-        for name, parameter in model.named_parameters():
-            if "norm" in name:
-                parameter.add_(torch.randn_like(parameter) * 0.2)
-    save_weights(model, step_path(run, 1))
+    run, model = untrained_run(tmp_path, variant, sample_spm)
     export_run(run, "ct2", tmp_path / "ct2", "last")
     translator = load(tmp_path / "ct2")
     assert_scores_match(translator, model, tokenizer, PAIRS[:40])

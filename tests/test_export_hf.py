@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from memorised import TINY_CONFIG, pad, sample_model, sample_pairs
+from memorised import TINY_CONFIG, pad, sample_model, sample_pairs, untrained_run
 
 from transcli.checkpoint import save_weights
 from transcli.config import DecodeConfig, load_config, save_config
@@ -155,18 +155,7 @@ def test_beam_agreement_is_reported(exported, sample_spm, tokenizer):
 @pytest.mark.parametrize("variant", [["model.tie_output=false"],
                                      ["model.share_embeddings=false"]])
 def test_model_variants_are_exact(variant, sample_spm, tokenizer, tmp_path):
-    run = tmp_path / "run"
-    run.mkdir()
-    cfg = load_config(TINY_CONFIG, variant)
-    save_config(cfg, run / CONFIG_FILE)
-    shutil.copyfile(sample_spm, run / TOKENIZER_FILE)
-    torch.manual_seed(1)
-    model = Transformer(cfg.model, tokenizer.vocab_size).eval()
-    with torch.no_grad():  # untrained norms are all 1/0: make them matter
-        for name, parameter in model.named_parameters():
-            if "norm" in name:
-                parameter.add_(torch.randn_like(parameter) * 0.2)
-    save_weights(model, step_path(run, 1))
+    run, model = untrained_run(tmp_path, variant, sample_spm)
     export_run(run, "hf", tmp_path / "hf", "last")
     ours, theirs = teacher_forced(model, load(tmp_path / "hf"), tokenizer, PAIRS[:40])
     assert (ours - theirs).abs().max().item() < 1e-4

@@ -9,31 +9,28 @@ decision. Scores are compared with a tolerance, token ids exactly.
 
 from __future__ import annotations
 
-import copy
 
 import pytest
 import torch
 from conftest import PAIRS
-from memorised import TINY_CONFIG, UNSEEN, memorised_model, pad
+from memorised import TINY_CONFIG, pad
 
 from transcli.config import load_config
 from transcli.model import Transformer
 from transcli.search import Hypothesis, beam_search, greedy_search, length_penalty
-from transcli.tokenizer import Tokenizer
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 @pytest.fixture(scope="module")
-def model(tiny_spm) -> Transformer:
-    return copy.deepcopy(memorised_model(tiny_spm, tuple(PAIRS))).double()
+def model(memorised: Transformer) -> Transformer:
+    return memorised
 
 
 @pytest.fixture(scope="module")
-def sources(tiny_tokenizer: Tokenizer) -> list[list[int]]:
-    english = [en for en, _ in PAIRS] + UNSEEN
-    return [ids + [EOS_ID] for ids in tiny_tokenizer.encode(english)]
+def sources(memorised_sources: list[list[int]]) -> list[list[int]]:
+    return memorised_sources
 
 
 def search(model: Transformer, src: torch.Tensor, beam: int, max_len, alpha: float = 0.6,

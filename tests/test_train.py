@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import torch
@@ -28,16 +27,10 @@ from transcli.rundir import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, CURVES_FILE, M
                              complete_steps, step_path)
 from transcli.runlog import read_metrics
 from transcli.train import train
-from training import ENV, TINY, fast_config, losses, train_cli, transcli_process
+from training import ENV, TINY, fast_config, losses, train_cli, transcli_process, wait_for
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread() -> Iterator[None]:
-    """Tiny models gain nothing from intra-op threads, and on a shared CPU they thrash."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 # ----------------------------------------------------------------------------- pieces
@@ -83,7 +76,8 @@ def test_tiny_config_memorises_32_pairs(prepared: Path, tmp_path: Path) -> None:
 
 def test_run_dir_holds_everything_a_run_needs(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=30", "train.keep_last=2", "train.average_last=2"), prepared, run)
+    train(fast_config("train.max_steps=30", "train.keep_last=2", "train.average_last=2"),
+          prepared, run)
     assert complete_steps(run) == [20, 30]  # keep_last
     weights = [load_file(step_path(run, s)) for s in (20, 30)]
     avg = load_file(run / CHECKPOINT_DIR / AVG_FILE)
@@ -150,7 +144,8 @@ def test_incompatible_or_foreign_runs_are_refused(prepared: Path, other_prepared
     train(fast_config("train.max_steps=10"), prepared, run)
     before = sorted(p.name for p in (run / CHECKPOINT_DIR).iterdir())
     cases = [
-        (dict(cfg=fast_config("model.d_model=64"), data=prepared, resume=True), "model.d_model: 32 -> 64"),
+        (dict(cfg=fast_config("model.d_model=64"), data=prepared, resume=True),
+         "model.d_model: 32 -> 64"),
         (dict(cfg=fast_config(), data=other_prepared, resume=True), "different prepared dataset"),
         (dict(cfg=fast_config(), data=prepared, resume=False), "--resume .* or --force"),
     ]
@@ -172,18 +167,11 @@ def test_a_changed_vocabulary_is_refused(prepared: Path, tmp_path: Path) -> None
         train(fast_config("train.max_steps=10"), prepared, run, resume=True)
 
 
-def _wait_for(path: Path, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while not (path.is_file() and path.read_text().strip()):
-        assert time.time() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
-
-
 def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
                                  "train.save_every=100000"))
-    _wait_for(run / METRICS_FILE)
+    wait_for(run / METRICS_FILE)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -200,8 +188,9 @@ def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: P
 
 def test_sigkill_at_a_random_moment_leaves_a_resumable_run(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000", "train.save_every=1"))
-    _wait_for(run / METRICS_FILE)
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
+                                       "train.save_every=1"))
+    wait_for(run / METRICS_FILE)
     time.sleep(random.Random(7).uniform(0.0, 0.5))  # seeded: a failure can be rerun
     proc.kill()
     proc.communicate(timeout=30)

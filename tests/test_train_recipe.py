@@ -4,7 +4,6 @@ decaying schedules, and exact resume with all of them on; logs of short runs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pytest
@@ -26,12 +25,7 @@ RECIPE = ["model.dropout=0.1", "model.act_dropout=0.1", "train.ema_decay=0.9",
           "train.max_steps=40"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 def resegmenter(prepared: Path, max_len: int = 256) -> Resegmenter:

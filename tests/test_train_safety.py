@@ -4,9 +4,7 @@ that loads but cannot be used."""
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import torch
@@ -15,22 +13,10 @@ from transcli.checkpoint import load_state
 from transcli.errors import UserError
 from transcli.rundir import METRICS_FILE, complete_steps, state_path
 from transcli.train import train
-from training import fast_config, train_cli, transcli_process
+from training import fast_config, train_cli, transcli_process, wait_for
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def _wait_for(path: Path, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while not (path.is_file() and path.read_text().strip()):
-        assert time.time() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 def test_ctrl_c_after_the_log_reader_died_still_saves_and_exits_0(prepared: Path,
@@ -40,7 +26,7 @@ def test_ctrl_c_after_the_log_reader_died_still_saves_and_exits_0(prepared: Path
     run = tmp_path / "run"
     proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
                                        "train.save_every=100000"))
-    _wait_for(run / METRICS_FILE)
+    wait_for(run / METRICS_FILE)
     proc.stderr.close()  # the reader of stderr is gone
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == 0
@@ -51,7 +37,7 @@ def test_sighup_finishes_the_step_and_saves(prepared: Path, tmp_path: Path) -> N
     run = tmp_path / "run"
     proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
                                        "train.save_every=100000"))
-    _wait_for(run / METRICS_FILE)
+    wait_for(run / METRICS_FILE)
     proc.send_signal(signal.SIGHUP)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from transcli.config import Config, SourceConfig, load_config
@@ -55,3 +56,11 @@ def transcli_process(*args: str, **options) -> subprocess.Popen:
 
 def losses(run: Path) -> list[tuple[int, float]]:
     return [(r["step"], r["loss"]) for r in read_metrics(run / METRICS_FILE, "train")]
+
+
+def wait_for(path: Path, timeout: float = 60) -> None:
+    """Until `path` exists with some text in it (e.g. a training run's first log line)."""
+    deadline = time.time() + timeout
+    while not (path.is_file() and path.read_text().strip()):
+        assert time.time() < deadline, f"{path} never appeared"
+        time.sleep(0.05)

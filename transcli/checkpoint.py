@@ -84,7 +84,8 @@ def _mismatch(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor
     """The first difference in names, shapes or dtypes, or '' when they agree."""
     missing = sorted(expected.keys() - weights.keys())
     if missing:
-        return f"missing {missing[0]}" + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        return f"missing {missing[0]}{more}"
     unexpected = sorted(weights.keys() - expected.keys())
     if unexpected:
         return f"unexpected {unexpected[0]}"

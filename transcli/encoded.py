@@ -100,7 +100,8 @@ def load_manifest(prepared_dir: str | Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise UserError(f"{path}: not found (is {prepared_dir} a `transcli prepare` output?)") from None
+        raise UserError(f"{path}: not found (is {prepared_dir} a `transcli prepare` "
+                        f"output?)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: unreadable manifest ({exc})") from None
     if not isinstance(manifest, dict) or "splits" not in manifest:
@@ -227,4 +228,5 @@ def _check_index(path: Path, idx: np.ndarray, n_src: int, n_tgt: int) -> None:
           and idx[-1, 0] == n_src and idx[-1, 1] == n_tgt
           and bool(np.all(np.diff(idx, axis=0) >= 0)))
     if not ok:
-        raise UserError(f"{path}: corrupt encoded split file (offsets do not match the token files)")
+        raise UserError(f"{path}: corrupt encoded split file (offsets do not match the "
+                        f"token files)")

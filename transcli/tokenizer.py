@@ -91,7 +91,8 @@ def train_tokenizer(
         raise UserError(_training_error(str(exc), vocab_size, total)) from None
     (out_dir / TOKENIZER_FILE).write_bytes(model.getvalue())
     _write_vocab(out_dir / TOKENIZER_FILE, out_dir / VOCAB_FILE)
-    return {**settings, "sentences": total, "sampled": int(keep.sum()) if keep is not None else total}
+    sampled = int(keep.sum()) if keep is not None else total
+    return {**settings, "sentences": total, "sampled": sampled}
 
 
 def _training_error(message: str, vocab_size: int, sentences: int) -> str:

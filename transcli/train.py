@@ -133,7 +133,8 @@ def agree(batches: list[Batch], dist: Dist, *stop_requests: Optional[str]) -> Ag
 class Trainer:
     def __init__(self, cfg: Config, data_dir: Path, run_dir: Path, dist: Dist,
                  device: torch.device, resume: bool, force: bool):
-        self.cfg, self.tc, self.run_dir, self.dist, self.device = cfg, cfg.train, run_dir, dist, device
+        self.cfg, self.tc, self.run_dir = cfg, cfg.train, run_dir
+        self.dist, self.device = dist, device
         manifest = load_manifest(data_dir)
         self.tokenizer = Tokenizer(data_dir / TOKENIZER_FILE)
         vocab = checked_vocab(manifest, self.tokenizer, data_dir)
