@@ -184,7 +184,7 @@ def check_output(path: Path, inputs: Iterable[str | Path] = (), what: str = "out
             raise UserError(f"{path}: is also an input of this command ({source}); "
                             f"refusing to write the {what} over it")
     if path.is_dir():
-        raise UserError(f"{path}: the {what} is a directory")
+        raise UserError(f"{path}: is a directory; the {what} needs a file name")
 
 
 @contextlib.contextmanager

@@ -83,8 +83,8 @@ def prepare(cfg: Config, out: Path, force: bool) -> None:
             install(stage, out, names, check_out(out, force, names))
         except OSError as exc:  # disk full, permissions: the user's environment, not a bug
             where = f" ({exc.filename})" if exc.filename else ""
-            raise UserError(f"cannot write the prepared data: {exc.strerror or exc}{where}") \
-                from None
+            raise UserError(f"{out}: cannot write the prepared data: {exc.strerror or exc}"
+                            f"{where}") from None
     _report(out, manifest)
 
 

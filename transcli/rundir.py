@@ -28,13 +28,14 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from transcli.config import Config, ModelConfig, load_config, save_config
 from transcli.errors import UserError
-from transcli.files import atomic_path, is_temp_file
+from transcli.files import atomic_path, cannot_write, is_temp_file
 from transcli.tokenizer import TOKENIZER_FILE
 
 CONFIG_FILE = "config.yaml"
@@ -142,6 +143,8 @@ def start_step(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: P
         if entries:
             raise UserError(f"{run_dir}: --resume: not a transcli run dir (no {RUN_FILE})")
         return 0
+    if not has_trained(run_dir):  # nothing saved that other data or shapes could spoil
+        return 0
     _check_compatible(run_dir, record, cfg, identity, data_dir)
     steps = complete_steps(run_dir)
     return steps[-1] if steps else 0
@@ -224,24 +227,32 @@ def model_differences(old: ModelConfig, new: ModelConfig) -> list[str]:
 def write_run_files(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: Path,
                     fresh: bool) -> None:
     """Rank 0 only, holding the run's lock: remove temp files killed writes left, clear
-    a forced-over run (only the files a run writes), then record the resolved config,
-    the tokenizer and the run's identity."""
-    remove_stale_temp(run_dir)
-    if fresh:
-        clear_run(run_dir)
+    a forced-over run (only the files a run writes), then record the run's identity,
+    the resolved config and the tokenizer. `run.json` outlives the old run's files and
+    is written before the others, so a kill at any moment leaves a dir that says it is
+    a run: the next start takes it over (`has_trained`)."""
     try:
-        (run_dir / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
         tokenizer = (data_dir / TOKENIZER_FILE).read_bytes()
+        run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{exc.filename}: {exc.strerror}") from None
+    remove_stale_temp(run_dir)
     record = cfg if fresh else _kept_target(run_dir, cfg)
+    if fresh:
+        clear_run(run_dir)
+    with atomic_path(run_dir / RUN_FILE, "run record") as tmp:
+        tmp.write_text(json.dumps({**identity, "data_dir": str(data_dir.resolve())}, indent=2)
+                       + "\n", encoding="utf-8")
+    folder = run_dir / CHECKPOINT_DIR
+    try:
+        folder.mkdir(exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()  # unwritable: say so now, not at the save
+    except OSError as exc:
+        raise cannot_write(folder, "checkpoints", exc) from None
     with atomic_path(run_dir / CONFIG_FILE, "config") as tmp:
         save_config(record, tmp)
     with atomic_path(run_dir / TOKENIZER_FILE, "tokenizer") as tmp:
         tmp.write_bytes(tokenizer)
-    with atomic_path(run_dir / RUN_FILE, "run record") as tmp:
-        tmp.write_text(json.dumps({**identity, "data_dir": str(data_dir.resolve())}, indent=2)
-                       + "\n", encoding="utf-8")
 
 
 def is_run_file(name: str) -> bool:
@@ -251,9 +262,10 @@ def is_run_file(name: str) -> bool:
 
 
 def clear_run(run_dir: Path) -> None:
-    """Remove the files a run writes (`start_step` has checked that it is a run)."""
+    """Remove the files a run writes (`start_step` has checked that it is a run) but its
+    `run.json`, which the new run's replaces."""
     folder = run_dir / CHECKPOINT_DIR
-    doomed = [run_dir / name for name in RUN_FILES]
+    doomed = [run_dir / name for name in RUN_FILES if name != RUN_FILE]
     if folder.is_dir():
         doomed += [path for path in folder.iterdir() if is_run_file(path.name)]
     for path in doomed:
