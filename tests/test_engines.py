@@ -134,12 +134,13 @@ def test_evaluate_with_the_ct2_engine(memorised_run, tmp_path, capsys):
     src.write_text("\n".join(ENGLISH) + "\n", encoding="utf-8")
     ref.write_text("\n".join(SPANISH) + "\n", encoding="utf-8")
     evaluate_cli(ref=[ref], hyp=None, model=memorised_run, src=src, checkpoint="last",
-                 beam_size=1, hyp_out=None, as_json=True, device="cpu", engine="ct2")
+                 hyp_out=None, as_json=True, device="cpu",
+                 overrides=["decode.beam_size=1", "decode.engine=ct2"])
     assert json.loads(capsys.readouterr().out)["bleu"] == pytest.approx(100.0)
     assert (memorised_run / "ct2-step-0000200-float32").is_dir()
     with pytest.raises(UserError, match="--engine only applies with --model"):
         evaluate_cli(ref=[ref], hyp=ref, model=None, src=None, checkpoint="last",
-                     beam_size=None, hyp_out=None, as_json=True, device="cpu", engine="ct2")
+                     hyp_out=None, as_json=True, device="cpu", overrides=["decode.engine=ct2"])
 
 
 def test_missing_ctranslate2_names_the_extra(memorised_run, monkeypatch):

@@ -135,7 +135,7 @@ def test_invalid_utf8_names_file_and_line(tmp_path: Path) -> None:
 def call(**options: object) -> None:
     """evaluate_cli with the CLI's defaults, overridden by `options`."""
     arguments: dict[str, object] = dict(ref=[], hyp=None, model=None, src=None,
-                                        checkpoint="best", beam_size=None, hyp_out=None,
+                                        checkpoint="best", hyp_out=None,
                                         as_json=True, device="cpu")
     evaluate_cli(**{**arguments, **options})  # type: ignore[arg-type]
 
@@ -145,7 +145,10 @@ def call(**options: object) -> None:
     ({"hyp": Path("h"), "model": Path("m")}, "not both"),
     ({"model": Path("m")}, "--model needs --src FILE"),
     ({"hyp": Path("h"), "src": Path("s")}, "--src only applies with --model"),
-    ({"hyp": Path("h"), "beam_size": 5}, "--beam-size only applies with --model"),
+    ({"hyp": Path("h"), "overrides": ["decode.beam_size=5"]},
+     "--beam-size only applies with --model"),
+    ({"hyp": Path("h"), "overrides": [("decode.quantize", "int8")]},
+     "--int8 only applies with --model"),
     ({"hyp": Path("h"), "hyp_out": Path("o")}, "--hyp-out only applies with --model"),
 ])
 def test_option_combinations(options: dict, expected: str) -> None:
@@ -169,8 +172,8 @@ def test_model_mode_translates_src_and_writes_hyp_out(
     src.write_bytes(("\ufeff" + "".join(f"{line}\r\n" for line in english)).encode("utf-8"))
     ref = write(tmp_path / "ref.es", "".join(f"{line}\n" for line in spanish))
     out = tmp_path / "hyp.es"
-    call(ref=[ref], model=run_dir, src=src, checkpoint="last", beam_size=3, hyp_out=out,
-         device="cpu")
+    call(ref=[ref], model=run_dir, src=src, checkpoint="last",
+         overrides=[("decode.beam_size", 3)], hyp_out=out, device="cpu")
     assert out.read_text(encoding="utf-8") == "".join(f"{line}\n" for line in spanish)
     report = json.loads(capsys.readouterr().out)
     assert report["bleu"] == pytest.approx(100.0) and report["hyp"] == str(out)
@@ -216,3 +219,20 @@ def test_read_lines_splits_on_newline_only(tmp_path: Path) -> None:
     assert read_lines(path) == [""]
     path.write_bytes(b"")
     assert read_lines(path) == []
+
+
+@pytest.mark.usefixtures("one_thread_per_module")
+def test_model_mode_takes_translate_s_decoding_flags_and_shows_progress(
+        run_dir: Path, tmp_path: Path) -> None:
+    english, spanish = [en for en, _ in PAIRS], [es for _, es in PAIRS]
+    src, ref = write(tmp_path / "src.en", "\n".join(english) + "\n"), \
+        write(tmp_path / "ref.es", "\n".join(spanish) + "\n")
+    full = transcli("evaluate", "-m", run_dir, "--src", src, "--ref", ref, "--json", "--greedy")
+    assert full.returncode == 0, full.stderr
+    assert json.loads(full.stdout)["bleu"] == pytest.approx(100.0)
+    assert "100%" in full.stderr and f"{len(english)}/{len(english)}" in full.stderr
+    cut = transcli("evaluate", "-m", run_dir, "--src", src, "--ref", ref, "--json",
+                   "--strategy", "beam", "--beam-size", "2", "--max-len-a", "0",
+                   "--max-len-b", "2", "--set", "decode.length_penalty=1.0")
+    assert cut.returncode == 0, cut.stderr
+    assert json.loads(cut.stdout)["bleu"] < 20

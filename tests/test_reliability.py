@@ -33,7 +33,7 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 import pytest
 from conftest import PAIRS, ROOT, one_error_line
-from training import TINY, fast_config, train_cli, transcli_process, wait_for
+from training import fast_config, train_cli, transcli_process, wait_for
 
 from transcli.checkpoint import load_weights
 from transcli.config import load_config

@@ -176,6 +176,8 @@ def _padded_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, multi
     cols = np.arange(-(-(int(lengths.max()) + 1) // multiple) * multiple)
     real = cols[None, :] < lengths[:, None]
     where = np.where(real, starts[:, None] + cols[None, :], 0)
+    if not tokens.size:  # every row empty: nothing to gather (index 0 does not exist)
+        tokens = np.full(1, PAD_ID, np.int64)
     rows = np.where(real, tokens[where], PAD_ID).astype(np.int64)
     return rows, lengths
 

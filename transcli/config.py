@@ -52,11 +52,11 @@ SCHEDULES = ("noam", "linear", "cosine")  # learning-rate schedules (objective.l
 class ModelConfig:
     """The Transformer's shape (Vaswani et al. 2017, table 3)."""
 
-    enc_layers: int = 6
-    dec_layers: int = 6
-    d_model: int = 512
-    d_ff: int = 2048
-    heads: int = 8
+    enc_layers: int = 6  # encoder layers (N in the paper)
+    dec_layers: int = 6  # decoder layers
+    d_model: int = 512  # width of embeddings and of every layer's input and output
+    d_ff: int = 2048  # inner width of the feed-forward networks
+    heads: int = 8  # attention heads per layer (d_model must divide by it)
     dropout: float = 0.1  # on embeddings+positions and on every sub-layer output
     attn_dropout: float = 0.0  # on attention weights (the paper uses none)
     act_dropout: float = 0.0  # on the feed-forward network's ReLU output (the paper uses none)
@@ -81,14 +81,14 @@ class SourceConfig:
     """One parallel corpus. Which keys it may hold, and which format they make it,
     is decided by `transcli.sources.SOURCE_FORMATS`, the one table of input formats."""
 
-    src_file: Optional[str] = None  # with tgt_file: two line-aligned files (.gz/.bz2/.xz too)
-    tgt_file: Optional[str] = None
-    tsv: Optional[str] = None  # English<TAB>Spanish[<TAB>more columns]
+    src_file: Optional[str] = None  # English side of two line-aligned files (.gz/.bz2/.xz too)
+    tgt_file: Optional[str] = None  # Spanish side, line-aligned with src_file
+    tsv: Optional[str] = None  # a TSV file: English<TAB>Spanish[<TAB>more columns]
     dataset: Optional[str] = None  # hub name, local data file, or save_to_disk directory
     subset: Optional[str] = None  # hub config name, e.g. "en-es"
-    split: str = "train"
+    split: str = "train"  # the dataset's split to read
     src_column: Optional[str] = None  # two text columns instead of a `translation` column
-    tgt_column: Optional[str] = None
+    tgt_column: Optional[str] = None  # the Spanish column, with src_column
     file: Optional[str] = None  # one file of a format named by `format` or its suffix (.tmx)
     format: Optional[str] = None  # a SOURCE_FORMATS name; inferred from the keys when omitted
 
@@ -109,25 +109,29 @@ class SourceConfig:
 class DataConfig:
     """What `prepare` reads, how it cleans and splits it, and the tokenizer it trains."""
 
-    src_lang: str = "en"
-    tgt_lang: str = "es"
-    train: list[SourceConfig] = field(default_factory=list)
-    valid: Optional[SourceConfig] = None  # None: carve `valid_size` pairs off train
-    test: Optional[SourceConfig] = None  # None: carve `test_size` pairs off train
-    valid_size: int = 1000
-    test_size: int = 1000
+    src_lang: str = "en"  # source language code (names valid.en, test.en)
+    tgt_lang: str = "es"  # target language code
+    train: list[SourceConfig] = field(default_factory=list)  # corpora to train on (sources)
+    valid: Optional[SourceConfig] = None  # validation pairs (None: carve valid_size off train)
+    test: Optional[SourceConfig] = None  # test pairs (None: carve test_size off train)
+    valid_size: int = 1000  # pairs carved off train for validation when valid is None
+    test_size: int = 1000  # pairs carved off train for testing when test is None
     max_tokens: int = 200  # whitespace-separated words per side
     max_chars: int = 1000  # characters per side
     max_ratio: float = 3.0  # longer side / shorter side, in words
-    vocab_size: int = 32000
+    vocab_size: int = 32000  # sentencepiece pieces, shared by both languages
     tokenizer: str = "unigram"  # sentencepiece model type: unigram or bpe
+    # An existing sentencepiece model (a file, or a run or prepared dir holding spm.model)
+    # to encode with instead of training one: data for fine-tuning a run with
+    # `train --init-from` must share that run's vocabulary.
+    tokenizer_model: Optional[str] = None
     character_coverage: float = 1.0  # 1.0 keeps ¿ ¡ ñ and accents
     # Sentences sampled to train sentencepiece: its trainer's memory grows with the
     # sentences it holds, so this bounds prepare's peak memory whatever the corpus size.
     input_sentence_size: int = 1_000_000
     skip_invalid: bool = False  # skip (and count) malformed lines instead of failing
-    seed: int = 1
-    out: str = "prepared"
+    seed: int = 1  # seeds the split, shuffling and sentencepiece's sample
+    out: str = "prepared"  # directory prepare writes
 
     def validate(self) -> None:
         for key in ("valid_size", "test_size"):
@@ -152,20 +156,20 @@ class TrainConfig:
 
     batch_tokens: int = 25000  # per batch and per side, padding included
     accum_steps: int = 1  # batches summed into one update
-    max_steps: int = 100_000
+    max_steps: int = 100_000  # stop after this many updates
     max_minutes: float = 0.0  # also stop (and save) after this much wall time; 0: no limit
-    label_smoothing: float = 0.1
+    label_smoothing: float = 0.1  # epsilon of label smoothing (paper: 0.1)
     lr_factor: float = 1.0  # Noam: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
-    warmup_steps: int = 4000
+    warmup_steps: int = 4000  # updates of linear learning-rate warm-up
     # After warm-up: noam (step^-0.5), or linear / cosine decay to final_lr_scale x the
     # peak at max_steps (a run that knows its length can end on a low learning rate).
     schedule: str = "noam"
-    final_lr_scale: float = 0.0
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.98
-    adam_eps: float = 1e-9
-    clip_grad_norm: float = 0.0  # 0 disables clipping
-    seed: int = 1
+    final_lr_scale: float = 0.0  # linear/cosine: the last learning rate, x the peak
+    adam_beta1: float = 0.9  # Adam's first-moment decay
+    adam_beta2: float = 0.98  # Adam's second-moment decay (paper: 0.98)
+    adam_eps: float = 1e-9  # Adam's epsilon (paper: 1e-9)
+    clip_grad_norm: float = 0.0  # clip the gradients' global norm to this (0: no clipping)
+    seed: int = 1  # seeds initialisation, batch order and dropout
     device: str = "auto"  # auto, cpu or cuda
     precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32
     cpu_precision: str = "fp32"  # on CPU: fp32, or bf16 autocast (fast with AMX/AVX512-BF16)
@@ -179,15 +183,20 @@ class TrainConfig:
     # by sentencepiece sampling with this smoothing alpha (0: off) among the nbest best
     # segmentations (-1: all). Valid/test keep the deterministic segmentation.
     sample_alpha: float = 0.0
-    sample_nbest: int = 64
-    log_every: int = 100
-    valid_every: int = 1000
-    save_every: int = 1000
+    sample_nbest: int = 64  # segmentations sampled among (-1: all); see sample_alpha
+    log_every: int = 100  # updates per line of metrics.jsonl
+    valid_every: int = 1000  # updates between validations
+    save_every: int = 1000  # updates between checkpoints
     keep_last: int = 5  # last checkpoints kept besides the best
     average_last: int = 5  # checkpoints averaged into `avg`
     valid_bleu_lines: int = 500  # valid pairs decoded greedily for BLEU (0: none)
-    early_stop_metric: str = "bleu"  # bleu or loss
+    early_stop_metric: str = "bleu"  # what `best` and patience follow: bleu or loss
     patience: int = 0  # validations without improvement before stopping (0: never)
+    # Start from another run's weights (fine-tuning): RUN (its best checkpoint) or
+    # RUN/CHECKPOINT (best, last, avg, a step) or a weights file; same vocabulary and
+    # model shape. A new optimizer and schedule; a resumed run ignores it.
+    init_from: Optional[str] = None
+    tensorboard: bool = False  # also log to RUN/tensorboard/ (needs `pip install tensorboard`)
 
     def validate(self) -> None:
         for key in ("max_steps", "warmup_steps", "log_every", "valid_every", "save_every",
@@ -232,10 +241,10 @@ class DecodeConfig:
     """Search settings for `translate` and `evaluate` (paper: beam 4, alpha 0.6, len + 50)."""
 
     strategy: str = "beam"  # beam, greedy (beam 1 gives the same output) or sample
-    beam_size: int = 4
+    beam_size: int = 4  # hypotheses kept per step by beam search
     length_penalty: float = 0.6  # GNMT alpha: score / ((5 + len) / 6) ** alpha
     max_len_a: float = 1.0  # max target length = a * source length + b
-    max_len_b: int = 50
+    max_len_b: int = 50  # max target length = a * source length + b
     batch_tokens: int = 4096  # source tokens per batch (before beams)
     n_best: int = 1  # hypotheses per line (beam: <= beam_size; sample: independent samples)
     temperature: float = 1.0  # sample: divide the log-probs by this before sampling
@@ -245,6 +254,7 @@ class DecodeConfig:
     engine: str = "torch"  # torch or ct2 (a CTranslate2 export cached in the run dir)
     quantize: str = "none"  # none or int8
     threads: int = 0  # CPU threads for torch (0: one per available core)
+    split_sentences: bool = False  # translate a multi-sentence line sentence by sentence
 
     def validate(self) -> None:
         _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
@@ -254,7 +264,9 @@ class DecodeConfig:
         _require(self.max_len_b >= 1, "max_len_b", "must be at least 1")
         _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)
         if self.strategy == "beam":
-            _require(1 <= self.n_best <= self.beam_size, "n_best", "must be in [1, beam_size]")
+            _require(1 <= self.n_best <= self.beam_size, "n_best",
+                     f"must be in [1, beam_size], got {self.n_best} with beam_size "
+                     f"{self.beam_size} (raise --beam-size or lower --n-best)")
         elif self.strategy == "greedy":
             _require(self.n_best == 1, "n_best", "must be 1 with strategy greedy")
         else:
@@ -266,6 +278,8 @@ class DecodeConfig:
         _require(self.engine in ENGINES, "engine", f"must be one of {', '.join(ENGINES)}")
         _require(self.quantize in QUANTIZE, "quantize", f"must be one of {', '.join(QUANTIZE)}")
         _within(self, "threads", 0, MAX_THREADS)
+        _require(not self.split_sentences or self.n_best == 1, "split_sentences",
+                 "gives the 1-best translation only: n_best must be 1")
 
 
 @dataclass

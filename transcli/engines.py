@@ -56,13 +56,13 @@ class TorchEngine:
         src = torch.full((len(sources), max(map(len, sources))), PAD_ID, dtype=torch.long)
         for row, ids in enumerate(sources):
             src[row, :len(ids)] = torch.tensor(ids)
-        with _eval_mode(self.model):
+        with eval_mode(self.model):
             return search(self.model, src.to(self.device), max_len, self.decode, self.cached,
                           indices)
 
 
 @contextlib.contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
+def eval_mode(model: nn.Module) -> Iterator[None]:
     """Dropout off while decoding; the training loop's model goes back to training after."""
     was_training = model.training
     model.eval()

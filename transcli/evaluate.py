@@ -144,17 +144,13 @@ def check_line_counts(name: Path, count: int, refs: list[Path],
 
 
 def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
-                 src: Optional[Path], checkpoint: str, beam_size: Optional[int],
-                 hyp_out: Optional[Path], as_json: bool, device: str,
-                 engine: Optional[str] = None, int8: bool = False) -> None:
-    """Score `hyp`, or the translation of `src` by `model` (with `engine`, int8 weights
-    if `int8`), against every `ref`; print the scores as text or JSON. Every check on
-    the inputs runs before the (slow) translation starts."""
-    _check_options(hyp, model, src, beam_size, hyp_out)
-    if model is None and (engine is not None or int8):
-        raise UserError(f"{'--engine' if engine else '--int8'} only applies with --model RUN_DIR")
-    extra: list[Override] = ([("decode.engine", engine)] * (engine is not None)
-                             + [("decode.quantize", "int8")] * int8)
+                 src: Optional[Path], checkpoint: str, hyp_out: Optional[Path], as_json: bool,
+                 device: str, overrides: Optional[list[Override]] = None) -> None:
+    """Score `hyp`, or the translation of `src` by `model` (with `decode.*` `overrides`,
+    as `translate` takes them), against every `ref`; print the scores as text or JSON.
+    Every check on the inputs runs before the (slow) translation starts."""
+    overrides = list(overrides or [])
+    _check_options(hyp, model, src, overrides, hyp_out)
     references = [read_scored_lines(path) for path in ref]
     if model is None:
         assert hyp is not None
@@ -170,7 +166,7 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
         outputs_inputs = [*ref, src, *run_inputs(model, checkpoint)]
         if hyp_out is not None:
             check_output(hyp_out, outputs_inputs, "hypotheses")
-        translations = _translate(model, checkpoint, sources, beam_size, device, extra)
+        translations = _translate(model, checkpoint, sources, device, overrides)
         if hyp_out is not None:
             write_text_output(hyp_out, "".join(line + "\n" for line in translations),
                               outputs_inputs, "hypotheses")
@@ -192,7 +188,7 @@ def format_text(scores: Scores) -> str:
 
 
 def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Path],
-                   beam_size: Optional[int], hyp_out: Optional[Path]) -> None:
+                   overrides: list[Override], hyp_out: Optional[Path]) -> None:
     """Exactly one way of getting hypotheses, and no option that would be ignored."""
     if hyp is not None and model is not None:
         raise UserError("give either --hyp FILE or --model RUN_DIR, not both")
@@ -202,18 +198,29 @@ def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Pat
     if model is not None and src is None:
         raise UserError("--model needs --src FILE, the English text to translate")
     if model is None:
-        for option, value in (("--src", src), ("--beam-size", beam_size),
-                              ("--hyp-out", hyp_out)):
+        for option, value in (("--src", src), ("--hyp-out", hyp_out)):
             if value is not None:
                 raise UserError(f"{option} only applies with --model RUN_DIR")
+        if overrides:
+            raise UserError(f"{_option_name(overrides[0])} only applies with --model RUN_DIR")
 
 
-def _translate(model: Path, checkpoint: str, sources: list[str], beam_size: Optional[int],
-               device: str, extra: list[Override]) -> list[str]:
+def _option_name(override: Override) -> str:
+    """The flag that gives an override: ("decode.beam_size", 5) or "decode.beam_size=5"
+    -> --beam-size."""
+    key, value = (override.partition("=")[::2] if isinstance(override, str)
+                  else (override[0], str(override[1])))
+    if key == "decode.quantize" and value == "int8":
+        return "--int8"
+    if not key.startswith("decode."):
+        return f"--set {key}={value}"
+    return "--" + key.removeprefix("decode.").replace("_", "-")
+
+
+def _translate(model: Path, checkpoint: str, sources: list[str], device: str,
+               overrides: list[Override]) -> list[str]:
     """Translate with the code `transcli translate` uses; only the 1-best is scored."""
     from transcli.translate import translate_lines
 
-    overrides: list[Override] = [("decode.n_best", 1)]
-    if beam_size is not None:
-        overrides.append(("decode.beam_size", beam_size))
-    return translate_lines(model, checkpoint, sources, overrides + extra, device)
+    return translate_lines(model, checkpoint, sources, [("decode.n_best", 1), *overrides],
+                           device, progress=True)

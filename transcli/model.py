@@ -103,8 +103,21 @@ class SelfAttention(nn.Module):
         return self.out(merge_heads(attend(q, k, v, None)))
 
 
+def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor]) -> Tensor:
+    """softmax(Q K^T / sqrt(d_k)) per head, written out: [batch, heads, q_len, k_len]
+    (`attention` gets the same inside the fused kernel, never materialised)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores.float(), dim=-1)
+
+
 class CrossAttention(nn.Module):
-    """Encoder-decoder attention: queries from the decoder, keys/values from memory."""
+    """Encoder-decoder attention: queries from the decoder, keys/values from memory.
+
+    With `keep_weights` set (only `transcli.explain` sets it), each call also stores
+    the attention weights in `weights`, computed apart from the fused kernel.
+    """
 
     def __init__(self, d_model: int, heads: int, attn_dropout: float):
         super().__init__()
@@ -113,6 +126,8 @@ class CrossAttention(nn.Module):
         self.q = nn.Linear(d_model, d_model)
         self.kv = nn.Linear(d_model, 2 * d_model)
         self.out = nn.Linear(d_model, d_model)
+        self.keep_weights = False
+        self.weights: Optional[Tensor] = None  # [batch, heads, tgt_len, src_len]
 
     def memory_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """Keys and values of the encoder output; computed once per batch when decoding."""
@@ -121,6 +136,8 @@ class CrossAttention(nn.Module):
 
     def forward(self, x: Tensor, kv: tuple[Tensor, Tensor], mask: Tensor) -> Tensor:
         q = split_heads(self.q(x), self.heads)
+        if self.keep_weights:
+            self.weights = attention_weights(q, kv[0], mask)
         dropout = self.attn_dropout if self.training else 0.0
         return self.out(merge_heads(attention(q, kv[0], kv[1], mask, False, dropout)))
 

@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import sys
 import threading
 from collections import Counter
@@ -38,7 +39,8 @@ from transcli.files import count_lines
 from transcli.locks import scratch_dir
 from transcli.sources import (Source, SourceKeyError, open_source, preload_source, source_format,
                               source_label)
-from transcli.tokenizer import TOKENIZER_FILE, VOCAB_FILE, Tokenizer, train_tokenizer
+from transcli.tokenizer import (TOKENIZER_FILE, VOCAB_FILE, Tokenizer, train_tokenizer,
+                                write_vocab)
 
 FORMAT = "transcli-prepared/1"
 DROP, TRAIN, VALID, TEST = 0, 1, 2, 3  # a pair's fate
@@ -124,15 +126,28 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
     fates["train"] = assign_train(collected["train"], [collected[s] for s in held_sources],
                                   data, carve)
     texts = distribute(collected, fates, data, scratch, stage)
-    with _status(f"training sentencepiece ({data.tokenizer}, vocab {data.vocab_size})"):
-        settings = train_tokenizer(
-            list(texts["train"]), stage, vocab_size=data.vocab_size,
-            model_type=data.tokenizer, character_coverage=data.character_coverage,
-            input_sentence_size=data.input_sentence_size, seed=data.seed,
-            max_sentence_length=max(4192, 4 * data.max_chars + 16))
+    if data.tokenizer_model:
+        settings = reuse_tokenizer(Path(data.tokenizer_model), stage)
+    else:
+        with _status(f"training sentencepiece ({data.tokenizer}, vocab {data.vocab_size})"):
+            settings = train_tokenizer(
+                list(texts["train"]), stage, vocab_size=data.vocab_size,
+                model_type=data.tokenizer, character_coverage=data.character_coverage,
+                input_sentence_size=data.input_sentence_size, seed=data.seed,
+                max_sentence_length=max(4192, 4 * data.max_chars + 16))
     tokenizer = Tokenizer(stage / TOKENIZER_FILE)
     splits = {split: encode_split(tokenizer, *texts[split], stage, split) for split in SPLITS}
     return _manifest(cfg, collected, splits, settings, tokenizer.vocab_size, stage)
+
+
+def reuse_tokenizer(source: Path, stage: Path) -> dict[str, Any]:
+    """Stage an existing sentencepiece model (a file, or a dir holding spm.model) instead
+    of training one; checked like any tokenizer (special ids). Returns manifest settings."""
+    path = source / TOKENIZER_FILE if source.is_dir() else source
+    Tokenizer(path)  # a one-line error if it is missing or not transcli's kind
+    shutil.copyfile(path, stage / TOKENIZER_FILE)
+    write_vocab(stage / TOKENIZER_FILE, stage / VOCAB_FILE)
+    return {"reused": str(path.resolve())}
 
 
 def _open(config: SourceConfig, data: DataConfig, cache: Path, split: str) -> Source:

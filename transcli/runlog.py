@@ -18,11 +18,13 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from transcli.errors import UserError
 from transcli.files import atomic_path, cannot_write, describe_os_error
 from transcli.rundir import CURVES_FILE, METRICS_FILE
+
+TENSORBOARD_DIR = "tensorboard"  # in the run dir, with train.tensorboard: true
 
 
 def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, Any]]:
@@ -49,13 +51,16 @@ def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, A
 
 
 class MetricsLog:
-    """Append-only metrics of one run, kept in memory too for plotting."""
+    """Append-only metrics of one run, kept in memory too for plotting, and mirrored to
+    TensorBoard (`RUN/tensorboard/`) when asked."""
 
-    def __init__(self, run_dir: Path, enabled: bool = True):
+    def __init__(self, run_dir: Path, enabled: bool = True, tensorboard: bool = False):
         self.path = Path(run_dir) / METRICS_FILE
         self.plot_path = Path(run_dir) / CURVES_FILE
         self.enabled = enabled
         self.records: list[dict[str, Any]] = []
+        self.board = TensorBoard(Path(run_dir) / TENSORBOARD_DIR) if tensorboard and enabled \
+            else None
 
     def resume(self, step: int) -> None:
         """Keep the records up to `step` (later ones belong to work being redone) but for
@@ -66,6 +71,8 @@ class MetricsLog:
             with atomic_path(self.path, "training log") as tmp:
                 tmp.write_text("".join(json.dumps(r) + "\n" for r in self.records),
                                encoding="utf-8")
+        if self.board is not None:
+            self.board.resume(step)
 
     def append(self, record: dict[str, Any]) -> None:
         self.records.append(record)
@@ -77,10 +84,43 @@ class MetricsLog:
                         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             except OSError as exc:
                 raise cannot_write(self.path, "training log", exc) from None
+        if self.board is not None:
+            self.board.add(record)
 
     def plot(self) -> None:
         if self.enabled:
             plot_curves(self.records, self.plot_path)
+
+
+class TensorBoard:
+    """The metrics as TensorBoard scalars, `split/key` at each record's step. Only with
+    `train.tensorboard: true`, and only if the tensorboard package is installed."""
+
+    def __init__(self, folder: Path):
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:  # torch's writer needs the separate tensorboard package
+            raise UserError("train.tensorboard is true but the tensorboard package is not "
+                            "installed: pip install tensorboard (or set train.tensorboard: "
+                            "false)") from None
+        self.folder = folder
+        self.writer: Any = None
+        self._writer = SummaryWriter
+        self.purge_step: Optional[int] = None
+
+    def resume(self, step: int) -> None:
+        """Hide what an earlier sitting logged after `step`: the resumed run logs it anew."""
+        self.purge_step = step + 1
+
+    def add(self, record: dict[str, Any]) -> None:
+        if self.writer is None:  # created on first use, so a resume can set purge_step
+            self.writer = self._writer(str(self.folder), purge_step=self.purge_step)
+        split = record.get("split", "train")
+        for key, value in record.items():
+            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                name = key.removeprefix("valid_") if split == "valid" else key
+                self.writer.add_scalar(f"{split}/{name}", value, record["step"])
+        self.writer.flush()
 
 
 def _plot(ax: Any, records: list[dict[str, Any]], key: str, **style: Any) -> None:

@@ -90,7 +90,7 @@ def train_tokenizer(
     except RuntimeError as exc:  # e.g. vocab_size too small for the corpus' characters
         raise UserError(_training_error(str(exc), vocab_size, total)) from None
     (out_dir / TOKENIZER_FILE).write_bytes(model.getvalue())
-    _write_vocab(out_dir / TOKENIZER_FILE, out_dir / VOCAB_FILE)
+    write_vocab(out_dir / TOKENIZER_FILE, out_dir / VOCAB_FILE)
     sampled = int(keep.sum()) if keep is not None else total
     return {**settings, "sentences": total, "sampled": sampled}
 
@@ -125,7 +125,7 @@ def _lines(files: Sequence[Path], keep: np.ndarray | None) -> Iterator[str]:
                 index += 1
 
 
-def _write_vocab(model_path: Path, vocab_path: Path) -> None:
+def write_vocab(model_path: Path, vocab_path: Path) -> None:
     """`piece<TAB>score` per line, as sentencepiece's own .vocab file."""
     sp = spm.SentencePieceProcessor(model_file=str(model_path))
     lines = [f"{sp.IdToPiece(i)}\t{sp.GetScore(i):.6g}\n" for i in range(sp.GetPieceSize())]

@@ -32,6 +32,7 @@ from transcli.config import Config
 from transcli.distributed import Dist, no_sync
 from transcli.encoded import EncodedSplit, load_manifest
 from transcli.errors import UserError, WriteFailed
+from transcli.finetune import init_source, origin_record
 from transcli.memory import check_training_memory
 from transcli.model import Transformer, count_parameters
 from transcli.objective import LossSums, TeacherForcing
@@ -139,7 +140,9 @@ class Trainer:
         self.tokenizer = Tokenizer(data_dir / TOKENIZER_FILE)
         vocab = checked_vocab(manifest, self.tokenizer, data_dir)
         check_training_memory(cfg, vocab, device, dist.world if device.type == "cpu" else 1)
-        identity = run_identity(cfg, manifest, vocab)
+        self.init = init_source(cfg, data_dir, run_dir, resume)  # fine-tuning: checked weights
+        identity = {**run_identity(cfg, manifest, vocab),
+                    **origin_record(self.init, run_dir, resume)}
         start = start_step(run_dir, cfg, identity, data_dir, resume, force)
         split = EncodedSplit(data_dir, "train", vocab)
         self.plan = BatchPlan(split.src_lengths, split.tgt_lengths, self.tc.batch_tokens,
@@ -151,9 +154,10 @@ class Trainer:
                                       device)
         torch.manual_seed(self.tc.seed)
         self.model = Transformer(cfg.model, vocab).to(device)
+        if self.init is not None:  # before the optimizer: a weight average starts from them
+            load_weights(self.model, self.init.weights)
         self.opt = Optimization(self.model, self.tc, cfg.model.d_model, device)
         self.progress = Progress()
-        self.log = MetricsLog(run_dir, enabled=dist.main)
         if start:
             self._restore(start)
         net: torch.nn.Module = TeacherForcing(self.model, self.tc.label_smoothing, PAD_ID)
@@ -163,6 +167,7 @@ class Trainer:
         valid = ValidationSet(cfg, data_dir, manifest) if dist.main else None
         self.valid = valid if valid is not None and valid.batches else None  # none: no valid split
         # Everything that can be refused was checked: only now is the run dir written.
+        self.log = MetricsLog(run_dir, enabled=dist.main, tensorboard=self.tc.tensorboard)
         open_run_dir(cfg, identity, data_dir, run_dir, dist, resume, start, self.log)
         self.saved_step = start
         self.stop_reason: Optional[str] = None  # rank 0's decision: early stop, time limit
@@ -412,6 +417,8 @@ def ending(reason: str, step: int, tc: Any, run_dir: Path) -> str:
 def banner(trainer: Trainer) -> str:
     t, p = trainer, trainer.progress
     start = f"resuming at step {p.step}" if p.step else "new run"
+    if t.init is not None:
+        start += f" from the weights of {t.init.weights}"
     extras = "".join(f", {name}" for name, on in (
         ("compiled", t.tc.compile), (f"EMA {t.tc.ema_decay:g}", t.opt.ema),
         (f"subword sampling alpha {t.tc.sample_alpha:g}", t.tc.sample_alpha)) if on)

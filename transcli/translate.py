@@ -5,8 +5,10 @@ lines are encoded, sorted by length into token-budget batches, searched by an
 engine (`engines.py`: the strategy `decode.strategy` names on the torch model, or
 CTranslate2) and put back in input order; empty lines stay empty. `translate` and
 `evaluate` build one from a run dir, the training loop from the model it trains.
-`translate_file` streams a file or stdin through it in chunks, so a pipe into
-`head` works and memory stays bounded however long the input.
+`translate_file` streams a file or a pipe through it in chunks, so a pipe into
+`head` works and memory stays bounded however long the input; at a terminal it
+translates each line as Enter is pressed (`translate_typed`), since a chunk of
+1000 lines would never fill there.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import contextlib
 import itertools
 import sys
 from pathlib import Path
-from typing import BinaryIO, Iterator, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Iterator, Sequence
 
 import torch
 from tqdm import tqdm
@@ -29,8 +31,12 @@ from transcli.model import Transformer
 from transcli.rundir import load_run_config, run_inputs
 from transcli.runtime import pick_device
 from transcli.search import Hypothesis
+from transcli.sentences import split_sentences
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.vocab import EOS_ID
+
+if TYPE_CHECKING:
+    from transcli.explain import AttentionWriter
 
 CHUNK_LINES = 1000  # lines read, translated and written at a time
 
@@ -61,15 +67,41 @@ class Translator:
     def translate_nbest(self, lines: list[str], first: int = 0) -> list[list[tuple[str, float]]]:
         """Up to `decode.n_best` (text, score) pairs per line, best first; an empty
         line gets empty hypotheses with score 0. `first` is the index of `lines[0]` in
-        the whole input: sampling seeds each line by its index."""
+        the whole input: sampling seeds each line by its index.
+
+        With `decode.split_sentences` each line's sentences (`sentences.split_sentences`)
+        are translated apart and their translations joined by a space, scored by the
+        sum of their scores (n_best is 1 then)."""
+        indices = range(first, first + len(lines))
+        if not self.decode.split_sentences:
+            return self.texts(self.search_lines(lines, indices)[1])
+        parts = [split_sentences(line) for line in lines]
+        # Every sentence of line i is seeded by i: a line's samples do not depend on others.
+        found = iter(self.texts(self.search_lines(
+            [s for part in parts for s in part],
+            [index for index, part in zip(indices, parts) for _ in part])[1]))
+        joined = []
+        for part in parts:
+            best = [next(found)[0] for _ in part]
+            joined.append([(" ".join(text for text, _ in best), sum(score for _, score in best))])
+        return joined
+
+    def search_lines(self, lines: list[str], indices: Sequence[int]
+                     ) -> tuple[list[list[int]], list[list[Hypothesis]]]:
+        """Each line's source ids (with EOS; [] for a blank line) and its hypotheses, best
+        first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling)."""
         sources = self._encode(lines)
         found: list[list[Hypothesis]] = [[] for _ in lines]
         todo = [i for i, ids in enumerate(sources) if ids]
         for batch in token_batches([len(sources[i]) for i in todo], self.decode.batch_tokens):
             picked = [todo[j] for j in batch]
             for i, hyps in zip(picked, self._search([sources[i] for i in picked],
-                                                    [first + i for i in picked])):
+                                                    [indices[i] for i in picked])):
                 found[i] = hyps
+        return sources, found
+
+    def texts(self, found: list[list[Hypothesis]]) -> list[list[tuple[str, float]]]:
+        """(text, score) of each hypothesis; a line without any gets n_best empty ones."""
         texts = iter(self.tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         empty = [("", 0.0)] * self.decode.n_best
         return [[(next(texts), h.score) for h in hyps] if hyps else list(empty)
@@ -140,36 +172,110 @@ def load_translator(run_dir: str | Path, checkpoint: str = "best",
 
 
 def translate_lines(run_dir: Path, checkpoint: str, lines: list[str], overrides: list[str],
-                    device: str) -> list[str]:
-    """Translate in-memory lines with a run dir's model (used by `evaluate --model`)."""
+                    device: str, progress: bool = False) -> list[str]:
+    """Translate in-memory lines with a run dir's model (used by `evaluate --model`),
+    with a progress bar on stderr when `progress`."""
     translator = load_translator(run_dir, checkpoint, overrides, device)
-    translations = translator.translate(lines)
+    translations: list[str] = []
+    with tqdm(total=len(lines), unit="line", file=sys.stderr, disable=not progress) as bar:
+        for first in range(0, len(lines), CHUNK_LINES):
+            chunk = lines[first:first + CHUNK_LINES]
+            translations += translator.translate(chunk, first)
+            bar.update(len(chunk))
     translator.warn_truncated()
     return translations
 
 
 def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
-                   overrides: list[str], device: str) -> None:
+                   overrides: list[str], device: str, attention: Path | None = None) -> None:
     """Translate `input` (a path or - for stdin) into `output` (a path or - for stdout),
     one line per input line. With decode.n_best > 1 each input line gives n_best TSV
-    lines: line index (from 0), hypothesis, score."""
+    lines: line index (from 0), hypothesis, score. With `attention`, each line's
+    cross-attention heatmaps and alignment are written there (`explain.AttentionWriter`).
+    Stdin at a terminal is translated line by line as it is typed (`translate_typed`)."""
+    if input == "-" and sys.stdin.isatty():
+        translate_typed(model_dir, checkpoint, output, overrides, device, attention)
+        return
     with _open_input(input) as (lines, total):
+        _check_attention(attention, model_dir, overrides)
         translator = load_translator(model_dir, checkpoint, overrides, device)
-        n_best = translator.decode.n_best
         inputs = [input, *run_inputs(model_dir, checkpoint)]
-        with _open_output(output, inputs) as out, tqdm(total=total, unit="line", file=sys.stderr,
-                                                       disable=not total) as progress:
+        with _open_output(output, inputs) as out, \
+                _attention_writer(attention, translator) as writer, \
+                tqdm(total=total, unit="line", file=sys.stderr, disable=not total) as progress:
             first = 0
             while chunk := list(itertools.islice(lines, CHUNK_LINES)):
-                if n_best > 1:
-                    out.write(_nbest_tsv(translator.translate_nbest(chunk, first), first).encode())
-                else:
-                    out.write("".join(t + "\n" for t in translator.translate(chunk, first))
-                              .encode())
+                out.write(_translated(translator, writer, chunk, first))
                 out.flush()
                 first += len(chunk)
                 progress.update(len(chunk))
     translator.warn_truncated()
+
+
+PROMPT = "en> "
+
+
+def translate_typed(model_dir: Path, checkpoint: str, output: str, overrides: list[str],
+                    device: str, attention: Path | None = None) -> None:
+    """The interactive mode: a prompt on stderr, each line translated and written out
+    (flushed) as soon as Enter is pressed. Ctrl-D or Ctrl-C ends the session quietly
+    (exit status 0); an output file then holds every line translated so far."""
+    _check_attention(attention, model_dir, overrides)
+    try:
+        translator = load_translator(model_dir, checkpoint, overrides, device)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return
+    print("transcli: type English and press Enter to translate; Ctrl-D or Ctrl-C ends",
+          file=sys.stderr)
+    with _open_output(output, run_inputs(model_dir, checkpoint)) as out, \
+            _attention_writer(attention, translator) as writer:
+        try:
+            for index, line in enumerate(source_lines(_typed(PROMPT), "<stdin>")):
+                out.write(_translated(translator, writer, [line], index))
+                out.flush()
+        except KeyboardInterrupt:
+            print(file=sys.stderr)  # leave the terminal on a fresh line
+    translator.warn_truncated()
+
+
+def _typed(prompt: str) -> Iterator[bytes]:
+    """Lines typed at the terminal, each after a prompt on stderr, until end of input."""
+    while True:
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.stderr.write("\n")
+            return
+        yield line
+
+
+def _translated(translator: Translator, writer: AttentionWriter | None, lines: list[str],
+                first: int) -> bytes:
+    """The output of `lines` (the first is input line `first`): one line each, or n-best TSV."""
+    results = (writer.translate(lines, first) if writer is not None
+               else translator.translate_nbest(lines, first))
+    if translator.decode.n_best > 1:
+        return _nbest_tsv(results, first).encode()
+    return "".join(hyps[0][0] + "\n" for hyps in results).encode()
+
+
+def _check_attention(folder: Path | None, run_dir: Path, overrides: list[str]) -> None:
+    """Refuse --attention with settings it cannot work with, before loading the model."""
+    if folder is not None:
+        from transcli.explain import check_decode
+
+        check_decode(load_run_config(run_dir, overrides).decode)
+
+
+def _attention_writer(folder: Path | None, translator: Translator
+                      ) -> contextlib.AbstractContextManager[AttentionWriter | None]:
+    if folder is None:
+        return contextlib.nullcontext()
+    from transcli.explain import AttentionWriter
+
+    return AttentionWriter(folder, translator)
 
 
 def _nbest_tsv(results: list[list[tuple[str, float]]], first: int) -> str:

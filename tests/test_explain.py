@@ -1,0 +1,139 @@
+"""Attention pictures and alignments: the captured weights against the fused kernel and
+against cached decoding, the alignment rule, the files written, and refusals."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from memorised import memorised_model
+
+from conftest import PAIRS, one_error_line, run_cli
+from transcli.explain import ALIGNMENTS_FILE, Attention, cross_attention, kept_weights
+from transcli.model import merge_heads, split_heads
+from transcli.tokenizer import Tokenizer
+from transcli.vocab import BOS_ID, EOS_ID
+
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")
+
+ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_kept_weights_are_the_kernels_attention(tiny_spm):
+    """softmax(QK^T/sqrt(d_k)) written out, times V, gives what the fused kernel gave."""
+    model = memorised_model(tiny_spm, tuple(PAIRS))
+    layer = model.decoder[0].cross_attn
+    memory = model.encode(torch.tensor([[5, 6, 7, EOS_ID, 0], [8, 9, EOS_ID, 0, 0]]))
+    kv = layer.memory_kv(memory.states)
+    x = torch.randn(2, 4, model.cfg.d_model)
+    with torch.no_grad(), kept_weights(model):
+        fused = layer(x, kv, memory.mask)
+        weights = layer.weights
+    by_hand = layer.out(merge_heads(weights @ kv[1]))
+    assert torch.allclose(fused, by_hand, atol=1e-5)
+    assert torch.allclose(weights.sum(-1), torch.ones(2, model.cfg.heads, 4))
+    assert (weights[1, :, :, 3:] == 0).all()  # padding gets nothing
+    assert not layer.keep_weights and layer.weights is None  # off again after the block
+
+
+def test_teacher_forced_weights_equal_those_of_cached_decoding(tiny_spm):
+    """Row j of the teacher-forced pass is what the decoder attended to at decoding step j
+    (`Transformer.step`, the search's cached path): its cross-attention inputs are caught
+    at each step and the weights worked out by hand from them."""
+    model = memorised_model(tiny_spm, tuple(PAIRS))
+    assert not model.cfg.pre_norm  # post-norm: the block's input is the attention's input
+    tokenizer = Tokenizer(tiny_spm)
+    source = tokenizer.encode([ENGLISH[0]])[0] + [EOS_ID]
+    target = tokenizer.encode([SPANISH[0]])[0] + [EOS_ID]
+    forced = cross_attention(model, source, target)  # [layers, heads, T, S]
+    inputs: list[list[torch.Tensor]] = [[] for _ in model.decoder]
+    hooks = [layer.cross_attn_block.register_forward_pre_hook(
+        lambda module, args, i=i: inputs[i].append(args[0])) for i, layer in
+        enumerate(model.decoder)]
+    try:
+        with torch.no_grad():
+            memory = model.encode(torch.tensor([source]))
+            state = model.start_decoding(memory)
+            for previous in [BOS_ID] + target[:-1]:
+                model.step(torch.tensor([previous]), state)
+            by_hand = []
+            for layer, xs in zip(model.decoder, inputs):
+                k, _ = layer.cross_attn.memory_kv(memory.states)  # [1, heads, S, d_k]
+                q = split_heads(layer.cross_attn.q(torch.cat(xs, dim=1)), model.cfg.heads)
+                by_hand.append(torch.softmax(q @ k.transpose(-1, -2) / k.size(-1) ** 0.5,
+                                             dim=-1)[0])
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert torch.allclose(forced, torch.stack(by_hand), atol=1e-5)
+
+
+def test_alignment_takes_each_target_piece_s_strongest_source_piece():
+    layers = torch.tensor([[[0.1, 0.6, 0.3], [0.2, 0.1, 0.7], [0.5, 0.4, 0.1]],
+                           [[0.1, 0.8, 0.1], [0.6, 0.1, 0.3], [0.1, 0.1, 0.8]]])
+    attention = Attention(["▁a", "▁b", "</s>"], ["▁x", "▁y", "</s>"], layers)
+    # mean rows: [0.1, 0.7, 0.2], [0.4, 0.1, 0.5] -> </s> column left out -> 0, [.., ..]
+    assert attention.alignment() == [(1, 0), (0, 1)]
+
+
+def test_translate_writes_pictures_and_alignments(run_dir, tiny_spm, tmp_path):
+    run = run_dir
+    folder = tmp_path / "attention"
+    lines = [ENGLISH[0], "", ENGLISH[1]]
+    result = run_cli("translate", "-m", run, "--attention", folder,
+                     stdin="".join(line + "\n" for line in lines))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [SPANISH[0], "", SPANISH[1]]
+    alignments = (folder / ALIGNMENTS_FILE).read_text(encoding="utf-8").split("\n")
+    assert alignments[1] == "" and len(alignments) == 4  # one line per input line
+    tokenizer = Tokenizer(tiny_spm)
+    for number, spanish, pharaoh in ((1, SPANISH[0], alignments[0]),
+                                     (3, SPANISH[1], alignments[2])):
+        for name in (f"line-{number:05d}.png", f"line-{number:05d}-layers.png"):
+            assert (folder / name).read_bytes().startswith(PNG_MAGIC)
+        pairs = [tuple(map(int, pair.split("-"))) for pair in pharaoh.split()]
+        pieces = len(tokenizer.encode([spanish])[0])
+        assert [j for _, j in pairs] == list(range(pieces))  # one pair per target piece
+        text = (folder / f"line-{number:05d}.txt").read_text(encoding="utf-8")
+        assert f"alignment (source-target): {pharaoh}" in text
+    assert not (folder / "line-00002.png").exists()
+
+
+def test_averaged_rows_sum_to_one(tiny_spm):
+    model = memorised_model(tiny_spm, tuple(PAIRS))
+    tokenizer = Tokenizer(tiny_spm)
+    source = tokenizer.encode([ENGLISH[2]])[0] + [EOS_ID]
+    target = tokenizer.encode([SPANISH[2]])[0] + [EOS_ID]
+    weights = cross_attention(model, source, target)
+    attention = Attention(["x"] * len(source), ["y"] * len(target), weights.mean(dim=1))
+    assert attention.layers.shape == (model.cfg.dec_layers, len(target), len(source))
+    assert torch.allclose(attention.mean.sum(dim=1), torch.ones(len(target)), atol=1e-5)
+    assert not math.isnan(attention.mean.sum().item())
+
+
+def test_explain_command_prints_the_alignment(run_dir, tmp_path):
+    run = run_dir
+    result = run_cli("explain", "-m", run, ENGLISH[0], "-o", tmp_path / "pictures")
+    assert result.returncode == 0, result.stderr
+    assert f"Spanish: {SPANISH[0]}" in result.stdout
+    assert "alignment (source-target): " in result.stdout
+    assert (tmp_path / "pictures" / "line-00001.png").is_file()
+
+
+def test_refusals_are_one_line(run_dir, tmp_path):
+    run = run_dir
+    line = one_error_line(run_cli("translate", "-m", run, "--attention", tmp_path / "a",
+                                  "--split-sentences", stdin="Hi.\n"))
+    assert "--attention and --split-sentences" in line
+    line = one_error_line(run_cli("translate", "-m", run, "--attention", tmp_path / "a",
+                                  "--engine", "ct2", stdin="Hi.\n"))
+    assert "needs the torch engine" in line
+    assert not (run / "ct2-step-0000200-float32").exists()  # refused before any export
+    (tmp_path / "file").write_text("x")
+    line = one_error_line(run_cli("translate", "-m", run, "--attention", tmp_path / "file",
+                                  stdin="Hi.\n"))
+    assert "must name a directory" in line

@@ -1,0 +1,58 @@
+"""Splitting a paragraph into sentences, so `translate --split-sentences` can translate
+a multi-sentence line one sentence at a time (the model was trained on sentences and
+tends to drop or repeat text when fed several at once).
+
+A small rule-based splitter, enough for ordinary English prose: a sentence ends at
+`.`, `!`, `?` or `…` (a run of them, then closing quotes or brackets), followed by
+whitespace and a sentence start (an upper-case letter or a digit, possibly after
+opening quotes, brackets, `¿` or `¡`). A period does not end a sentence after a known
+abbreviation ("Dr.", "e.g."), a single letter ("J. R. R. Tolkien") or "No." before a
+number. Text that breaks these rules stays in one piece: a missed split costs little,
+a wrong one cuts a sentence in two.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Abbreviations whose period does not end a sentence (compared in lower case, without
+# their final period). "No." is handled apart: it is also a one-word sentence.
+ABBREVIATIONS = frozenset("""
+    mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al approx dept est fig jan feb mar
+    apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun inc ltd co corp gen
+    col lt sgt capt cmdr rev hon gov sen rep pres u.s u.k a.m p.m ph.d vol pp ed eds
+""".split())
+
+# A run of terminal punctuation, closing quotes/brackets, then the whitespace after it.
+_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+")
+_OPENERS = "\"'“‘«([¿¡"
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of `text`, stripped; [] for blank text, [text.strip()] when it
+    holds one sentence. Joining them with single spaces gives back `text` with its
+    whitespace between sentences normalised."""
+    sentences, start = [], 0
+    for match in _END.finditer(text):
+        if _ends_sentence(text, match):
+            sentences.append(text[start:match.end()].strip())
+            start = match.end()
+    sentences.append(text[start:].strip())
+    return [s for s in sentences if s]
+
+
+def _ends_sentence(text: str, match: re.Match[str]) -> bool:
+    """Whether the punctuation of `match` ends a sentence (see the module doc)."""
+    following = text[match.end():].lstrip(_OPENERS)
+    if not following or not (following[0].isupper() or following[0].isdigit()):
+        return False
+    punctuation = match.group().rstrip()
+    if punctuation.rstrip("\"'”’»)]") != ".":
+        return True  # "!", "?", "…", "..." and mixtures end a sentence
+    word = text[:match.start()].rsplit(None, 1)[-1] if text[:match.start()].strip() else ""
+    word = word.lstrip(_OPENERS).lower()
+    if len(word) == 1 and word.isalpha():
+        return False  # an initial
+    if word == "no" and following[0].isdigit():
+        return False  # "No. 5"
+    return word not in ABBREVIATIONS
