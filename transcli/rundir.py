@@ -47,6 +47,8 @@ BEST_FILE = "best.safetensors"
 AVG_FILE = "avg.safetensors"
 RUN_FILES = (CONFIG_FILE, TOKENIZER_FILE, RUN_FILE, METRICS_FILE, CURVES_FILE)
 LOCK_FILE = ".train.lock"
+TENSORBOARD_DIR = "tensorboard"  # with train.tensorboard: true
+TENSORBOARD_EVENTS = "events.out.tfevents."  # how its files begin
 RUN_KEYS = ("data_hash", "vocab_size", "model")  # what every run.json holds
 STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
 STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
@@ -268,6 +270,9 @@ def clear_run(run_dir: Path) -> None:
     doomed = [run_dir / name for name in RUN_FILES if name != RUN_FILE]
     if folder.is_dir():
         doomed += [path for path in folder.iterdir() if is_run_file(path.name)]
+    board = run_dir / TENSORBOARD_DIR
+    if board.is_dir():
+        doomed += [path for path in board.iterdir() if path.name.startswith(TENSORBOARD_EVENTS)]
     for path in doomed:
         try:
             if path.is_file() or path.is_symlink():

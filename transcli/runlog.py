@@ -22,9 +22,7 @@ from typing import Any, Optional
 
 from transcli.errors import UserError
 from transcli.files import atomic_path, cannot_write, describe_os_error
-from transcli.rundir import CURVES_FILE, METRICS_FILE
-
-TENSORBOARD_DIR = "tensorboard"  # in the run dir, with train.tensorboard: true
+from transcli.rundir import CURVES_FILE, METRICS_FILE, TENSORBOARD_DIR
 
 
 def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, Any]]:
