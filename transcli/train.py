@@ -28,7 +28,7 @@ from transcli.batching import (BackgroundLoader, Batch, BatchPlan, BatchStream, 
                                StreamPosition, collate)
 from transcli.checkpoint import (average_checkpoints, discard_after, load_state, load_weights,
                                  prune_checkpoints, save_checkpoint, save_weights)
-from transcli.config import Config
+from transcli.config import Config, TrainConfig
 from transcli.distributed import Dist, no_sync
 from transcli.encoded import EncodedSplit, load_manifest
 from transcli.errors import UserError, WriteFailed
@@ -144,14 +144,8 @@ class Trainer:
         identity = {**run_identity(cfg, manifest, vocab),
                     **origin_record(self.init, run_dir, resume)}
         start = start_step(run_dir, cfg, identity, data_dir, resume, force)
-        split = EncodedSplit(data_dir, "train", vocab)
-        self.plan = BatchPlan(split.src_lengths, split.tgt_lengths, self.tc.batch_tokens,
-                              self.tc.seed, cfg.model.max_positions)
-        if not self.plan.indices.size:
-            raise UserError(f"{data_dir}: no training pair fits model.max_positions="
-                            f"{cfg.model.max_positions}")
-        self.make_batch = batch_maker(cfg, data_dir, manifest, split, self.tokenizer, dist.rank,
-                                      device)
+        self.plan, self.make_batch = training_batches(cfg, data_dir, manifest, vocab,
+                                                      self.tokenizer, dist.rank, device)
         torch.manual_seed(self.tc.seed)
         self.model = Transformer(cfg.model, vocab).to(device)
         if self.init is not None:  # before the optimizer: a weight average starts from them
@@ -160,10 +154,7 @@ class Trainer:
         self.progress = Progress()
         if start:
             self._restore(start)
-        net: torch.nn.Module = TeacherForcing(self.model, self.tc.label_smoothing, PAD_ID)
-        self.ddp = DistributedDataParallel(net, device_ids=[device.index] if device.index
-                                           is not None else None) if dist.world > 1 else None
-        self.net = torch.compile(self.ddp or net) if self.tc.compile else self.ddp or net
+        self.ddp, self.net = training_net(self.model, self.tc, dist, device)
         valid = ValidationSet(cfg, data_dir, manifest) if dist.main else None
         self.valid = valid if valid is not None and valid.batches else None  # none: no valid split
         # Everything that can be refused was checked: only now is the run dir written.
@@ -354,6 +345,29 @@ def checked_vocab(manifest: dict[str, Any], tokenizer: Tokenizer, data_dir: Path
         raise UserError(f"{data_dir}: manifest.json says vocab_size "
                         f"{manifest['vocab_size']} but {TOKENIZER_FILE} has {vocab}")
     return vocab
+
+
+def training_batches(cfg: Config, data_dir: Path, manifest: dict[str, Any], vocab: int,
+                     tokenizer: Tokenizer, rank: int, device: torch.device
+                     ) -> tuple[BatchPlan, MakeBatch]:
+    """The train split's length-bucketed batch plan, and how one of its batches is made."""
+    split = EncodedSplit(data_dir, "train", vocab)
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
+                     cfg.train.seed, cfg.model.max_positions)
+    if not plan.indices.size:
+        raise UserError(f"{data_dir}: no training pair fits model.max_positions="
+                        f"{cfg.model.max_positions}")
+    return plan, batch_maker(cfg, data_dir, manifest, split, tokenizer, rank, device)
+
+
+def training_net(model: Transformer, tc: TrainConfig, dist: Dist, device: torch.device
+                 ) -> tuple[Optional[DistributedDataParallel], torch.nn.Module]:
+    """What each micro-batch is fed to: the teacher-forced loss, wrapped in DDP when
+    several processes train (returned too, for `no_sync`), compiled when asked."""
+    net: torch.nn.Module = TeacherForcing(model, tc.label_smoothing, PAD_ID)
+    ddp = DistributedDataParallel(net, device_ids=[device.index] if device.index is not None
+                                  else None) if dist.world > 1 else None
+    return ddp, torch.compile(ddp or net) if tc.compile else ddp or net
 
 
 def batch_maker(cfg: Config, data_dir: Path, manifest: dict[str, Any], split: EncodedSplit,
