@@ -24,27 +24,57 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from transcli.batching import (BackgroundLoader, Batch, BatchPlan, BatchStream, MakeBatch,
-                               StreamPosition, collate)
-from transcli.checkpoint import (average_checkpoints, discard_after, load_state, load_weights,
-                                 prune_checkpoints, save_checkpoint, save_weights)
+from transcli.batching import (
+    BackgroundLoader,
+    Batch,
+    BatchPlan,
+    BatchStream,
+    MakeBatch,
+    StreamPosition,
+    collate,
+)
+from transcli.checkpoint import (
+    average_checkpoints,
+    discard_after,
+    load_state,
+    load_weights,
+    prune_checkpoints,
+    save_checkpoint,
+    save_weights,
+)
 from transcli.config import Config, TrainConfig
 from transcli.distributed import Dist, no_sync
 from transcli.encoded import EncodedSplit, load_manifest
 from transcli.errors import UserError, WriteFailed
 from transcli.finetune import init_source, origin_record
+from transcli.locks import DirLock
 from transcli.memory import check_training_memory
 from transcli.model import Transformer, count_parameters
 from transcli.objective import LossSums, TeacherForcing
 from transcli.optimization import Optimization
-from transcli.locks import DirLock
-from transcli.rundir import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, LOCK_FILE, complete_steps,
-                             run_identity, start_step, state_path, step_path, write_run_files)
+from transcli.rundir import (
+    AVG_FILE,
+    BEST_FILE,
+    CHECKPOINT_DIR,
+    LOCK_FILE,
+    complete_steps,
+    run_identity,
+    start_step,
+    state_path,
+    step_path,
+    write_run_files,
+)
 from transcli.runlog import MetricsLog
 from transcli.runtime import autocast, pick_device, release_freed_memory, set_threads
 from transcli.signals import StopSignals, tolerant_stderr
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
-from transcli.trainstate import Interval, Progress, check_state, rng_state, set_rng_state
+from transcli.trainstate import (
+    Interval,
+    Progress,
+    check_state,
+    rng_state,
+    set_rng_state,
+)
 from transcli.validate import ValidationSet, judge
 from transcli.vocab import PAD_ID
 
