@@ -43,7 +43,7 @@ from transcli.files import output_file
 from transcli.locks import SCRATCH_LOCK, scratch_dir
 from transcli.model import Transformer
 from transcli.rundir import (CHECKPOINT_DIR, CONFIG_FILE, LOCK_FILE, METRICS_FILE, RUN_FILE,
-                             complete_steps, step_path)
+                             TENSORBOARD_DIR, TENSORBOARD_EVENTS, complete_steps, step_path)
 from transcli.runlog import read_metrics
 from transcli.train import train
 
@@ -292,8 +292,13 @@ def test_train_force_never_deletes_a_users_files(prepared: Path, tmp_path: Path)
     train(fast_config("train.max_steps=10"), prepared, run)
     (run / "notes.txt").write_text("mine")
     (run / CHECKPOINT_DIR / "keep.safetensors").write_bytes(b"mine too")
+    board = run / TENSORBOARD_DIR
+    board.mkdir()
+    (board / f"{TENSORBOARD_EVENTS}1.host.1.0").write_bytes(b"the old run's curves")
+    (board / "mine.txt").write_text("mine")
     train(fast_config("train.max_steps=5", "train.save_every=5"), prepared, run, force=True)
     assert (run / "notes.txt").read_text() == "mine"
+    assert [p.name for p in board.iterdir()] == ["mine.txt"]
     assert (run / CHECKPOINT_DIR / "keep.safetensors").read_bytes() == b"mine too"
     assert complete_steps(run) == [5]  # the old run's steps 10 (and 5) were replaced
 
