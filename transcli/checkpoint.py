@@ -9,7 +9,9 @@ The file names are `rundir`'s.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -19,7 +21,8 @@ from safetensors.torch import save_model as st_save_model
 
 from transcli.config import Config
 from transcli.errors import UserError
-from transcli.files import atomic_path, is_temp_file
+from transcli.files import (RecordingWriter, atomic_path, cannot_write, is_temp_file,
+                            write_failure)
 from transcli.model import Transformer, upgrade_parameter_names
 from transcli.rundir import (CHECKPOINT_DIR, STATE_PATTERN, STEP_PATTERN, complete_steps,
                              load_run_config, state_path, step_checkpoints, step_path)
@@ -28,8 +31,19 @@ from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 
 def save_weights(model: torch.nn.Module, path: str | Path) -> None:
     """Atomically write the model's weights (tied tensors stored once)."""
-    with atomic_path(path) as tmp:
+    with atomic_path(path, "weights") as tmp, _safetensors_errors(path, "weights"):
         st_save_model(_unwrap(model), str(tmp))
+
+
+@contextlib.contextmanager
+def _safetensors_errors(path: str | Path, what: str) -> Iterator[None]:
+    """safetensors reports a full disk as its own error type: one line naming `path`."""
+    try:
+        yield
+    except SafetensorError as exc:
+        if write_failure(exc) is None:
+            raise
+        raise cannot_write(path, what, exc) from None
 
 
 def load_weights(model: torch.nn.Module, path: str | Path) -> None:
@@ -88,8 +102,15 @@ def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, st
     """Weights, then training state: a kill between the two leaves the previous
     checkpoint as the latest complete one."""
     save_weights(model, step_path(Path(run_dir), step))
-    with atomic_path(state_path(Path(run_dir), step)) as tmp:
-        torch.save(state, tmp)
+    with atomic_path(state_path(Path(run_dir), step), "training state") as tmp, \
+            open(tmp, "wb") as handle:
+        writer = RecordingWriter(handle)
+        try:
+            torch.save(state, writer)
+        except RuntimeError:  # torch's wrapping of a failed write
+            if writer.os_error is None:
+                raise
+            raise writer.os_error from None
 
 
 def load_state(run_dir: str | Path, step: int) -> dict:
@@ -140,7 +161,7 @@ def average_checkpoints(paths: list[Path], out: Path) -> None:
                 for name, value in total.items()}
     with safe_open(str(paths[-1]), framework="pt") as handle:
         metadata = handle.metadata()  # names of tied tensors stored once
-    with atomic_path(out) as tmp:
+    with atomic_path(out, "averaged weights") as tmp, _safetensors_errors(out, "averaged weights"):
         st_save_file(averaged, str(tmp), metadata=metadata)
 
 

@@ -14,7 +14,6 @@ from typing import Any, Literal, Optional
 import typer
 
 from transcli.config import load_config
-from transcli.errors import UserError
 
 app = typer.Typer(
     help="Train and run an English-to-Spanish Transformer.\n\nAn option whose default is a "
@@ -366,11 +365,6 @@ def export(
 
 
 def main() -> None:
-    try:
-        app()
-    except UserError as exc:
-        print(f"transcli: error: {exc}", file=sys.stderr)
-        sys.exit(1)
-    except BrokenPipeError:  # e.g. `transcli translate ... | head`
-        sys.stderr.close()
-        sys.exit(0)
+    from transcli.exits import run_command
+
+    sys.exit(run_command(app))

@@ -31,7 +31,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from transcli.errors import UserError
 SPLITS = ("train", "valid", "test")
 MANIFEST_FILE = "manifest.json"
 _KINDS = ("src", "tgt", "idx")
+# What readers of a manifest use, with its type.
+MANIFEST_KEYS = {"vocab_size": int, "src_lang": str, "tgt_lang": str, "splits": dict,
+                 "data_hash": str}
 
 
 def split_files(split: str) -> list[str]:
@@ -60,12 +63,17 @@ class EncodedSplit:
     pairs + 1: pair i is tokens[offsets[i]:offsets[i + 1]]), `src_lengths`/`tgt_lengths`.
     """
 
-    def __init__(self, prepared_dir: str | Path, split: str):
+    def __init__(self, prepared_dir: str | Path, split: str, vocab_size: Optional[int] = None):
+        """`vocab_size`: when given, an id outside the vocabulary is refused now, not at
+        the batch that would hit it hours into training."""
         self.dir = Path(prepared_dir)
         self.split = split
         src_name, tgt_name, idx_name = split_files(split)
         self.src_tokens = _load(self.dir / src_name, ndim=1)
         self.tgt_tokens = _load(self.dir / tgt_name, ndim=1)
+        if vocab_size is not None:
+            _check_ids(self.dir / src_name, self.src_tokens, vocab_size)
+            _check_ids(self.dir / tgt_name, self.tgt_tokens, vocab_size)
         idx = _load(self.dir / idx_name, ndim=2)
         _check_index(self.dir / idx_name, idx, len(self.src_tokens), len(self.tgt_tokens))
         self.src_offsets = np.ascontiguousarray(idx[:, 0])
@@ -98,6 +106,10 @@ def load_manifest(prepared_dir: str | Path) -> dict[str, Any]:
         raise UserError(f"{path}: unreadable manifest ({exc})") from None
     if not isinstance(manifest, dict) or "splits" not in manifest:
         raise UserError(f"{path}: not a transcli prepare manifest")
+    for key, kind in MANIFEST_KEYS.items():
+        if not isinstance(manifest.get(key), kind) or isinstance(manifest.get(key), bool):
+            problem = "missing" if key not in manifest else f"not a {kind.__name__}"
+            raise UserError(f"{path}: '{key}' is {problem} (run `transcli prepare` again)")
     return manifest
 
 
@@ -200,6 +212,14 @@ def _load(path: Path, ndim: int) -> np.ndarray:
         raise UserError(f"{path}: corrupt encoded split file "
                         f"(unexpected shape {array.shape} / dtype {array.dtype})")
     return array
+
+
+def _check_ids(path: Path, tokens: np.ndarray, vocab_size: int) -> None:
+    largest = int(tokens.max()) if len(tokens) else -1
+    if largest >= vocab_size:
+        raise UserError(f"{path}: token id {largest} is outside the vocabulary of {vocab_size} "
+                        f"pieces (a corrupt file, or one encoded with another tokenizer); run "
+                        f"`transcli prepare` again")
 
 
 def _check_index(path: Path, idx: np.ndarray, n_src: int, n_tgt: int) -> None:

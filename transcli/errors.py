@@ -8,3 +8,8 @@ else is a bug and keeps its traceback.
 
 class UserError(Exception):
     """A problem with the user's input, config or files, reported as one line."""
+
+
+class WriteFailed(UserError):
+    """A file could not be written (disk full, no permission): what is being written
+    may add what was saved before."""

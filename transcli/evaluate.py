@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from transcli.config import Override
 from transcli.errors import UserError
-from transcli.files import read_source_file
+from transcli.files import check_output, read_source_file, write_text_output
 
 # sacreBLEU's own default width: one decimal, as the `sacrebleu` command prints.
 TEXT_WIDTH = 1
@@ -159,11 +159,17 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
         inputs: dict[str, Any] = {"hyp": str(hyp)}
     else:
         assert src is not None
+        from transcli.rundir import run_inputs
+
         sources = read_source_file(src)
         check_line_counts(src, len(sources), ref, references)
+        outputs_inputs = [*ref, src, *run_inputs(model, checkpoint)]
+        if hyp_out is not None:
+            check_output(hyp_out, outputs_inputs, "hypotheses")
         translations = _translate(model, checkpoint, sources, device, overrides)
         if hyp_out is not None:
-            _write_lines(hyp_out, translations)
+            write_text_output(hyp_out, "".join(line + "\n" for line in translations),
+                              outputs_inputs, "hypotheses")
         hypotheses = [line.rstrip() for line in translations]  # as sacrebleu reads --hyp-out
         inputs = {"model": str(model), "checkpoint": checkpoint, "src": str(src),
                   "hyp": None if hyp_out is None else str(hyp_out)}
@@ -218,10 +224,3 @@ def _translate(model: Path, checkpoint: str, sources: list[str], device: str,
 
     return translate_lines(model, checkpoint, sources, [("decode.n_best", 1), *overrides],
                            device, progress=True)
-
-
-def _write_lines(path: Path, lines: list[str]) -> None:
-    try:
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8", newline="\n")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot write hypotheses ({exc.strerror or exc})") from None

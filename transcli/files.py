@@ -1,6 +1,7 @@
 """Reading and writing user files safely: one place for the rules every command keeps.
 
-- An OS error names the file: `open_checked` turns it into a one-line `UserError`.
+- An OS error names the file: `open_checked` turns it into a one-line `UserError`,
+  and so do `atomic_path` and `output_file` for errors while writing.
 - Outputs appear whole or not at all (`atomic_path`, `output_file`): a temp file
   beside the target, fsynced and renamed over it. A replaced file keeps its
   permission bits; a new one gets the usual `0o666 & ~umask`.
@@ -14,12 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Iterable, Iterator, Optional
 
-from transcli.errors import UserError
+from transcli.errors import UserError, WriteFailed
 
 BLOCK = 1 << 20
 
@@ -45,17 +47,22 @@ def open_checked(path: str | Path, mode: str = "rb", what: str = "read", **optio
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, what: str = "file") -> Iterator[Path]:
     """Yield a temp path beside `path`; on success fsync it and rename it over `path`.
 
     A kill at any instant leaves either the old file or the new one, never half of one.
     The temp name starts with '.' and ends with '.tmp' (`is_temp_file`), so that a run
     killed mid-write can find and remove it. Mode: as the replaced file, else umask's.
+    An OS error while writing it (disk full, no permission) is one line naming `path`
+    and the `what` it holds; one about another file (read in the block) is left as it is.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise cannot_write(path, what, exc) from None
     tmp_path = Path(tmp)
     try:
         yield tmp_path
@@ -63,8 +70,53 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             os.fsync(handle.fileno())
         os.chmod(tmp_path, _mode_for(path))
         os.replace(tmp_path, path)
+    except OSError as exc:
+        if exc.filename not in (None, str(tmp_path), str(path)):
+            raise
+        raise cannot_write(path, what, exc) from None
     finally:
-        tmp_path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp_path.unlink(missing_ok=True)
+
+
+def cannot_write(path: str | Path, what: str, exc: BaseException) -> WriteFailed:
+    """The one line for a failed write of `path`."""
+    reason = write_failure(exc) or str(exc) or type(exc).__name__
+    return WriteFailed(f"{path}: cannot write the {what} ({reason})")
+
+
+def write_failure(exc: BaseException) -> Optional[str]:
+    """What went wrong at the OS level while writing, as `strerror`, or None when `exc`
+    is no I/O failure: an OSError, or safetensors' error, which reports the OS error
+    only inside its message ("... (os error 28)")."""
+    if isinstance(exc, OSError):
+        return describe_os_error(exc)
+    code = re.search(r"\(os error (\d+)\)", str(exc))
+    return os.strerror(int(code.group(1))) if code else None
+
+
+class RecordingWriter:
+    """A binary file for libraries that turn an OSError from `write` into their own
+    error type (torch.save raises `RuntimeError: unexpected pos`): the OSError is kept in
+    `os_error`, so that the caller can raise it instead and tell a full disk from a bug."""
+
+    def __init__(self, handle: BinaryIO):
+        self.handle = handle
+        self.os_error: Optional[OSError] = None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.handle.write(data)
+        except OSError as exc:
+            self.os_error = exc
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.handle.flush()
+        except OSError as exc:
+            self.os_error = exc
+            raise
 
 
 def is_temp_file(name: str) -> bool:
@@ -93,35 +145,59 @@ def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str =
                 stdout: Optional[BinaryIO] = None) -> Iterator[BinaryIO]:
     """A binary handle for one output of a command, by the rules in the module doc.
 
-    `name` "-" is `stdout` (when given). `inputs` are the command's input files: naming
-    one of them as the output is refused before anything is written, since the atomic
-    rename would destroy the input. Errors while writing are one line naming the file.
+    `name` "-" is `stdout` (when given): a reader that leaves (`| head`) ends the
+    block quietly, any other failure is one line. `inputs` are the command's input
+    files: naming one of them as the output is refused before anything is written,
+    since the atomic rename would destroy the input. Errors while writing are one line
+    naming the file.
     """
     if stdout is not None and str(name) == "-":
-        yield stdout
+        with _writing_stdout(what):
+            yield stdout
+            stdout.flush()
         return
     path = Path(name)
-    for source in inputs:
-        if str(source) != "-" and same_file(path, Path(source)):
-            raise UserError(f"{path}: the {what} is also an input of this command "
-                            f"({source}); choose another output file")
+    check_output(path, inputs, what)
     try:
-        kind = os.stat(path).st_mode  # follows symlinks
+        kind: Optional[int] = os.stat(path).st_mode  # follows symlinks
     except FileNotFoundError:
         kind = None
     except OSError as exc:
-        raise UserError(f"{path}: cannot write the {what} ({describe_os_error(exc)})") from None
-    if kind is not None and stat.S_ISDIR(kind):
-        raise UserError(f"{path}: the {what} is a directory")
-    try:
-        if kind is not None and not stat.S_ISREG(kind):  # FIFO, device: write through it
+        raise cannot_write(path, what, exc) from None
+    if kind is not None and not stat.S_ISREG(kind):  # FIFO, device: write through it
+        try:
             with open(path, "wb") as handle:
                 yield handle
-            return
-        with atomic_path(os.path.realpath(path)) as tmp, open(tmp, "wb") as handle:
-            yield handle
+        except OSError as exc:
+            if exc.filename not in (None, str(path)):
+                raise
+            raise cannot_write(path, what, exc) from None
+        return
+    with atomic_path(os.path.realpath(path), what) as tmp, open(tmp, "wb") as handle:
+        yield handle
+
+
+def check_output(path: Path, inputs: Iterable[str | Path] = (), what: str = "output") -> None:
+    """Refuse an output that is a directory or one of the command's `inputs`."""
+    for source in inputs:
+        if str(source) != "-" and same_file(path, Path(source)):
+            raise UserError(f"{path}: is also an input of this command ({source}); "
+                            f"refusing to write the {what} over it")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory; the {what} needs a file name")
+
+
+@contextlib.contextmanager
+def _writing_stdout(what: str) -> Iterator[None]:
+    from transcli.streams import silence_stdout
+
+    try:
+        yield
+    except BrokenPipeError:  # the reader left: it wants no more
+        silence_stdout()
     except OSError as exc:
-        raise UserError(f"{path}: cannot write the {what} ({describe_os_error(exc)})") from None
+        silence_stdout()
+        raise UserError(f"stdout: cannot write the {what} ({describe_os_error(exc)})") from None
 
 
 def write_text_output(name: str | Path, text: str, inputs: Iterable[str | Path] = (),

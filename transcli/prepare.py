@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import threading
 from collections import Counter
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ from transcli.corpus import DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, no
 from transcli.encoded import MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files
 from transcli.errors import UserError
 from transcli.files import count_lines
+from transcli.locks import scratch_dir
 from transcli.sources import (Source, SourceKeyError, open_source, preload_source, source_format,
                               source_label)
 from transcli.tokenizer import (TOKENIZER_FILE, VOCAB_FILE, Tokenizer, train_tokenizer,
@@ -74,21 +74,19 @@ def prepare(cfg: Config, out: Path, force: bool) -> None:
     check_out(out, force, names)  # fail before the work; checked again before installing
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f".{out.name or 'prepared'}.prepare-",
-                                        dir=out.parent))
     except OSError as exc:
         raise UserError(f"{out}: cannot create the output dir: {exc.strerror}") from None
-    try:
-        stage = scratch / "stage"
-        stage.mkdir()
-        manifest = _build(cfg, scratch, stage)
-        _write_manifest(stage, manifest, names)
-        install(stage, out, names, check_out(out, force, names))
-    except OSError as exc:  # disk full, permissions: the user's environment, not a bug
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise UserError(f"cannot write the prepared data: {exc.strerror or exc}{where}") from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    with scratch_dir(out.parent, f".{out.name or 'prepared'}.prepare-") as scratch:
+        try:
+            stage = scratch / "stage"
+            stage.mkdir()
+            manifest = _build(cfg, scratch, stage)
+            _write_manifest(stage, manifest, names)
+            install(stage, out, names, check_out(out, force, names))
+        except OSError as exc:  # disk full, permissions: the user's environment, not a bug
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise UserError(f"{out}: cannot write the prepared data: {exc.strerror or exc}"
+                            f"{where}") from None
     _report(out, manifest)
 
 

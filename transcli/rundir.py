@@ -11,25 +11,31 @@ refusing one.
     checkpoints/avg.safetensors        averaged weights (written by train)
     ct2-<checkpoint>-<weights>/        CTranslate2 export that `--engine ct2` made of
                                        checkpoints/<checkpoint>.safetensors (float32 or int8)
+    .train.lock                        held by the training process (`locks.DirLock`)
 
 A run dir records what it was trained on in `run.json`. Continuing it on other
 data, or with another model shape or vocabulary, would silently produce a model
 that matches neither run, so those are refused with one line; so is writing a
-new run over an old one unless asked to (`--force`).
+new run over an old one unless asked to (`--force`). Even then only the files a
+run writes are removed, and only from a dir whose `run.json` says it is a run: a
+dir holding other files takes a new run beside them, unless one has a run file's
+name. A run that never saved a step (a start that failed or was killed) is
+taken over by the next start without `--force`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-import shutil
+import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from transcli.config import Config, ModelConfig, load_config, save_config
 from transcli.errors import UserError
-from transcli.files import atomic_path
+from transcli.files import atomic_path, cannot_write, is_temp_file
 from transcli.tokenizer import TOKENIZER_FILE
 
 CONFIG_FILE = "config.yaml"
@@ -40,6 +46,10 @@ CHECKPOINT_DIR = "checkpoints"
 BEST_FILE = "best.safetensors"
 AVG_FILE = "avg.safetensors"
 RUN_FILES = (CONFIG_FILE, TOKENIZER_FILE, RUN_FILE, METRICS_FILE, CURVES_FILE)
+LOCK_FILE = ".train.lock"
+TENSORBOARD_DIR = "tensorboard"  # with train.tensorboard: true
+TENSORBOARD_EVENTS = "events.out.tfevents."  # how its files begin
+RUN_KEYS = ("data_hash", "vocab_size", "model")  # what every run.json holds
 STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
 STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
 # Settings that change no weight's shape or meaning: a resumed run may alter them.
@@ -57,6 +67,19 @@ def state_path(run_dir: Path, step: int) -> Path:
 def ct2_cache_dir(run_dir: Path, checkpoint: Path, weights: str) -> Path:
     """Where `translate --engine ct2` keeps its export of the weights file `checkpoint`."""
     return Path(run_dir) / f"ct2-{checkpoint.stem}-{weights}"
+
+
+def run_inputs(run_dir: str | Path, checkpoint: str = "best") -> list[Path]:
+    """The files a command reading a run may use (its run files, every checkpoint, and
+    `checkpoint` when it is a path): none of them may be replaced by its output."""
+    run_dir = Path(run_dir)
+    folder = run_dir / CHECKPOINT_DIR
+    found = [run_dir / name for name in RUN_FILES]
+    with contextlib.suppress(OSError):
+        found += sorted(folder.iterdir())
+    if not (checkpoint in ("best", "last", "avg") or checkpoint.isdigit()):
+        found.append(Path(checkpoint))
+    return found
 
 
 def step_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
@@ -109,28 +132,81 @@ def start_step(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: P
     Reads only: every rank may call it before rank 0 writes anything."""
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"{run_dir}: --out is a file, not a directory")
-    holds_files = run_dir.is_dir() and any(run_dir.iterdir())
+    entries = dir_entries(run_dir)
+    record = read_run_record(run_dir)
     if not resume:
-        if holds_files and not force:
-            what = "a run" if (run_dir / RUN_FILE).is_file() else "other files"
-            raise UserError(f"{run_dir}: already holds {what}; use --resume to continue it "
-                            f"or --force to start afresh")
+        if record is None:
+            _check_no_clash(run_dir, entries, force)
+        elif has_trained(run_dir) and not force:
+            raise UserError(f"{run_dir}: already holds a run; use --resume to continue it "
+                            f"or --force to start afresh (which deletes its checkpoints)")
         return 0
-    if not (run_dir / RUN_FILE).is_file():
-        if holds_files:
+    if record is None:
+        if entries:
             raise UserError(f"{run_dir}: --resume: not a transcli run dir (no {RUN_FILE})")
         return 0
-    _check_compatible(run_dir, cfg, identity, data_dir)
+    if not has_trained(run_dir):  # nothing saved that other data or shapes could spoil
+        return 0
+    _check_compatible(run_dir, record, cfg, identity, data_dir)
     steps = complete_steps(run_dir)
     return steps[-1] if steps else 0
 
 
-def _check_compatible(run_dir: Path, cfg: Config, identity: dict[str, Any],
-                      data_dir: Path) -> None:
+def dir_entries(run_dir: Path) -> list[str]:
+    """What a dir holds, less the training lock and the temp files of killed writes."""
     try:
-        old = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"{run_dir / RUN_FILE}: unreadable ({exc})") from None
+        names = sorted(entry.name for entry in run_dir.iterdir()) if run_dir.is_dir() else []
+    except OSError as exc:
+        raise UserError(f"{run_dir}: cannot list the run dir ({exc.strerror})") from None
+    return [name for name in names if name != LOCK_FILE and not is_temp_file(name)]
+
+
+def has_trained(run_dir: Path) -> bool:
+    """Whether a run saved a step or logged one: a run that never did (its start failed
+    or was killed) holds nothing to lose."""
+    folder = run_dir / CHECKPOINT_DIR
+    saved = folder.is_dir() and any(not is_temp_file(p.name) for p in folder.iterdir())
+    metrics = run_dir / METRICS_FILE
+    return saved or (metrics.exists() and (not metrics.is_file() or metrics.stat().st_size > 0))
+
+
+def _check_no_clash(run_dir: Path, entries: list[str], force: bool) -> None:
+    """A dir that is not a run: refuse it when it holds files, unless `force`; even then
+    refuse it when one of them has the name of a file a run writes."""
+    if entries and not force:
+        raise UserError(f"{run_dir}: is not empty and holds files train did not write (e.g. "
+                        f"'{entries[0]}'); choose another --out, or pass --force to write beside "
+                        f"them (train never deletes files it did not write)")
+    folder = run_dir / CHECKPOINT_DIR
+    clash = [name for name in RUN_FILES if name in entries]
+    if folder.is_dir() and any(folder.iterdir()):
+        clash.append(CHECKPOINT_DIR)
+    if clash:
+        raise UserError(f"{run_dir / clash[0]}: exists and was not written by transcli train "
+                        f"(no {RUN_FILE} beside it); refusing to overwrite it, even with --force")
+
+
+def read_run_record(run_dir: Path) -> Optional[dict[str, Any]]:
+    """The run's `run.json`, or None when there is none; one that is not a run record
+    is refused with one line (it is neither safe to continue nor to delete)."""
+    path = run_dir / RUN_FILE
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise UserError(f"{path}: unreadable ({reason})") from None
+    missing = [key for key in RUN_KEYS if key not in record] if isinstance(record, dict) else 0
+    if not isinstance(record, dict) or missing:
+        what = f"no '{missing[0]}'" if missing else "not a JSON object"
+        raise UserError(f"{path}: not a transcli run record ({what}); move it away, or "
+                        f"choose another --out")
+    return record
+
+
+def _check_compatible(run_dir: Path, old: dict[str, Any], cfg: Config,
+                      identity: dict[str, Any], data_dir: Path) -> None:
     if old.get("data_hash") != identity["data_hash"]:
         raise UserError(f"{run_dir}: --resume refused: the run was trained on a different "
                         f"prepared dataset than {data_dir} (data_hash "
@@ -152,21 +228,70 @@ def model_differences(old: ModelConfig, new: ModelConfig) -> list[str]:
 
 def write_run_files(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: Path,
                     fresh: bool) -> None:
-    """Rank 0 only: clear a forced-over run (only files a run owns), then record the
-    resolved config, the tokenizer and the run's identity."""
-    if fresh:
-        for name in RUN_FILES:
-            (run_dir / name).unlink(missing_ok=True)
-        shutil.rmtree(run_dir / CHECKPOINT_DIR, ignore_errors=True)
-    (run_dir / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
+    """Rank 0 only, holding the run's lock: remove temp files killed writes left, clear
+    a forced-over run (only the files a run writes), then record the run's identity,
+    the resolved config and the tokenizer. `run.json` outlives the old run's files and
+    is written before the others, so a kill at any moment leaves a dir that says it is
+    a run: the next start takes it over (`has_trained`)."""
+    try:
+        tokenizer = (data_dir / TOKENIZER_FILE).read_bytes()
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{exc.filename}: {exc.strerror}") from None
+    remove_stale_temp(run_dir)
     record = cfg if fresh else _kept_target(run_dir, cfg)
-    with atomic_path(run_dir / CONFIG_FILE) as tmp:
-        save_config(record, tmp)
-    with atomic_path(run_dir / TOKENIZER_FILE) as tmp:
-        tmp.write_bytes((data_dir / TOKENIZER_FILE).read_bytes())
-    with atomic_path(run_dir / RUN_FILE) as tmp:
+    if fresh:
+        clear_run(run_dir)
+    with atomic_path(run_dir / RUN_FILE, "run record") as tmp:
         tmp.write_text(json.dumps({**identity, "data_dir": str(data_dir.resolve())}, indent=2)
                        + "\n", encoding="utf-8")
+    folder = run_dir / CHECKPOINT_DIR
+    try:
+        folder.mkdir(exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()  # unwritable: say so now, not at the save
+    except OSError as exc:
+        raise cannot_write(folder, "checkpoints", exc) from None
+    with atomic_path(run_dir / CONFIG_FILE, "config") as tmp:
+        save_config(record, tmp)
+    with atomic_path(run_dir / TOKENIZER_FILE, "tokenizer") as tmp:
+        tmp.write_bytes(tokenizer)
+
+
+def is_run_file(name: str) -> bool:
+    """Whether a file in `checkpoints/` is one a run writes."""
+    return bool(STEP_PATTERN.match(name) or STATE_PATTERN.match(name)
+                or name in (BEST_FILE, AVG_FILE) or is_temp_file(name))
+
+
+def clear_run(run_dir: Path) -> None:
+    """Remove the files a run writes (`start_step` has checked that it is a run) but its
+    `run.json`, which the new run's replaces."""
+    folder = run_dir / CHECKPOINT_DIR
+    doomed = [run_dir / name for name in RUN_FILES if name != RUN_FILE]
+    if folder.is_dir():
+        doomed += [path for path in folder.iterdir() if is_run_file(path.name)]
+    board = run_dir / TENSORBOARD_DIR
+    if board.is_dir():
+        doomed += [path for path in board.iterdir() if path.name.startswith(TENSORBOARD_EVENTS)]
+    for path in doomed:
+        try:
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+        except OSError as exc:
+            raise UserError(f"{path}: cannot remove the old run's file ({exc.strerror})") from None
+
+
+def remove_stale_temp(run_dir: Path) -> None:
+    """Temp files of writes a kill interrupted (full-size weights among them): only
+    ours, by name, in the run dir and its `checkpoints/`."""
+    folder = run_dir / CHECKPOINT_DIR
+    stale = [path for path in (folder.iterdir() if folder.is_dir() else ())
+             if is_temp_file(path.name)]
+    stale += [path for path in run_dir.iterdir() if is_temp_file(path.name)
+              and any(path.name.startswith(f".{name}.") for name in RUN_FILES)]
+    for path in stale:
+        if path.is_file():
+            path.unlink(missing_ok=True)
 
 
 def _kept_target(run_dir: Path, cfg: Config) -> Config:

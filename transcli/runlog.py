@@ -13,16 +13,16 @@ the step a resumed run continues from (an atomic temp + rename rewrite).
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any, Optional
 
 from transcli.errors import UserError
-from transcli.files import atomic_path
-from transcli.rundir import CURVES_FILE, METRICS_FILE
-
-TENSORBOARD_DIR = "tensorboard"  # in the run dir, with train.tensorboard: true
+from transcli.files import atomic_path, cannot_write, describe_os_error
+from transcli.rundir import CURVES_FILE, METRICS_FILE, TENSORBOARD_DIR
 
 
 def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, Any]]:
@@ -32,10 +32,15 @@ def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, A
     path = Path(path)
     if not path.is_file():
         return records
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the training log "
+                        f"({describe_os_error(exc)})") from None
+    for line in data.split(b"\n"):
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except ValueError:  # torn, not UTF-8, not JSON
             continue
         if isinstance(record, dict) and isinstance(record.get("step"), int) and (
                 split is None or record.get("split") == split):
@@ -61,7 +66,7 @@ class MetricsLog:
         self.records = [r for r in read_metrics(self.path)
                         if r["step"] <= step and not r.get("partial")]
         if self.enabled:
-            with atomic_path(self.path) as tmp:
+            with atomic_path(self.path, "training log") as tmp:
                 tmp.write_text("".join(json.dumps(r) + "\n" for r in self.records),
                                encoding="utf-8")
         if self.board is not None:
@@ -70,8 +75,13 @@ class MetricsLog:
     def append(self, record: dict[str, Any]) -> None:
         self.records.append(record)
         if self.enabled:
-            with open(self.path, "ab", buffering=0) as handle:  # one write(2) call
-                handle.write((json.dumps(record) + "\n").encode("utf-8"))
+            try:
+                with open(self.path, "ab", buffering=0) as handle:  # one write(2) call
+                    line = (json.dumps(record) + "\n").encode("utf-8")
+                    if handle.write(line) != len(line):  # the disk filled up mid-line
+                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            except OSError as exc:
+                raise cannot_write(self.path, "training log", exc) from None
         if self.board is not None:
             self.board.add(record)
 
@@ -145,6 +155,8 @@ def plot_curves(records: list[dict[str, Any]], path: Path) -> None:
         ax.set_xlabel("update")
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=80)
-    plt.close(fig)
+    try:
+        with atomic_path(path, "plot") as tmp:
+            fig.savefig(tmp, format="png", dpi=80)
+    finally:
+        plt.close(fig)

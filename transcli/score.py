@@ -26,6 +26,7 @@ from transcli.checkpoint import load_trained
 from transcli.errors import UserError
 from transcli.files import count_lines, open_checked, output_file, source_lines
 from transcli.model import Transformer
+from transcli.rundir import run_inputs
 from transcli.runtime import pick_device
 from transcli.translate import CHUNK_LINES, token_batches
 from transcli.vocab import PAD_ID
@@ -80,7 +81,8 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
         raise UserError(f"--batch-tokens {budget}: must be at least 1")
     too_long = 0
     with open_checked(src) as src_handle, open_checked(tgt) as tgt_handle, \
-            output_file(output, [src, tgt], "scores", sys.stdout.buffer) as out, \
+            output_file(output, [src, tgt, *run_inputs(run_dir, checkpoint)], "scores",
+                        sys.stdout.buffer) as out, \
             tqdm(total=pairs, unit="pair", file=sys.stderr) as progress:
         first = 0
         for chunk in _chunks(source_lines(src_handle, str(src)),

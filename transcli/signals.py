@@ -1,8 +1,13 @@
 """Stopping long work cleanly: signals that ask for a stop, and a stderr that may die.
 
-SIGINT (Ctrl-C), SIGTERM (kill, schedulers) and SIGHUP (a dropped SSH session) ask
-the running job to finish its current unit of work, save, and exit 0; a second one
-stops at once (files are written atomically, so nothing is torn either way).
+SIGINT (Ctrl-C), SIGTERM (kill, schedulers) and SIGHUP (a dropped SSH session) stop
+every command at once (`interrupting`: the exception unwinds, so temp files and
+scratch dirs are removed and no output is left half-written), except training,
+which finishes its current update, saves and exits 0 (`StopSignals`); a second
+signal stops it at once (its files are written atomically, so nothing is torn
+either way). A signal that was ignored when transcli started (`nohup`) stays ignored.
+Long C code that would delay the signal until it returns runs in a thread the main
+thread waits on (`wait_in_thread`).
 
 Ctrl-C at a terminal also kills the rest of the pipeline (`transcli train 2>&1 | tee
 log`), and a hung-up terminal fails every write: after that a progress bar or a
@@ -15,9 +20,69 @@ import contextlib
 import signal
 import sys
 import threading
-from typing import Any, Iterator, Optional, TextIO
+from typing import Any, Callable, Iterator, Optional, TextIO, TypeVar
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+T = TypeVar("T")
+
+
+def _catchable(sig: int) -> bool:
+    """Not ignored: `nohup` (SIGHUP) and `cmd &` in a script (SIGINT) ask for that."""
+    return signal.getsignal(sig) is not signal.SIG_IGN
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal arrived; raised where the main thread is, so the stack unwinds."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def interrupting() -> Iterator[list[Interrupted]]:
+    """Inside the block SIGINT, SIGTERM and SIGHUP raise `Interrupted` (a
+    KeyboardInterrupt, so code that ends quietly on Ctrl-C does so on the others
+    too); the yielded list holds the ones received. After the block a signal ends
+    the process by its default action, with no traceback."""
+    received: list[Interrupted] = []
+
+    def handle(signum: int, frame: Any) -> None:
+        received.append(Interrupted(signum))
+        raise received[-1]
+
+    caught = [sig for sig in STOP_SIGNALS if _catchable(sig)]
+    if threading.current_thread() is threading.main_thread():
+        for sig in caught:
+            signal.signal(sig, handle)
+    try:
+        yield received
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            for sig in caught:
+                signal.signal(sig, signal.SIG_DFL)
+
+
+def wait_in_thread(function: Callable[[], T], name: str = "worker") -> T:
+    """`function()`, run in a daemon thread while the main thread waits for it: long C
+    code that releases the GIL (sentencepiece training) then cannot hold back a stop
+    signal until it returns. An interrupted wait abandons the thread, which ends with
+    the process."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.2)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 class StopSignals:
@@ -30,7 +95,7 @@ class StopSignals:
 
     def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
-            for sig in STOP_SIGNALS:
+            for sig in filter(_catchable, STOP_SIGNALS):
                 self._previous[sig] = signal.signal(sig, self._handle)
         return self
 

@@ -16,6 +16,7 @@ import sentencepiece as spm
 
 from transcli.errors import UserError
 from transcli.files import count_lines
+from transcli.signals import wait_in_thread
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 TOKENIZER_FILE = "spm.model"  # name of the model file inside prepared and run dirs
@@ -82,8 +83,10 @@ def train_tokenizer(
         max_sentence_length=max_sentence_length, num_threads=TRAIN_THREADS)
     model = io.BytesIO()
     try:
-        spm.SentencePieceTrainer.Train(sentence_iterator=_lines(files, keep), model_writer=model,
-                                       minloglevel=2, **settings)
+        # In a thread, so that Ctrl-C stops prepare now, not when training ends.
+        wait_in_thread(lambda: spm.SentencePieceTrainer.Train(
+            sentence_iterator=_lines(files, keep), model_writer=model, minloglevel=2,
+            **settings), name="sentencepiece")
     except RuntimeError as exc:  # e.g. vocab_size too small for the corpus' characters
         raise UserError(_training_error(str(exc), vocab_size, total)) from None
     (out_dir / TOKENIZER_FILE).write_bytes(model.getvalue())

@@ -17,33 +17,64 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, NamedTuple, Optional
+from typing import Any, Iterator, NamedTuple, Optional
 
 import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from transcli.batching import (BackgroundLoader, Batch, BatchPlan, BatchStream, MakeBatch,
-                               StreamPosition, collate)
-from transcli.checkpoint import (average_checkpoints, discard_after, load_state, load_weights,
-                                 prune_checkpoints, save_checkpoint, save_weights)
-from transcli.config import Config
+from transcli.batching import (
+    BackgroundLoader,
+    Batch,
+    BatchPlan,
+    BatchStream,
+    MakeBatch,
+    StreamPosition,
+    collate,
+)
+from transcli.checkpoint import (
+    average_checkpoints,
+    discard_after,
+    load_state,
+    load_weights,
+    prune_checkpoints,
+    save_checkpoint,
+    save_weights,
+)
+from transcli.config import Config, TrainConfig
 from transcli.distributed import Dist, no_sync
 from transcli.encoded import EncodedSplit, load_manifest
-from transcli.errors import UserError
+from transcli.errors import UserError, WriteFailed
 from transcli.finetune import init_source, origin_record
+from transcli.locks import DirLock
 from transcli.memory import check_training_memory
 from transcli.model import Transformer, count_parameters
 from transcli.objective import LossSums, TeacherForcing
 from transcli.optimization import Optimization
-from transcli.rundir import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, complete_steps, run_identity,
-                             start_step, state_path, step_path, write_run_files)
+from transcli.rundir import (
+    AVG_FILE,
+    BEST_FILE,
+    CHECKPOINT_DIR,
+    LOCK_FILE,
+    complete_steps,
+    run_identity,
+    start_step,
+    state_path,
+    step_path,
+    write_run_files,
+)
 from transcli.runlog import MetricsLog
 from transcli.runtime import autocast, pick_device, release_freed_memory, set_threads
 from transcli.signals import StopSignals, tolerant_stderr
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
-from transcli.trainstate import Interval, Progress, check_state, rng_state, set_rng_state
+from transcli.trainstate import (
+    Interval,
+    Progress,
+    check_state,
+    rng_state,
+    set_rng_state,
+)
 from transcli.validate import ValidationSet, judge
 from transcli.vocab import PAD_ID
 
@@ -57,10 +88,37 @@ def train(cfg: Config, data_dir: str | Path, run_dir: str | Path, resume: bool =
         set_threads(cfg.train.threads)
     dist.start(device)
     try:
-        with tolerant_stderr():
-            Trainer(cfg, Path(data_dir), Path(run_dir), dist, device, resume, force).run()
+        with tolerant_stderr(), run_lock(Path(run_dir), dist):
+            trainer = Trainer(cfg, Path(data_dir), Path(run_dir), dist, device, resume, force)
+            try:
+                trainer.run()
+            except WriteFailed as exc:  # disk full, permissions: say what is safe
+                raise WriteFailed(f"{exc}; training stopped at step {trainer.progress.step}, "
+                                  f"{saved_steps(Path(run_dir))}") from None
     finally:
         dist.stop()
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path, dist: Dist) -> Iterator[None]:
+    """Rank 0 holds the run dir's lock (`locks.DirLock`) for the life of the run, taken
+    before anything is read or written there; when it cannot, every rank stops."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir}: --out is a file, not a directory")
+    lock, problem = None, None
+    if dist.main:
+        try:
+            lock = DirLock(run_dir, LOCK_FILE, "training process")
+        except UserError as exc:
+            problem = exc
+    refused = dist.sum_on_cpu(torch.tensor([float(problem is not None)]))[0] > 0
+    if refused:
+        raise problem or UserError(f"{run_dir}: rank 0 could not lock the run dir")
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def training_device(name: str, dist: Dist) -> torch.device:
@@ -115,16 +173,9 @@ class Trainer:
         self.init = init_source(cfg, data_dir, run_dir, resume)  # fine-tuning: checked weights
         identity = {**run_identity(cfg, manifest, vocab),
                     **origin_record(self.init, run_dir, resume)}
-        self.log = MetricsLog(run_dir, enabled=dist.main, tensorboard=self.tc.tensorboard)
-        start = open_run_dir(cfg, identity, data_dir, run_dir, dist, resume, force)
-        split = EncodedSplit(data_dir, "train")
-        self.plan = BatchPlan(split.src_lengths, split.tgt_lengths, self.tc.batch_tokens,
-                              self.tc.seed, cfg.model.max_positions)
-        if not self.plan.indices.size:
-            raise UserError(f"{data_dir}: no training pair fits model.max_positions="
-                            f"{cfg.model.max_positions}")
-        self.make_batch = batch_maker(cfg, data_dir, manifest, split, self.tokenizer, dist.rank,
-                                      device)
+        start = start_step(run_dir, cfg, identity, data_dir, resume, force)
+        self.plan, self.make_batch = training_batches(cfg, data_dir, manifest, vocab,
+                                                      self.tokenizer, dist.rank, device)
         torch.manual_seed(self.tc.seed)
         self.model = Transformer(cfg.model, vocab).to(device)
         if self.init is not None:  # before the optimizer: a weight average starts from them
@@ -133,14 +184,12 @@ class Trainer:
         self.progress = Progress()
         if start:
             self._restore(start)
-        if resume and dist.main:
-            self.log.resume(start)
-        net: torch.nn.Module = TeacherForcing(self.model, self.tc.label_smoothing, PAD_ID)
-        self.ddp = DistributedDataParallel(net, device_ids=[device.index] if device.index
-                                           is not None else None) if dist.world > 1 else None
-        self.net = torch.compile(self.ddp or net) if self.tc.compile else self.ddp or net
+        self.ddp, self.net = training_net(self.model, self.tc, dist, device)
         valid = ValidationSet(cfg, data_dir, manifest) if dist.main else None
         self.valid = valid if valid is not None and valid.batches else None  # none: no valid split
+        # Everything that can be refused was checked: only now is the run dir written.
+        self.log = MetricsLog(run_dir, enabled=dist.main, tensorboard=self.tc.tensorboard)
+        open_run_dir(cfg, identity, data_dir, run_dir, dist, resume, start, self.log)
         self.saved_step = start
         self.stop_reason: Optional[str] = None  # rank 0's decision: early stop, time limit
         self.last: dict[str, float] = {}  # the latest update's loss, lr and gradient norm
@@ -307,17 +356,17 @@ class Trainer:
 
 
 def open_run_dir(cfg: Config, identity: dict[str, Any], data_dir: Path, run_dir: Path,
-                 dist: Dist, resume: bool, force: bool) -> int:
-    """Check the run dir, then (rank 0) clear what a resume redoes and record the run;
-    returns the step training starts from."""
-    start = start_step(run_dir, cfg, identity, data_dir, resume, force)
+                 dist: Dist, resume: bool, start: int, log: MetricsLog) -> None:
+    """Rank 0, once every check has passed: clear what a resume redoes (or a new run
+    replaces), record the run, cut the metrics back to `start`."""
     dist.barrier()
     if dist.main:
         if resume:
             discard_after(run_dir, start)
         write_run_files(run_dir, cfg, identity, data_dir, fresh=not resume)
+        if resume:
+            log.resume(start)
     dist.barrier()
-    return start
 
 
 def checked_vocab(manifest: dict[str, Any], tokenizer: Tokenizer, data_dir: Path) -> int:
@@ -326,6 +375,29 @@ def checked_vocab(manifest: dict[str, Any], tokenizer: Tokenizer, data_dir: Path
         raise UserError(f"{data_dir}: manifest.json says vocab_size "
                         f"{manifest['vocab_size']} but {TOKENIZER_FILE} has {vocab}")
     return vocab
+
+
+def training_batches(cfg: Config, data_dir: Path, manifest: dict[str, Any], vocab: int,
+                     tokenizer: Tokenizer, rank: int, device: torch.device
+                     ) -> tuple[BatchPlan, MakeBatch]:
+    """The train split's length-bucketed batch plan, and how one of its batches is made."""
+    split = EncodedSplit(data_dir, "train", vocab)
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
+                     cfg.train.seed, cfg.model.max_positions)
+    if not plan.indices.size:
+        raise UserError(f"{data_dir}: no training pair fits model.max_positions="
+                        f"{cfg.model.max_positions}")
+    return plan, batch_maker(cfg, data_dir, manifest, split, tokenizer, rank, device)
+
+
+def training_net(model: Transformer, tc: TrainConfig, dist: Dist, device: torch.device
+                 ) -> tuple[Optional[DistributedDataParallel], torch.nn.Module]:
+    """What each micro-batch is fed to: the teacher-forced loss, wrapped in DDP when
+    several processes train (returned too, for `no_sync`), compiled when asked."""
+    net: torch.nn.Module = TeacherForcing(model, tc.label_smoothing, PAD_ID)
+    ddp = DistributedDataParallel(net, device_ids=[device.index] if device.index is not None
+                                  else None) if dist.world > 1 else None
+    return ddp, torch.compile(ddp or net) if tc.compile else ddp or net
 
 
 def batch_maker(cfg: Config, data_dir: Path, manifest: dict[str, Any], split: EncodedSplit,
@@ -350,12 +422,17 @@ def check_finite(loss: float, grad_norm: float, scaled: bool, step: int, run_dir
     if bad is None and not math.isfinite(grad_norm) and not scaled:
         bad = f"gradient norm is {grad_norm}"
     if bad:
-        steps = complete_steps(run_dir)
-        kept = (f"the last good checkpoint (step {steps[-1]}) is intact" if steps
-                else "no checkpoint had been saved yet")
         raise UserError(f"step {step}: {bad}: training diverged and stopped before applying "
-                        f"the update; {kept} in {run_dir}. Try a lower train.lr_factor or set "
-                        f"train.clip_grad_norm")
+                        f"the update; {saved_steps(run_dir)}. Try a lower train.lr_factor or "
+                        f"set train.clip_grad_norm")
+
+
+def saved_steps(run_dir: Path) -> str:
+    """What a stopped run can continue from."""
+    steps = complete_steps(run_dir)
+    if not steps:
+        return f"no checkpoint had been saved yet in {run_dir}"
+    return f"the last good checkpoint (step {steps[-1]}) is intact in {run_dir}"
 
 
 def expected_end(bar: tqdm, step: int, elapsed: float, tc: Any) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Iterator, Sequence
@@ -27,9 +26,9 @@ from transcli.checkpoint import load_trained
 from transcli.config import DecodeConfig
 from transcli.engines import Ct2Engine, Engine, TorchEngine, quantize_int8
 from transcli.errors import UserError
-from transcli.files import atomic_path, count_lines, source_lines
+from transcli.files import count_lines, output_file, source_lines
 from transcli.model import Transformer
-from transcli.rundir import load_run_config
+from transcli.rundir import load_run_config, run_inputs
 from transcli.runtime import pick_device
 from transcli.search import Hypothesis
 from transcli.sentences import split_sentences
@@ -200,7 +199,9 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
     with _open_input(input) as (lines, total):
         _check_attention(attention, model_dir, overrides)
         translator = load_translator(model_dir, checkpoint, overrides, device)
-        with _open_output(output) as out, _attention_writer(attention, translator) as writer, \
+        inputs = [input, *run_inputs(model_dir, checkpoint)]
+        with _open_output(output, inputs) as out, \
+                _attention_writer(attention, translator) as writer, \
                 tqdm(total=total, unit="line", file=sys.stderr, disable=not total) as progress:
             first = 0
             while chunk := list(itertools.islice(lines, CHUNK_LINES)):
@@ -227,7 +228,8 @@ def translate_typed(model_dir: Path, checkpoint: str, output: str, overrides: li
         return
     print("transcli: type English and press Enter to translate; Ctrl-D or Ctrl-C ends",
           file=sys.stderr)
-    with _open_output(output) as out, _attention_writer(attention, translator) as writer:
+    with _open_output(output, run_inputs(model_dir, checkpoint)) as out, \
+            _attention_writer(attention, translator) as writer:
         try:
             for index, line in enumerate(source_lines(_typed(PROMPT), "<stdin>")):
                 out.write(_translated(translator, writer, [line], index))
@@ -297,24 +299,9 @@ def _open_input(name: str) -> Iterator[tuple[Iterator[str], int | None]]:
         yield source_lines(handle, str(path)), count_lines(path)
 
 
-@contextlib.contextmanager
-def _open_output(name: str) -> Iterator[BinaryIO]:
-    """stdout, or a file that appears whole when translation ends (so -o may equal -i).
-
-    When the reader of stdout goes away (`| head`), translation stops quietly:
-    stdout is pointed at /dev/null so that the interpreter's final flush cannot fail.
-    """
-    if name == "-":
-        try:
-            yield sys.stdout.buffer
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return
-    path = Path(name)
-    if path.is_dir():
-        raise UserError(f"{path}: output is a directory")
-    try:
-        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-            yield handle
-    except OSError as exc:
-        raise UserError(f"{path}: cannot write output ({exc.strerror or exc})") from None
+def _open_output(name: str, inputs: Sequence[str | Path] = ()
+                 ) -> contextlib.AbstractContextManager[BinaryIO]:
+    """stdout, or a file that appears whole when translation ends; never one of the
+    `inputs` (the input, the run's own files). When the reader of stdout goes away
+    (`| head`), translation stops quietly."""
+    return output_file(name, inputs, "translations", sys.stdout.buffer if name == "-" else None)

@@ -32,7 +32,7 @@ class ValidationSet:
 
     def __init__(self, cfg: Config, data_dir: Path, manifest: dict[str, Any]):
         self.cfg = cfg
-        split = EncodedSplit(data_dir, "valid")
+        split = EncodedSplit(data_dir, "valid", manifest["vocab_size"])
         self.batches = list(plain_batches(split, cfg.train.batch_tokens,
                                           cfg.model.max_positions)) if len(split) else []
         self.sources: list[str] = []

@@ -6,9 +6,12 @@ exact or refused: the exported model gives transcli's greedy output on the same
 weights (the formats' tests compare them), never a silently different model.
 
 Writing is all or nothing: the files go into a temp directory beside `--out` that
-is renamed at the end. A non-empty `--out` is refused unless `force`; then only
-the files this export writes are replaced, plus those a previous transcli export
-listed in its `EXPORT_FILE`; nothing else in the directory is touched.
+is renamed at the end (`locks.scratch_dir`: one a killed export left is removed by
+the next). A non-empty `--out` is refused unless `force`; then the files this
+export writes replace those a previous transcli export listed in its `EXPORT_FILE`
+(and those it listed and this one does not write are removed); a file of the same
+name that no export listed is the user's, and is refused; nothing else in the
+directory is touched.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any, Callable, Optional
 
 from transcli.errors import UserError
 from transcli.files import describe_os_error
+from transcli.locks import scratch_dir
 
 FORMATS = {"ct2": "transcli.export.ct2", "hf": "transcli.export.hf"}
 EXPORT_FILE = "transcli-export.json"  # what was exported from where, and the files written
@@ -85,20 +89,23 @@ def publish(out: Path, record: dict[str, Any], fill: Callable[[Path], None], *,
     move the result to `out`. `owned`: `out` is wholly transcli's (a cache in a run dir),
     so an old one is swapped out as a whole."""
     out = Path(out)
-    tmp = _temp_dir(out)
-    try:
-        fill(tmp)
-        files = sorted(p.name for p in tmp.iterdir())
-        (tmp / EXPORT_FILE).write_text(json.dumps({**record, "files": files}, indent=2) + "\n",
-                                       encoding="utf-8")
-        if owned:
-            _swap(tmp, out)
-        elif not _rename_into_place(tmp, out):
-            _replace_files(tmp, out, files)
-    except OSError as exc:
-        raise UserError(f"{out}: cannot write the export ({describe_os_error(exc)})") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    _make_parent(out)
+    with scratch_dir(out.parent, f".{out.name}.", ".tmp") as scratch:
+        try:
+            tmp = scratch / "export"
+            tmp.mkdir()
+            fill(tmp)
+            files = sorted(p.name for p in tmp.iterdir())
+            (tmp / EXPORT_FILE).write_text(json.dumps({**record, "files": files}, indent=2)
+                                           + "\n", encoding="utf-8")
+            if owned:
+                _swap(tmp, out)
+            elif not _rename_into_place(tmp, out):
+                _check_clash(out, files)
+                _replace_files(tmp, out, files)
+        except OSError as exc:
+            raise UserError(f"{out}: cannot write the export ({describe_os_error(exc)})") \
+                from None
 
 
 def _check_destination(out: Path, force: bool) -> None:
@@ -109,13 +116,23 @@ def _check_destination(out: Path, force: bool) -> None:
                         f"export writes there (other files are kept)")
 
 
-def _temp_dir(out: Path) -> Path:
-    parent = out.parent
+def _make_parent(out: Path) -> None:
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+        out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{out}: cannot write the export ({describe_os_error(exc)})") from None
+
+
+def _check_clash(out: Path, files: list[str]) -> None:
+    """With --force, replace only what a transcli export wrote: a file of this export's
+    names that the previous export in `out` did not list is the user's."""
+    record = read_record(out)
+    previous = set(record.get("files", [])) | ({EXPORT_FILE} if record else set())
+    clash = [name for name in [*files, EXPORT_FILE]
+             if name not in previous and os.path.lexists(out / name)]
+    if clash:
+        raise UserError(f"{out / clash[0]}: exists and was not written by transcli export; "
+                        f"refusing to overwrite it, even with --force")
 
 
 def _rename_into_place(tmp: Path, out: Path) -> bool:

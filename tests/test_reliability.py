@@ -1,0 +1,654 @@
+"""Never lose a user's work or files (issue 12): each class of fault made for real.
+
+Real files, real signals, real size limits: RLIMIT_FSIZE (portable: writes past the
+limit fail with EFBIG) everywhere, a size-limited tmpfs and a read-only bind mount
+where the machine lets us mount (root), skipped with the reason where it does not.
+
+1. outputs: never an input, written through FIFOs/devices/symlinks, atomic, mode kept
+2. --force never deletes what transcli did not write
+3. one process per run dir; failed or killed starts leave a usable dir
+4. loaded state is checked before it is used
+5. every I/O failure is one line naming the file or stream
+6. signals lose no work: one line, 128 + N, no half-written output
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+import numpy as np
+import pytest
+from conftest import PAIRS, ROOT, one_error_line
+from training import fast_config, train_cli, transcli_process, wait_for
+
+from transcli.checkpoint import load_weights
+from transcli.config import load_config
+from transcli.encoded import MANIFEST_FILE, load_manifest
+from transcli.errors import UserError
+from transcli.files import output_file
+from transcli.locks import SCRATCH_LOCK, scratch_dir
+from transcli.model import Transformer
+from transcli.rundir import (CHECKPOINT_DIR, CONFIG_FILE, LOCK_FILE, METRICS_FILE, RUN_FILE,
+                             TENSORBOARD_DIR, TENSORBOARD_EVENTS, complete_steps, step_path)
+from transcli.runlog import read_metrics
+from transcli.train import train
+
+ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def default_signals() -> None:
+    """For `preexec_fn`: a test runner started in the background may ignore SIGINT, and
+    the child would inherit that (transcli keeps ignored signals ignored)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def cli(*args: str | Path, stdin: Optional[bytes] = None,
+        preexec: Optional[Callable[[], None]] = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "transcli", *map(str, args)], input=stdin,
+                          capture_output=True, cwd=ROOT, env=ENV, timeout=300,
+                          preexec_fn=preexec)
+
+
+def shell(command: str) -> subprocess.CompletedProcess:
+    """A command line run by bash, for redirections (`>&-`, `2>&-`, `> /dev/full`)."""
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT,
+                          env={**ENV, "PY": sys.executable}, timeout=300)
+
+
+def file_size_limit(size: int) -> Callable[[], None]:
+    """For `preexec_fn`: writes past `size` bytes fail with EFBIG (not SIGXFSZ)."""
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return limit
+
+
+def error_of(result: subprocess.CompletedProcess) -> str:
+    """The one error line of a bytes-mode result: exit 1, no traceback, nothing else on
+    stderr but progress bars (which a file input shows until the error)."""
+    err = result.stderr.decode(errors="replace")
+    lines = [line for line in err.replace("\r", "\n").splitlines()
+             if line.strip() and not re.search(r"\d+/(\d+|\?) \[", line)]
+    return one_error_line(subprocess.CompletedProcess(
+        result.args, result.returncode, stdout="", stderr="\n".join(lines)))
+
+
+def train_error(result: subprocess.CompletedProcess) -> str:
+    """Training's error: exit 1, no traceback, one error line, the last after its log."""
+    err = result.stderr.decode(errors="replace").replace("\r", "\n")
+    assert result.returncode == 1 and "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("transcli: error: ")]
+    assert len(errors) == 1 and err.strip().splitlines()[-1] == errors[0], err
+    return errors[0]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def temp_files(folder: Path) -> list[str]:
+    return sorted(str(p) for p in folder.rglob(".*") if p.name != LOCK_FILE)
+
+
+def _mount(*args: str) -> bool:
+    if shutil.which("mount") is None:
+        return False
+    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
+
+
+@contextlib.contextmanager
+def small_filesystem(folder: Path, size: str) -> Iterator[Path]:
+    """A real tmpfs of `size` at `folder` (needs root: skipped otherwise)."""
+    folder.mkdir()
+    if not _mount("-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)):
+        pytest.skip("cannot mount a tmpfs here (needs root); RLIMIT_FSIZE tests cover the path")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[Path]:
+    """`folder` made read-only: by its mode, or for root (whom modes do not stop) by a
+    read-only bind mount; skipped where neither works."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield folder
+        finally:
+            folder.chmod(0o755)
+        return
+    if not _mount("--bind", str(folder), str(folder)):
+        pytest.skip("root ignores file modes, and a read-only bind mount is not allowed here")
+    try:
+        if not _mount("-o", "remount,bind,ro", str(folder)):
+            pytest.skip("cannot remount a bind mount read-only here")
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+@pytest.fixture
+def lines(tmp_path: Path) -> Path:
+    path = tmp_path / "in.en"
+    path.write_text("".join(line + "\n" for line in ENGLISH), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def run(run_dir: Path, tmp_path: Path) -> Path:
+    """A copy of the memorised run that a test may damage."""
+    return Path(shutil.copytree(run_dir, tmp_path / "run"))
+
+
+def translate_args(run: Path, *args: str | Path) -> list[str | Path]:
+    return ["translate", "-m", run, "--checkpoint", "last", "--greedy", *args]
+
+
+# ----------------------------------------------------------------------------- 1. outputs
+
+
+@pytest.mark.parametrize("victim", ["input", "hard link", "config", "checkpoint", "tokenizer"])
+def test_translate_never_writes_over_one_of_its_inputs(run: Path, lines: Path,
+                                                       victim: str) -> None:
+    target = {"input": lines, "hard link": lines.with_name("link.en"),
+              "config": run / CONFIG_FILE, "checkpoint": step_path(run, 200),
+              "tokenizer": run / "spm.model"}[victim]
+    if victim == "hard link":
+        os.link(lines, target)
+    before = snapshot(run), lines.read_bytes()
+    line = error_of(cli(*translate_args(run, "-i", lines, "-o", target)))
+    assert f"{target}: is also an input of this command" in line
+    assert (snapshot(run), lines.read_bytes()) == before
+
+
+def test_evaluate_hyp_out_never_replaces_the_reference_or_source(run: Path, lines: Path,
+                                                                 tmp_path: Path) -> None:
+    ref = tmp_path / "ref.es"
+    ref.write_text("".join(line + "\n" for line in SPANISH), encoding="utf-8")
+    for target in (ref, lines):
+        before = target.read_bytes()
+        result = cli("evaluate", "-m", run, "--checkpoint", "last", "--src", lines, "--ref", ref,
+                     "--hyp-out", target)
+        assert "is also an input of this command" in error_of(result)
+        assert target.read_bytes() == before
+
+
+def test_outputs_write_through_fifos_devices_and_symlinks(run: Path, lines: Path,
+                                                          tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    result = cli(*translate_args(run, "-i", lines, "-o", fifo))
+    reader.join(timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert received == ["".join(s + "\n" for s in SPANISH).encode()]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+    # A character device: a copy of /dev/null's node where we may make one (root), else
+    # /dev/null itself (a non-root process cannot replace it, so a regression still fails).
+    device = Path("/dev/null")
+    if os.geteuid() == 0:
+        device = tmp_path / "null"
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    result = cli(*translate_args(run, "-i", lines, "-o", device))
+    assert result.returncode == 0, result.stderr
+    assert stat.S_ISCHR(device.lstat().st_mode) and device.lstat().st_size == 0
+
+    target, link = tmp_path / "target.es", tmp_path / "link.es"
+    target.write_text("old\n")
+    link.symlink_to(target.name)
+    assert cli(*translate_args(run, "-i", lines, "-o", link)).returncode == 0
+    assert link.is_symlink() and target.read_text().splitlines() == SPANISH
+
+
+def test_replaced_outputs_keep_their_mode_and_new_ones_follow_the_umask(tmp_path: Path) -> None:
+    old = tmp_path / "old.txt"
+    old.write_text("x")
+    old.chmod(0o640)
+    umask = os.umask(0o027)
+    try:
+        for path in (old, tmp_path / "new.txt"):
+            with output_file(path) as handle:
+                handle.write(b"written\n")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(old.stat().st_mode) == 0o640
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640  # 0o666 & ~0o027
+    assert old.read_text() == "written\n" and temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate"])
+def test_a_write_past_a_size_limit_keeps_the_old_output(run: Path, tmp_path: Path,
+                                                        command: str) -> None:
+    """A full disk in the middle of an output: one line naming it, the old file whole."""
+    source = tmp_path / "many.en"
+    source.write_text("".join(line + "\n" for line in ENGLISH * 20), encoding="utf-8")
+    ref = tmp_path / "ref.es"
+    ref.write_text("".join(line + "\n" for line in SPANISH * 20), encoding="utf-8")
+    out = tmp_path / "out.es"
+    out.write_text("the user's previous output\n")
+    args = (translate_args(run, "-i", source, "-o", out) if command == "translate" else
+            ["evaluate", "-m", run, "--checkpoint", "last", "--src", source, "--ref", ref,
+             "--hyp-out", out])
+    line = error_of(cli(*args, preexec=file_size_limit(2000)))
+    assert f"{out}: cannot write the" in line and "File too large" in line
+    assert out.read_text() == "the user's previous output\n" and temp_files(tmp_path) == []
+
+
+def test_a_full_filesystem_is_one_line_naming_the_output(run: Path, lines: Path,
+                                                         tmp_path: Path) -> None:
+    with small_filesystem(tmp_path / "small", "16k") as small:
+        (small / "filler").write_bytes(b"\0" * 12 * 1024)
+        source = tmp_path / "many.en"
+        source.write_text("".join(line + "\n" for line in ENGLISH * 100), encoding="utf-8")
+        line = error_of(cli(*translate_args(run, "-i", source, "-o", small / "out.es")))
+        assert f"{small / 'out.es'}: cannot write the translations (No space left" in line
+        assert sorted(p.name for p in small.iterdir()) == ["filler"]
+
+
+# ----------------------------------------------------------------------------- 2. --force
+
+
+def test_train_force_never_deletes_a_users_files(prepared: Path, tmp_path: Path) -> None:
+    """A dir that is not a run: --force writes beside the user's files but never over
+    them; over a run it removes only what the run wrote."""
+    mine = tmp_path / "mine"
+    (mine / CHECKPOINT_DIR).mkdir(parents=True)
+    (mine / CHECKPOINT_DIR / "model.pt").write_bytes(b"weeks of work")
+    before = snapshot(mine)
+    with pytest.raises(UserError, match="checkpoints: exists and was not written by transcli "
+                                        "train .* even with --force"):
+        train(fast_config("train.max_steps=2"), prepared, mine, force=True)
+    assert snapshot(mine) == before
+
+    run = tmp_path / "run"
+    train(fast_config("train.max_steps=10"), prepared, run)
+    (run / "notes.txt").write_text("mine")
+    (run / CHECKPOINT_DIR / "keep.safetensors").write_bytes(b"mine too")
+    board = run / TENSORBOARD_DIR
+    board.mkdir()
+    (board / f"{TENSORBOARD_EVENTS}1.host.1.0").write_bytes(b"the old run's curves")
+    (board / "mine.txt").write_text("mine")
+    train(fast_config("train.max_steps=5", "train.save_every=5"), prepared, run, force=True)
+    assert (run / "notes.txt").read_text() == "mine"
+    assert [p.name for p in board.iterdir()] == ["mine.txt"]
+    assert (run / CHECKPOINT_DIR / "keep.safetensors").read_bytes() == b"mine too"
+    assert complete_steps(run) == [5]  # the old run's steps 10 (and 5) were replaced
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="not empty .* --force to write beside them"):
+        train(fast_config("train.max_steps=2"), prepared, other)
+    train(fast_config("train.max_steps=2"), prepared, other, force=True)
+    assert (other / "notes.txt").read_text() == "mine" and complete_steps(other) == [2]
+
+
+def test_export_force_never_overwrites_a_users_file(sample_run: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ctranslate2")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "config.json").write_text("the user's config")
+    result = cli("export", "-m", sample_run, "-f", "ct2", "-o", out, "--checkpoint", "200",
+                 "--force")
+    assert "config.json: exists and was not written by transcli export" in error_of(result)
+    assert [p.name for p in out.iterdir()] == ["config.json"]
+    assert (out / "config.json").read_text() == "the user's config"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# ----------------------------------------------------------------------------- 3. run dirs
+
+
+def test_one_trainer_per_run_dir(prepared: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    first = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
+                                        "train.save_every=100000"))
+    try:
+        wait_for(run / METRICS_FILE)
+        for extra in ([], ["--resume"], ["--force"]):
+            result = cli(*train_cli(prepared, run, "train.max_steps=3"), *extra)
+            assert (f"{run}: in use by another training process (pid {first.pid})"
+                    in train_error(result))
+        first.send_signal(signal.SIGTERM)
+        _, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err
+    finally:
+        first.kill()
+    assert not (run / LOCK_FILE).exists()
+    metrics = read_metrics(run / METRICS_FILE)
+    assert [r["step"] for r in metrics] == sorted(r["step"] for r in metrics)  # one writer
+
+
+def test_a_lock_left_by_a_dead_process_blocks_nobody(prepared: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOCK_FILE).write_text("999999\n")  # its holder died: the OS lock died with it
+    train(fast_config("train.max_steps=2"), prepared, run)
+    assert complete_steps(run) == [2] and not (run / LOCK_FILE).exists()
+
+
+def test_a_failed_start_leaves_nothing_that_blocks_the_next(prepared: Path,
+                                                            tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    with pytest.raises(UserError, match="no training pair fits model.max_positions=2"):
+        train(fast_config("model.max_positions=2"), prepared, run)
+    assert not run.exists()
+    train(fast_config("train.max_steps=2"), prepared, run)  # the same command, data fixed
+    assert complete_steps(run) == [2]
+
+
+def test_a_start_killed_before_the_first_save_is_taken_over(prepared: Path,
+                                                            tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
+                                       "train.save_every=100000", "train.log_every=100000",
+                                       "train.valid_every=100000"))
+    try:
+        wait_for(run / RUN_FILE)
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert not complete_steps(run)
+    train(fast_config("train.max_steps=2"), prepared, run, resume=True)  # --resume accepts it
+    run2 = tmp_path / "run2"
+    shutil.copytree(run, run2)
+    shutil.rmtree(run2 / CHECKPOINT_DIR)
+    (run2 / METRICS_FILE).unlink()
+    train(fast_config("train.max_steps=2"), prepared, run2)  # so does a plain re-run
+    assert complete_steps(run) == complete_steps(run2) == [2]
+
+
+def test_temp_files_of_killed_writes_are_removed_on_the_next_start(prepared: Path,
+                                                                   tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(fast_config("train.max_steps=10"), prepared, run)
+    stale = [run / CHECKPOINT_DIR / ".step-0000015.safetensors.k2j4h.tmp",
+             run / ".metrics.jsonl.a8b9c.tmp", run / ".config.yaml.zz1.tmp"]
+    for path in stale:
+        path.write_bytes(b"\0" * 100_000)
+    foreign = run / ".notes.txt.abc.tmp"  # not a name of ours
+    foreign.write_text("mine")
+    train(fast_config("train.max_steps=12"), prepared, run, resume=True)
+    assert not any(path.exists() for path in stale) and foreign.read_text() == "mine"
+
+
+# ----------------------------------------------------------------------------- 4. loading
+
+
+def _copy(prepared: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(prepared, tmp_path / "data"))
+
+
+def test_a_token_id_outside_the_vocabulary_is_refused_at_load(prepared: Path,
+                                                              tmp_path: Path) -> None:
+    data = _copy(prepared, tmp_path)
+    ids = np.load(data / "train.tgt.npy")
+    ids[len(ids) // 2] = load_manifest(data)["vocab_size"] + 7
+    np.save(data / "train.tgt.npy", ids)
+    with pytest.raises(UserError, match=r"train.tgt.npy: token id \d+ is outside the "
+                                        r"vocabulary"):
+        train(fast_config("train.max_steps=2"), data, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("key", ["src_lang", "vocab_size", "data_hash"])
+def test_a_manifest_missing_a_key_is_named(prepared: Path, tmp_path: Path, key: str) -> None:
+    data = _copy(prepared, tmp_path)
+    manifest = json.loads((data / MANIFEST_FILE).read_text())
+    del manifest[key]
+    (data / MANIFEST_FILE).write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match=f"manifest.json: '{key}' is missing"):
+        train(fast_config("train.max_steps=2"), data, tmp_path / "run")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\xff\xfe garbage", "run.json: unreadable"),
+    (b"[1, 2]", "run.json: not a transcli run record .not a JSON object"),
+    (b'{"vocab_size": 5}', "run.json: not a transcli run record .no 'data_hash'"),
+])
+def test_a_damaged_run_record_is_one_line(prepared: Path, tmp_path: Path, content: bytes,
+                                          message: str) -> None:
+    run = tmp_path / "run"
+    train(fast_config("train.max_steps=2"), prepared, run)
+    (run / RUN_FILE).write_bytes(content)
+    before = snapshot(run)
+    for resume, force in ((True, False), (False, True)):
+        with pytest.raises(UserError, match=message):
+            train(fast_config("train.max_steps=4"), prepared, run, resume=resume, force=force)
+    assert snapshot(run) == before
+
+
+def test_a_metrics_log_with_binary_garbage_still_resumes(prepared: Path,
+                                                         tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(fast_config("train.max_steps=10"), prepared, run)
+    with open(run / METRICS_FILE, "ab") as handle:
+        handle.write(b"\xff\xfe\x00torn\n")
+    train(fast_config("train.max_steps=15"), prepared, run, resume=True)
+    steps = [r["step"] for r in read_metrics(run / METRICS_FILE, "train")]
+    assert steps == [5, 10, 15] and b"torn" not in (run / METRICS_FILE).read_bytes()
+
+
+# ----------------------------------------------------------------------------- 5. I/O errors
+
+
+@pytest.mark.parametrize("redirect, status, message", [
+    (">&-", 1, "transcli: error: stdout is closed"),
+    ("> /dev/full", 1, "transcli: error: stdout: cannot write (No space left on device)"),
+    ("2>&-", 0, ""),
+    ("2> /dev/full", 0, ""),
+])
+def test_evaluate_with_a_closed_or_full_std_stream(tmp_path: Path, redirect: str, status: int,
+                                                   message: str) -> None:
+    if "/dev/full" in redirect and not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    ref = tmp_path / "ref.es"
+    ref.write_text("".join(line + "\n" for line in SPANISH), encoding="utf-8")
+    result = shell(f'"$PY" -m transcli evaluate --hyp {ref} --ref {ref} {redirect}')
+    assert result.returncode == status, result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.strip().startswith(message)
+    assert len(result.stderr.splitlines()) == (1 if message else 0)
+
+
+@pytest.mark.parametrize("redirect, message", [
+    (">&-", "stdout is closed"),
+    ("<&-", "stdin is closed"),
+    ("> /dev/full", "stdout: cannot write the translations (No space left on device)"),
+])
+def test_translate_with_a_closed_or_full_std_stream(run: Path, lines: Path, redirect: str,
+                                                    message: str) -> None:
+    if "/dev/full" in redirect and not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    source = "" if redirect == "<&-" else f"< {lines}"
+    result = shell(f'"$PY" -m transcli translate -m {run} --checkpoint last --greedy '
+                   f'{source} {redirect}')
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"transcli: error: {message}")
+
+
+def test_a_closed_stderr_is_not_handed_to_an_output_file(run: Path, lines: Path,
+                                                         tmp_path: Path) -> None:
+    """`2>&-`: descriptor 2 is plugged, so the output file cannot land on it."""
+    out = tmp_path / "out.es"
+    result = shell(f'"$PY" -m transcli translate -m {run} --checkpoint last --greedy -i {lines} '
+                   f'-o {out} 2>&-')
+    assert result.returncode == 0
+    assert out.read_text(encoding="utf-8").splitlines() == SPANISH
+
+
+def test_train_stops_with_one_line_when_a_write_fails(prepared: Path, tmp_path: Path) -> None:
+    """Each of train's writes past a size limit: the file named, the last complete
+    checkpoint intact and loadable, no temp file left."""
+    run = tmp_path / "run"
+    result = cli(*train_cli(prepared, run, "train.max_steps=40", "train.save_every=5"),
+                 preexec=file_size_limit(150_000))
+    line = train_error(result)
+    assert f"{run}/" in line and "cannot write the" in line and "(File too large)" in line
+    assert "training stopped at step" in line
+    steps = complete_steps(run)
+    if steps:
+        model = Transformer(load_config(run / CONFIG_FILE).model, _vocab(prepared))
+        load_weights(model, step_path(run, steps[-1]))
+        assert f"the last good checkpoint (step {steps[-1]}) is intact" in line
+    assert temp_files(run) == []
+
+
+def _vocab(prepared: Path) -> int:
+    return int(load_manifest(prepared)["vocab_size"])
+
+
+def test_train_on_a_full_filesystem(prepared: Path, tmp_path: Path) -> None:
+    with small_filesystem(tmp_path / "small", "600k") as small:
+        result = cli(*train_cli(prepared, small / "run", "train.max_steps=60",
+                                "train.save_every=5"))
+        line = train_error(result)
+        assert "No space left on device" in line and "training stopped at step" in line
+        assert [p for p in (small / "run").rglob(".*") if p.name != LOCK_FILE] == []
+
+
+def test_train_refuses_an_unwritable_run_dir_before_training(prepared: Path,
+                                                             tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(fast_config("train.max_steps=2"), prepared, run)
+    with read_only(run / CHECKPOINT_DIR):
+        line = train_error(cli(*train_cli(prepared, run, "train.max_steps=4"), "--resume"))
+        assert f"{run / CHECKPOINT_DIR}: cannot write the checkpoints" in line
+    with read_only(run):
+        line = train_error(cli(*train_cli(prepared, run, "train.max_steps=4"), "--resume"))
+        assert f"{run / LOCK_FILE}: cannot create the lock file" in line
+    assert complete_steps(run) == [2]
+
+
+# ----------------------------------------------------------------------------- 6. signals
+
+
+def _read_in_background(stream) -> list[bytes]:
+    """Everything `stream` gives, collected by a thread (tqdm ends lines with '\\r')."""
+    chunks: list[bytes] = []
+
+    def pump() -> None:
+        while chunk := os.read(stream.fileno(), 4096):
+            chunks.append(chunk)
+    threading.Thread(target=pump, daemon=True).start()
+    return chunks
+
+
+def _wait_until(chunks: list[bytes], text: bytes, proc: subprocess.Popen,
+                timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while text not in b"".join(chunks):
+        assert proc.poll() is None, b"".join(chunks).decode(errors="replace")
+        assert time.time() < deadline, f"{text!r} never appeared"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_translate_stopped_by_a_signal_leaves_no_output(run: Path, tmp_path: Path,
+                                                        sig: int) -> None:
+    source = tmp_path / "many.en"
+    source.write_text("".join(line + "\n" for line in ENGLISH * 2000), encoding="utf-8")
+    out = tmp_path / "out.es"
+    proc = subprocess.Popen([sys.executable, "-m", "transcli", *map(str, translate_args(
+        run, "-i", source, "-o", out))], stderr=subprocess.PIPE, cwd=ROOT, env=ENV,
+        preexec_fn=default_signals)
+    err = _read_in_background(proc.stderr)
+    _wait_until(err, b"line/s", proc)  # translating
+    proc.send_signal(sig)
+    assert proc.wait(timeout=60) == 128 + sig
+    time.sleep(0.1)
+    name = signal.Signals(sig).name
+    last = b"".join(err).decode().replace("\r", "\n").strip().splitlines()[-1]
+    assert last == f"transcli: stopped by {name}; no output file was left half-written"
+    assert not out.exists() and temp_files(tmp_path) == []
+
+
+def test_ctrl_c_stops_prepare_during_sentencepiece_training_at_once(tmp_path: Path) -> None:
+    """Sentencepiece's C++ trainer would hold Ctrl-C back until it is done."""
+    rng = np.random.default_rng(0)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = ["".join(rng.choice(letters, rng.integers(3, 10))) for _ in range(20_000)]
+    corpus = tmp_path / "corpus.tsv"
+    with open(corpus, "w", encoding="utf-8") as handle:
+        for _ in range(100_000):
+            pick = rng.integers(0, len(words), 16)
+            handle.write(" ".join(words[i] for i in pick[:8]) + "\t"
+                         + " ".join(words[i] for i in pick[8:]) + "\n")
+    out = tmp_path / "prepared"
+    proc = subprocess.Popen([sys.executable, "-m", "transcli", "prepare", "--tsv", str(corpus),
+                             "--out", str(out), "--set", "data.vocab_size=8000"],
+                            stderr=subprocess.PIPE, cwd=ROOT, env=ENV,
+                            preexec_fn=default_signals)
+    err = _read_in_background(proc.stderr)
+    _wait_until(err, b"training sentencepiece", proc, timeout=240)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert time.monotonic() - sent < 5
+    assert b"transcli: stopped by SIGINT" in b"".join(err)
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["corpus.tsv"]
+
+
+def test_nohup_keeps_training_through_a_hangup(prepared: Path, tmp_path: Path) -> None:
+    """A signal ignored at start (`nohup` ignores SIGHUP) stays ignored."""
+    run = tmp_path / "run"
+    def nohup() -> None:
+        default_signals()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
+                                       "train.save_every=100000"), preexec_fn=nohup)
+    try:
+        wait_for(run / METRICS_FILE)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(2)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0
+    finally:
+        proc.kill()
+
+
+def test_a_scratch_dir_left_by_a_killed_process_is_removed_by_the_next(tmp_path: Path) -> None:
+    with scratch_dir(tmp_path, ".out.prepare-") as live:
+        with scratch_dir(tmp_path, ".out.prepare-") as other:  # a live one is kept
+            assert live.is_dir() and other.is_dir()
+    abandoned = tmp_path / ".out.prepare-dead"
+    abandoned.mkdir()
+    (abandoned / SCRATCH_LOCK).write_text("")
+    (abandoned / "train.en").write_bytes(b"\0" * 100_000)
+    held = tmp_path / ".out.prepare-held"
+    held.mkdir()
+    with open(held / SCRATCH_LOCK, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # a process still working in it
+        with scratch_dir(tmp_path, ".out.prepare-"):
+            pass
+    assert not abandoned.exists() and held.is_dir()
