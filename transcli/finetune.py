@@ -97,7 +97,7 @@ def origin_record(source: Optional[InitSource], run_dir: Path, resume: bool) -> 
     if resume and path.is_file():
         try:
             earlier = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # damaged: start_step refuses it with one line
             return {}
         if isinstance(earlier, dict) and earlier.get("init_from"):
             return {"init_from": earlier["init_from"]}
