@@ -10,7 +10,6 @@ initial weights again; `run.json` records where the run started either way.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -18,8 +17,8 @@ from typing import Any, Optional
 from transcli.checkpoint import resolve_checkpoint
 from transcli.config import Config
 from transcli.errors import UserError
-from transcli.rundir import (CHECKPOINT_DIR, CONFIG_FILE, RUN_FILE, complete_steps,
-                             load_run_config, model_differences)
+from transcli.rundir import (CHECKPOINT_DIR, CONFIG_FILE, complete_steps, load_run_config,
+                             model_differences, read_run_record)
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 
 
@@ -93,12 +92,5 @@ def origin_record(source: Optional[InitSource], run_dir: Path, resume: bool) -> 
     from (kept from the earlier run.json when a resume does not load them again)."""
     if source is not None:
         return {"init_from": str(source.weights.resolve())}
-    path = run_dir / RUN_FILE
-    if resume and path.is_file():
-        try:
-            earlier = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # damaged: start_step refuses it with one line
-            return {}
-        if isinstance(earlier, dict) and earlier.get("init_from"):
-            return {"init_from": earlier["init_from"]}
-    return {}
+    earlier = (read_run_record(run_dir) if resume else None) or {}
+    return {"init_from": earlier["init_from"]} if earlier.get("init_from") else {}
