@@ -52,14 +52,17 @@ def test_every_shipped_config_is_loaded() -> None:
     assert {"base", "small", "tiny", "demo", "cpu-1h"} <= set(SHIPPED)
 
 
-def test_the_cpu_hour_recipe_is_small_bounded_by_time() -> None:
-    """configs/cpu-1h.yaml says it is small.yaml's model and recipe stopped by the clock."""
+def test_the_cpu_hour_recipe_is_small_with_the_study_winner() -> None:
+    """configs/cpu-1h.yaml says it is small.yaml's model, stopped by the clock, with linear
+    decay to zero at max_steps and an EMA of the weights (the recipe study's winner)."""
     small, hour = (load_config(ROOT / "configs" / f"{name}.yaml") for name in ("small", "cpu-1h"))
     assert hour.model == small.model and hour.data == small.data and hour.decode == small.decode
-    timing = {"max_steps", "max_minutes", "cpu_precision"}
+    recipe = {"max_steps", "max_minutes", "cpu_precision", "schedule", "ema_decay"}
     differ = {f.name for f in dataclasses.fields(small.train)
               if getattr(small.train, f.name) != getattr(hour.train, f.name)}
-    assert differ == timing and hour.train.max_minutes == 60
+    assert differ == recipe and hour.train.max_minutes == 60
+    assert hour.train.schedule == "linear" and hour.train.final_lr_scale == 0.0
+    assert 0.99 <= hour.train.ema_decay < 1.0
 
 
 def test_unknown_key_names_file_key_and_suggestion(tmp_path: Path) -> None:
