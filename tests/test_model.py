@@ -166,15 +166,15 @@ def test_beams_share_their_sentence_memory_and_reorder_without_copying_it() -> N
     with torch.inference_mode():
         state = model.start_decoding(model.encode(src))
         state.reorder(beams)
-        assert state.group == 2 and state.layers[0].cross_k.size(0) == 3
+        assert state.group == 2 and state.layers[0].cross_k_t.size(0) == 3
         for t in range(3):
             model.step(tgt[beams, t], state)
-        memory = state.layers[0].cross_k.data_ptr()
+        memory = state.layers[0].cross_k_t.data_ptr()
         state.reorder(within)
-        assert state.layers[0].cross_k.data_ptr() == memory  # not copied
+        assert state.layers[0].cross_k_t.data_ptr() == memory  # not copied
         grouped = model.step(tgt[beams[within], 3], state)
         state.reorder(torch.tensor([2, 3, 4, 5]))  # sentence 0 finished
-        assert state.group == 2 and state.layers[0].cross_k.size(0) == 2
+        assert state.group == 2 and state.layers[0].cross_k_t.size(0) == 2
         after_drop = model.step(tgt[beams[within][2:], 4], state)
         rows = beams[within]  # the same rows, each with its own copy of its memory
         fresh = model.start_decoding(model.encode(src[rows]))
@@ -184,3 +184,24 @@ def test_beams_share_their_sentence_memory_and_reorder_without_copying_it() -> N
         expected_after = model.step(tgt[rows[2:], 4], fresh)
     assert torch.allclose(grouped, expected, atol=1e-5)
     assert torch.allclose(after_drop, expected_after, atol=1e-5)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_packed_encoder_equals_each_sentence_alone(pre_norm: bool) -> None:
+    """Decoding's encoder runs its position-wise layers on the real tokens only: each
+    sentence's states equal encoding that sentence alone, with no padding at all, and
+    the padded positions hold zeros."""
+    model = model_for(tiny(pre_norm=pre_norm)).eval()
+    lengths = [9, 4, 6]
+    src = torch.full((3, 9), PAD_ID)
+    g = torch.Generator().manual_seed(3)
+    for row, n in enumerate(lengths):
+        src[row, :n] = torch.randint(4, VOCAB, (n,), generator=g)
+        src[row, n - 1] = EOS_ID
+    with torch.inference_mode():
+        packed = model.encode(src, packed=True)
+        for row, n in enumerate(lengths):
+            alone = model.encode(src[row:row + 1, :n]).states[0]
+            torch.testing.assert_close(packed.states[row, :n], alone, atol=1e-5, rtol=1e-5)
+            assert bool((packed.states[row, n:] == 0).all())
+        assert torch.equal(packed.mask, model.encode(src).mask)

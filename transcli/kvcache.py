@@ -7,7 +7,8 @@ recompute earlier positions:
   grows a chunk at a time and is written in place (no copy of the past per step); it
   is laid out position-major, [positions, rows, heads, d_k], so following beams
   gathers just the positions filled so far, straight into a buffer of the same size;
-- cross-attention keys/values of the encoder output, computed once, per *sentence*:
+- cross-attention keys (transposed) and values of the encoder output, computed once,
+  per *sentence*:
   a sentence's rows (its beams) are consecutive and share them, so its queries attend
   as a group of rows to one copy, and following beams within their sentences never
   copies them. Only dropping finished sentences selects the remaining ones.
@@ -29,10 +30,11 @@ from torch import Tensor
 CHUNK = 16  # positions the self-attention buffer grows by
 
 
-def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]) -> Tensor:
-    """softmax(Q K^T / sqrt(d_k)) V with `mask` False where a key is hidden. Plain
-    matmuls: for a handful of queries per row they beat the fused kernels' set-up."""
-    scores = torch.matmul(q, k.transpose(-1, -2)) * q.size(-1) ** -0.5
+def attend(q: Tensor, k_t: Tensor, v: Tensor, mask: Optional[Tensor]) -> Tensor:
+    """softmax(Q K^T / sqrt(d_k)) V with `mask` False where a key is hidden, given K^T
+    (`k_t`: [..., d_k, keys]). Plain matmuls: for a handful of queries per row they beat
+    the fused kernels' set-up."""
+    scores = torch.matmul(q, k_t) * q.size(-1) ** -0.5
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     return torch.matmul(scores.softmax(dim=-1), v)
@@ -42,7 +44,10 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]) -> Tensor:
 class LayerCache:
     """One decoder layer's keys/values."""
 
-    cross_k: Tensor  # [sentences, heads, src_len, d_k]: the encoder output's, fixed
+    # The encoder output's keys and values, laid out once as the steps' matmuls read
+    # them, so that no step copies them: keys transposed, [sentences, heads, d_k,
+    # src_len], values [sentences, heads, src_len, d_k], both contiguous.
+    cross_k_t: Tensor
     cross_v: Tensor
     self_k: Optional[Tensor] = None  # [capacity, rows, heads, d_k], capacity >= positions
     self_v: Optional[Tensor] = None
@@ -111,7 +116,7 @@ class DecoderState:
     def _select_sentences(self, sentences: Tensor) -> None:
         self.src_mask = self.src_mask.index_select(0, sentences)
         for cache in self.layers:
-            cache.cross_k = cache.cross_k.index_select(0, sentences)
+            cache.cross_k_t = cache.cross_k_t.index_select(0, sentences)
             cache.cross_v = cache.cross_v.index_select(0, sentences)
 
     def grouped(self, q: Tensor) -> Tensor:

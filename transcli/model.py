@@ -66,6 +66,32 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(batch, time, heads * d_k)
 
 
+@dataclass
+class Packing:
+    """Where a padded batch's real tokens lie, so that the position-wise layers
+    (projections, feed-forward, LayerNorm) run on those tokens only, [tokens, d], and
+    only attention sees the padded [batch, time, d] layout. Decoding uses it: token-
+    budget batches of sentences of mixed lengths are often a third padding."""
+
+    index: Tensor  # [tokens]: the real tokens' positions in the flattened [batch * time]
+    batch: int
+    time: int
+
+    @classmethod
+    def of(cls, mask: Tensor) -> "Packing":
+        """`mask` [batch, time], True at real tokens."""
+        return cls(mask.reshape(-1).nonzero().squeeze(1), mask.size(0), mask.size(1))
+
+    def pack(self, x: Tensor) -> Tensor:
+        """[batch, time, d] -> [tokens, d]."""
+        return x.reshape(-1, x.size(-1)).index_select(0, self.index)
+
+    def pad(self, x: Tensor) -> Tensor:
+        """[tokens, d] -> [batch, time, d], zeros at the padding."""
+        out = x.new_zeros(self.batch * self.time, x.size(-1))
+        return out.index_copy_(0, self.index, x).view(self.batch, self.time, -1)
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: bool,
               dropout: float) -> Tensor:
     """softmax(Q K^T / sqrt(d_k)) V per head (paper 3.2.1), masked where `mask` is False.
@@ -91,16 +117,22 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, causal: bool = False) -> Tensor:
-        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None, causal: bool = False,
+                packing: Optional[Packing] = None) -> Tensor:
+        """x: [batch, time, d_model], or [tokens, d_model] with the `packing` it came from."""
+        qkv = self.qkv(x)
+        if packing is not None:
+            qkv = packing.pad(qkv)
+        q, k, v = (split_heads(t, self.heads) for t in qkv.chunk(3, dim=-1))
         dropout = self.attn_dropout if self.training else 0.0
-        return self.out(merge_heads(attention(q, k, v, mask, causal, dropout)))
+        y = merge_heads(attention(q, k, v, mask, causal, dropout))
+        return self.out(y if packing is None else packing.pack(y))
 
     def step(self, x: Tensor, cache: LayerCache, position: int) -> Tensor:
         """One new position per row: attend to it and every earlier one (cached)."""
         q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
         k, v = cache.append(k, v, position)
-        return self.out(merge_heads(attend(q, k, v, None)))
+        return self.out(merge_heads(attend(q, k.transpose(-1, -2), v, None)))
 
 
 def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor]) -> Tensor:
@@ -144,7 +176,7 @@ class CrossAttention(nn.Module):
     def step(self, x: Tensor, cache: LayerCache, state: DecoderState) -> Tensor:
         """One new position per row; a sentence's rows attend together to its memory."""
         q = state.grouped(split_heads(self.q(x), self.heads))
-        y = attend(q, cache.cross_k, cache.cross_v, state.src_mask)
+        y = attend(q, cache.cross_k_t, cache.cross_v, state.src_mask)
         return self.out(merge_heads(state.ungrouped(y)))
 
 
@@ -192,8 +224,8 @@ class EncoderLayer(nn.Module):
         self.self_attn_block = residual(cfg)
         self.ffn_block = residual(cfg)
 
-    def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
-        x = self.self_attn_block(x, lambda h: self.self_attn(h, mask=src_mask))
+    def forward(self, x: Tensor, src_mask: Tensor, packing: Optional[Packing] = None) -> Tensor:
+        x = self.self_attn_block(x, lambda h: self.self_attn(h, mask=src_mask, packing=packing))
         return self.ffn_block(x, self.ffn)
 
 
@@ -273,13 +305,20 @@ class Transformer(nn.Module):
 
     # ------------------------------------------------------------------ training path
 
-    def encode(self, src: Tensor) -> Memory:
-        """src: [batch, src_len] token ids (padded with pad_id) -> encoder memory."""
-        mask = (src != self.pad_id)[:, None, None, :]
+    def encode(self, src: Tensor, packed: bool = False) -> Memory:
+        """src: [batch, src_len] token ids (padded with pad_id) -> encoder memory.
+        `packed`: the position-wise layers skip the padding (`Packing`); the states at
+        padded positions are then zeros instead of values nothing attends to."""
+        real = src != self.pad_id
+        mask = real[:, None, None, :]
         x = self.src_embed(src)
+        packing = Packing.of(real) if packed else None
+        if packing is not None:
+            x = packing.pack(x)
         for layer in self.encoder:
-            x = layer(x, mask)
-        return Memory(self.enc_norm(x), mask)
+            x = layer(x, mask, packing)
+        x = self.enc_norm(x)
+        return Memory(x if packing is None else packing.pad(x), mask)
 
     def decode_hidden(self, tgt_in: Tensor, memory: Memory) -> Tensor:
         """Teacher-forced decoder states: tgt_in [batch, tgt_len] -> [batch, tgt_len, d_model],
@@ -312,8 +351,10 @@ class Transformer(nn.Module):
     def start_decoding(self, memory: Memory) -> DecoderState:
         """Compute every layer's cross-attention keys/values once for the whole decode;
         one row per sentence until the search reorders them (`DecoderState.reorder`)."""
-        layers = [LayerCache(*layer.cross_attn.memory_kv(memory.states))
-                  for layer in self.decoder]
+        layers = []
+        for layer in self.decoder:
+            k, v = layer.cross_attn.memory_kv(memory.states)
+            layers.append(LayerCache(k.transpose(-1, -2).contiguous(), v.contiguous()))
         return DecoderState(layers, memory.mask)
 
     def step(self, tokens: Tensor, state: DecoderState) -> Tensor:

@@ -90,7 +90,7 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Te
     `length_penalty_alpha` only affects the reported score, so that it matches beam search.
     """
     limit = _limits(max_len, src, model)
-    stepper = Stepper(model, model.encode(src), cached)
+    stepper = Stepper(model, model.encode(src, packed=True), cached)
     return _one_path(stepper, limit, length_penalty_alpha,
                      lambda logp, rows: logp.max(dim=-1))
 
@@ -200,7 +200,7 @@ def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
     from `sample_probs`, line `indices[i]`'s j-th sample seeded by `sample_seed`."""
     n = decode.n_best
     limit = _limits(max_len, src, model).repeat_interleave(n)
-    stepper = Stepper(model, model.encode(src), cached)
+    stepper = Stepper(model, model.encode(src, packed=True), cached)
     if n > 1:
         stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(n))
     seeds = [sample_seed(decode.seed, index, j) for index in indices for j in range(n)]
@@ -237,7 +237,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     """
     limit = _limits(max_len, src, model)
     batch, k, device = src.size(0), beam_size, src.device
-    stepper = Stepper(model, model.encode(src), cached)
+    stepper = Stepper(model, model.encode(src, packed=True), cached)
     stepper.reorder(torch.arange(batch, device=device).repeat_interleave(k))
     sent = torch.arange(batch, device=device)  # sentence of each live group of k beams
     scores = torch.full((batch, k), NEG_INF, dtype=torch.float64, device=device)
