@@ -70,8 +70,8 @@ def merge_heads(x: Tensor) -> Tensor:
 class Packing:
     """Where a padded batch's real tokens lie, so that the position-wise layers
     (projections, feed-forward, LayerNorm) run on those tokens only, [tokens, d], and
-    only attention sees the padded [batch, time, d] layout. Decoding uses it: token-
-    budget batches of sentences of mixed lengths are often a third padding."""
+    only attention sees the padded [batch, time, d] layout. Decoding uses it: its token-
+    budget batches mix sentence lengths, so much of a padded batch is padding."""
 
     index: Tensor  # [tokens]: the real tokens' positions in the flattened [batch * time]
     batch: int
