@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transcli.config import ModelConfig
+from transcli.dropout import Dropout
 from transcli.kvcache import DecoderState, LayerCache, attend
 from transcli.vocab import PAD_ID
 
@@ -43,7 +44,7 @@ class Embedding(nn.Module):
         self.table = table
         self.scale = math.sqrt(table.embedding_dim)
         self.register_buffer("positions", positions, persistent=False)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         length = ids.size(1)
@@ -188,7 +189,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.inner = nn.Linear(d_model, d_ff)
         self.outer = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(act_dropout)
+        self.dropout = Dropout(act_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.outer(self.dropout(F.relu(self.inner(x))))
@@ -201,7 +202,7 @@ class Sublayer(nn.Module):
     def __init__(self, d_model: int, dropout: float, pre_norm: bool):
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.pre_norm = pre_norm
 
     def forward(self, x: Tensor, f: Callable[[Tensor], Tensor]) -> Tensor:
