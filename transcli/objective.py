@@ -177,9 +177,10 @@ def _chunk(h: Tensor, w: Tensor, target: Tensor, eps: float, pad_id: int, sums: 
                          real.sum().float(), ((gold >= top).squeeze(1) & real).sum().float()])
     if not wants_grad:
         return None
-    grad = exp.mul_(1.0 / total).sub_(eps / vocab)
-    grad.scatter_add_(1, target[:, None], grad.new_full((len(target), 1), eps - 1.0))
-    grad[~real] = 0.0
+    # Padding rows get no gradient: their per-row factors are zero, saving a masking pass.
+    weight = real[:, None].to(exp.dtype)
+    grad = exp.mul_(weight / total).sub_(weight * (eps / vocab))
+    grad.scatter_add_(1, target[:, None], weight * (eps - 1.0))
     return grad.to(h.dtype)
 
 
