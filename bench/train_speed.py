@@ -11,8 +11,11 @@ Each implementation is the real `python -m transcli train` of a source tree (thi
 and with --baseline REV that git revision, exported to a temp dir), run as a subprocess
 on the same prepared data with the same config and seed. The runs alternate in rounds
 (each round resumes the run for its share of --seconds), so background load hits all
-alike; tokens/s comes from each run's metrics.jsonl (one line per update), leaving out
-the first interval of every round (warm-up). --curve-steps N then trains each
+alike; tokens/s comes from each run's metrics.jsonl (a line every --log-every updates),
+leaving out the first interval of every round (warm-up). Keep --log-every at the
+configs' 50 when comparing with an older tree (0aaecd6 among them): those hand freed
+memory back to the OS at every log line, which at one line per update makes their
+steps much slower than in their users' runs (README, "Benchmarks"). --curve-steps N then trains each
 implementation N updates from scratch and prints their losses at the same steps: a
 faster step must not change what is learnt. --variant LABEL:key=value,... adds this
 tree with other settings (a `data.*` one gets its own prepared dir).
@@ -120,9 +123,9 @@ class Implementation:
     """`python -m transcli train` of one source tree, resumed round after round."""
 
     def __init__(self, label: str, tree: Path, config: Path, data: Path, run: Path,
-                 sets: list[str], threads: int):
+                 sets: list[str], threads: int, log_every: int):
         self.label, self.tree, self.config, self.data, self.run = label, tree, config, data, run
-        self.sets, self.threads = sets, threads
+        self.sets, self.threads, self.log_every = sets, threads, log_every
         self.rounds: list[list[dict]] = []
 
     def train(self, sets: list[str], resume: bool) -> None:
@@ -139,7 +142,7 @@ class Implementation:
 
     def run_for(self, seconds: float) -> None:
         before = len(self._lines())
-        self.train([f"train.max_minutes={seconds / 60}", "train.log_every=1"],
+        self.train([f"train.max_minutes={seconds / 60}", f"train.log_every={self.log_every}"],
                    resume=bool(self.rounds))
         self.rounds.append(self._lines()[before:])
 
@@ -216,16 +219,18 @@ def compare(name: str, args: argparse.Namespace, baseline: Optional[Path], tmp: 
     loops: list = []
     if baseline is not None:
         loops.append(Implementation(f"baseline {args.baseline}", baseline, config, data,
-                                    tmp / f"{name}-baseline", sets, args.threads))
+                                    tmp / f"{name}-baseline", sets, args.threads,
+                                    args.log_every))
     loops.append(Implementation("this tree", ROOT, config, data, tmp / f"{name}-ours", sets,
-                                args.threads))
+                                args.threads, args.log_every))
     for variant in args.variant:
         label, _, items = variant.partition(":")
         extra = [item for item in items.split(",") if item]
         data_sets = tuple(item for item in extra if item.startswith("data."))
         loops.append(Implementation(label, ROOT, config, prepared_dir(name, data_sets),
                                     tmp / f"{name}-{label}",
-                                    sets + [i for i in extra if i not in data_sets], args.threads))
+                                    sets + [i for i in extra if i not in data_sets], args.threads,
+                                    args.log_every))
     if args.naive:
         cfg = load_config(config)
         split = EncodedSplit(data, "train")
@@ -279,6 +284,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="alternations per config")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--bf16", action="store_true", help="train.cpu_precision=bf16")
+    parser.add_argument("--log-every", type=int, default=50,
+                        help="train.log_every: updates per measured interval")
     parser.add_argument("--naive", action="store_true", help="also time the naive loop")
     parser.add_argument("--variant", action="append", default=[],
                         help="LABEL:key=value,... this tree with other settings (repeatable)")

@@ -1,5 +1,5 @@
 """Process-wide settings of the machine transcli runs on: OpenMP's waiting, torch's
-threads, the device and its precision, and handing freed memory back to the OS.
+threads, the device and its precision, and how freed memory is kept or handed back.
 
 torch's OpenMP threads spin-wait between parallel regions. On a CPU shared with other
 busy processes the spinning threads hold cores the others need, and the whole machine
@@ -55,6 +55,25 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
     return torch.autocast(device.type, dtype=dtype)
 
 
+# mallopt(3) parameters
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_HEAP_UP_TO = 1 << 30  # bytes: larger blocks are still mapped on their own
+
+
+def keep_freed_memory() -> None:
+    """Serve tensors of up to 1 GiB from the heap and keep freed blocks there (glibc only).
+
+    By default glibc maps each large block afresh and unmaps it when freed, so every
+    training step page-faults all its big activations into memory again: a tenth of a
+    small model's CPU step (README, "Benchmarks"). `release_freed_memory` still hands
+    the kept blocks back now and then.
+    """
+    if _LIBC is not None:
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, _HEAP_UP_TO)
+        _LIBC.mallopt(_M_TRIM_THRESHOLD, _HEAP_UP_TO)
+
+
 def release_freed_memory() -> None:
     """Hand memory freed by earlier batches back to the OS (glibc only).
 
@@ -68,7 +87,7 @@ def release_freed_memory() -> None:
 def _load_libc() -> Optional[ctypes.CDLL]:
     try:
         libc = ctypes.CDLL("libc.so.6")
-        return libc if hasattr(libc, "malloc_trim") else None
+        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
     except OSError:  # not glibc (macOS, musl): nothing to trim
         return None
 

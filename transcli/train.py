@@ -65,7 +65,8 @@ from transcli.rundir import (
     write_run_files,
 )
 from transcli.runlog import MetricsLog
-from transcli.runtime import autocast, pick_device, release_freed_memory, set_threads
+from transcli.runtime import (autocast, keep_freed_memory, pick_device, release_freed_memory,
+                              set_threads)
 from transcli.signals import StopSignals, tolerant_stderr
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.trainstate import (
@@ -78,6 +79,8 @@ from transcli.trainstate import (
 from transcli.validate import ValidationSet, judge
 from transcli.vocab import PAD_ID
 
+RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not per log line)
+
 
 def train(cfg: Config, data_dir: str | Path, run_dir: str | Path, resume: bool = False,
           force: bool = False) -> None:
@@ -86,6 +89,7 @@ def train(cfg: Config, data_dir: str | Path, run_dir: str | Path, resume: bool =
     device = training_device(cfg.train.device, dist)
     if device.type == "cpu":
         set_threads(cfg.train.threads)
+        keep_freed_memory()
     dist.start(device)
     try:
         with tolerant_stderr(), run_lock(Path(run_dir), dist):
@@ -264,9 +268,10 @@ class Trainer:
         p, tc = self.progress, self.tc
         bar.set_postfix(loss=f"{self.last['loss']:.3f}", lr=f"{self.last['lr']:.2e}",
                         refresh=False)
+        if p.step % RELEASE_EVERY == 0:
+            release_freed_memory()
         if p.step % tc.log_every == 0:
             record = self._log_line()
-            release_freed_memory()
             bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
                             tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
             expected_end(bar, p.step, time.perf_counter() - self.started, tc)
