@@ -16,7 +16,7 @@ tokens/s (the fastest round), speed relative to torch fp32 at the same threads, 
 the output against the references, peak RSS and load time.
 
 On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
-hold; transcli sets OMP_WAIT_POLICY=PASSIVE (unless set) to avoid that. The header
+hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy). The header
 prints the load average: compare figures from an idle machine.
 """
 

@@ -1,11 +1,6 @@
-"""Process-wide settings of the machine transcli runs on: OpenMP's waiting, torch's
-threads, the device and its precision, and how freed memory is kept or handed back.
-
-torch's OpenMP threads spin-wait between parallel regions. On a CPU shared with other
-busy processes the spinning threads hold cores the others need, and the whole machine
-crawls; `OMP_WAIT_POLICY=PASSIVE` makes them sleep instead. It has to be in the
-environment before torch loads OpenMP, so `transcli/__init__.py` sets it before
-anything imports torch (a value the user set wins).
+"""Process-wide settings of the machine transcli runs on: torch's threads, the device
+and its precision, and how freed memory is kept or handed back. (How OpenMP's threads
+wait is chosen before torch loads: transcli.waitpolicy.)
 """
 
 from __future__ import annotations

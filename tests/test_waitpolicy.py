@@ -1,0 +1,54 @@
+"""transcli.waitpolicy: OpenMP threads spin on idle cores, sleep on busy ones."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from transcli.waitpolicy import busy_cores, choose, cpu_ticks
+
+STAT = """cpu  500 0 300 9000 100 0 0 0 0 0
+cpu0 100 0 100 4000 50 0 0 0 0 0
+cpu1 400 0 200 5000 50 0 0 0 0 0
+intr 12345
+"""
+
+
+def test_ticks_of_the_cores_this_process_may_use(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text(STAT)
+    assert cpu_ticks({0}, str(stat)) == (200, 4250)  # busy: user + system; idle + iowait not
+    assert cpu_ticks({0, 1}, str(stat)) == (800, 9900)
+    assert cpu_ticks({7}, str(stat)) is None and cpu_ticks({0}, str(tmp_path / "no")) is None
+
+
+def test_busy_cores_from_two_samples() -> None:
+    # 2 cores, 200 ticks passed, 100 of them busy: one core's worth of work.
+    assert busy_cores((1000, 5000), (1100, 5200), 2) == 1.0
+    assert busy_cores((1000, 5000), (1000, 5200), 2) == 0.0
+    assert busy_cores((1000, 5000), (1000, 5000), 2) == 0.0
+
+
+def test_a_policy_set_by_the_user_wins() -> None:
+    env = {"OMP_WAIT_POLICY": "ACTIVE"}
+    assert choose(env) == "ACTIVE" and env == {"OMP_WAIT_POLICY": "ACTIVE"}
+    env = {"OMP_NUM_THREADS": "1"}
+    assert choose(env) == "default" and "OMP_WAIT_POLICY" not in env
+
+
+def test_busy_cores_make_threads_sleep() -> None:
+    """A process spinning on every core this one may use: PASSIVE is chosen."""
+    cores = len(os.sched_getaffinity(0))
+    spin = "import time\nend = time.time() + 3\nwhile time.time() < end: pass\n"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(cores)]
+    try:
+        time.sleep(0.3)
+        env: dict[str, str] = {}
+        assert choose(env, seconds=0.3) == "PASSIVE" and env["OMP_WAIT_POLICY"] == "PASSIVE"
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
