@@ -60,9 +60,8 @@ def keep_freed_memory() -> None:
     """Serve tensors of up to 1 GiB from the heap and keep freed blocks there (glibc only).
 
     By default glibc maps each large block afresh and unmaps it when freed, so every
-    training step page-faults all its big activations into memory again: a tenth of a
-    small model's CPU step (README, "Benchmarks"). `release_freed_memory` still hands
-    the kept blocks back now and then.
+    training step page-faults its big activations into memory again (README,
+    "Benchmarks"). `release_freed_memory` still hands the kept blocks back now and then.
     """
     if _LIBC is not None:
         _LIBC.mallopt(_M_MMAP_THRESHOLD, _HEAP_UP_TO)
