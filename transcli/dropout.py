@@ -4,9 +4,9 @@ torch's CPU dropout draws every element's Bernoulli sample from the generator on
 time; in a small model's training step that was the largest cost after the matrix
 products (README, "Benchmarks"). Here each element takes 16 bits of a 64-bit random
 word, so the generator runs a quarter as often and the rest is vectorised compares.
-The drop rate is rounded to a multiple of 1/65536 (0.1 becomes
-0.100006) and the kept values are scaled by 1 / (1 - that rate), so every output's
-expectation is still its input. On other devices torch's fused kernel runs.
+The drop rate is rounded to a multiple of 1/65536 (0.1 becomes 0.100006) and the kept
+values are scaled by 1 / (1 - that rate), so every output's expectation is still its
+input. On other devices torch's fused kernel runs.
 """
 
 from __future__ import annotations
