@@ -139,6 +139,15 @@ def test_override_range_is_checked() -> None:
     assert "model.heads" in error_of(ROOT / "configs" / "tiny.yaml", ["model.heads=0"])
 
 
+def test_a_word_reward_is_refused_with_the_ct2_engine() -> None:
+    """CTranslate2's search cannot add it: a silently different search is refused."""
+    message = error_of(ROOT / "configs" / "tiny.yaml",
+                       ["decode.word_reward=0.2", "decode.engine=ct2"])
+    assert "decode.word_reward" in message and "torch engine only" in message
+    assert load_config(ROOT / "configs" / "tiny.yaml",
+                       ["decode.word_reward=0.2"]).decode.word_reward == 0.2
+
+
 def test_round_trip(tmp_path: Path) -> None:
     cfg = load_config(ROOT / "configs" / "small.yaml",
                       ["data.train=[{src_file: a.en, tgt_file: a.es}]", "data.valid={tsv: v.tsv}"])

@@ -17,7 +17,8 @@ from memorised import TINY_CONFIG, pad
 
 from transcli.config import load_config
 from transcli.model import Transformer
-from transcli.search import Hypothesis, beam_search, greedy_search, length_penalty
+from transcli.search import (Hypothesis, beam_search, greedy_search, hypothesis_score,
+                             length_penalty)
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
@@ -34,11 +35,12 @@ def sources(memorised_sources: list[list[int]]) -> list[list[int]]:
 
 
 def search(model: Transformer, src: torch.Tensor, beam: int, max_len, alpha: float = 0.6,
-           n_best: int = 1, cached: bool = True) -> list[list[Hypothesis]]:
+           n_best: int = 1, cached: bool = True, reward: float = 0.0
+           ) -> list[list[Hypothesis]]:
     with torch.inference_mode():
         if beam == 1:
-            return [[h] for h in greedy_search(model, src, max_len, alpha, cached=cached)]
-        return beam_search(model, src, beam, alpha, max_len, n_best, cached=cached)
+            return [[h] for h in greedy_search(model, src, max_len, alpha, cached, reward)]
+        return beam_search(model, src, beam, alpha, max_len, n_best, cached, reward)
 
 
 def assert_same(a: list[list[Hypothesis]], b: list[list[Hypothesis]]) -> None:
@@ -111,6 +113,54 @@ def test_finished_junk_does_not_stop_a_better_live_hypothesis(tiny_tokenizer, al
     found = search(model, pad([[5, 6, EOS_ID]]), 4, 30, alpha, n_best=4)[0]
     assert found[0].tokens == [4] * Scripted.length and found[0].eos
     assert all(h.eos and h.score <= found[0].score for h in found)
+
+
+class EarlyEos(Transformer):
+    """The real decoder with scripted output: at step 1 EOS is likely and token 4 not;
+    after a first 4, 4 is likely until step `length` + 1, where EOS is. The short
+    translation has the best log-prob, the long one the best with a word reward."""
+
+    length = 6
+    logits = {"first": {EOS_ID: 0.0, 4: -2.0}, "middle": {4: 0.0, EOS_ID: -6.0},
+              "end": {EOS_ID: 0.0, 4: -6.0}}
+
+    @classmethod
+    def phase(cls, step: int) -> str:
+        return "first" if step == 1 else "end" if step == cls.length + 1 else "middle"
+
+    def scripted(self, step: int) -> torch.Tensor:
+        out = torch.full((self.vocab_size,), -20.0, dtype=torch.float64)
+        for token, value in self.logits[self.phase(step)].items():
+            out[token] = value
+        return out.log_softmax(-1)
+
+    def step(self, tokens: torch.Tensor, state) -> torch.Tensor:
+        super().step(tokens, state)
+        return self.scripted(state.position).expand(tokens.size(0), -1)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+@pytest.mark.parametrize("reward", [0.0, 1.0])
+def test_word_reward_picks_the_best_hypothesis_by_brute_force(tiny_tokenizer, alpha, reward):
+    """Against every hypothesis over {4, EOS} up to the length limit, scored by
+    log-prob / ((5 + len) / 6) ** alpha + reward * len written out here: tokens other
+    than 4 and EOS cost 20 nats each, more than any reward here gives back."""
+    torch.manual_seed(0)
+    model = EarlyEos(load_config(TINY_CONFIG).model, tiny_tokenizer.vocab_size).eval()
+    limit = 10
+    candidates = []
+    for fours in range(limit):  # [4] * fours + EOS
+        logp = sum(model.scripted(i + 1)[4].item() for i in range(fours))
+        logp += model.scripted(fours + 1)[EOS_ID].item()
+        n = fours + 1
+        candidates.append(([4] * fours, logp / ((5 + n) / 6) ** alpha + reward * n))
+    expected_tokens, expected_score = max(candidates, key=lambda c: c[1])
+    assert expected_tokens == ([4] * EarlyEos.length if reward else [])  # the test can fail
+    found = search(model, pad([[5, 6, EOS_ID]]), 4, limit, alpha, reward=reward)[0][0]
+    assert found.eos and found.tokens == expected_tokens
+    assert found.score == pytest.approx(expected_score)
+    assert found.score == pytest.approx(
+        hypothesis_score(found.logprob, len(found.tokens) + 1, alpha, reward))
 
 
 @pytest.mark.parametrize("beam", [1, 3])

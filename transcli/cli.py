@@ -57,6 +57,10 @@ BeamOpt = _setting("decode.beam_size", "Beam width (implies --strategy beam).")
 LengthPenaltyOpt = _setting(
     "decode.length_penalty",
     "GNMT length penalty alpha: score = log-prob / ((5 + len) / 6) ** alpha.")
+WordRewardOpt = _setting(
+    "decode.word_reward",
+    "Added to a hypothesis' score per target token: > 0 counters beam search's short "
+    "translations (torch engine).")
 MaxLenAOpt = _setting(
     "decode.max_len_a", "Max target tokens = a * source tokens + b (capped by the model).")
 MaxLenBOpt = _setting(
@@ -192,6 +196,7 @@ def translate(
     strategy: Optional[str] = StrategyOpt,
     beam_size: Optional[int] = BeamOpt,
     length_penalty: Optional[float] = LengthPenaltyOpt,
+    word_reward: Optional[float] = WordRewardOpt,
     max_len_a: Optional[float] = MaxLenAOpt,
     max_len_b: Optional[int] = MaxLenBOpt,
     batch_tokens: Optional[int] = BatchTokensOpt,
@@ -218,7 +223,7 @@ def translate(
 
     overrides = _decode_flags(greedy, strategy, beam_size, length_penalty, max_len_a,
                               max_len_b, batch_tokens, split_sentences, n_best=n_best,
-                              engine=engine, quantize="int8" if int8 else None)
+                              word_reward=word_reward, engine=engine, quantize="int8" if int8 else None)
     translate_file(model, checkpoint, input, output, [*overrides, *(sets or [])],
                    device or "auto", attention)
 
@@ -236,6 +241,7 @@ def evaluate(
     strategy: Optional[str] = StrategyOpt,
     beam_size: Optional[int] = BeamOpt,
     length_penalty: Optional[float] = LengthPenaltyOpt,
+    word_reward: Optional[float] = WordRewardOpt,
     max_len_a: Optional[float] = MaxLenAOpt,
     max_len_b: Optional[int] = MaxLenBOpt,
     batch_tokens: Optional[int] = BatchTokensOpt,
@@ -254,7 +260,7 @@ def evaluate(
 
     overrides = _decode_flags(greedy, strategy, beam_size, length_penalty, max_len_a,
                               max_len_b, batch_tokens, split_sentences, engine=engine,
-                              quantize="int8" if int8 else None)
+                              word_reward=word_reward, quantize="int8" if int8 else None)
     evaluate_cli(ref=ref, hyp=hyp, model=model, src=src, checkpoint=checkpoint,
                  hyp_out=hyp_out, as_json=json_out, device=device or "auto",
                  overrides=[*overrides, *(sets or [])])

@@ -243,6 +243,7 @@ class DecodeConfig:
     strategy: str = "beam"  # beam, greedy (beam 1 gives the same output) or sample
     beam_size: int = 4  # hypotheses kept per step by beam search
     length_penalty: float = 0.6  # GNMT alpha: score / ((5 + len) / 6) ** alpha
+    word_reward: float = 0.0  # added to the score per target token (Murray & Chiang 2018)
     max_len_a: float = 1.0  # max target length = a * source length + b
     max_len_b: int = 50  # max target length = a * source length + b
     batch_tokens: int = 4096  # source tokens per batch (before beams)
@@ -276,6 +277,9 @@ class DecodeConfig:
         _require(0.0 < self.top_p <= 1.0, "top_p", "must be in (0, 1]")
         _seed(self, "seed")
         _require(self.engine in ENGINES, "engine", f"must be one of {', '.join(ENGINES)}")
+        _require(self.word_reward == 0.0 or self.engine == "torch", "word_reward",
+                 "is applied by the torch engine only: CTranslate2's search has none "
+                 "(set decode.word_reward=0 to use --engine ct2)")
         _require(self.quantize in QUANTIZE, "quantize", f"must be one of {', '.join(QUANTIZE)}")
         _within(self, "threads", 0, MAX_THREADS)
         _require(not self.split_sentences or self.n_best == 1, "split_sentences",

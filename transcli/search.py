@@ -11,7 +11,10 @@ sentences that finish are dropped from it, so a batch gets cheaper as it goes
 and no sentence's result depends on the others in its batch.
 
 Scores are log-probabilities divided by the GNMT length penalty
-((5 + len) / 6) ** alpha (Wu et al. 2016), where len counts the EOS token.
+((5 + len) / 6) ** alpha (Wu et al. 2016), plus an optional reward per token,
+`decode.word_reward` * len (Murray & Chiang 2018), where len counts the EOS token.
+Beam search compares hypotheses of different lengths by this score; a weak model's
+beams end early, and the reward counters that bias toward short translations.
 """
 
 from __future__ import annotations
@@ -44,6 +47,12 @@ class Hypothesis:
 def length_penalty(length: int, alpha: float) -> float:
     """GNMT: ((5 + length) / 6) ** alpha; alpha = 0 compares raw log-probabilities."""
     return ((5.0 + length) / 6.0) ** alpha
+
+
+def hypothesis_score(logprob: float, length: int, alpha: float, reward: float = 0.0) -> float:
+    """What search ranks hypotheses of `length` tokens (EOS included) by:
+    logprob / length_penalty(length, alpha) + reward * length."""
+    return logprob / length_penalty(length, alpha) + reward * length
 
 
 class Stepper:
@@ -83,22 +92,25 @@ def _limits(max_len: int | list[int] | Tensor, src: Tensor, model: Transformer) 
 
 
 def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Tensor,
-                  length_penalty_alpha: float = 0.0, cached: bool = True) -> list[Hypothesis]:
+                  length_penalty_alpha: float = 0.0, cached: bool = True,
+                  word_reward: float = 0.0) -> list[Hypothesis]:
     """The most likely next token at every step, for each sentence of `src` [batch, src_len].
 
     `max_len` (one for all, or one per sentence) bounds the target tokens, EOS included;
-    `length_penalty_alpha` only affects the reported score, so that it matches beam search.
+    `length_penalty_alpha` and `word_reward` only affect the reported score, so that it
+    matches beam search's.
     """
     limit = _limits(max_len, src, model)
     stepper = Stepper(model, model.encode(src, packed=True), cached)
-    return _one_path(stepper, limit, length_penalty_alpha,
+    return _one_path(stepper, limit, length_penalty_alpha, word_reward,
                      lambda logp, rows: logp.max(dim=-1))
 
 
 Pick = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
 
 
-def _one_path(stepper: Stepper, limit: Tensor, alpha: float, pick: Pick) -> list[Hypothesis]:
+def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: float,
+              pick: Pick) -> list[Hypothesis]:
     """One hypothesis per row, extended by `pick(log-probs [live, V], rows [live])` ->
     (log-prob, token) per live row until EOS or the row's `limit`."""
     batch, device = limit.size(0), limit.device
@@ -125,7 +137,8 @@ def _one_path(stepper: Stepper, limit: Tensor, alpha: float, pick: Pick) -> list
         tokens = best
     hyps = []
     for ids, lp, n, e in zip(out.tolist(), logprob.tolist(), length.tolist(), ended.tolist()):
-        hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp, lp / length_penalty(n, alpha), e))
+        hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
+                               hypothesis_score(lp, n, alpha, reward), e))
     return hyps
 
 
@@ -184,14 +197,15 @@ Search = Callable[[Transformer, Tensor, list[int], DecodeConfig, bool, Sequence[
 def greedy(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
            cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`greedy_search` (one hypothesis per sentence)."""
-    return [[h] for h in greedy_search(model, src, max_len, decode.length_penalty, cached)]
+    return [[h] for h in greedy_search(model, src, max_len, decode.length_penalty, cached,
+                                       decode.word_reward)]
 
 
 def beam(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
          cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`beam_search` with `decode.beam_size` beams and `decode.n_best` hypotheses."""
     return beam_search(model, src, decode.beam_size, decode.length_penalty, max_len,
-                       decode.n_best, cached)
+                       decode.n_best, cached, decode.word_reward)
 
 
 def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
@@ -204,7 +218,8 @@ def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
     if n > 1:
         stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(n))
     seeds = [sample_seed(decode.seed, index, j) for index in indices for j in range(n)]
-    found = _one_path(stepper, limit, decode.length_penalty, _sampler(decode, seeds))
+    found = _one_path(stepper, limit, decode.length_penalty, decode.word_reward,
+                      _sampler(decode, seeds))
     return [sorted(found[i:i + n], key=lambda h: h.score, reverse=True)
             for i in range(0, len(found), n)]
 
@@ -221,7 +236,7 @@ def search(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
 
 def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_alpha: float,
                 max_len: int | list[int] | Tensor, n_best: int = 1,
-                cached: bool = True) -> list[list[Hypothesis]]:
+                cached: bool = True, word_reward: float = 0.0) -> list[list[Hypothesis]]:
     """Beam search for each sentence of `src` [batch, src_len]; returns its `n_best` best
     hypotheses, best first.
 
@@ -233,8 +248,16 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     nothing live could ever win; with alpha > 0 a longer hypothesis might in principle
     still overtake after normalisation (the rule of Hugging Face's default search; it
     makes beam 1 the same as greedy). At its maximum length a sentence's live beams end
-    unfinished. Finished hypotheses rank before unfinished ones.
+    unfinished. Finished hypotheses rank before unfinished ones. A `word_reward` adds
+    that much per token to every score (`hypothesis_score`): candidates of one step all
+    have the same length, so it only changes which finished hypothesis wins, and when a
+    sentence is settled: its best live beam is credited with the reward of every step
+    left up to its limit, so a hypothesis that ended first cannot stop the search while
+    a longer one could still beat it.
     """
+    def score(logprob: float, length: int) -> float:
+        return hypothesis_score(logprob, length, length_penalty_alpha, word_reward)
+
     limit = _limits(max_len, src, model)
     batch, k, device = src.size(0), beam_size, src.device
     stepper = Stepper(model, model.encode(src, packed=True), cached)
@@ -265,8 +288,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
             ended_tokens = history[i_idx, cand_beam[i_idx, j_idx]].tolist()
             ended_scores = cand_scores[i_idx, j_idx].tolist()
             for s, ids, lp in zip(sent[i_idx].tolist(), ended_tokens, ended_scores):
-                finished[s].append(
-                    Hypothesis(ids, lp, lp / length_penalty(step, length_penalty_alpha), True))
+                finished[s].append(Hypothesis(ids, lp, score(lp, step), True))
 
         # Keep the first K candidates that are not EOS (each beam gives at most one EOS).
         width = cand_scores.size(1)
@@ -279,13 +301,15 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
                              tokens[:, :, None]], dim=2)
 
         at_limit = (step >= limit[sent]).tolist()
-        best_live = (scores[:, 0] / length_penalty(step, length_penalty_alpha)).tolist()
+        # A live beam may still earn the reward of every step up to its limit.
+        ahead = (max(word_reward, 0.0) * (limit[sent] - step)).tolist()
+        best_live = [score(lp, step) + more for lp, more in zip(scores[:, 0].tolist(), ahead)]
         sent_list = sent.tolist()
         live = []
         for i, s in enumerate(sent_list):
             if at_limit[i]:
                 finished[s].extend(
-                    Hypothesis(ids, lp, lp / length_penalty(step, length_penalty_alpha), False)
+                    Hypothesis(ids, lp, score(lp, step), False)
                     for ids, lp in zip(history[i].tolist(), scores[i].tolist()) if lp > NEG_INF)
             elif not _settled(finished[s], n_best, best_live[i]):
                 live.append(i)
