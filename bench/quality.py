@@ -71,11 +71,14 @@ def train(config: Path, data: Path, run: Path, minutes: float, extra: list[str])
     return (time.monotonic() - start) / 60
 
 
-def score_model(run: Path, name: str, work: Path, beam: int, checkpoint: str) -> dict:
+def score_model(run: Path, name: str, work: Path, beam: int, checkpoint: str,
+                decode_sets: list[str]) -> dict:
+    """`decode_sets`: decode.* overrides (the run's config holds the rest)."""
     result = transcli("evaluate", "--model", str(run), "--checkpoint", checkpoint,
                       "--src", str(CORPORA / f"{name}.en"), "--ref", str(CORPORA / f"{name}.es"),
                       "--beam-size", str(beam), "--hyp-out", str(work / f"{name}.transcli.es"),
-                      "--json", capture_output=True, text=True)
+                      "--json", *[a for s in decode_sets for a in ("--set", s)],
+                      capture_output=True, text=True)
     return json.loads(result.stdout)
 
 
@@ -126,7 +129,8 @@ def run_benchmark(args: argparse.Namespace) -> None:
         "minutes": spent, "checkpoint": args.checkpoint, "beam": args.beam_size,
         "load_average_end": os.getloadavg()[0], **training_summary(run), "scores": {}}
     for name in SETS:
-        ours = score_model(run, name, args.work, args.beam_size, args.checkpoint)
+        ours = score_model(run, name, args.work, args.beam_size, args.checkpoint,
+                           [s for s in sets if s.startswith("decode.")])
         theirs = score_apertium(name, args.work)
         results["scores"][name] = {"bleu": ours["bleu"], "chrf": ours["chrf"],
                                    "lines": ours["lines"], "signature": ours["signatures"]}
@@ -170,7 +174,8 @@ def main() -> None:
     parser.add_argument("--checkpoint", default="best")
     parser.add_argument("--skip-train", action="store_true", help="score the existing run")
     parser.add_argument("--set", dest="sets", action="append", default=[],
-                        help="extra overrides, section.key=value (data.* ones go to prepare)")
+                        help="extra overrides, section.key=value (data.* ones go to prepare, "
+                        "decode.* ones to scoring too, also with --skip-train)")
     parser.add_argument("--table", type=Path, nargs="+",
                         help="print the table of these --work dirs' results and exit")
     args = parser.parse_args()

@@ -31,6 +31,15 @@ def set_threads(threads: int) -> int:
     return count
 
 
+def flush_subnormals() -> None:
+    """Compute with subnormal floats as zero (x86 FTZ/DAZ) on this thread and the threads
+    it starts from now on: OpenMP's workers copy the setting when they are created, so
+    call this before torch's first parallel operation. A softmax over thousands of
+    classes underflows into subnormals, which x86 handles with slow microcode assists;
+    no value in a Transformer is that close to zero on purpose."""
+    torch.set_flush_denormal(True)
+
+
 def pick_device(name: str) -> torch.device:
     """`auto` is CUDA when present, else CPU; asking for a missing CUDA is a UserError."""
     if name == "auto":

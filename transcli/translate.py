@@ -29,7 +29,7 @@ from transcli.errors import UserError
 from transcli.files import count_lines, output_file, source_lines
 from transcli.model import Transformer
 from transcli.rundir import load_run_config, run_inputs
-from transcli.runtime import pick_device
+from transcli.runtime import flush_subnormals, pick_device, set_threads
 from transcli.search import Hypothesis
 from transcli.sentences import split_sentences
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
@@ -158,6 +158,9 @@ def load_translator(run_dir: str | Path, checkpoint: str = "best",
     engine `decode.engine` names."""
     target = pick_device(device)
     cfg = load_run_config(run_dir, overrides)
+    if target.type == "cpu":  # before the weights load: torch's threads start there
+        set_threads(cfg.decode.threads)
+        flush_subnormals()
     if cfg.decode.engine == "ct2":
         from transcli.export.ct2 import cached_export
 
