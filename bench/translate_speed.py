@@ -4,21 +4,21 @@
     .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch torch-uncached
 
 Translates the first --lines lines of ../shared/corpora/en-es/dev.tatoeba.en (short
-conversational sentences) and dev.newstest2012.en (long news sentences) with greedy
-search and beam 5, through `Translator` -- the code `transcli translate` runs -- with
-each engine and thread count: `torch` (fp32), `torch-int8` (dynamically quantized
-Linear layers), `ct2` and `ct2-int8` (the run's CTranslate2 export, made beforehand so
-it is not timed), `torch-uncached` (the decoder re-run over the whole prefix every
-step: the reference the cache is measured against) and `torch-subnormal` (torch fp32
-without flushing subnormal floats to zero, `transcli.runtime.flush_subnormals`). Each (engine, threads) runs in a
-subprocess of its own, so peak RSS and load time are its own; the subprocesses
-alternate in rounds, so background load hits all alike. Prints sentences/s and target
-tokens/s (the fastest round), speed relative to torch fp32 at the same threads, BLEU of
-the output against the references, peak RSS and load time.
+conversational sentences) and dev.newstest2012.en (long news sentences) with greedy search
+and beam 5, through `Translator` -- the code `transcli translate` runs -- with each engine
+and thread count: `torch` (fp32), `torch-int8` (dynamically quantized Linear layers),
+`ct2` and `ct2-int8` (the run's CTranslate2 export, made beforehand so it is not timed),
+`torch-uncached` (the decoder re-run over the whole prefix every step: the reference the
+cache is measured against) and `torch-subnormal` (torch fp32 without flushing subnormal
+floats to zero, `transcli.runtime.flush_subnormals`). Each (engine, threads) runs in a
+subprocess of its own, so peak RSS and load time are its own; the subprocesses alternate
+in rounds, so background load hits all alike. Prints sentences/s and target tokens/s (the
+fastest round), speed relative to torch fp32 at the same threads, BLEU of the output
+against the references, peak RSS and load time.
 
 On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
-hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy). The header
-prints the load average: compare figures from an idle machine.
+hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy). The header prints
+the load average: compare figures from an idle machine.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ SETS = ["dev.tatoeba", "dev.newstest2012"]
 SEARCHES = {"greedy": ("greedy", 1), "beam5": ("beam", 5)}
 ENGINES = {"torch": ("torch", "none", True), "torch-int8": ("torch", "int8", True),
            "ct2": ("ct2", "none", True), "ct2-int8": ("ct2", "int8", True),
-           "torch-uncached": ("torch", "none", False), "torch-subnormal": ("torch", "none", True)}
+           "torch-uncached": ("torch", "none", False),
+           "torch-subnormal": ("torch", "none", True)}
 # Engines run without transcli.runtime.flush_subnormals: what flushing them is worth.
 KEEP_SUBNORMALS = {"torch-subnormal"}
 
@@ -48,6 +49,7 @@ KEEP_SUBNORMALS = {"torch-subnormal"}
 def worker(args: argparse.Namespace) -> None:
     """One engine at one thread count: translate every set with every search once, print
     one JSON line per (set, search), and write the outputs for scoring."""
+    import transcli  # noqa: F401  (first: it picks OpenMP's wait policy before torch loads)
     import torch
 
     torch.set_num_threads(args.threads)

@@ -19,7 +19,6 @@ from transcli.checkpoint import save_weights
 from transcli.config import DecodeConfig, load_config
 from transcli.errors import UserError
 from transcli.model import Transformer
-from transcli.runtime import available_cores
 from transcli.tokenizer import Tokenizer
 from transcli.translate import Translator, token_batches, translate_file, translate_lines
 
@@ -97,14 +96,12 @@ def test_training_mode_is_restored(tiny_spm):
 
 
 def test_decode_threads_is_applied(run_dir):
-    """`decode.threads` sets torch's threads for translation (0: keep what there is)."""
+    """`decode.threads` sets torch's threads for translation."""
     before = torch.get_num_threads()
     try:
-        translate_lines(run_dir, "last", ENGLISH[:1], ["decode.threads=2"], "cpu")
-        assert torch.get_num_threads() == min(2, available_cores())
         torch.set_num_threads(1)
-        translate_lines(run_dir, "last", ENGLISH[:1], [], "cpu")
-        assert torch.get_num_threads() == 1
+        translate_lines(run_dir, "last", ENGLISH[:1], ["decode.threads=2"], "cpu")
+        assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
 
@@ -114,8 +111,8 @@ import sys, numpy, torch
 from transcli.runtime import flush_subnormals
 x = torch.from_numpy(numpy.full(1 << 22, 1e-39, dtype=numpy.float32))  # subnormal floats
 torch.set_num_threads(2)
-if sys.argv[1] == "flush":
-    flush_subnormals()
+if sys.argv[1] == "flush" and not flush_subnormals():
+    sys.exit(3)  # this CPU cannot
 print(int((x * 1.0).count_nonzero()))  # the first parallel operation starts the threads
 """
 
@@ -127,6 +124,8 @@ def test_flushed_subnormals_are_zero_in_every_thread(flush, nonzero):
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     result = subprocess.run([sys.executable, "-c", SUBNORMALS, flush], capture_output=True,
                             text=True, cwd=ROOT, env=env, timeout=120)
+    if result.returncode == 3:
+        pytest.skip("this CPU cannot flush subnormals (not x86)")
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) == nonzero
 

@@ -50,7 +50,8 @@ def _given(flags: dict[str, Any]) -> list[tuple[str, Any]]:
 
 CheckpointOpt = typer.Option("best", help="best, last, avg, a step number, or a checkpoint path.")
 # Decoding options, alike in translate, evaluate and explain.
-GreedyOpt = typer.Option(False, help="Greedy search (same output as --beam-size 1).")
+GreedyOpt = typer.Option(
+    False, help="Greedy search (same output as --beam-size 1 without --word-reward).")
 StrategyOpt = _setting(
     "decode.strategy", "beam, greedy or sample (decode.temperature, top_k, top_p, seed).")
 BeamOpt = _setting("decode.beam_size", "Beam width (implies --strategy beam).")
@@ -202,7 +203,8 @@ def translate(
     batch_tokens: Optional[int] = BatchTokensOpt,
     n_best: Optional[int] = _setting(
         "decode.n_best", "K > 1 writes K lines per input line as TSV: line index (from 0), "
-        "hypothesis, score (length-penalised log-prob); K <= beam size, or K samples."),
+        "hypothesis, score (length-penalised log-prob, plus any word reward); K <= beam "
+        "size, or K samples."),
     split_sentences: bool = SplitOpt,
     attention: Optional[Path] = typer.Option(
         None, help="Write each line's encoder-decoder attention heatmaps (PNG) and "
@@ -223,7 +225,8 @@ def translate(
 
     overrides = _decode_flags(greedy, strategy, beam_size, length_penalty, max_len_a,
                               max_len_b, batch_tokens, split_sentences, n_best=n_best,
-                              word_reward=word_reward, engine=engine, quantize="int8" if int8 else None)
+                              word_reward=word_reward, engine=engine,
+                              quantize="int8" if int8 else None)
     translate_file(model, checkpoint, input, output, [*overrides, *(sets or [])],
                    device or "auto", attention)
 

@@ -240,7 +240,7 @@ QUANTIZE = ("none", "int8")  # int8: dynamic int8 Linear layers (torch), int8 we
 class DecodeConfig:
     """Search settings for `translate` and `evaluate` (paper: beam 4, alpha 0.6, len + 50)."""
 
-    strategy: str = "beam"  # beam, greedy (beam 1 gives the same output) or sample
+    strategy: str = "beam"  # beam, greedy (= beam 1 when word_reward is 0) or sample
     beam_size: int = 4  # hypotheses kept per step by beam search
     length_penalty: float = 0.6  # GNMT alpha: score / ((5 + len) / 6) ** alpha
     word_reward: float = 0.0  # added to the score per target token (Murray & Chiang 2018)

@@ -40,7 +40,7 @@ class Hypothesis:
 
     tokens: list[int]
     logprob: float  # sum of the token log-probabilities, EOS included when emitted
-    score: float  # logprob / length penalty
+    score: float  # what search ranks by: `hypothesis_score`
     eos: bool  # False when the search stopped at the maximum length
 
 
@@ -240,19 +240,19 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     """Beam search for each sentence of `src` [batch, src_len]; returns its `n_best` best
     hypotheses, best first.
 
-    Every step ranks the 2K best continuations of a sentence's K live beams by log-prob.
-    EOS among the top K of them finishes that hypothesis (length-penalised score); the
-    first K that are not EOS stay live, so the beam stays full. A sentence is done when
-    it has `n_best` finished hypotheses and its best live one, scored at the current
-    length, does not beat the n_best-th of them: log-probs only fall, so with alpha = 0
-    nothing live could ever win; with alpha > 0 a longer hypothesis might in principle
-    still overtake after normalisation (the rule of Hugging Face's default search; it
-    makes beam 1 the same as greedy). At its maximum length a sentence's live beams end
-    unfinished. Finished hypotheses rank before unfinished ones. A `word_reward` adds
-    that much per token to every score (`hypothesis_score`): candidates of one step all
-    have the same length, so it only changes which finished hypothesis wins, and when a
-    sentence is settled: its best live beam is credited with the reward of every step
-    left up to its limit, so a hypothesis that ended first cannot stop the search while
+    Every step ranks the 2K best continuations of a sentence's K live beams by log-prob. EOS
+    among the top K of them finishes that hypothesis (length-penalised score); the first K
+    that are not EOS stay live, so the beam stays full. A sentence is done when it has
+    `n_best` finished hypotheses and its best live one, scored at the current length, does
+    not beat the n_best-th of them: log-probs only fall, so with alpha = 0 nothing live
+    could ever win; with alpha > 0 a longer hypothesis might in principle still overtake
+    after normalisation (the rule of Hugging Face's default search; it makes beam 1 the same
+    as greedy, unless a word reward keeps beam 1 going past EOS). At its maximum length a
+    sentence's live beams end unfinished. Finished hypotheses rank before unfinished ones. A
+    `word_reward` adds that much per token to every score (`hypothesis_score`): candidates
+    of one step all have the same length, so it only changes which finished hypothesis wins,
+    and when a sentence is settled: its best live beam is credited with the reward of every
+    step left up to its limit, so a hypothesis that ended first cannot stop the search while
     a longer one could still beat it.
     """
     def score(logprob: float, length: int) -> float:
@@ -300,10 +300,11 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
         history = torch.cat([history.gather(1, beam[:, :, None].expand_as(history)),
                              tokens[:, :, None]], dim=2)
 
-        at_limit = (step >= limit[sent]).tolist()
+        limits = limit[sent].tolist()
+        at_limit = [step >= most for most in limits]
         # A live beam may still earn the reward of every step up to its limit.
-        ahead = (max(word_reward, 0.0) * (limit[sent] - step)).tolist()
-        best_live = [score(lp, step) + more for lp, more in zip(scores[:, 0].tolist(), ahead)]
+        best_live = [score(lp, step) + max(word_reward, 0.0) * (most - step)
+                     for lp, most in zip(scores[:, 0].tolist(), limits)]
         sent_list = sent.tolist()
         live = []
         for i, s in enumerate(sent_list):

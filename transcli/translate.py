@@ -29,7 +29,7 @@ from transcli.errors import UserError
 from transcli.files import count_lines, output_file, source_lines
 from transcli.model import Transformer
 from transcli.rundir import load_run_config, run_inputs
-from transcli.runtime import flush_subnormals, pick_device, set_threads
+from transcli.runtime import inference_setup, pick_device
 from transcli.search import Hypothesis
 from transcli.sentences import split_sentences
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
@@ -155,12 +155,11 @@ def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
 def load_translator(run_dir: str | Path, checkpoint: str = "best",
                     overrides: list[str] | None = None, device: str = "auto") -> Translator:
     """A Translator for a run dir's checkpoint, with the run's `decode` settings and the
-    engine `decode.engine` names."""
+    engine `decode.engine` names. On the CPU it sets torch's threads to `decode.threads`
+    and flushes subnormals for the rest of the process (`runtime.inference_setup`)."""
     target = pick_device(device)
     cfg = load_run_config(run_dir, overrides)
-    if target.type == "cpu":  # before the weights load: torch's threads start there
-        set_threads(cfg.decode.threads)
-        flush_subnormals()
+    inference_setup(target, cfg.decode.threads)  # before the weights: threads start there
     if cfg.decode.engine == "ct2":
         from transcli.export.ct2 import cached_export
 

@@ -106,7 +106,7 @@ def generation_config(cfg: Config) -> Any:
     and length penalty (Hugging Face divides by length ** alpha, not GNMT's
     ((5 + length) / 6) ** alpha, so beam results may differ; greedy is exact), sampling
     settings (its own generator), and one maximum length for every sentence instead of
-    a * source length + b."""
+    a * source length + b. `decode.word_reward` has no counterpart there and is left out."""
     transformers = require("transformers", EXTRA)
     d = cfg.decode
     options: dict[str, Any] = dict(
