@@ -8,9 +8,8 @@ conversational sentences) and dev.newstest2012.en (long news sentences) with gre
 and beam 5, through `Translator` -- the code `transcli translate` runs -- with each engine
 and thread count: `torch` (fp32), `torch-int8` (dynamically quantized Linear layers),
 `ct2` and `ct2-int8` (the run's CTranslate2 export, made beforehand so it is not timed),
-`torch-uncached` (the decoder re-run over the whole prefix every step: the reference the
-cache is measured against) and `torch-subnormal` (torch fp32 without flushing subnormal
-floats to zero, `transcli.runtime.flush_subnormals`). Each (engine, threads) runs in a
+and `torch-uncached` (the decoder re-run over the whole prefix every step: the reference
+the cache is measured against). Each (engine, threads) runs in a
 subprocess of its own, so peak RSS and load time are its own; the subprocesses alternate
 in rounds, so background load hits all alike. Prints sentences/s and target tokens/s (the
 fastest round), speed relative to torch fp32 at the same threads, BLEU of the output
@@ -40,10 +39,7 @@ SETS = ["dev.tatoeba", "dev.newstest2012"]
 SEARCHES = {"greedy": ("greedy", 1), "beam5": ("beam", 5)}
 ENGINES = {"torch": ("torch", "none", True), "torch-int8": ("torch", "int8", True),
            "ct2": ("ct2", "none", True), "ct2-int8": ("ct2", "int8", True),
-           "torch-uncached": ("torch", "none", False),
-           "torch-subnormal": ("torch", "none", True)}
-# Engines run without transcli.runtime.flush_subnormals: what flushing them is worth.
-KEEP_SUBNORMALS = {"torch-subnormal"}
+           "torch-uncached": ("torch", "none", False)}
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -53,11 +49,8 @@ def worker(args: argparse.Namespace) -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from transcli import translate
     from transcli.translate import load_translator
 
-    if args.worker in KEEP_SUBNORMALS:
-        translate.flush_subnormals = lambda: None
     engine, quantize, cached = ENGINES[args.worker]
     sets = {name: read_lines(CORPORA / f"{name}.en", args.lines) for name in SETS}
     load_seconds = None

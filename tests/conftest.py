@@ -64,16 +64,6 @@ def other_prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return prepare_sample(tmp_path_factory.mktemp("prep2"), 40, 40)
 
 
-@pytest.fixture(autouse=True)
-def subnormals_kept_after_each_test() -> Iterator[None]:
-    """`load_translator` flushes subnormals for the rest of its process (a CLI run):
-    in this one, each test starts from torch's default."""
-    yield
-    import torch
-
-    torch.set_flush_denormal(False)
-
-
 @pytest.fixture(scope="module")
 def one_thread_per_module() -> Iterator[None]:
     """Tiny models run fastest on one thread (no OpenMP hand-offs); opt in per module."""

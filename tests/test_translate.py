@@ -106,30 +106,6 @@ def test_decode_threads_is_applied(run_dir):
         torch.set_num_threads(before)
 
 
-SUBNORMALS = """
-import sys, numpy, torch
-from transcli.runtime import flush_subnormals
-x = torch.from_numpy(numpy.full(1 << 22, 1e-39, dtype=numpy.float32))  # subnormal floats
-torch.set_num_threads(2)
-if sys.argv[1] == "flush" and not flush_subnormals():
-    sys.exit(3)  # this CPU cannot
-print(int((x * 1.0).count_nonzero()))  # the first parallel operation starts the threads
-"""
-
-
-@pytest.mark.parametrize("flush, nonzero", [("flush", 0), ("keep", 1 << 22)])
-def test_flushed_subnormals_are_zero_in_every_thread(flush, nonzero):
-    """After `flush_subnormals`, a multiplication split across torch's threads reads
-    subnormal inputs as zero in all of them (and keeps them without it)."""
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    result = subprocess.run([sys.executable, "-c", SUBNORMALS, flush], capture_output=True,
-                            text=True, cwd=ROOT, env=env, timeout=120)
-    if result.returncode == 3:
-        pytest.skip("this CPU cannot flush subnormals (not x86)")
-    assert result.returncode == 0, result.stderr
-    assert int(result.stdout) == nonzero
-
-
 def test_errors_name_the_file(run_dir, tmp_path):
     (tmp_path / "in.txt").write_text("Hello.\n", encoding="utf-8")
     cases = [

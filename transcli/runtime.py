@@ -31,22 +31,10 @@ def set_threads(threads: int) -> int:
     return count
 
 
-def flush_subnormals() -> bool:
-    """Compute with subnormal floats as zero (x86 FTZ/DAZ) on this thread and the threads
-    it starts from now on: OpenMP's workers copy the setting when they are created, so
-    call this before torch's first parallel operation. A softmax over thousands of
-    classes underflows into subnormals, which x86 handles with slow microcode assists;
-    no value in a Transformer is that close to zero on purpose. False where the CPU
-    cannot (not x86)."""
-    return torch.set_flush_denormal(True)
-
-
 def inference_setup(device: torch.device, threads: int) -> None:
     """Before a model for translating or scoring loads onto `device`: on the CPU,
-    subnormals flushed, then `threads` torch threads (0: one per available core). The
-    flush lasts for the process."""
+    `threads` torch threads (0: one per available core)."""
     if device.type == "cpu":
-        flush_subnormals()
         set_threads(threads)
 
 

@@ -155,11 +155,10 @@ def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
 def load_translator(run_dir: str | Path, checkpoint: str = "best",
                     overrides: list[str] | None = None, device: str = "auto") -> Translator:
     """A Translator for a run dir's checkpoint, with the run's `decode` settings and the
-    engine `decode.engine` names. On the CPU it sets torch's threads to `decode.threads`
-    and flushes subnormals for the rest of the process (`runtime.inference_setup`)."""
+    engine `decode.engine` names. On the CPU it sets torch's threads to `decode.threads`."""
     target = pick_device(device)
     cfg = load_run_config(run_dir, overrides)
-    inference_setup(target, cfg.decode.threads)  # before the weights: threads start there
+    inference_setup(target, cfg.decode.threads)
     if cfg.decode.engine == "ct2":
         from transcli.export.ct2 import cached_export
 
