@@ -27,7 +27,7 @@ from torch import nn
 from transcli.config import DecodeConfig
 from transcli.errors import UserError
 from transcli.model import Transformer
-from transcli.search import Hypothesis, length_penalty, search
+from transcli.search import Hypothesis, hypothesis_score, search
 from transcli.tokenizer import Tokenizer
 from transcli.vocab import EOS_ID, PAD_ID
 
@@ -133,7 +133,7 @@ class Ct2Engine:
             # CTranslate2 divides by length ** alpha (EOS counted): undo it, then GNMT.
             logprob = ct2_score * len(ids) ** alpha
             found.append(Hypothesis(ids[:-1] if eos else ids, logprob,
-                                    logprob / length_penalty(len(ids), alpha), eos))
+                                    hypothesis_score(logprob, len(ids), alpha), eos))
         return sorted(found, key=lambda h: (h.eos, h.score), reverse=True)
 
 

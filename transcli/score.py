@@ -26,7 +26,7 @@ from transcli.checkpoint import load_trained
 from transcli.errors import UserError
 from transcli.files import count_lines, open_checked, output_file, source_lines
 from transcli.model import Transformer
-from transcli.rundir import load_run_config, run_inputs
+from transcli.rundir import run_inputs
 from transcli.runtime import inference_setup, pick_device
 from transcli.translate import CHUNK_LINES, token_batches
 from transcli.vocab import PAD_ID
@@ -76,8 +76,8 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     `tgt` to `output` (a path, or - for stdout), in input order."""
     pairs = _count_pairs(src, tgt)
     target = pick_device(device)
-    inference_setup(target, load_run_config(run_dir).decode.threads)
     model, tokenizer, cfg = load_trained(run_dir, checkpoint, target)
+    inference_setup(target, cfg.decode.threads)
     budget = batch_tokens or cfg.decode.batch_tokens
     if budget < 1:
         raise UserError(f"--batch-tokens {budget}: must be at least 1")
