@@ -150,6 +150,11 @@ def test_a_word_reward_is_refused_with_the_ct2_engine() -> None:
                        ["decode.word_reward=0.2"]).decode.word_reward == 0.2
 
 
+def test_a_negative_word_reward_bound_is_refused() -> None:
+    message = error_of(ROOT / "configs" / "tiny.yaml", ["decode.word_reward_bound=-1"])
+    assert "decode.word_reward_bound" in message and "must be >= 0" in message
+
+
 def test_round_trip(tmp_path: Path) -> None:
     cfg = load_config(ROOT / "configs" / "small.yaml",
                       ["data.train=[{src_file: a.en, tgt_file: a.es}]", "data.valid={tsv: v.tsv}"])

@@ -35,12 +35,13 @@ def sources(memorised_sources: list[list[int]]) -> list[list[int]]:
 
 
 def search(model: Transformer, src: torch.Tensor, beam: int, max_len, alpha: float = 0.6,
-           n_best: int = 1, cached: bool = True, reward: float = 0.0
+           n_best: int = 1, cached: bool = True, reward: float = 0.0, bound: float = 0.0
            ) -> list[list[Hypothesis]]:
     with torch.inference_mode():
         if beam == 1:
-            return [[h] for h in greedy_search(model, src, max_len, alpha, cached, reward)]
-        return beam_search(model, src, beam, alpha, max_len, n_best, cached, reward)
+            return [[h] for h in greedy_search(model, src, max_len, alpha, cached, reward,
+                                               bound)]
+        return beam_search(model, src, beam, alpha, max_len, n_best, cached, reward, bound)
 
 
 def assert_same(a: list[list[Hypothesis]], b: list[list[Hypothesis]]) -> None:
@@ -141,26 +142,33 @@ class EarlyEos(Transformer):
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 @pytest.mark.parametrize("reward", [0.0, 1.0])
-def test_word_reward_picks_the_best_hypothesis_by_brute_force(tiny_tokenizer, alpha, reward):
+@pytest.mark.parametrize("ratio", [0.0, 0.5, 3.0])
+def test_word_reward_picks_the_best_hypothesis_by_brute_force(tiny_tokenizer, alpha, reward,
+                                                              ratio):
     """Against every hypothesis over {4, EOS} up to the length limit, scored by
-    log-prob / ((5 + len) / 6) ** alpha + reward * len written out here: tokens other
-    than 4 and EOS cost 20 nats each, more than any reward here gives back."""
+    log-prob / ((5 + len) / 6) ** alpha + reward * min(len, bound) written out here, where
+    bound = ratio x 2 source tokens + 1 (none for ratio 0): tokens other than 4 and EOS
+    cost 20 nats each, more than any reward here gives back."""
     torch.manual_seed(0)
     model = EarlyEos(load_config(TINY_CONFIG).model, tiny_tokenizer.vocab_size).eval()
     limit = 10
+    bound = ratio * 2 + 1 if ratio else limit
     candidates = []
     for fours in range(limit):  # [4] * fours + EOS
         logp = sum(model.scripted(i + 1)[4].item() for i in range(fours))
         logp += model.scripted(fours + 1)[EOS_ID].item()
         n = fours + 1
-        candidates.append(([4] * fours, logp / ((5 + n) / 6) ** alpha + reward * n))
+        candidates.append(([4] * fours, logp / ((5 + n) / 6) ** alpha + reward * min(n, bound)))
     expected_tokens, expected_score = max(candidates, key=lambda c: c[1])
-    assert expected_tokens == ([4] * EarlyEos.length if reward else [])  # the test can fail
-    found = search(model, pad([[5, 6, EOS_ID]]), 4, limit, alpha, reward=reward)[0][0]
+    # The test can fail: the long translation wins only with a reward that is not cut
+    # short of its length (7 tokens) by the bound.
+    assert expected_tokens == ([4] * EarlyEos.length if reward and bound >= 7 else [])
+    found = search(model, pad([[5, 6, EOS_ID]]), 4, limit, alpha, reward=reward,
+                   bound=ratio)[0][0]
     assert found.eos and found.tokens == expected_tokens
     assert found.score == pytest.approx(expected_score)
-    assert found.score == pytest.approx(
-        hypothesis_score(found.logprob, len(found.tokens) + 1, alpha, reward))
+    assert found.score == pytest.approx(hypothesis_score(
+        found.logprob, len(found.tokens) + 1, alpha, reward, bound))
 
 
 @pytest.mark.parametrize("beam", [1, 3])

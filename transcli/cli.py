@@ -62,6 +62,9 @@ WordRewardOpt = _setting(
     "decode.word_reward",
     "Added to a hypothesis' score per target token: > 0 counters beam search's short "
     "translations (torch engine).")
+WordRewardBoundOpt = _setting(
+    "decode.word_reward_bound",
+    "The word reward counts at most this x source tokens (+ EOS) target tokens; 0: no bound.")
 MaxLenAOpt = _setting(
     "decode.max_len_a", "Max target tokens = a * source tokens + b (capped by the model).")
 MaxLenBOpt = _setting(
@@ -198,6 +201,7 @@ def translate(
     beam_size: Optional[int] = BeamOpt,
     length_penalty: Optional[float] = LengthPenaltyOpt,
     word_reward: Optional[float] = WordRewardOpt,
+    word_reward_bound: Optional[float] = WordRewardBoundOpt,
     max_len_a: Optional[float] = MaxLenAOpt,
     max_len_b: Optional[int] = MaxLenBOpt,
     batch_tokens: Optional[int] = BatchTokensOpt,
@@ -225,7 +229,8 @@ def translate(
 
     overrides = _decode_flags(greedy, strategy, beam_size, length_penalty, max_len_a,
                               max_len_b, batch_tokens, split_sentences, n_best=n_best,
-                              word_reward=word_reward, engine=engine,
+                              word_reward=word_reward, word_reward_bound=word_reward_bound,
+                              engine=engine,
                               quantize="int8" if int8 else None)
     translate_file(model, checkpoint, input, output, [*overrides, *(sets or [])],
                    device or "auto", attention)
@@ -245,6 +250,7 @@ def evaluate(
     beam_size: Optional[int] = BeamOpt,
     length_penalty: Optional[float] = LengthPenaltyOpt,
     word_reward: Optional[float] = WordRewardOpt,
+    word_reward_bound: Optional[float] = WordRewardBoundOpt,
     max_len_a: Optional[float] = MaxLenAOpt,
     max_len_b: Optional[int] = MaxLenBOpt,
     batch_tokens: Optional[int] = BatchTokensOpt,
@@ -263,7 +269,8 @@ def evaluate(
 
     overrides = _decode_flags(greedy, strategy, beam_size, length_penalty, max_len_a,
                               max_len_b, batch_tokens, split_sentences, engine=engine,
-                              word_reward=word_reward, quantize="int8" if int8 else None)
+                              word_reward=word_reward, word_reward_bound=word_reward_bound,
+                              quantize="int8" if int8 else None)
     evaluate_cli(ref=ref, hyp=hyp, model=model, src=src, checkpoint=checkpoint,
                  hyp_out=hyp_out, as_json=json_out, device=device or "auto",
                  overrides=[*overrides, *(sets or [])])

@@ -244,6 +244,7 @@ class DecodeConfig:
     beam_size: int = 4  # hypotheses kept per step by beam search
     length_penalty: float = 0.6  # GNMT alpha: score / ((5 + len) / 6) ** alpha
     word_reward: float = 0.0  # added to the score per target token (Murray & Chiang 2018)
+    word_reward_bound: float = 0.0  # reward only up to this x source tokens (+ EOS); 0: no bound
     max_len_a: float = 1.0  # max target length = a * source length + b
     max_len_b: int = 50  # max target length = a * source length + b
     batch_tokens: int = 4096  # source tokens per batch (before beams)
@@ -261,6 +262,7 @@ class DecodeConfig:
         _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
         _within(self, "beam_size", 1, MAX_BEAM)
         _require(self.length_penalty >= 0, "length_penalty", "must be >= 0")
+        _require(self.word_reward_bound >= 0, "word_reward_bound", "must be >= 0 (0: no bound)")
         _require(self.max_len_a >= 0, "max_len_a", "must be >= 0")
         _require(self.max_len_b >= 1, "max_len_b", "must be at least 1")
         _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)

@@ -14,11 +14,15 @@ Scores are log-probabilities divided by the GNMT length penalty
 ((5 + len) / 6) ** alpha (Wu et al. 2016), plus an optional reward per token,
 `decode.word_reward` * len (Murray & Chiang 2018), where len counts the EOS token.
 Beam search compares hypotheses of different lengths by this score; a weak model's
-beams end early, and the reward counters that bias toward short translations.
+beams end early, and the reward counters that bias toward short translations. With
+`decode.word_reward_bound` = r > 0, the reward counts at most r x (source tokens) + 1
+tokens (Yang et al. 2018's bounded reward): it lengthens short outputs without paying
+for junk beyond a plausible length, and beam search can stop once a sentence is past it.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -29,7 +33,7 @@ from torch import Tensor
 from transcli.config import DecodeConfig
 from transcli.kvcache import DecoderState
 from transcli.model import Memory, Transformer
-from transcli.vocab import BOS_ID, EOS_ID
+from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = float("-inf")
 
@@ -49,10 +53,20 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def hypothesis_score(logprob: float, length: int, alpha: float, reward: float = 0.0) -> float:
+def hypothesis_score(logprob: float, length: int, alpha: float, reward: float = 0.0,
+                     bound: float = math.inf) -> float:
     """What search ranks hypotheses of `length` tokens (EOS included) by:
-    logprob / length_penalty(length, alpha) + reward * length."""
-    return logprob / length_penalty(length, alpha) + reward * length
+    logprob / length_penalty(length, alpha) + reward * min(length, bound)."""
+    return logprob / length_penalty(length, alpha) + reward * min(length, bound)
+
+
+def reward_bounds(src: Tensor, ratio: float) -> list[float]:
+    """Per sentence of `src` [batch, src_len] (EOS-terminated, padded): the length up to
+    which the word reward counts, ratio x (source tokens without EOS) + 1 for the target's
+    EOS; no bound when `ratio` is 0."""
+    if ratio == 0.0:
+        return [math.inf] * src.size(0)
+    return [ratio * (n - 1) + 1 for n in (src != PAD_ID).sum(dim=1).tolist()]
 
 
 class Stepper:
@@ -93,23 +107,27 @@ def _limits(max_len: int | list[int] | Tensor, src: Tensor, model: Transformer) 
 
 def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Tensor,
                   length_penalty_alpha: float = 0.0, cached: bool = True,
-                  word_reward: float = 0.0) -> list[Hypothesis]:
+                  word_reward: float = 0.0, reward_bound: float = 0.0) -> list[Hypothesis]:
     """The most likely next token at every step, for each sentence of `src` [batch, src_len].
 
     `max_len` (one for all, or one per sentence) bounds the target tokens, EOS included;
-    `length_penalty_alpha` and `word_reward` only affect the reported score, so that it
-    matches beam search's.
+    `length_penalty_alpha`, `word_reward` and `reward_bound` only affect the reported
+    score, so that it matches beam search's.
     """
     limit = _limits(max_len, src, model)
     stepper = Stepper(model, model.encode(src, packed=True), cached)
-    return _one_path(stepper, limit, length_penalty_alpha, word_reward,
+    return _one_path(stepper, limit, length_penalty_alpha,
+                     (word_reward, reward_bounds(src, reward_bound)),
                      lambda logp, rows: logp.max(dim=-1))
 
 
 Pick = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
 
 
-def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: float,
+Reward = tuple[float, list[float]]  # word reward, and the length it counts up to per row
+
+
+def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
               pick: Pick) -> list[Hypothesis]:
     """One hypothesis per row, extended by `pick(log-probs [live, V], rows [live])` ->
     (log-prob, token) per live row until EOS or the row's `limit`."""
@@ -135,10 +153,12 @@ def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: float,
             stepper.reorder(live)
             rows, best = rows[live], best[live]
         tokens = best
+    per_token, bounds = reward
     hyps = []
-    for ids, lp, n, e in zip(out.tolist(), logprob.tolist(), length.tolist(), ended.tolist()):
+    for ids, lp, n, e, b in zip(out.tolist(), logprob.tolist(), length.tolist(),
+                                ended.tolist(), bounds):
         hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
-                               hypothesis_score(lp, n, alpha, reward), e))
+                               hypothesis_score(lp, n, alpha, per_token, b), e))
     return hyps
 
 
@@ -198,14 +218,14 @@ def greedy(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
            cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`greedy_search` (one hypothesis per sentence)."""
     return [[h] for h in greedy_search(model, src, max_len, decode.length_penalty, cached,
-                                       decode.word_reward)]
+                                       decode.word_reward, decode.word_reward_bound)]
 
 
 def beam(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
          cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`beam_search` with `decode.beam_size` beams and `decode.n_best` hypotheses."""
     return beam_search(model, src, decode.beam_size, decode.length_penalty, max_len,
-                       decode.n_best, cached, decode.word_reward)
+                       decode.n_best, cached, decode.word_reward, decode.word_reward_bound)
 
 
 def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
@@ -218,7 +238,8 @@ def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
     if n > 1:
         stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(n))
     seeds = [sample_seed(decode.seed, index, j) for index in indices for j in range(n)]
-    found = _one_path(stepper, limit, decode.length_penalty, decode.word_reward,
+    bounds = [b for b in reward_bounds(src, decode.word_reward_bound) for _ in range(n)]
+    found = _one_path(stepper, limit, decode.length_penalty, (decode.word_reward, bounds),
                       _sampler(decode, seeds))
     return [sorted(found[i:i + n], key=lambda h: h.score, reverse=True)
             for i in range(0, len(found), n)]
@@ -236,7 +257,8 @@ def search(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
 
 def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_alpha: float,
                 max_len: int | list[int] | Tensor, n_best: int = 1,
-                cached: bool = True, word_reward: float = 0.0) -> list[list[Hypothesis]]:
+                cached: bool = True, word_reward: float = 0.0,
+                reward_bound: float = 0.0) -> list[list[Hypothesis]]:
     """Beam search for each sentence of `src` [batch, src_len]; returns its `n_best` best
     hypotheses, best first.
 
@@ -253,10 +275,19 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     of one step all have the same length, so it only changes which finished hypothesis wins,
     and when a sentence is settled: its best live beam is credited with the reward of every
     step left up to its limit, so a hypothesis that ended first cannot stop the search while
-    a longer one could still beat it.
+    a longer one could still beat it. `reward_bound` > 0 caps the tokens the reward
+    counts per sentence (`reward_bounds`), and with it that credit.
     """
-    def score(logprob: float, length: int) -> float:
-        return hypothesis_score(logprob, length, length_penalty_alpha, word_reward)
+    bounds = reward_bounds(src, reward_bound)
+
+    def score(logprob: float, length: int, sentence: int) -> float:
+        return hypothesis_score(logprob, length, length_penalty_alpha, word_reward,
+                                bounds[sentence])
+
+    def still_to_earn(step: int, most: int, sentence: int) -> float:
+        """The reward a live beam at `step` may still earn before its limit `most`."""
+        b = bounds[sentence]
+        return max(word_reward, 0.0) * max(0.0, min(most, b) - min(step, b))
 
     limit = _limits(max_len, src, model)
     batch, k, device = src.size(0), beam_size, src.device
@@ -288,7 +319,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
             ended_tokens = history[i_idx, cand_beam[i_idx, j_idx]].tolist()
             ended_scores = cand_scores[i_idx, j_idx].tolist()
             for s, ids, lp in zip(sent[i_idx].tolist(), ended_tokens, ended_scores):
-                finished[s].append(Hypothesis(ids, lp, score(lp, step), True))
+                finished[s].append(Hypothesis(ids, lp, score(lp, step, s), True))
 
         # Keep the first K candidates that are not EOS (each beam gives at most one EOS).
         width = cand_scores.size(1)
@@ -301,18 +332,14 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
                              tokens[:, :, None]], dim=2)
 
         limits = limit[sent].tolist()
-        at_limit = [step >= most for most in limits]
-        # A live beam may still earn the reward of every step up to its limit.
-        best_live = [score(lp, step) + max(word_reward, 0.0) * (most - step)
-                     for lp, most in zip(scores[:, 0].tolist(), limits)]
-        sent_list = sent.tolist()
         live = []
-        for i, s in enumerate(sent_list):
-            if at_limit[i]:
+        for i, (s, best, most) in enumerate(zip(sent.tolist(), scores[:, 0].tolist(), limits)):
+            if step >= most:
                 finished[s].extend(
-                    Hypothesis(ids, lp, score(lp, step), False)
+                    Hypothesis(ids, lp, score(lp, step, s), False)
                     for ids, lp in zip(history[i].tolist(), scores[i].tolist()) if lp > NEG_INF)
-            elif not _settled(finished[s], n_best, best_live[i]):
+            elif not _settled(finished[s], n_best,
+                              score(best, step, s) + still_to_earn(step, most, s)):
                 live.append(i)
         if not live:
             break
