@@ -53,16 +53,19 @@ def test_every_shipped_config_is_loaded() -> None:
 
 
 def test_the_cpu_hour_recipe_is_small_with_the_study_winner() -> None:
-    """configs/cpu-1h.yaml says it is small.yaml's model, stopped by the clock, with linear
-    decay to zero at max_steps and an EMA of the weights (the recipe study's winner)."""
+    """configs/cpu-1h.yaml says it is small.yaml's model without dropout, with linear
+    decay to zero when an hour of training is over (which stops it) and an EMA of the
+    weights (the recipe study's winner)."""
     small, hour = (load_config(ROOT / "configs" / f"{name}.yaml") for name in ("small", "cpu-1h"))
-    assert hour.model == small.model and hour.data == small.data
+    assert dataclasses.replace(hour.model, dropout=small.model.dropout) == small.model
+    assert hour.model.dropout == 0.0 and hour.data == small.data
     assert dataclasses.replace(hour.decode, word_reward=0.0) == small.decode
     assert hour.decode.word_reward > 0  # tuned on dev.newstest2012 for the hour's model
-    recipe = {"max_steps", "max_minutes", "cpu_precision", "schedule", "ema_decay"}
+    recipe = {"max_steps", "decay_minutes", "cpu_precision", "schedule", "ema_decay"}
     differ = {f.name for f in dataclasses.fields(small.train)
               if getattr(small.train, f.name) != getattr(hour.train, f.name)}
-    assert differ == recipe and hour.train.max_minutes == 60
+    assert differ == recipe and hour.train.decay_minutes == 60
+    assert hour.train.max_steps >= 20_000  # the clock, not the steps, ends it
     assert hour.train.schedule == "linear" and hour.train.final_lr_scale == 0.0
     assert 0.99 <= hour.train.ema_decay < 1.0
 
@@ -290,3 +293,9 @@ def test_a_run_config_written_before_the_format_keys_loads(tmp_path: Path) -> No
                            "    tsv: null\n    dataset: null\n    subset: null\n"
                            "    split: train\n    src_column: null\n    tgt_column: null\n")
     assert load_config(path).data.train[0].src_file == "a.en"
+
+
+def test_a_decay_in_minutes_needs_a_schedule_that_ends(tmp_path: Path) -> None:
+    path = write(tmp_path, "train:\n  schedule: noam\n  decay_minutes: 60\n")
+    message = error_of(path)
+    assert "train.decay_minutes" in message and "linear or cosine" in message

@@ -8,7 +8,13 @@ import math
 import pytest
 import torch
 
-from transcli.objective import LossSums, label_smoothed_nll, learning_rate, output_loss
+from transcli.objective import (
+    LossSums,
+    decay_clock,
+    label_smoothed_nll,
+    learning_rate,
+    output_loss,
+)
 
 
 def _case(dtype: torch.dtype, rows: int = 700, vocab: int = 53, d: int = 16, seed: int = 0):
@@ -79,3 +85,19 @@ def test_schedules_share_the_warm_up_and_peak_then_decay_as_named() -> None:
     assert learning_rate("linear", 1100, **args) == 0.0
     assert learning_rate("linear", 1100, **args, final=0.1) == pytest.approx(peak / 10)
     assert learning_rate("cosine", 5000, **args) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_time_budget_ends_the_decay_when_it_runs_ahead_of_the_steps() -> None:
+    peak = 2.0 * 256 ** -0.5 * 100 ** -0.5
+    args = dict(d_model=256, warmup=100, factor=2.0, total=1100)
+    # Warm-up ended 60 s in; a 10-minute budget leaves 540 s: 330 s is half of it.
+    clock = decay_clock(seconds=330.0, warmup_seconds=60.0, budget_minutes=10)
+    assert clock == pytest.approx(0.5)
+    assert learning_rate("linear", 200, **args, clock=clock) == pytest.approx(peak / 2)
+    steps_ahead = learning_rate("linear", 850, **args, clock=clock)  # 3/4 of the steps
+    assert steps_ahead == pytest.approx(peak / 4)
+    assert learning_rate("linear", 50, **args, clock=0.9) == pytest.approx(peak / 2)  # warming up
+    assert learning_rate("linear", 200, **args, clock=decay_clock(700.0, 60.0, 10)) == 0.0
+    assert decay_clock(330.0, 60.0, budget_minutes=0) == 0.0  # no budget: steps alone
+    assert decay_clock(30.0, 60.0, 10) == 0.0
+    assert decay_clock(700.0, 700.0, 10) == 1.0  # warm-up outlasted the budget

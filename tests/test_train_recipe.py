@@ -11,6 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from transcli.batching import StreamPosition, collate
+from transcli.checkpoint import load_state
 from transcli.ema import WeightAverage
 from transcli.encoded import EncodedSplit
 from transcli.rundir import AVG_FILE, CHECKPOINT_DIR, CURVES_FILE, METRICS_FILE, step_path
@@ -118,3 +119,26 @@ def test_a_run_stopped_early_still_logs_its_last_steps_and_draws_curves(
     assert (run / CURVES_FILE).stat().st_size > 0
     err = capsys.readouterr().err
     assert "time limit" in err and "undertrained" in err and "of the 1000 planned" in err
+
+
+def test_a_decay_in_minutes_ends_the_run_at_rate_zero_and_its_clock_survives_sittings(
+        prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """train.decay_minutes: the linear decay follows the training clock (over sittings:
+    a resumed run's rate goes on down, it does not climb back) and the run stops when
+    the clock reaches zero rate, long before its max_steps."""
+    run = tmp_path / "run"
+    sets = ["train.schedule=linear", "train.warmup_steps=5", "train.max_steps=100000",
+            "train.decay_minutes=0.03", "train.log_every=1"]
+    train(fast_config(*sets, "train.max_minutes=0.01"), prepared, run)  # a first sitting
+    first = read_metrics(run / METRICS_FILE, "train")[-1]["step"]
+    train(fast_config(*sets), prepared, run, resume=True)
+    records = read_metrics(run / METRICS_FILE, "train")
+    lrs = [r["lr"] for r in records]
+    assert 5 < first < records[-1]["step"] < 100000
+    assert lrs[-1] == 0.0 < lrs[-2]  # the update that found the clock out ran at rate 0
+    assert all(a >= b for a, b in zip(lrs[5:], lrs[6:]))  # down all the way, both sittings
+    state = load_state(run, records[-1]["step"])
+    assert 0 < state["warmup_seconds"] < 0.03 * 60 <= state["seconds"]
+    assert "end of the 0.03-minute decay" in capsys.readouterr().err
+    train(fast_config(*sets), prepared, run, resume=True)
+    assert "nothing to do" in capsys.readouterr().err

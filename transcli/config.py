@@ -165,6 +165,10 @@ class TrainConfig:
     # peak at max_steps (a run that knows its length can end on a low learning rate).
     schedule: str = "noam"
     final_lr_scale: float = 0.0  # linear/cosine: the last learning rate, x the peak
+    # linear/cosine: the decay also ends, and the run stops, after this many minutes of
+    # training (wall time, over all sittings), if that comes before max_steps: the
+    # schedule fits whatever speed the machine has. 0: max_steps alone (exact resumes).
+    decay_minutes: float = 0.0
     adam_beta1: float = 0.9  # Adam's first-moment decay
     adam_beta2: float = 0.98  # Adam's second-moment decay (paper: 0.98)
     adam_eps: float = 1e-9  # Adam's epsilon (paper: 1e-9)
@@ -210,6 +214,9 @@ class TrainConfig:
         _require(self.lr_factor > 0, "lr_factor", "must be > 0")
         _require(self.schedule in SCHEDULES, "schedule", f"must be one of {', '.join(SCHEDULES)}")
         _require(0.0 <= self.final_lr_scale <= 1.0, "final_lr_scale", "must be in [0, 1]")
+        _require(self.decay_minutes >= 0, "decay_minutes", "must be >= 0")
+        _require(not self.decay_minutes or self.schedule != "noam", "decay_minutes",
+                 "needs schedule linear or cosine (noam has no end to reach)")
         _require(0.0 <= self.ema_decay < 1.0, "ema_decay", "must be in [0, 1)")
         _require(self.sample_alpha >= 0, "sample_alpha", "must be >= 0")
         _require(self.sample_nbest == -1 or self.sample_nbest >= 1, "sample_nbest",

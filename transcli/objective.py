@@ -30,17 +30,18 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
 
 
 def learning_rate(schedule: str, step: int, d_model: int, warmup: int, factor: float,
-                  total: int, final: float = 0.0) -> float:
+                  total: int, final: float = 0.0, clock: float = 0.0) -> float:
     """The learning rate of update `step` (1-based).
 
     All schedules share Noam's warm-up and peak (factor * d_model^-0.5 * warmup^-0.5 at
     `warmup`), then: `noam` decays as step^-0.5; `linear` and `cosine` fall from the peak
-    to `final` x peak at update `total` (a run that knows its length ends on a low rate).
+    to `final` x peak at update `total` (a run that knows its length ends on a low rate),
+    or sooner when `clock`, the share of a time budget spent since warm-up, runs ahead.
     """
     if schedule == "noam" or step <= warmup:
         return noam_lr(step, d_model, warmup, factor)
     peak = noam_lr(warmup, d_model, warmup, factor)
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    progress = min(1.0, max((step - warmup) / max(1, total - warmup), clock))
     if schedule == "linear":
         shape = 1.0 - progress
     elif schedule == "cosine":
@@ -48,6 +49,15 @@ def learning_rate(schedule: str, step: int, d_model: int, warmup: int, factor: f
     else:
         raise ValueError(f"unknown schedule {schedule!r}")
     return peak * (final + (1.0 - final) * shape)
+
+
+def decay_clock(seconds: float, warmup_seconds: float, budget_minutes: float) -> float:
+    """The share of a decay's time budget spent: training seconds since warm-up ended,
+    over the budget's seconds left at that point (0 without a budget)."""
+    if not budget_minutes:
+        return 0.0
+    span = budget_minutes * 60 - warmup_seconds
+    return 1.0 if span <= 0 else max(0.0, (seconds - warmup_seconds) / span)
 
 
 # ----------------------------------------------------------------------------- the loss

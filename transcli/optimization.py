@@ -46,11 +46,12 @@ class Optimization:
         return torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                               self.tc.clip_grad_norm or math.inf)
 
-    def step(self, step: int) -> float:
-        """Apply update `step` (1-based) at the schedule's rate; returns the rate."""
+    def step(self, step: int, clock: float = 0.0) -> float:
+        """Apply update `step` (1-based) at the schedule's rate, `clock` being the share
+        of train.decay_minutes spent (objective.decay_clock); returns the rate."""
         tc = self.tc
         lr = learning_rate(tc.schedule, step, self.d_model, tc.warmup_steps, tc.lr_factor,
-                           tc.max_steps, tc.final_lr_scale)
+                           tc.max_steps, tc.final_lr_scale, clock)
         for group in self.adam.param_groups:
             group["lr"] = lr
         if self.scaler:

@@ -50,7 +50,7 @@ from transcli.finetune import init_source, origin_record
 from transcli.locks import DirLock
 from transcli.memory import check_training_memory
 from transcli.model import Transformer, count_parameters
-from transcli.objective import LossSums, TeacherForcing
+from transcli.objective import LossSums, TeacherForcing, decay_clock
 from transcli.optimization import Optimization
 from transcli.rundir import (
     AVG_FILE,
@@ -142,24 +142,27 @@ def update_seed(seed: int, step: int, rank: int) -> int:
 
 
 class Agreed(NamedTuple):
-    """What all processes agree on before an update: its sizes, and whether to stop."""
+    """What all processes agree on before an update: its sizes, whether to stop, and
+    the sitting's clock (the same on every process, so are their learning rates)."""
 
     tgt_tokens: float
     padded: float  # positions fed, padding included (both sides)
     real: float
     stop: bool
+    seconds: float  # since the sitting started, averaged over processes
 
 
-def agree(batches: list[Batch], dist: Dist, *stop_requests: Optional[str]) -> Agreed:
+def agree(batches: list[Batch], dist: Dist, seconds: float,
+          *stop_requests: Optional[str]) -> Agreed:
     """Sum over processes of the update's sizes and stop requests: one tiny all-reduce
     on the CPU, no device sync."""
     values = torch.tensor([sum(b.tgt_tokens for b in batches),
                            sum(b.padded_positions for b in batches),
                            sum(b.real_positions for b in batches),
-                           sum(request is not None for request in stop_requests)],
-                          dtype=torch.float64)
-    tokens, padded, real, stop = dist.sum_on_cpu(values).tolist()
-    return Agreed(tokens, padded, real, stop > 0)
+                           sum(request is not None for request in stop_requests),
+                           seconds], dtype=torch.float64)
+    tokens, padded, real, stop, seconds = dist.sum_on_cpu(values).tolist()
+    return Agreed(tokens, padded, real, stop > 0, seconds / dist.world)
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -199,6 +202,7 @@ class Trainer:
         self.last: dict[str, float] = {}  # the latest update's loss, lr and gradient norm
         self.paused = 0.0  # seconds of validation inside the current log interval
         self.interval_start = self.started = time.perf_counter()
+        self.sitting = (self.progress.step, self.progress.seconds)  # where this sitting began
 
     def _restore(self, step: int) -> None:
         load_weights(self.model, step_path(self.run_dir, step))
@@ -210,9 +214,10 @@ class Trainer:
 
     def run(self) -> None:
         p, tc = self.progress, self.tc
-        if p.step >= tc.max_steps:
-            self._say(f"{self.run_dir}: already at step {p.step} (max_steps={tc.max_steps}); "
-                      f"nothing to do")
+        if p.step >= tc.max_steps or self._decay_over():
+            budget = (f"decay_minutes={tc.decay_minutes:g}" if self._decay_over()
+                      else f"max_steps={tc.max_steps}")
+            self._say(f"{self.run_dir}: already at step {p.step} ({budget}); nothing to do")
             return
         self._say(banner(self))
         stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
@@ -225,7 +230,8 @@ class Trainer:
                 while p.step < tc.max_steps:
                     pulled = [loader.next() for _ in range(tc.accum_steps)]
                     batches = [batch for batch, _ in pulled]
-                    agreed = agree(batches, self.dist, signals.received, self.stop_reason)
+                    agreed = agree(batches, self.dist, time.perf_counter() - self.started,
+                                   signals.received, self.stop_reason)
                     if agreed.stop:
                         reason = signals.received or self.stop_reason or "stop"
                         break
@@ -257,8 +263,12 @@ class Trainer:
         update, grad_norm = LossSums.of(values), values[4]
         check_finite(update.loss / update.tokens, grad_norm, self.opt.scaler is not None,
                      p.step + 1, self.run_dir)
-        lr = self.opt.step(p.step + 1)
+        p.seconds = self.sitting[1] + agreed.seconds
+        lr = self.opt.step(p.step + 1, decay_clock(p.seconds, p.warmup_seconds,
+                                                   self.tc.decay_minutes))
         p.step += 1
+        if p.step == self.tc.warmup_steps:
+            p.warmup_seconds = p.seconds
         p.tgt_tokens += int(update.tokens)
         p.src_tokens += int(agreed.real - update.tokens)
         p.interval.add_update(update, agreed.padded, agreed.real)
@@ -274,7 +284,7 @@ class Trainer:
             record = self._log_line()
             bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
                             tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
-            expected_end(bar, p.step, time.perf_counter() - self.started, tc)
+            expected_end(bar, p, self.sitting[0], time.perf_counter() - self.started, tc)
         if self.valid is not None and p.step % tc.valid_every == 0:
             self._validate()
         if p.step % tc.save_every == 0 or p.step == tc.max_steps:
@@ -282,6 +292,14 @@ class Trainer:
         elapsed = time.perf_counter() - self.started
         if self.dist.main and tc.max_minutes and elapsed > tc.max_minutes * 60:
             self.stop_reason = f"time limit of {tc.max_minutes:g} min"
+        if self.dist.main and self._decay_over():
+            self.stop_reason = f"end of the {tc.decay_minutes:g}-minute decay"
+
+    def _decay_over(self) -> bool:
+        """train.decay_minutes of training are behind this run (after warm-up)."""
+        p, tc = self.progress, self.tc
+        return (p.step > tc.warmup_steps
+                and decay_clock(p.seconds, p.warmup_seconds, tc.decay_minutes) >= 1.0)
 
     def _log_line(self, partial: bool = False) -> dict[str, Any]:
         """The interval's means as a "train" line; a `partial` one (a run's last, shorter
@@ -440,12 +458,15 @@ def saved_steps(run_dir: Path) -> str:
     return f"the last good checkpoint (step {steps[-1]}) is intact in {run_dir}"
 
 
-def expected_end(bar: tqdm, step: int, elapsed: float, tc: Any) -> None:
-    """Point the progress bar (and its ETA) at the step the time limit will stop at,
-    when that comes before max_steps."""
-    if tc.max_minutes and step:
-        reachable = step + (tc.max_minutes * 60 - elapsed) * step / elapsed
-        bar.total = max(step, min(tc.max_steps, int(reachable)))
+def expected_end(bar: tqdm, p: Progress, sitting_start: int, elapsed: float, tc: Any) -> None:
+    """Point the progress bar (and its ETA) at the step a time budget (the sitting's
+    max_minutes, the run's decay_minutes) will stop at, when that comes before max_steps;
+    the pace is this sitting's."""
+    left = [tc.max_minutes * 60 - elapsed] if tc.max_minutes else []
+    left += [tc.decay_minutes * 60 - p.seconds] if tc.decay_minutes else []
+    if left and p.step > sitting_start and elapsed > 0:
+        reachable = p.step + min(left) * (p.step - sitting_start) / elapsed
+        bar.total = max(p.step, min(tc.max_steps, int(reachable)))
 
 
 def ending(reason: str, step: int, tc: Any, run_dir: Path) -> str:
@@ -456,7 +477,7 @@ def ending(reason: str, step: int, tc: Any, run_dir: Path) -> str:
     if reason == "finished":
         return f"finished at step {step}; {where}"
     message = f"{reason}: stopped after step {step}; {where}"
-    if reason.startswith("time limit") and step < tc.max_steps / 2:
+    if reason.startswith("time limit") and step < tc.max_steps / 2 and not tc.decay_minutes:
         message += (f". Warning: that is {step} of the {tc.max_steps} planned updates "
                     f"({100 * step / tc.max_steps:.0f}%): the model is undertrained and will "
                     f"translate poorly; continue with --resume or raise train.max_minutes")

@@ -53,16 +53,21 @@ class Progress:
     tgt_tokens: int = 0
     interval: Interval = field(default_factory=Interval)
     best: Best = field(default_factory=Best)
+    seconds: float = 0.0  # training wall time over all sittings, at the last update's start
+    warmup_seconds: float = 0.0  # `seconds` when warm-up ended (train.decay_minutes)
 
     def state(self) -> dict[str, Any]:
         return {"step": self.step, "position": self.position.state(),
                 "src_tokens": self.src_tokens, "tgt_tokens": self.tgt_tokens,
-                "interval": asdict(self.interval), "best": asdict(self.best)}
+                "interval": asdict(self.interval), "best": asdict(self.best),
+                "seconds": self.seconds, "warmup_seconds": self.warmup_seconds}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Progress:
+        # States written before the clock was kept have no seconds: they count from 0.
         return cls(state["step"], StreamPosition(**state["position"]), state["src_tokens"],
-                   state["tgt_tokens"], Interval(**state["interval"]), Best(**state["best"]))
+                   state["tgt_tokens"], Interval(**state["interval"]), Best(**state["best"]),
+                   float(state.get("seconds", 0.0)), float(state.get("warmup_seconds", 0.0)))
 
 
 def rng_state() -> dict[str, Any]:
@@ -126,6 +131,8 @@ def _check(state: Any, step: int, params: list[torch.Tensor], names: list[str]) 
           "bad 'interval'")
     _need(isinstance(state["best"], dict) and set(state["best"]) == {"value", "step", "stale"},
           "bad 'best'")
+    clock = [state.get(key, 0.0) for key in ("seconds", "warmup_seconds")]
+    _need(all(type(value) in (int, float) for value in clock), "bad training clock")
     _check_optimizer(state["optimizer"], params)
     averaged = state.get("ema")
     if averaged:
