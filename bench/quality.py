@@ -116,7 +116,7 @@ def run_benchmark(args: argparse.Namespace) -> None:
     run = args.work / "run"
     sets = list(args.sets) + ([f"train.threads={args.threads}"] if args.threads else [])
     if args.steps:
-        sets += [f"train.max_steps={args.steps}", "train.max_minutes=0"]
+        sets += [f"train.max_steps={args.steps}", "train.max_minutes=0", "train.decay_minutes=0"]
     spent = None
     if not args.skip_train:
         data = prepare(args.config, args.data or args.work / "data", sets)
@@ -162,7 +162,9 @@ def print_table(runs: list[dict[str, Any]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "small.yaml")
-    parser.add_argument("--minutes", type=float, default=60.0, help="training time budget")
+    parser.add_argument("--minutes", type=float, default=60.0,
+                        help="training time budget from the process's start (a config with "
+                        "train.decay_minutes stops itself; give this a margin as a safety cap)")
     parser.add_argument("--steps", type=int, default=0,
                         help="train this many updates instead of for --minutes")
     parser.add_argument("--work", type=Path, default=Path("/tmp/transcli-quality"))

@@ -135,9 +135,9 @@ def test_a_decay_in_minutes_ends_the_run_at_rate_zero_and_its_clock_survives_sit
     records = read_metrics(run / METRICS_FILE, "train")
     lrs = [r["lr"] for r in records]
     assert 5 < first < records[-1]["step"] < 100000
-    assert lrs[-1] == 0.0 < lrs[-2]  # the update that found the clock out ran at rate 0
+    assert 0.0 < lrs[-1] < 0.2 * max(lrs)  # near the end; no update at rate zero
     assert all(a >= b for a, b in zip(lrs[5:], lrs[6:]))  # down all the way, both sittings
-    state = load_state(run, records[-1]["step"])
+    state = load_state(run, records[-1]["step"])  # with the sitting's tail: the decay is over
     assert 0 < state["warmup_seconds"] < 0.03 * 60 <= state["seconds"]
     assert "end of the 0.03-minute decay" in capsys.readouterr().err
     train(fast_config(*sets), prepared, run, resume=True)

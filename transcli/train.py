@@ -197,7 +197,7 @@ class Trainer:
         # Everything that can be refused was checked: only now is the run dir written.
         self.log = MetricsLog(run_dir, enabled=dist.main, tensorboard=self.tc.tensorboard)
         open_run_dir(cfg, identity, data_dir, run_dir, dist, resume, start, self.log)
-        self.saved_step = start
+        self.saved_step, self.saved_seconds = start, self.progress.seconds
         self.stop_reason: Optional[str] = None  # rank 0's decision: early stop, time limit
         self.last: dict[str, float] = {}  # the latest update's loss, lr and gradient norm
         self.paused = 0.0  # seconds of validation inside the current log interval
@@ -214,8 +214,8 @@ class Trainer:
 
     def run(self) -> None:
         p, tc = self.progress, self.tc
-        if p.step >= tc.max_steps or self._decay_over():
-            budget = (f"decay_minutes={tc.decay_minutes:g}" if self._decay_over()
+        if p.step >= tc.max_steps or self._decay_over(p.seconds):
+            budget = (f"decay_minutes={tc.decay_minutes:g}" if self._decay_over(p.seconds)
                       else f"max_steps={tc.max_steps}")
             self._say(f"{self.run_dir}: already at step {p.step} ({budget}); nothing to do")
             return
@@ -232,8 +232,11 @@ class Trainer:
                     batches = [batch for batch, _ in pulled]
                     agreed = agree(batches, self.dist, time.perf_counter() - self.started,
                                    signals.received, self.stop_reason)
-                    if agreed.stop:
-                        reason = signals.received or self.stop_reason or "stop"
+                    clock = self.sitting[1] + agreed.seconds
+                    if agreed.stop or self._decay_over(clock):
+                        p.seconds = clock  # the sitting's tail counts: a resume goes on
+                        reason = (signals.received or self.stop_reason
+                                  or f"end of the {tc.decay_minutes:g}-minute decay")
                         break
                     self._update(batches, agreed)
                     p.position = StreamPosition(**pulled[-1][1])
@@ -269,6 +272,9 @@ class Trainer:
         p.step += 1
         if p.step == self.tc.warmup_steps:
             p.warmup_seconds = p.seconds
+            if self.tc.decay_minutes and p.seconds >= self.tc.decay_minutes * 60:
+                self._say(f"warning: the warm-up took {p.seconds / 60:.1f} min, longer than "
+                          f"train.decay_minutes={self.tc.decay_minutes:g}; the run stops here")
         p.tgt_tokens += int(update.tokens)
         p.src_tokens += int(agreed.real - update.tokens)
         p.interval.add_update(update, agreed.padded, agreed.real)
@@ -292,14 +298,14 @@ class Trainer:
         elapsed = time.perf_counter() - self.started
         if self.dist.main and tc.max_minutes and elapsed > tc.max_minutes * 60:
             self.stop_reason = f"time limit of {tc.max_minutes:g} min"
-        if self.dist.main and self._decay_over():
-            self.stop_reason = f"end of the {tc.decay_minutes:g}-minute decay"
 
-    def _decay_over(self) -> bool:
-        """train.decay_minutes of training are behind this run (after warm-up)."""
+    def _decay_over(self, seconds: float) -> bool:
+        """train.decay_minutes of training (`seconds`) are behind this run, after warm-up:
+        the next update would run at rate zero. Decided before an update, on the clock
+        all processes agreed on."""
         p, tc = self.progress, self.tc
-        return (p.step > tc.warmup_steps
-                and decay_clock(p.seconds, p.warmup_seconds, tc.decay_minutes) >= 1.0)
+        return (p.step >= tc.warmup_steps
+                and decay_clock(seconds, p.warmup_seconds, tc.decay_minutes) >= 1.0)
 
     def _log_line(self, partial: bool = False) -> dict[str, Any]:
         """The interval's means as a "train" line; a `partial` one (a run's last, shorter
@@ -347,12 +353,13 @@ class Trainer:
             if self.opt.ema:
                 with self.opt.averaged():
                     save_weights(self.model, self.run_dir / CHECKPOINT_DIR / AVG_FILE)
-        self.saved_step = self.progress.step
+        self.saved_step, self.saved_seconds = self.progress.step, self.progress.seconds
 
     def _finish(self, reason: str) -> None:
         p = self.progress
-        if self.saved_step != p.step:
-            self._save()
+        if self.saved_step != p.step or (self.tc.decay_minutes
+                                         and self.saved_seconds != p.seconds):
+            self._save()  # the decay's clock must keep this sitting's last seconds too
         if not self.dist.main:
             return
         if p.interval.tokens:
@@ -491,7 +498,9 @@ def banner(trainer: Trainer) -> str:
         start += f" from the weights of {t.init.weights}"
     extras = "".join(f", {name}" for name, on in (
         ("compiled", t.tc.compile), (f"EMA {t.tc.ema_decay:g}", t.opt.ema),
-        (f"subword sampling alpha {t.tc.sample_alpha:g}", t.tc.sample_alpha)) if on)
+        (f"subword sampling alpha {t.tc.sample_alpha:g}", t.tc.sample_alpha),
+        (f"{t.tc.schedule} decay over {t.tc.decay_minutes:g} min of training "
+         f"({p.seconds / 60:.1f} done)", t.tc.decay_minutes)) if on)
     threads = f", {torch.get_num_threads()} threads" if t.device.type == "cpu" else ""
     return (f"{start} in {t.run_dir}: {count_parameters(t.model):,} parameters on "
             f"{t.device} ({t.precision()}{threads}{extras}) x {t.dist.world} process(es); "
