@@ -66,6 +66,23 @@ def test_beam_one_without_strategy_key_is_greedy(tiny_spm):
                                                            abs=1e-5)
 
 
+@pytest.mark.parametrize("strategy", ["greedy", "sample"])
+def test_greedy_and_sampling_report_the_bounded_word_reward(model, sources, strategy):
+    """The reward does not change their choices; it adds reward x min(length, bound) to
+    the reported score, bound = 0.5 x (source tokens without EOS) + 1, computed here."""
+    src = pad(sources)
+    plain = run(model, src, 30, strategy=strategy, seed=3)
+    found = run(model, src, 30, strategy=strategy, seed=3, word_reward=1.0,
+                word_reward_bound=0.5)
+    cut = 0
+    for row, (base,), (hyp,) in zip(sources, plain, found):
+        assert hyp.tokens == base.tokens and hyp.eos
+        length, cap = len(hyp.tokens) + 1, 0.5 * (len(row) - 1) + 1
+        cut += cap < length
+        assert hyp.score == pytest.approx(base.score + min(length, cap))
+    assert cut > len(sources) / 2  # mostly the bound cuts the reward short: it can fail
+
+
 # ---------------------------------------------------------------- the distribution
 
 P = torch.tensor([[0.5, 0.2, 0.15, 0.1, 0.05]], dtype=torch.float64)

@@ -140,9 +140,14 @@ class EarlyEos(Transformer):
         return self.scripted(state.position).expand(tokens.size(0), -1)
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.6])
-@pytest.mark.parametrize("reward", [0.0, 1.0])
-@pytest.mark.parametrize("ratio", [0.0, 0.5, 3.0])
+# Bound 2.8 (ratio 0.9) at alpha 0.6 is left out: there the long translation wins only
+# through the length penalty of its later steps, which the stopping rule (Hugging Face's,
+# see beam_search) does not foresee.
+REWARD_CASES = [(alpha, reward, ratio) for alpha in (0.0, 0.6) for reward in (0.0, 1.0)
+                for ratio in (0.0, 0.5, 0.9, 3.0) if not (alpha and ratio == 0.9)]
+
+
+@pytest.mark.parametrize("alpha, reward, ratio", REWARD_CASES)
 def test_word_reward_picks_the_best_hypothesis_by_brute_force(tiny_tokenizer, alpha, reward,
                                                               ratio):
     """Against every hypothesis over {4, EOS} up to the length limit, scored by
@@ -160,8 +165,10 @@ def test_word_reward_picks_the_best_hypothesis_by_brute_force(tiny_tokenizer, al
         n = fours + 1
         candidates.append(([4] * fours, logp / ((5 + n) / 6) ** alpha + reward * min(n, bound)))
     expected_tokens, expected_score = max(candidates, key=lambda c: c[1])
-    # The test can fail: the long translation wins only with a reward that is not cut
-    # short of its length (7 tokens) by the bound.
+    # The test can fail: the long translation (7 tokens) loses 2.0 nats of log-prob to
+    # the short one and wins only where the bound leaves it more reward than that. Bound
+    # 2.8 (ratio 0.9) gives it 1.8, too little; a bound that counted the source EOS (3.7)
+    # would give it 2.7.
     assert expected_tokens == ([4] * EarlyEos.length if reward and bound >= 7 else [])
     found = search(model, pad([[5, 6, EOS_ID]]), 4, limit, alpha, reward=reward,
                    bound=ratio)[0][0]
