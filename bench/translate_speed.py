@@ -8,8 +8,10 @@ conversational sentences) and dev.newstest2012.en (long news sentences) with gre
 and beam 5, through `Translator` -- the code `transcli translate` runs -- with each engine
 and thread count: `torch` (fp32), `torch-int8` (dynamically quantized Linear layers),
 `ct2` and `ct2-int8` (the run's CTranslate2 export, made beforehand so it is not timed),
-and `torch-uncached` (the decoder re-run over the whole prefix every step: the reference
-the cache is measured against). Each (engine, threads) runs in a
+`torch-uncached` (the decoder re-run over the whole prefix every step: the reference
+the cache is measured against) and `torch-onednn` (float32 products through oneDNN instead
+of torch's BLAS: `decode.cpu_gemm=onednn`, `transcli.cpulinear`). Every engine searches without a word reward
+(CTranslate2 has none). Each (engine, threads) runs in a
 subprocess of its own, so peak RSS and load time are its own; the subprocesses alternate
 in rounds, so background load hits all alike. Prints sentences/s and target tokens/s (the
 fastest round), speed relative to torch fp32 at the same threads, BLEU of the output
@@ -39,7 +41,7 @@ SETS = ["dev.tatoeba", "dev.newstest2012"]
 SEARCHES = {"greedy": ("greedy", 1), "beam5": ("beam", 5)}
 ENGINES = {"torch": ("torch", "none", True), "torch-int8": ("torch", "int8", True),
            "ct2": ("ct2", "none", True), "ct2-int8": ("ct2", "int8", True),
-           "torch-uncached": ("torch", "none", False)}
+           "torch-uncached": ("torch", "none", False), "torch-onednn": ("torch", "none", True)}
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -59,7 +61,8 @@ def worker(args: argparse.Namespace) -> None:
         translator = load_translator(args.model, args.checkpoint, [
             f"decode.engine={engine}", f"decode.quantize={quantize}",
             f"decode.strategy={strategy}", f"decode.beam_size={beam}", "decode.n_best=1",
-            f"decode.threads={args.threads}"], "cpu")
+            f"decode.threads={args.threads}", "decode.word_reward=0",
+            f"decode.cpu_gemm={'onednn' if args.worker == 'torch-onednn' else 'blas'}"], "cpu")
         load_seconds = load_seconds or time.perf_counter() - start
         translator.engine.cached = cached
         for set_name, lines in sets.items():

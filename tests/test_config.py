@@ -300,3 +300,8 @@ def test_a_decay_in_minutes_needs_a_schedule_that_ends(tmp_path: Path) -> None:
     path = write(tmp_path, "train:\n  schedule: noam\n  decay_minutes: 60\n")
     message = error_of(path)
     assert "train.decay_minutes" in message and "linear or cosine" in message
+
+
+def test_an_unknown_cpu_gemm_is_refused() -> None:
+    message = error_of(ROOT / "configs" / "tiny.yaml", ["decode.cpu_gemm=mkl"])
+    assert "decode.cpu_gemm" in message and "blas, onednn" in message

@@ -64,6 +64,16 @@ def test_ct2_engine_gives_the_torch_greedy_output(sample_copy):
     assert read_record(cache)["source"] == str((step_path(sample_copy, 200)).resolve())
 
 
+def test_onednn_products_give_the_blas_output(sample_copy):
+    """decode.cpu_gemm=onednn (transcli.cpulinear): the same translations of 200 real
+    sentences, beam 2 and greedy, as torch's own float32 products."""
+    lines = [en for en, _ in sample_pairs("test", "valid")]
+    for search in (["decode.beam_size=2"], ["decode.strategy=greedy", "decode.beam_size=1"]):
+        blas = load_translator(sample_copy, "last", search, "cpu").translate(lines)
+        onednn = load_translator(sample_copy, "last", search + ["decode.cpu_gemm=onednn"], "cpu")
+        assert onednn.translate(lines) == blas and len(set(blas)) > 100
+
+
 def test_cache_is_reused_then_refreshed_when_the_checkpoint_changes(memorised_run, tiny_spm):
     overrides = ["decode.engine=ct2", "decode.beam_size=1"]
     load_translator(memorised_run, "last", overrides, "cpu")

@@ -240,6 +240,7 @@ class TrainConfig:
 # `decode.strategy` names; each maps to a search function in `search.SEARCHES`.
 STRATEGIES = ("beam", "greedy", "sample")
 ENGINES = ("torch", "ct2")  # what runs the search: transcli's model, or a CTranslate2 export
+CPU_GEMMS = ("blas", "onednn")  # the torch engine's float32 CPU products (transcli.cpulinear)
 QUANTIZE = ("none", "int8")  # int8: dynamic int8 Linear layers (torch), int8 weights (ct2)
 
 
@@ -262,6 +263,7 @@ class DecodeConfig:
     seed: int = 1  # sample: line i of the input draws from a generator seeded by (seed, i)
     engine: str = "torch"  # torch or ct2 (a CTranslate2 export cached in the run dir)
     quantize: str = "none"  # none or int8
+    cpu_gemm: str = "blas"  # blas or onednn: torch's float32 CPU products (onednn: faster, more memory)
     threads: int = 0  # CPU threads for torch (0: one per available core)
     split_sentences: bool = False  # translate a multi-sentence line sentence by sentence
 
@@ -290,6 +292,7 @@ class DecodeConfig:
                  "is applied by the torch engine only: CTranslate2's search has none "
                  "(set decode.word_reward=0 to use --engine ct2)")
         _require(self.quantize in QUANTIZE, "quantize", f"must be one of {', '.join(QUANTIZE)}")
+        _require(self.cpu_gemm in CPU_GEMMS, "cpu_gemm", f"must be one of {', '.join(CPU_GEMMS)}")
         _within(self, "threads", 0, MAX_THREADS)
         _require(not self.split_sentences or self.n_best == 1, "split_sentences",
                  "gives the 1-best translation only: n_best must be 1")

@@ -269,6 +269,7 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int = PAD_ID):
         super().__init__()
         self.cfg = cfg
+        self.output_product = F.linear  # the output layer's product (cpulinear may swap it)
         self.pad_id = pad_id
         self.vocab_size = vocab_size
         positions = sinusoidal_table(cfg.max_positions, cfg.d_model)
@@ -345,7 +346,7 @@ class Transformer(nn.Module):
 
     def log_probs(self, hidden: Tensor) -> Tensor:
         """The final linear layer (tied to the target embedding by default) + log-softmax."""
-        return F.log_softmax(F.linear(hidden, self.output_weight).float(), dim=-1)
+        return F.log_softmax(self.output_product(hidden, self.output_weight).float(), dim=-1)
 
     # ------------------------------------------------------------------ decoding path
 
