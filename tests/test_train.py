@@ -119,12 +119,27 @@ def test_early_stopping_after_patience_validations_without_progress(
     assert best == [(5, True), (10, False), (15, False)]
 
 
-def test_bf16_autocast_on_cpu_trains_like_fp32(prepared: Path, tmp_path: Path) -> None:
+def test_bf16_autocast_on_cpu_trains_like_fp32(prepared: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # bf16 even where the CPU lacks bf16 kernels (slow there, but this run is tiny).
+    monkeypatch.setattr("transcli.runtime.cpu_has_bf16", lambda: True)
     sets = ["train.max_steps=20", "train.valid_every=1000"]
     train(fast_config(*sets), prepared, tmp_path / "fp32")
     train(fast_config(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "bf16")
     (_, fp32), (_, bf16) = losses(tmp_path / "fp32")[-1], losses(tmp_path / "bf16")[-1]
     assert bf16 != fp32 and bf16 == pytest.approx(fp32, rel=0.05)
+
+
+def test_bf16_on_a_cpu_without_bf16_kernels_trains_in_fp32(
+        prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("transcli.runtime.cpu_has_bf16", lambda: False)
+    sets = ["train.max_steps=10", "train.valid_every=1000"]
+    train(fast_config(*sets), prepared, tmp_path / "fp32")
+    train(fast_config(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "asked-bf16")
+    err = capsys.readouterr().err
+    assert "no bf16 kernels" in err and "training in fp32" in err and "(fp32" in err
+    assert losses(tmp_path / "asked-bf16") == losses(tmp_path / "fp32")
 
 
 def test_nan_loss_stops_with_the_last_good_checkpoint_intact(prepared: Path,

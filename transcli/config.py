@@ -176,7 +176,7 @@ class TrainConfig:
     seed: int = 1  # seeds initialisation, batch order and dropout
     device: str = "auto"  # auto, cpu or cuda
     precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32
-    cpu_precision: str = "fp32"  # on CPU: fp32, or bf16 autocast (fast with AMX/AVX512-BF16)
+    cpu_precision: str = "fp32"  # on CPU: fp32, or bf16 autocast (fp32 without bf16 kernels)
     compile: bool = False  # torch.compile the model
     threads: int = 0  # CPU threads for torch (0: one per available core)
     pad_multiple: int = 0  # pad batch lengths to a multiple of this (0: 8 on CUDA, 1 on CPU)

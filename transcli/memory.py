@@ -22,6 +22,7 @@ from typing import Any, Optional
 from transcli.config import Config, ModelConfig
 from transcli.errors import UserError
 from transcli.objective import ROWS_PER_CHUNK
+from transcli.runtime import training_precision
 
 FP32 = 4
 # Attention weights grow with the padded sentence length, which batching decides later;
@@ -107,7 +108,8 @@ def check_training_memory(cfg: Config, vocab_size: int, device: str | Any = "cpu
     (`processes` ranks sharing it, as DDP ranks share one CPU). Returns the estimate.
     `device`: "cpu", "cuda", "cuda:N" or a torch.device."""
     device = str(device)
-    precision = cfg.train.precision if device.startswith("cuda") else cfg.train.cpu_precision
+    precision = training_precision("cuda" if device.startswith("cuda") else "cpu",
+                                   cfg.train.precision, cfg.train.cpu_precision)
     estimate = training_estimate(cfg.model, vocab_size, cfg.train.batch_tokens,
                                  2 if precision in ("bf16", "fp16") else FP32)
     free = available_memory(device)

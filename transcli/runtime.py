@@ -49,6 +49,22 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def cpu_has_bf16() -> bool:
+    """Whether torch has bf16 kernels for this CPU (oneDNN's check: AVX512 or AMX). On
+    others (AVX2-only x86, for one) bf16 autocast still runs, but through conversions that
+    make training many times slower than fp32 (README, "The CPU recipe")."""
+    return (torch.backends.mkldnn.is_available()
+            and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()))
+
+
+def training_precision(device_type: str, precision: str, cpu_precision: str) -> str:
+    """What training runs in: `precision` on CUDA; `cpu_precision` on the CPU, except that
+    bf16 becomes fp32 on a CPU without bf16 kernels (`cpu_has_bf16`)."""
+    if device_type == "cuda":
+        return precision
+    return "fp32" if cpu_precision == "bf16" and not cpu_has_bf16() else cpu_precision
+
+
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """Mixed precision: matmuls in bf16/fp16, weights, softmax and loss in fp32."""
     if precision == "fp32":

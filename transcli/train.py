@@ -66,7 +66,7 @@ from transcli.rundir import (
 )
 from transcli.runlog import MetricsLog
 from transcli.runtime import (autocast, keep_freed_memory, pick_device, release_freed_memory,
-                              set_threads)
+                              set_threads, training_precision)
 from transcli.signals import StopSignals, tolerant_stderr
 from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.trainstate import (
@@ -219,6 +219,10 @@ class Trainer:
                       else f"max_steps={tc.max_steps}")
             self._say(f"{self.run_dir}: already at step {p.step} ({budget}); nothing to do")
             return
+        if self.precision() != self._asked_precision():
+            self._say(f"warning: train.cpu_precision is {self.tc.cpu_precision} but this CPU "
+                      f"has no bf16 kernels (AVX512 or AMX): training in {self.precision()}, "
+                      f"much faster here (set train.cpu_precision=fp32 to silence this)")
         self._say(banner(self))
         stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
         loader = BackgroundLoader(self.make_batch, stream, pin_memory=self.device.type == "cuda")
@@ -372,6 +376,9 @@ class Trainer:
         self._say(ending(reason, p.step, self.tc, self.run_dir))
 
     def precision(self) -> str:
+        return training_precision(self.device.type, self.tc.precision, self.tc.cpu_precision)
+
+    def _asked_precision(self) -> str:
         return self.tc.precision if self.device.type == "cuda" else self.tc.cpu_precision
 
     def _autocast(self) -> contextlib.AbstractContextManager:
