@@ -6,11 +6,12 @@
 Translates the first --lines lines of ../shared/corpora/en-es/dev.tatoeba.en (short
 conversational sentences) and dev.newstest2012.en (long news sentences) with greedy search
 and beam 5, through `Translator` -- the code `transcli translate` runs -- with each engine
-and thread count: `torch` (fp32), `torch-int8` (dynamically quantized Linear layers),
+and thread count: `torch` (fp32, products through torch's BLAS), `torch-int8` (dynamically quantized Linear layers),
 `ct2` and `ct2-int8` (the run's CTranslate2 export, made beforehand so it is not timed),
 `torch-uncached` (the decoder re-run over the whole prefix every step: the reference
 the cache is measured against) and `torch-onednn` (float32 products through oneDNN instead
-of torch's BLAS: `decode.cpu_gemm=onednn`, `transcli.cpulinear`). Every engine searches without a word reward
+of torch's BLAS: `decode.cpu_gemm=onednn`, `transcli.cpulinear`; the header says which of
+the two `decode.cpu_gemm=auto`, the default, takes on this CPU). Every engine searches without a word reward
 (CTranslate2 has none). Each (engine, threads) runs in a
 subprocess of its own, so peak RSS and load time are its own; the subprocesses alternate
 in rounds, so background load hits all alike. Prints sentences/s and target tokens/s (the
@@ -42,6 +43,17 @@ SEARCHES = {"greedy": ("greedy", 1), "beam5": ("beam", 5)}
 ENGINES = {"torch": ("torch", "none", True), "torch-int8": ("torch", "int8", True),
            "ct2": ("ct2", "none", True), "ct2-int8": ("ct2", "int8", True),
            "torch-uncached": ("torch", "none", False), "torch-onednn": ("torch", "none", True)}
+
+
+def cpu_description() -> str:
+    """The CPU's vendor, torch's vector ISA for it, and what decode.cpu_gemm=auto picks."""
+    import torch
+
+    from transcli.cpulinear import cpu_vendor, use_onednn
+
+    pick = "onednn" if use_onednn("auto") else "blas"
+    return (f"{cpu_vendor() or 'vendor unknown'}, {torch.backends.cpu.get_cpu_capability()}; "
+            f"decode.cpu_gemm=auto takes {pick} here")
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -115,6 +127,7 @@ def main() -> None:
         prepare_ct2_exports(args)
     print(f"model {args.model} ({args.checkpoint}); {args.lines} lines per set; "
           f"{args.rounds} rounds; load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(f"CPU: {cpu_description()}", flush=True)
     results: dict[tuple, dict] = {}
     for _ in range(args.rounds):
         for engine in args.engines:

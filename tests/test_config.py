@@ -304,4 +304,4 @@ def test_a_decay_in_minutes_needs_a_schedule_that_ends(tmp_path: Path) -> None:
 
 def test_an_unknown_cpu_gemm_is_refused() -> None:
     message = error_of(ROOT / "configs" / "tiny.yaml", ["decode.cpu_gemm=mkl"])
-    assert "decode.cpu_gemm" in message and "blas, onednn" in message
+    assert "decode.cpu_gemm" in message and "auto, blas, onednn" in message

@@ -4,6 +4,8 @@ as x @ W^T + b written out, the same model outputs, and training left on torch's
 from __future__ import annotations
 
 import copy
+import shutil
+import subprocess
 
 import pytest
 import torch
@@ -11,14 +13,17 @@ from conftest import PAIRS
 from memorised import memorised_model, pad
 from torch import nn
 
-from transcli.cpulinear import ONEDNN, OneDnnLinear, linear, onednn_linears
+from transcli import cpulinear
+from transcli.cpulinear import (ONEDNN, OneDnnLinear, bucket, cpu_vendor, linear,
+                                onednn_linears, use_onednn)
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 @pytest.mark.parametrize("shape, transpose", [((7, 16), False), ((2, 5, 16), False),
-                                              ((5, 2, 16), True), ((3, 1, 16), False)])
+                                              ((5, 2, 16), True), ((3, 1, 16), False),
+                                              ((17, 16), False), ((3, 11, 16), True)])
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_linear_is_x_times_w_transposed_plus_b(shape, transpose, with_bias):
     torch.manual_seed(0)
@@ -30,6 +35,34 @@ def test_linear_is_x_times_w_transposed_plus_b(shape, transpose, with_bias):
         got = linear(x.float(), w.float(), b.float() if with_bias else None)
     assert got.shape == expected.shape and got.dtype == torch.float32
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_bucket_sizes_are_few_and_close_above():
+    # Hand-worked: rows < 16 are kept; from 16 on, the step is rows' highest power of two / 8.
+    rows = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 150, 1000, 4097]
+    assert [bucket(n) for n in rows] == [1, 2, 3, 7, 8, 9, 15, 16, 18, 32, 36, 104, 160,
+                                         1024, 4608]
+    sizes = {bucket(n) for n in range(1, 8193)}
+    assert len(sizes) == 16 + 8 * 9  # 1..16, then 8 per power of two up to 8192
+    assert all(n <= bucket(n) <= n * 1.125 for n in range(1, 8193))
+
+
+@pytest.mark.parametrize("vendor, capability, expected", [
+    ("AuthenticAMD", "AVX512", ONEDNN), ("AuthenticAMD", "AVX2", False),
+    ("GenuineIntel", "AVX512", False), ("", "AVX512", False)])
+def test_auto_takes_onednn_on_amd_cpus_with_avx512(monkeypatch, vendor, capability, expected):
+    monkeypatch.setattr(cpulinear, "cpu_vendor", lambda: vendor)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    assert use_onednn("auto") == expected
+    assert use_onednn("blas") is False and use_onednn("onednn") is True
+
+
+@pytest.mark.skipif(shutil.which("lscpu") is None, reason="no lscpu here")
+def test_cpu_vendor_is_the_one_lscpu_names():
+    lines = subprocess.run(["lscpu"], capture_output=True, text=True,
+                           env={"LC_ALL": "C"}).stdout.splitlines()
+    named = [line.split(":", 1)[1].strip() for line in lines if line.startswith("Vendor ID:")]
+    assert cpu_vendor() == (named[0] if named else "")
 
 
 def test_training_keeps_autograd():

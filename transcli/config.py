@@ -240,7 +240,7 @@ class TrainConfig:
 # `decode.strategy` names; each maps to a search function in `search.SEARCHES`.
 STRATEGIES = ("beam", "greedy", "sample")
 ENGINES = ("torch", "ct2")  # what runs the search: transcli's model, or a CTranslate2 export
-CPU_GEMMS = ("blas", "onednn")  # the torch engine's float32 CPU products (transcli.cpulinear)
+CPU_GEMMS = ("auto", "blas", "onednn")  # the torch engine's float32 CPU products (transcli.cpulinear)
 QUANTIZE = ("none", "int8")  # int8: dynamic int8 Linear layers (torch), int8 weights (ct2)
 
 
@@ -263,7 +263,7 @@ class DecodeConfig:
     seed: int = 1  # sample: line i of the input draws from a generator seeded by (seed, i)
     engine: str = "torch"  # torch or ct2 (a CTranslate2 export cached in the run dir)
     quantize: str = "none"  # none or int8
-    cpu_gemm: str = "blas"  # blas or onednn: torch's float32 CPU products (onednn: faster, more memory)
+    cpu_gemm: str = "auto"  # torch's float32 CPU products: blas, onednn, auto (cpulinear.use_onednn)
     threads: int = 0  # CPU threads for torch (0: one per available core)
     split_sentences: bool = False  # translate a multi-sentence line sentence by sentence
 
