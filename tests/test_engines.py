@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import PAIRS, ROOT
+from conftest import CT2_INT8_EXACT, PAIRS, ROOT
 from memorised import TINY_CONFIG, UNSEEN, memorised_model, sample_pairs
 
 from transcli.checkpoint import save_weights
@@ -92,12 +92,6 @@ def test_cache_is_reused_then_refreshed_when_the_checkpoint_changes(memorised_ru
     assert read_record(cache)["source_mtime_ns"] == step_path(memorised_run, 200).stat().st_mtime_ns
     assert translator.translate(ENGLISH[:3]) != SPANISH[:3]  # the new weights
     assert sorted(p.name for p in memorised_run.iterdir() if p.name.startswith(".")) == []
-
-
-# CTranslate2's int8 products on an x86 CPU without AVX512 changed 1 or 2 of the memorised
-# translations (measured on an AVX2-only AMD EPYC, with its oneDNN and its MKL backends
-# alike); torch's int8 (fbgemm, which keeps activations to 7 bits on x86) changed none.
-CT2_INT8_EXACT = torch.backends.cpu.get_cpu_capability() == "AVX512"
 
 
 @pytest.mark.parametrize("engine", ["torch", "ct2"])
