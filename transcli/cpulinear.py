@@ -63,8 +63,8 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     if (ONEDNN and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
             and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")):
         flat = x.reshape(-1, x.size(-1))
-        rows = flat.size(0)
-        padded = F.pad(flat, (0, 0, 0, bucket(rows) - rows))
+        rows, extra = flat.size(0), bucket(flat.size(0)) - flat.size(0)
+        padded = F.pad(flat, (0, 0, 0, extra)) if extra else flat
         out = torch.ops.mkldnn._linear_pointwise(padded, weight, bias, "none", [], "")
         return out[:rows].reshape(*x.shape[:-1], weight.size(0))
     return F.linear(x, weight, bias)

@@ -173,6 +173,9 @@ class Trainer:
                  device: torch.device, resume: bool, force: bool):
         self.cfg, self.tc, self.run_dir = cfg, cfg.train, run_dir
         self.dist, self.device = dist, device
+        # decided once: bf16 asked for on a CPU without bf16 kernels runs in fp32
+        self.run_precision = training_precision(device.type, self.tc.precision,
+                                                self.tc.cpu_precision)
         manifest = load_manifest(data_dir)
         self.tokenizer = Tokenizer(data_dir / TOKENIZER_FILE)
         vocab = checked_vocab(manifest, self.tokenizer, data_dir)
@@ -219,9 +222,9 @@ class Trainer:
                       else f"max_steps={tc.max_steps}")
             self._say(f"{self.run_dir}: already at step {p.step} ({budget}); nothing to do")
             return
-        if self.precision() != self._asked_precision():
+        if self.device.type == "cpu" and self.run_precision != self.tc.cpu_precision:
             self._say(f"warning: train.cpu_precision is {self.tc.cpu_precision} but this CPU "
-                      f"has no bf16 kernels (AVX512 or AMX): training in {self.precision()}, "
+                      f"has no bf16 kernels (AVX512 or AMX): training in {self.run_precision}, "
                       f"much faster here (set train.cpu_precision=fp32 to silence this)")
         self._say(banner(self))
         stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
@@ -375,14 +378,8 @@ class Trainer:
         self.log.plot()
         self._say(ending(reason, p.step, self.tc, self.run_dir))
 
-    def precision(self) -> str:
-        return training_precision(self.device.type, self.tc.precision, self.tc.cpu_precision)
-
-    def _asked_precision(self) -> str:
-        return self.tc.precision if self.device.type == "cuda" else self.tc.cpu_precision
-
     def _autocast(self) -> contextlib.AbstractContextManager:
-        return autocast(self.device, self.precision())
+        return autocast(self.device, self.run_precision)
 
     def _say(self, message: str) -> None:
         if self.dist.main:
@@ -510,7 +507,7 @@ def banner(trainer: Trainer) -> str:
          f"({p.seconds / 60:.1f} done)", t.tc.decay_minutes)) if on)
     threads = f", {torch.get_num_threads()} threads" if t.device.type == "cpu" else ""
     return (f"{start} in {t.run_dir}: {count_parameters(t.model):,} parameters on "
-            f"{t.device} ({t.precision()}{threads}{extras}) x {t.dist.world} process(es); "
+            f"{t.device} ({t.run_precision}{threads}{extras}) x {t.dist.world} process(es); "
             f"{len(t.plan.indices):,} training pairs ({t.plan.skipped} over max_positions "
             f"left out), {len(t.plan.epoch(p.position.epoch))} batches of <= "
             f"{t.tc.batch_tokens} tokens per epoch, {t.tc.accum_steps * t.dist.world} per update")
