@@ -15,7 +15,7 @@ from torch import nn
 
 from transcli import cpulinear
 from transcli.cpulinear import (ONEDNN, OneDnnLinear, bucket, cpu_vendor, linear,
-                                onednn_linears, use_onednn)
+                                onednn_linears, output_product, use_onednn)
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
@@ -86,5 +86,5 @@ def test_a_swapped_model_gives_the_same_log_probs(tiny_spm, tiny_tokenizer):
     assert swapped.state_dict().keys() == keys
     assert not any(type(m) is nn.Linear for m in swapped.modules())
     assert any(isinstance(m, OneDnnLinear) for m in swapped.modules())
-    assert swapped.output_product is linear  # the tied output layer's product too
+    assert swapped.output_product is output_product  # the tied output layer's product too
     torch.testing.assert_close(after, before, rtol=0, atol=1e-4)

@@ -9,6 +9,7 @@ import torch
 from conftest import ROOT
 
 from transcli.config import ModelConfig, load_config
+from transcli.kvcache import StepBuffers
 from transcli.model import Transformer, count_parameters
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -108,6 +109,31 @@ def test_cached_steps_reproduce_the_full_forward(pre_norm: bool) -> None:
         steps = torch.stack([model.step(tgt[:, t], state) for t in range(tgt.size(1))], dim=1)
     assert state.position == tgt.size(1)
     assert (full - steps).abs().max().item() <= 1e-5
+
+
+def test_steps_into_kept_buffers_give_the_same_log_probs() -> None:
+    """With `state.buffers` the output layer writes into memory kept from step to step
+    (a dropped row leaves the first rows in place); the log-probs stay those of fresh
+    tensors, and the teacher-forced forward's."""
+    model = model_for(tiny())
+    src, tgt = batch()
+    full = model(src, tgt)
+    with torch.inference_mode():
+        plain = model.start_decoding(model.encode(src))
+        kept = model.start_decoding(model.encode(src))
+        kept.buffers = StepBuffers()
+        places = set()
+        for t in range(tgt.size(1) - 1):
+            expected = model.step(tgt[:, t], plain)
+            got = model.step(tgt[:, t], kept)
+            places.add(got.data_ptr())
+            assert torch.equal(got, expected)
+            assert (got - full[:, t]).abs().max().item() <= 1e-5
+        for state in (plain, kept):
+            state.reorder(torch.tensor([0, 2]))
+        last = model.step(tgt[[0, 2], -1], kept)
+        assert torch.equal(last, model.step(tgt[[0, 2], -1], plain))
+    assert places == {last.data_ptr()}
 
 
 def test_reorder_follows_the_selected_rows() -> None:

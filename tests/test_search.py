@@ -197,8 +197,8 @@ def test_scores_match_teacher_forcing(model, sources, beam):
 class NeverEos(Transformer):
     """A model for which EOS is impossible: search can only stop at max length."""
 
-    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        out = super().log_probs(hidden)
+    def log_probs(self, hidden: torch.Tensor, buffers=None) -> torch.Tensor:
+        out = super().log_probs(hidden, buffers)
         out[..., EOS_ID] = float("-inf")
         return out
 

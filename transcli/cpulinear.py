@@ -70,6 +70,12 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     return F.linear(x, weight, bias)
 
 
+def output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None) -> Tensor:
+    """The Transformer's output product (`model.output_product`) through `linear`; oneDNN
+    makes its own result tensor, so `out` goes unused."""
+    return linear(hidden, weight)
+
+
 class OneDnnLinear(nn.Linear):
     """An `nn.Linear` whose forward is `linear`: the same parameters and state dict."""
 
@@ -80,11 +86,11 @@ class OneDnnLinear(nn.Linear):
 def onednn_linears(model: nn.Module) -> nn.Module:
     """Every plain `nn.Linear` of `model` made an `OneDnnLinear`, in place (a class swap:
     the parameters are the same objects), and the Transformer's tied output product
-    `linear`. For translation models only: quantization
+    `output_product`. For translation models only: quantization
     (`torch.ao.quantization.quantize_dynamic`) recognises plain `nn.Linear` alone."""
     for module in model.modules():
         if type(module) is nn.Linear:
             module.__class__ = OneDnnLinear
         if hasattr(module, "output_product"):
-            module.output_product = linear
+            module.output_product = output_product
     return model

@@ -17,6 +17,9 @@ recompute earlier positions:
 drop finished rows); it works out from the rows' sentences whether they still form
 equal consecutive groups and, if a search breaks that shape, gives each row its own
 copy of its sentence's keys/values.
+
+A state may also keep the memory of the output layer's [rows, vocab] results from one
+step to the next (`StepBuffers`); each step's log-probs are then overwritten by the next.
 """
 
 from __future__ import annotations
@@ -83,6 +86,30 @@ def _resized(old: Optional[Tensor], new: Tensor, position: int, capacity: int) -
     return buffer
 
 
+class StepBuffers:
+    """Tensors whose memory is reused from one decoding step to the next, by name.
+
+    The output layer's logits and log-probs are [rows, vocab]: with a beam of hundreds of
+    rows, more than glibc serves from its heap (at most 32 MiB), so a fresh tensor would be
+    mapped from the OS at every step and page-faulted in again (README, "Benchmarks").
+    Rows only shrink while a batch decodes, so a buffer's first rows serve later steps.
+    """
+
+    def __init__(self) -> None:
+        self.held: dict[str, Tensor] = {}
+
+    def get(self, name: str, rows: int, cols: int, like: Tensor,
+            dtype: Optional[torch.dtype] = None) -> Tensor:
+        """An uninitialised [rows, cols] tensor on `like`'s device (of `dtype`, else
+        `like`'s), in the memory `name` had at an earlier step when it is big enough."""
+        dtype = dtype or like.dtype
+        held = self.held.get(name)
+        if (held is None or held.size(0) < rows or held.size(1) != cols
+                or held.dtype != dtype or held.device != like.device):
+            held = self.held[name] = like.new_empty(rows, cols, dtype=dtype)
+        return held[:rows]
+
+
 @dataclass
 class DecoderState:
     """Everything a decoding step needs besides the newest token."""
@@ -91,6 +118,8 @@ class DecoderState:
     src_mask: Tensor  # [sentences, 1, 1, src_len], True where a key may be attended to
     group: int = 1  # rows per sentence, consecutive
     position: int = 0  # target tokens fed so far
+    # Where the output layer writes, step after step; None: fresh tensors every step.
+    buffers: Optional[StepBuffers] = None
 
     @property
     def sentences(self) -> int:

@@ -21,7 +21,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transcli.config import ModelConfig
 from transcli.dropout import Dropout
-from transcli.kvcache import DecoderState, LayerCache, attend
+from transcli.kvcache import DecoderState, LayerCache, StepBuffers, attend
 from transcli.vocab import PAD_ID
 
 
@@ -255,6 +255,13 @@ class DecoderLayer(nn.Module):
         return self.ffn_block(y, self.ffn)
 
 
+def output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None) -> Tensor:
+    """hidden Wᵀ, the output layer's product (`F.linear` without bias), into `out` if given."""
+    if out is None:
+        return F.linear(hidden, weight)
+    return torch.matmul(hidden, weight.t(), out=out)
+
+
 @dataclass
 class Memory:
     """The encoder output and the mask of its real (non-pad) positions."""
@@ -269,7 +276,7 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int = PAD_ID):
         super().__init__()
         self.cfg = cfg
-        self.output_product = F.linear  # the output layer's product (cpulinear may swap it)
+        self.output_product = output_product  # (cpulinear may swap it)
         self.pad_id = pad_id
         self.vocab_size = vocab_size
         positions = sinusoidal_table(cfg.max_positions, cfg.d_model)
@@ -344,9 +351,17 @@ class Transformer(nn.Module):
         """The final linear layer's [V, d_model] matrix: the target embedding unless untied."""
         return self.tgt_embed.table.weight if self.generator is None else self.generator.weight
 
-    def log_probs(self, hidden: Tensor) -> Tensor:
-        """The final linear layer (tied to the target embedding by default) + log-softmax."""
-        return F.log_softmax(self.output_product(hidden, self.output_weight).float(), dim=-1)
+    def log_probs(self, hidden: Tensor, buffers: Optional[StepBuffers] = None) -> Tensor:
+        """The final linear layer (tied to the target embedding by default) + log-softmax.
+        Decoding steps pass their `buffers` for hidden [rows, d_model]: the results are
+        written into memory reused from step to step (not while autograd records)."""
+        weight = self.output_weight
+        if buffers is None or torch.is_grad_enabled():
+            return F.log_softmax(self.output_product(hidden, weight).float(), dim=-1)
+        rows, vocab = hidden.size(0), weight.size(0)
+        logits = self.output_product(hidden, weight, out=buffers.get("logits", rows, vocab, hidden))
+        return torch.log_softmax(logits.float(), dim=-1, out=buffers.get(
+            "log_probs", rows, vocab, hidden, torch.float32))
 
     # ------------------------------------------------------------------ decoding path
 
@@ -361,12 +376,13 @@ class Transformer(nn.Module):
 
     def step(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """Feed the newest token of each row ([rows]); returns log-probs [rows, V] for the
-        next one. Costs one position per layer: earlier keys/values are cached."""
+        next one. Costs one position per layer: earlier keys/values are cached. With
+        `state.buffers` set, the log-probs are valid until the next step only."""
         y = self.tgt_embed(tokens[:, None], offset=state.position)
         for layer, cache in zip(self.decoder, state.layers):
             y = layer.step(y, cache, state)
         state.position += 1
-        return self.log_probs(self.dec_norm(y))[:, 0]
+        return self.log_probs(self.dec_norm(y)[:, 0], state.buffers)
 
 
 # Parameter names of checkpoints written before the residual blocks were named.

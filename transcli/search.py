@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from transcli.config import DecodeConfig
-from transcli.kvcache import DecoderState
+from transcli.kvcache import DecoderState, StepBuffers
 from transcli.model import Memory, Transformer
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -77,6 +77,8 @@ class Stepper:
         self.model = model
         self.cached = cached
         self.state: DecoderState | None = model.start_decoding(memory) if cached else None
+        if self.state is not None:  # every search reads a step's log-probs before the next
+            self.state.buffers = StepBuffers()
         self.memory = memory  # used by the uncached path only
         self.prefix: Tensor | None = None
 
