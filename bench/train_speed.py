@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from model_speed import Reference  # noqa: E402
+from revisions import export_tree  # noqa: E402
 
 from transcli.batching import BatchPlan, collate  # noqa: E402
 from transcli.config import Config, SourceConfig, load_config  # noqa: E402
@@ -80,15 +81,6 @@ def prepared_dir(name: str, data_sets: tuple[str, ...] = (), corpus: Path = CORP
         print(f"preparing {out} (once)...", flush=True)
         prepare(cfg, out, force=False)
     return out
-
-
-def export_tree(revision: str, folder: Path) -> Path:
-    """The source tree of a git revision, without touching this checkout."""
-    folder.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    return folder
 
 
 @dataclass

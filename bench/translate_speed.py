@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/translate_speed.py --model RUN_DIR [--lines 1000] [--rounds 2]
     .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch torch-uncached
+    .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch --baseline d9713a4
 
 Translates the first --lines lines of ../shared/corpora/en-es/dev.tatoeba.en (short
 conversational sentences) and dev.newstest2012.en (long news sentences) with greedy search
@@ -11,7 +12,8 @@ and thread count: `torch` (fp32, products through torch's BLAS), `torch-int8` (d
 `torch-uncached` (the decoder re-run over the whole prefix every step: the reference
 the cache is measured against) and `torch-onednn` (float32 products through oneDNN instead
 of torch's BLAS: `decode.cpu_gemm=onednn`, `transcli.cpulinear`; the header says which of
-the two `decode.cpu_gemm=auto`, the default, takes on this CPU). Every engine searches without a word reward
+the two `decode.cpu_gemm=auto`, the default, takes on this CPU; with `--baseline REV`, also
+`torch` as that git revision's code runs it (`torch@REV`, exported to a temp dir). Every engine searches without a word reward
 (CTranslate2 has none). Each (engine, threads) runs in a
 subprocess of its own, so peak RSS and load time are its own; the subprocesses alternate
 in rounds, so background load hits all alike. Prints sentences/s and target tokens/s (the
@@ -31,11 +33,13 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from revisions import export_tree  # noqa: E402
 
 CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
 SETS = ["dev.tatoeba", "dev.newstest2012"]
@@ -58,14 +62,17 @@ def cpu_description() -> str:
 
 def worker(args: argparse.Namespace) -> None:
     """One engine at one thread count: translate every set with every search once, print
-    one JSON line per (set, search), and write the outputs for scoring."""
+    one JSON line per (set, search), and write the outputs for scoring. `--source`: the
+    transcli of another tree (a baseline revision)."""
+    if args.source:
+        sys.path.insert(0, args.source)
     import transcli  # noqa: F401  (first: it picks OpenMP's wait policy before torch loads)
     import torch
 
     torch.set_num_threads(args.threads)
     from transcli.translate import load_translator
 
-    engine, quantize, cached = ENGINES[args.worker]
+    engine, quantize, cached = ENGINES["torch" if args.source else args.worker]
     sets = {name: read_lines(CORPORA / f"{name}.en", args.lines) for name in SETS}
     load_seconds = None
     for label, (strategy, beam) in SEARCHES.items():
@@ -113,7 +120,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--engines", nargs="+", default=["torch", "torch-int8", "ct2", "ct2-int8"],
                         choices=list(ENGINES))
-    parser.add_argument("--worker", choices=list(ENGINES), help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", help="a git revision whose torch engine runs beside")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--source", help=argparse.SUPPRESS)
     parser.add_argument("--out", default="/tmp/transcli-translate-speed", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -128,16 +137,20 @@ def main() -> None:
     print(f"model {args.model} ({args.checkpoint}); {args.lines} lines per set; "
           f"{args.rounds} rounds; load average {os.getloadavg()[0]:.2f}", flush=True)
     print(f"CPU: {cpu_description()}", flush=True)
-    results: dict[tuple, dict] = {}
-    for _ in range(args.rounds):
-        for engine in args.engines:
-            for threads in args.threads:
-                for row in run_worker(args, engine, threads):
-                    key = (engine, threads, row.get("set"), row.get("search"))
-                    best = results.get(key)
-                    if best is None or row.get("seconds", 0) < best.get("seconds", 0):
-                        results[key] = row
-    report(args, results)
+    with tempfile.TemporaryDirectory() as tmp:
+        sources = {engine: None for engine in args.engines}
+        if args.baseline:
+            sources[f"torch@{args.baseline}"] = str(export_tree(args.baseline, Path(tmp) / "base"))
+        results: dict[tuple, dict] = {}
+        for _ in range(args.rounds):
+            for engine, source in sources.items():
+                for threads in args.threads:
+                    for row in run_worker(args, engine, threads, source):
+                        key = (engine, threads, row.get("set"), row.get("search"))
+                        best = results.get(key)
+                        if best is None or row.get("seconds", 0) < best.get("seconds", 0):
+                            results[key] = row
+    report(list(sources), args, results)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
@@ -150,21 +163,23 @@ def prepare_ct2_exports(args: argparse.Namespace) -> None:
             cached_export(args.model, args.checkpoint, ENGINES[engine][1])
 
 
-def run_worker(args: argparse.Namespace, engine: str, threads: int) -> list[dict]:
+def run_worker(args: argparse.Namespace, engine: str, threads: int,
+               source: str | None) -> list[dict]:
     result = subprocess.run(
         [sys.executable, __file__, "--model", str(args.model), "--checkpoint", args.checkpoint,
          "--lines", str(args.lines), "--worker", engine, "--threads", str(threads),
-         "--out", args.out], capture_output=True, text=True,
+         "--out", args.out] + (["--source", source] if source else []),
+        capture_output=True, text=True,
         env={**os.environ, "OMP_NUM_THREADS": str(threads)})
     if result.returncode != 0:
         sys.exit(f"{engine} x{threads} failed:\n{result.stderr[-2000:]}")
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
-def report(args: argparse.Namespace, results: dict[tuple, dict]) -> None:
+def report(engines: list[str], args: argparse.Namespace, results: dict[tuple, dict]) -> None:
     print(f"{'engine':<15}{'thr':>4} {'set':<18}{'search':<8}{'sent/s':>9}{'tok/s':>9}"
           f"{'vs torch':>9}{'BLEU':>7}{'RSS MiB':>9}{'load s':>8}")
-    for engine in args.engines:
+    for engine in engines:
         for threads in args.threads:
             memory = results.get((engine, threads, None, None), {})
             for name in SETS:
