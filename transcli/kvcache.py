@@ -89,9 +89,10 @@ def _resized(old: Optional[Tensor], new: Tensor, position: int, capacity: int) -
 class StepBuffers:
     """Tensors whose memory is reused from one decoding step to the next, by name.
 
-    The output layer's logits and log-probs are [rows, vocab]: with a beam of hundreds of
-    rows, more than glibc serves from its heap (at most 32 MiB), so a fresh tensor would be
-    mapped from the OS at every step and page-faulted in again (README, "Benchmarks").
+    The output layer's logits and log-probs are [rows, vocab], megabytes every step: glibc
+    maps blocks that large from the OS (beyond a threshold that adapts, up to 32 MiB), so
+    fresh ones are page-faulted in again and again; kept ones made greedy and beam search
+    faster alike (README, "Benchmarks").
     Rows only shrink while a batch decodes, so a buffer's first rows serve later steps.
     """
 
