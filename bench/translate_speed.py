@@ -13,8 +13,8 @@ and thread count: `torch` (fp32, products through torch's BLAS), `torch-int8` (d
 the cache is measured against) and `torch-onednn` (float32 products through oneDNN instead
 of torch's BLAS: `decode.cpu_gemm=onednn`, `transcli.cpulinear`; the header says which of
 the two `decode.cpu_gemm=auto`, the default, takes on this CPU; with `--baseline REV`, also
-`torch` as that git revision's code runs it (`torch@REV`, exported to a temp dir). Every engine searches without a word reward
-(CTranslate2 has none). Each (engine, threads) runs in a
+`torch` as that git revision's code runs it (`torch@REV`, exported to a temp dir). Every
+engine searches without a word reward (CTranslate2 has none). Each (engine, threads) runs in a
 subprocess of its own, so peak RSS and load time are its own; the subprocesses alternate
 in rounds, so background load hits all alike. Prints sentences/s and target tokens/s (the
 fastest round), speed relative to torch fp32 at the same threads, BLEU of the output

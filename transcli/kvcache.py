@@ -102,12 +102,11 @@ class StepBuffers:
     def get(self, name: str, rows: int, cols: int, like: Tensor,
             dtype: Optional[torch.dtype] = None) -> Tensor:
         """An uninitialised [rows, cols] tensor on `like`'s device (of `dtype`, else
-        `like`'s), in the memory `name` had at an earlier step when it is big enough."""
-        dtype = dtype or like.dtype
+        `like`'s), in the memory `name` had at an earlier step when it has the rows (a
+        name's columns, dtype and device stay the same while a batch decodes)."""
         held = self.held.get(name)
-        if (held is None or held.size(0) < rows or held.size(1) != cols
-                or held.dtype != dtype or held.device != like.device):
-            held = self.held[name] = like.new_empty(rows, cols, dtype=dtype)
+        if held is None or held.size(0) < rows:
+            held = self.held[name] = like.new_empty(rows, cols, dtype=dtype or like.dtype)
         return held[:rows]
 
 
