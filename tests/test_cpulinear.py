@@ -1,5 +1,6 @@
-"""Inference's float32 products through oneDNN (`transcli.cpulinear`): the same values
-as x @ W^T + b written out, the same model outputs, and training left on torch's path."""
+"""Inference's float32 products through oneDNN or weight-first through the BLAS
+(`transcli.cpulinear`): the same values as x @ W^T + b written out, the same model outputs,
+and training left on torch's path."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from memorised import memorised_model, pad
 from torch import nn
 
 from transcli import cpulinear
-from transcli.cpulinear import (ONEDNN, OneDnnLinear, bucket, cpu_vendor, linear,
-                                onednn_linears, output_product, use_onednn)
+from transcli.cpulinear import (FEW_ROWS, ONEDNN, BlasLinear, OneDnnLinear,
+                                blas_linear, blas_output_product, bucket, cpu_linears,
+                                cpu_vendor, linear, output_product, use_onednn)
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
@@ -23,18 +25,35 @@ pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 @pytest.mark.parametrize("shape, transpose", [((7, 16), False), ((2, 5, 16), False),
                                               ((5, 2, 16), True), ((3, 1, 16), False),
-                                              ((17, 16), False), ((3, 11, 16), True)])
+                                              ((17, 16), False), ((3, 11, 16), True),
+                                              ((1, 16), False), ((5, 9, 16), True)])
 @pytest.mark.parametrize("with_bias", [True, False])
-def test_linear_is_x_times_w_transposed_plus_b(shape, transpose, with_bias):
+@pytest.mark.parametrize("product", [linear, blas_linear])
+def test_linear_is_x_times_w_transposed_plus_b(shape, transpose, with_bias, product):
     torch.manual_seed(0)
     x = torch.randn(*shape, dtype=torch.float64)
     x = x.transpose(0, 1) if transpose else x  # a non-contiguous input too
     w, b = torch.randn(24, 16, dtype=torch.float64), torch.randn(24, dtype=torch.float64)
     expected = (x @ w.t() + (b if with_bias else 0)).float()
     with torch.inference_mode():
-        got = linear(x.float(), w.float(), b.float() if with_bias else None)
-    assert got.shape == expected.shape and got.dtype == torch.float32
+        got = product(x.float(), w.float(), b.float() if with_bias else None)
+    assert got.shape == expected.shape and got.dtype == torch.float32 and got.is_contiguous()
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [1, 3, FEW_ROWS, FEW_ROWS + 1, 70])
+@pytest.mark.parametrize("into", [False, True])
+def test_blas_output_product_is_hidden_times_w_transposed(rows, into):
+    """Few rows take the weight-first order, more the usual one; both give hidden Wᵀ, and
+    into `out` when one is given."""
+    torch.manual_seed(0)
+    hidden, w = torch.randn(rows, 16, dtype=torch.float64), torch.randn(50, 16, dtype=torch.float64)
+    out = torch.empty(rows, 50) if into else None
+    with torch.inference_mode():
+        got = blas_output_product(hidden.float(), w.float(), out)
+    assert got.shape == (rows, 50) and got.is_contiguous()
+    assert not into or got.data_ptr() == out.data_ptr()
+    torch.testing.assert_close(got, (hidden @ w.t()).float(), rtol=1e-5, atol=1e-5)
 
 
 def test_bucket_sizes_are_few_and_close_above():
@@ -65,26 +84,42 @@ def test_cpu_vendor_is_the_one_lscpu_names():
     assert cpu_vendor() == (named[0] if named else "")
 
 
-def test_training_keeps_autograd():
-    layer = OneDnnLinear(8, 4)
+@pytest.mark.parametrize("kind", [OneDnnLinear, BlasLinear])
+def test_training_keeps_autograd(kind):
+    layer = kind(8, 4)
     out = layer(torch.randn(3, 8))
     assert out.grad_fn is not None  # grad enabled: torch's own F.linear
     out.sum().backward()
     assert layer.weight.grad is not None
 
 
-@pytest.mark.skipif(not ONEDNN, reason="this torch build has no oneDNN")
-def test_a_swapped_model_gives_the_same_log_probs(tiny_spm, tiny_tokenizer):
+SWAPS = [pytest.param(True, OneDnnLinear, output_product, marks=pytest.mark.skipif(
+             not ONEDNN, reason="this torch build has no oneDNN")),
+         pytest.param(False, BlasLinear, blas_output_product)]
+
+
+@pytest.mark.parametrize("onednn, kind, product", SWAPS)
+def test_a_swapped_model_gives_the_same_log_probs(tiny_spm, tiny_tokenizer, onednn, kind,
+                                                  product):
+    """Teacher forcing (many rows per product) and decoding steps of three sentences (few
+    rows) give the unswapped model's log-probs."""
     model = copy.deepcopy(memorised_model(tiny_spm, tuple(PAIRS)))
     src = pad([ids + [EOS_ID] for ids in tiny_tokenizer.encode([en for en, _ in PAIRS])])
     tgt = pad([[BOS_ID] + ids for ids in tiny_tokenizer.encode([es for _, es in PAIRS])])
     with torch.inference_mode():
-        before = model(src, tgt)
+        before, steps_before = model(src, tgt), decode_steps(model, src[:3], tgt[:3])
         keys = model.state_dict().keys()
-        swapped = onednn_linears(model)
-        after = swapped(src, tgt)
+        swapped = cpu_linears(model, onednn)
+        after, steps_after = swapped(src, tgt), decode_steps(swapped, src[:3], tgt[:3])
     assert swapped.state_dict().keys() == keys
     assert not any(type(m) is nn.Linear for m in swapped.modules())
-    assert any(isinstance(m, OneDnnLinear) for m in swapped.modules())
-    assert swapped.output_product is output_product  # the tied output layer's product too
+    assert any(isinstance(m, kind) for m in swapped.modules())
+    assert swapped.output_product is product  # the tied output layer's product too
     torch.testing.assert_close(after, before, rtol=0, atol=1e-4)
+    torch.testing.assert_close(steps_after, steps_before, rtol=0, atol=1e-4)
+
+
+def decode_steps(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    """Log-probs [rows, steps, V] of cached decoding steps fed `tgt`'s tokens."""
+    state = model.start_decoding(model.encode(src))
+    return torch.stack([model.step(tgt[:, i], state) for i in range(tgt.size(1))], dim=1)

@@ -1,15 +1,21 @@
-"""Inference's float32 matrix products on the CPU through oneDNN.
+"""Inference's float32 matrix products on the CPU: through oneDNN, or through the BLAS.
 
 torch's CPU `F.linear` in float32 goes to the BLAS it was built with (MKL in the x86
 wheels). On AMD CPUs with AVX512, oneDNN, which torch also ships, does the same products
 much faster; on an AVX2-only AMD CPU it was a little slower (README, "Benchmarks":
 `bench/translate_speed.py`). `decode.cpu_gemm: auto` (the default) therefore takes oneDNN
 on AMD CPUs with AVX512 only, as CTranslate2 takes oneDNN on every CPU but Intel's; `blas`
-and `onednn` choose. Only work without autograd and without autocast takes this path:
+and `onednn` choose. Only work without autograd and without autocast takes these paths:
 training, and bf16 validation, keep torch's own kernels.
 
 oneDNN keeps memory for every input shape it has met, so `linear` pads the rows to one of
 a few sizes (`bucket`): a long translation job's memory stays bounded.
+
+With the BLAS, a product of few rows -- a decoding step near the end of a batch, when
+most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
+(`blas_linear`): the same sums, but MKL then streams the weight as the left operand
+instead of copying it into its blocked layout at every call, which made such steps
+markedly faster on two threads (README, "Benchmarks").
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from transcli.model import output_product as model_output_product
 
 
 def _onednn_available() -> bool:
@@ -57,11 +65,19 @@ def bucket(rows: int) -> int:
     return -(-rows // step) * step
 
 
+FEW_ROWS = 32  # products with at most this many rows go weight-first (`blas_linear`)
+
+
+def _cpu_inference(x: Tensor, weight: Tensor) -> bool:
+    """Whether x Wᵀ is float32 CPU work outside autograd and autocast."""
+    return (x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
+            and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu"))
+
+
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """`F.linear(x, weight, bias)`, through oneDNN for float32 CPU inference. The rows are
     padded to a `bucket` size: oneDNN keeps memory for every shape it meets."""
-    if (ONEDNN and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
-            and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")):
+    if ONEDNN and _cpu_inference(x, weight):
         flat = x.reshape(-1, x.size(-1))
         rows, extra = flat.size(0), bucket(flat.size(0)) - flat.size(0)
         padded = F.pad(flat, (0, 0, 0, extra)) if extra else flat
@@ -76,6 +92,27 @@ def output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None)
     return linear(hidden, weight)
 
 
+def blas_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """`F.linear(x, weight, bias)` through the BLAS; for float32 CPU inference on at most
+    `FEW_ROWS` rows computed as (W xᵀ)ᵀ, weight first, and made contiguous again."""
+    flat = x.reshape(-1, x.size(-1))
+    if flat.size(0) > FEW_ROWS or not _cpu_inference(x, weight):
+        return F.linear(x, weight, bias)
+    y_t = (torch.mm(weight, flat.t()) if bias is None
+           else torch.addmm(bias[:, None], weight, flat.t()))
+    return y_t.t().contiguous().view(*x.shape[:-1], weight.size(0))
+
+
+def blas_output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None) -> Tensor:
+    """The Transformer's output product (`model.output_product`) in `blas_linear`'s
+    order, into `out` ([rows, vocab], for hidden [rows, d_model]) if given."""
+    if out is None:
+        return blas_linear(hidden, weight)
+    if hidden.size(0) > FEW_ROWS or not _cpu_inference(hidden, weight):
+        return model_output_product(hidden, weight, out)
+    return out.copy_(torch.mm(weight, hidden.t()).t())
+
+
 class OneDnnLinear(nn.Linear):
     """An `nn.Linear` whose forward is `linear`: the same parameters and state dict."""
 
@@ -83,14 +120,24 @@ class OneDnnLinear(nn.Linear):
         return linear(x, self.weight, self.bias)
 
 
-def onednn_linears(model: nn.Module) -> nn.Module:
-    """Every plain `nn.Linear` of `model` made an `OneDnnLinear`, in place (a class swap:
-    the parameters are the same objects), and the Transformer's tied output product
-    `output_product`. For translation models only: quantization
-    (`torch.ao.quantization.quantize_dynamic`) recognises plain `nn.Linear` alone."""
+class BlasLinear(nn.Linear):
+    """An `nn.Linear` whose forward is `blas_linear`: the same parameters and state dict."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return blas_linear(x, self.weight, self.bias)
+
+
+def cpu_linears(model: nn.Module, onednn: bool) -> nn.Module:
+    """Every plain `nn.Linear` of `model` made an `OneDnnLinear` (with `onednn`) or a
+    `BlasLinear`, in place (a class swap: the parameters are the same objects), and the
+    Transformer's tied output product the matching one. For translation models only:
+    quantization (`torch.ao.quantization.quantize_dynamic`) recognises plain `nn.Linear`
+    alone."""
+    kind, product = (OneDnnLinear, output_product) if onednn else (BlasLinear,
+                                                                   blas_output_product)
     for module in model.modules():
         if type(module) is nn.Linear:
-            module.__class__ = OneDnnLinear
+            module.__class__ = kind
         if hasattr(module, "output_product"):
-            module.output_product = output_product
+            module.output_product = product
     return model

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from transcli.checkpoint import load_trained
 from transcli.config import DecodeConfig
-from transcli.cpulinear import onednn_linears, use_onednn
+from transcli.cpulinear import cpu_linears, use_onednn
 from transcli.engines import Ct2Engine, Engine, TorchEngine, quantize_int8
 from transcli.errors import UserError
 from transcli.files import count_lines, output_file, source_lines
@@ -170,8 +170,8 @@ def load_translator(run_dir: str | Path, checkpoint: str = "best",
     model, tokenizer, cfg = load_trained(run_dir, checkpoint, target, overrides)
     if cfg.decode.quantize == "int8":
         model = quantize_int8(model)
-    elif target.type == "cpu" and use_onednn(cfg.decode.cpu_gemm):
-        model = onednn_linears(model)
+    elif target.type == "cpu":
+        model = cpu_linears(model, use_onednn(cfg.decode.cpu_gemm))
     return Translator(model, tokenizer, cfg.decode, target)
 
 
