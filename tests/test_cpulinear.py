@@ -41,11 +41,11 @@ def test_linear_is_x_times_w_transposed_plus_b(shape, transpose, with_bias, prod
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("rows", [1, 3, FEW_ROWS, FEW_ROWS + 1, 70])
+@pytest.mark.parametrize("rows", [1, 2, 3, FEW_ROWS, FEW_ROWS + 1, 70])
 @pytest.mark.parametrize("into", [False, True])
 def test_blas_output_product_is_hidden_times_w_transposed(rows, into):
-    """Few rows take the weight-first order, more the usual one; both give hidden Wᵀ, and
-    into `out` when one is given."""
+    """2 to FEW_ROWS rows take the weight-first order, others the usual one; both give
+    hidden Wᵀ, and into `out` when one is given."""
     torch.manual_seed(0)
     hidden, w = torch.randn(rows, 16, dtype=torch.float64), torch.randn(50, 16, dtype=torch.float64)
     out = torch.empty(rows, 50) if into else None

@@ -13,9 +13,8 @@ a few sizes (`bucket`): a long translation job's memory stays bounded.
 
 With the BLAS, a product of few rows -- a decoding step near the end of a batch, when
 most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
-(`blas_linear`): the same sums, but MKL then streams the weight as the left operand
-instead of copying it into its blocked layout at every call, which made such steps
-markedly faster on two threads (README, "Benchmarks").
+(`blas_linear`): the same sums, which MKL did faster that way round for 2 to 32 rows
+(`bench/step_speed.py`; README, "Benchmarks").
 """
 
 from __future__ import annotations
@@ -65,7 +64,7 @@ def bucket(rows: int) -> int:
     return -(-rows // step) * step
 
 
-FEW_ROWS = 32  # products with at most this many rows go weight-first (`blas_linear`)
+FEW_ROWS = 32  # products of 2 to this many rows go weight-first (`blas_linear`)
 
 
 def _cpu_inference(x: Tensor, weight: Tensor) -> bool:
@@ -92,11 +91,16 @@ def output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None)
     return linear(hidden, weight)
 
 
+def _weight_first(rows: int) -> bool:
+    return 1 < rows <= FEW_ROWS
+
+
 def blas_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
-    """`F.linear(x, weight, bias)` through the BLAS; for float32 CPU inference on at most
-    `FEW_ROWS` rows computed as (W xᵀ)ᵀ, weight first, and made contiguous again."""
+    """`F.linear(x, weight, bias)` through the BLAS; for float32 CPU inference on 2 to
+    `FEW_ROWS` rows computed as (W xᵀ)ᵀ, weight first, and made contiguous again (one row
+    goes to a matrix-vector product either way, faster the usual way round)."""
     flat = x.reshape(-1, x.size(-1))
-    if flat.size(0) > FEW_ROWS or not _cpu_inference(x, weight):
+    if not _weight_first(flat.size(0)) or not _cpu_inference(x, weight):
         return F.linear(x, weight, bias)
     y_t = (torch.mm(weight, flat.t()) if bias is None
            else torch.addmm(bias[:, None], weight, flat.t()))
@@ -108,7 +112,7 @@ def blas_output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = 
     order, into `out` ([rows, vocab], for hidden [rows, d_model]) if given."""
     if out is None:
         return blas_linear(hidden, weight)
-    if hidden.size(0) > FEW_ROWS or not _cpu_inference(hidden, weight):
+    if not _weight_first(hidden.size(0)) or not _cpu_inference(hidden, weight):
         return model_output_product(hidden, weight, out)
     return out.copy_(torch.mm(weight, hidden.t()).t())
 

@@ -1,0 +1,89 @@
+"""Time of one cached decoding step at a fixed number of rows, per CPU product path.
+
+    .venv/bin/python bench/step_speed.py [--config configs/cpu-1h.yaml] [--threads 1 2]
+
+A model of the config's shape (random weights: a step's cost does not depend on their
+values) decodes `--rows` sentences of `--src-len` source tokens, `--position` tokens in;
+the same step is then timed again and again with the products of
+- `plain`: torch's `F.linear`, as in training;
+- `blas`: what the torch engine runs with `decode.cpu_gemm=blas` (`cpulinear.BlasLinear`:
+  products of at most `cpulinear.FEW_ROWS` rows weight-first);
+- `onednn`: `decode.cpu_gemm=onednn` (`cpulinear.OneDnnLinear`).
+The paths alternate in rounds, so background load hits all alike; the fastest round is
+printed, in ms per step, with plain's time over each path's. A batch's last steps, when
+most of its sentences have finished, run at few rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from transcli.config import load_config
+from transcli.cpulinear import ONEDNN, cpu_linears
+from transcli.kvcache import StepBuffers
+from transcli.model import Transformer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def step_seconds(model: Transformer, rows: int, src_len: int, position: int,
+                 steps: int) -> float:
+    """The mean time of one step of `rows` rows at `position`, over `steps` steps."""
+    src = torch.randint(4, model.vocab_size, (rows, src_len))
+    tokens = torch.randint(4, model.vocab_size, (rows,))
+    state = model.start_decoding(model.encode(src, packed=True))
+    state.buffers = StepBuffers()
+    for _ in range(position):
+        model.step(tokens, state)
+    start = time.perf_counter()
+    for _ in range(steps):
+        state.position = position  # the same step again: its cache slot is overwritten
+        model.step(tokens, state)
+    return (time.perf_counter() - start) / steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "cpu-1h.yaml")
+    parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--src-len", type=int, default=30)
+    parser.add_argument("--position", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=10, help="steps timed per round")
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    plain = Transformer(load_config(args.config).model, args.vocab).eval()
+    paths = {"plain": plain, "blas": cpu_linears(copy.deepcopy(plain), onednn=False)}
+    if ONEDNN:
+        paths["onednn"] = cpu_linears(copy.deepcopy(plain), onednn=True)
+    print(f"{args.config.name}, vocab {args.vocab}, source {args.src_len} tokens, position "
+          f"{args.position}; {torch.backends.cpu.get_cpu_capability()}; load average "
+          f"{os.getloadavg()[0]:.2f}", flush=True)
+    print(f"{'thr':>3} {'rows':>5} " + " ".join(f"{name:>16}" for name in paths))
+    with torch.inference_mode():
+        for threads in args.threads:
+            torch.set_num_threads(threads)
+            for rows in args.rows:
+                best = dict.fromkeys(paths, float("inf"))
+                for _ in range(args.rounds):  # alternate the paths
+                    for name, model in paths.items():
+                        best[name] = min(best[name], step_seconds(
+                            model, rows, args.src_len, args.position, args.steps))
+                cells = [f"{1000 * best[name]:7.2f} ms {best['plain'] / best[name]:4.2f}x"
+                         for name in paths]
+                print(f"{threads:>3} {rows:>5} " + " ".join(f"{c:>16}" for c in cells),
+                      flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
