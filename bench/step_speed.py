@@ -23,28 +23,36 @@ import time
 from pathlib import Path
 
 import torch
+from torch import Tensor
 
 from transcli.config import load_config
 from transcli.cpulinear import ONEDNN, cpu_linears
-from transcli.kvcache import StepBuffers
+from transcli.kvcache import DecoderState, StepBuffers
 from transcli.model import Transformer
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def step_seconds(model: Transformer, rows: int, src_len: int, position: int,
-                 steps: int) -> float:
-    """The mean time of one step of `rows` rows at `position`, over `steps` steps."""
+def decoding_state(model: Transformer, rows: int, src_len: int,
+                   position: int) -> tuple[DecoderState, Tensor]:
+    """A state of `rows` random sentences `position` tokens in, and the next tokens."""
     src = torch.randint(4, model.vocab_size, (rows, src_len))
     tokens = torch.randint(4, model.vocab_size, (rows,))
     state = model.start_decoding(model.encode(src, packed=True))
     state.buffers = StepBuffers()
     for _ in range(position):
         model.step(tokens, state)
+    return state, tokens
+
+
+def step_seconds(model: Transformer, state: DecoderState, tokens: Tensor, steps: int) -> float:
+    """The mean time of the state's next step, taken `steps` times."""
+    position = state.position
     start = time.perf_counter()
     for _ in range(steps):
         state.position = position  # the same step again: its cache slot is overwritten
         model.step(tokens, state)
+    state.position = position
     return (time.perf_counter() - start) / steps
 
 
@@ -73,11 +81,13 @@ def main() -> None:
         for threads in args.threads:
             torch.set_num_threads(threads)
             for rows in args.rows:
+                states = {name: decoding_state(model, rows, args.src_len, args.position)
+                          for name, model in paths.items()}
                 best = dict.fromkeys(paths, float("inf"))
                 for _ in range(args.rounds):  # alternate the paths
                     for name, model in paths.items():
-                        best[name] = min(best[name], step_seconds(
-                            model, rows, args.src_len, args.position, args.steps))
+                        best[name] = min(best[name], step_seconds(model, *states[name],
+                                                                  args.steps))
                 cells = [f"{1000 * best[name]:7.2f} ms {best['plain'] / best[name]:4.2f}x"
                          for name in paths]
                 print(f"{threads:>3} {rows:>5} " + " ".join(f"{c:>16}" for c in cells),
