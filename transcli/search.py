@@ -33,6 +33,7 @@ from torch import Tensor
 from transcli.config import DecodeConfig
 from transcli.kvcache import DecoderState, StepBuffers
 from transcli.model import Memory, Transformer
+from transcli.selection import top_k
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = float("-inf")
@@ -120,7 +121,13 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Te
     stepper = Stepper(model, model.encode(src, packed=True), cached)
     return _one_path(stepper, limit, length_penalty_alpha,
                      (word_reward, reward_bounds(src, reward_bound)),
-                     lambda logp, rows: logp.max(dim=-1))
+                     _most_likely)
+
+
+def _most_likely(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
+    """Greedy's pick: each row's largest log-prob and its token (the first on a tie)."""
+    value, token = top_k(logp, 1)
+    return value[:, 0], token[:, 0]
 
 
 Pick = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
@@ -307,7 +314,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
         logp = stepper.step(tokens).view(n, k, -1)
         vocab = logp.size(-1)
         # The 2K best overall lie among each beam's 2K best.
-        top_logp, top_tok = logp.topk(min(2 * k, vocab), dim=-1)
+        top_logp, top_tok = (t.view(n, k, -1) for t in top_k(logp.view(n * k, vocab),
+                                                              min(2 * k, vocab)))
         cand = (scores[:, :, None] + top_logp.double()).view(n, -1)
         cand_scores, cand_idx = cand.topk(min(2 * k, cand.size(1)), dim=-1)
         cand_beam = cand_idx // top_tok.size(-1)

@@ -1,0 +1,49 @@
+"""The k largest entries of each row of a wide matrix: what search picks from next-token
+log-probs [rows, vocab] every step.
+
+`torch.topk` and `torch.max` along a row of thousands of entries run a scalar loop on
+the CPU; `Tensor.amax` is vectorized. `top_k` first takes the maximum of each chunk of
+`CHUNK` consecutive entries with `amax`, then looks for the k largest entries only in
+the k chunks with the largest maxima (plus the columns past the last whole chunk): every
+entry of the top k lies in one of those chunks, since a chunk holding one has a maximum
+at least that large. So a step reads its log-probs once, plus k x CHUNK entries per row
+(`bench/step_speed.py` times a step, README "Benchmarks").
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+CHUNK = 64  # entries per chunk: amax over rows of 64 was the fastest measured
+FEW_ROWS = 8  # below this many rows, torch.topk directly: the set-up would cost more
+
+
+def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """`x.topk(k, dim=-1)` for a 2-D `x` [rows, n]: the values [rows, k], largest first,
+    and their column indices. With k = 1, the first column holding the row's maximum, as
+    `x.max(dim=-1)` picks it; with k > 1, tied entries come in some order, as from
+    `torch.topk`."""
+    rows, n = x.shape
+    chunks = n // CHUNK
+    if rows < FEW_ROWS or chunks <= k:
+        return x.topk(k, dim=-1)
+    whole = chunks * CHUNK
+    maxima = x[:, :whole].reshape(rows, chunks, CHUNK).amax(dim=-1)
+    best = _largest(maxima, k)  # [rows, k] chunks
+    columns = (best[:, :, None] * CHUNK
+               + torch.arange(CHUNK, device=x.device)).view(rows, k * CHUNK)
+    if whole < n:  # the columns past the last whole chunk are always candidates
+        tail = torch.arange(whole, n, device=x.device).expand(rows, n - whole)
+        columns = torch.cat([columns, tail], dim=1)
+    candidates = x.gather(1, columns)
+    pick = _largest(candidates, k)
+    return candidates.gather(1, pick), columns.gather(1, pick)
+
+
+def _largest(x: Tensor, k: int) -> Tensor:
+    """The column indices [rows, k] of each row's k largest entries, largest first; for
+    k = 1 the first maximum (columns are in ascending order, so it is the leftmost)."""
+    if k == 1:
+        return x.argmax(dim=-1, keepdim=True)
+    return x.topk(k, dim=-1).indices
