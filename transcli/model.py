@@ -93,17 +93,22 @@ class Packing:
         return out.index_copy_(0, self.index, x).view(self.batch, self.time, -1)
 
 
+# The CPU attention kernel with autograd on (True) and off (False).
+CPU_ATTENTION = {True: SDPBackend.MATH, False: SDPBackend.FLASH_ATTENTION}
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: bool,
               dropout: float) -> Tensor:
     """softmax(Q K^T / sqrt(d_k)) V per head (paper 3.2.1), masked where `mask` is False.
 
-    On the CPU the plain ("math") kernel runs: for sentence-length sequences it is
-    several times faster than the flash kernel (`bench/train_speed.py`).
+    On the CPU, training keeps the plain ("math") kernel, chosen with
+    `bench/train_speed.py`; without autograd (translation, validation) the flash kernel
+    runs, the faster one there (`bench/attention_speed.py`).
     """
     if q.device.type != "cpu":
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
                                               is_causal=causal)
-    with sdpa_kernel(SDPBackend.MATH):
+    with sdpa_kernel(CPU_ATTENTION[torch.is_grad_enabled()]):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
                                               is_causal=causal)
 
