@@ -7,7 +7,7 @@ the CPU; `Tensor.amax` is vectorized. `top_k` first takes the maximum of each ch
 the k chunks with the largest maxima (plus the columns past the last whole chunk): every
 entry of the top k lies in one of those chunks, since a chunk holding one has a maximum
 at least that large. So a step reads its log-probs once, plus k x CHUNK entries per row
-(`bench/step_speed.py` times a step, README "Benchmarks").
+(`bench/topk_speed.py`; README, "Benchmarks").
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-CHUNK = 64  # entries per chunk: amax over rows of 64 was the fastest measured
-FEW_ROWS = 8  # below this many rows, torch.topk directly: the set-up would cost more
+CHUNK = 64  # consecutive entries per chunk
+FEW_ROWS = 8  # below this many rows, torch's max or topk: the chunks would cost more
 
 
 def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -27,7 +27,7 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     rows, n = x.shape
     chunks = n // CHUNK
     if rows < FEW_ROWS or chunks <= k:
-        return x.topk(k, dim=-1)
+        return tuple(x.max(dim=-1, keepdim=True)) if k == 1 else x.topk(k, dim=-1)
     whole = chunks * CHUNK
     maxima = x[:, :whole].reshape(rows, chunks, CHUNK).amax(dim=-1)
     best = _largest(maxima, k)  # [rows, k] chunks
