@@ -5,9 +5,10 @@ log-probs [rows, vocab] every step.
 the CPU; `Tensor.amax` is vectorized. `top_k` first takes the maximum of each chunk of
 `CHUNK` consecutive entries with `amax`, then looks for the k largest entries only in
 the k chunks with the largest maxima (plus the columns past the last whole chunk): every
-entry of the top k lies in one of those chunks, since a chunk holding one has a maximum
-at least that large. So a step reads its log-probs once, plus k x CHUNK entries per row
-(`bench/topk_speed.py`; README, "Benchmarks").
+value of the top k is found there, since a chunk holding one has a maximum at least as
+large, so it ranks among the k best chunks or ties with one holding an equal value. So a
+step reads its log-probs once, plus k x CHUNK entries per row (`bench/topk_speed.py`;
+README, "Benchmarks"). On a GPU, torch's own `topk` runs.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     `torch.topk`."""
     rows, n = x.shape
     chunks = n // CHUNK
-    if rows < FEW_ROWS or chunks <= k:
+    if x.device.type != "cpu" or rows < FEW_ROWS or chunks <= k:
         return tuple(x.max(dim=-1, keepdim=True)) if k == 1 else x.topk(k, dim=-1)
     whole = chunks * CHUNK
     maxima = x[:, :whole].reshape(rows, chunks, CHUNK).amax(dim=-1)
