@@ -7,7 +7,8 @@ Each shape is a batch of about --batch-tokens tokens of sentences of one length,
 and d_k of --config's model, with a padding mask that hides the last quarter of every
 other sentence, as `transcli.model.attention` gets it in the encoder. The kernels
 alternate in rounds, so background load hits both alike; the fastest round counts.
-`transcli.model.CPU_ATTENTION` picks a kernel by these figures.
+`transcli.model.CPU_ATTENTION` takes flash without autograd, where it is faster at most
+lengths, and math for training (the CPU flash kernel has no dropout).
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def run(kernel: SDPBackend, qkv: list[torch.Tensor], mask: torch.Tensor, grad: b
             out.sum().backward()
 
 
-def fastest(kernel: SDPBackend, qkv: list[torch.Tensor], mask: torch.Tensor, grad: bool,
-            repeats: int) -> float:
+def seconds_per_call(kernel: SDPBackend, qkv: list[torch.Tensor], mask: torch.Tensor,
+                     grad: bool, repeats: int) -> float:
     start = time.perf_counter()
     for _ in range(repeats):
         run(kernel, qkv, mask, grad)
@@ -80,8 +81,8 @@ def main() -> None:
                 best = {name: float("inf") for name in KERNELS}
                 for _ in range(args.rounds):
                     for name, kernel in KERNELS.items():
-                        best[name] = min(best[name],
-                                         fastest(kernel, qkv, mask, grad, args.repeats))
+                        seconds = seconds_per_call(kernel, qkv, mask, grad, args.repeats)
+                        best[name] = min(best[name], seconds)
                 label = "forward+backward" if grad else "forward"
                 print(f"{threads:7d}  {label:16s} {length:7d} {sentences:10d} "
                       f"{best['math'] * 1e3:6.2f} ms {best['flash'] * 1e3:6.2f} ms "

@@ -26,7 +26,7 @@ PICKS: dict[str, Pick] = {
 }
 
 
-def fastest(pick: Pick, x: torch.Tensor, k: int, repeats: int) -> float:
+def seconds_per_call(pick: Pick, x: torch.Tensor, k: int, repeats: int) -> float:
     start = time.perf_counter()
     for _ in range(repeats):
         pick(x, k)
@@ -54,7 +54,8 @@ def main() -> None:
                 best = {name: float("inf") for name in picks}
                 for _ in range(args.rounds):
                     for name, pick in picks.items():
-                        best[name] = min(best[name], fastest(pick, x, k, args.repeats))
+                        seconds = seconds_per_call(pick, x, k, args.repeats)
+                        best[name] = min(best[name], seconds)
                 cells = "  ".join(f"{best[name] * 1e3:12.3f} ms" if name in best else " " * 15
                                   for name in PICKS)
                 ratio = best["torch.topk"] / best["selection.top_k"]

@@ -10,7 +10,7 @@ from conftest import ROOT
 
 from transcli.config import ModelConfig, load_config
 from transcli.kvcache import StepBuffers
-from transcli.model import Transformer, count_parameters
+from transcli.model import Transformer, attention, count_parameters
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = 97
@@ -84,6 +84,42 @@ def test_padding_leaves_real_positions_unchanged(pre_norm: bool) -> None:
     pad_tgt = torch.cat([tgt, torch.full((3, 4), PAD_ID)], dim=1)
     padded = model(pad_src, pad_tgt)
     assert torch.allclose(plain, padded[:, :7], atol=1e-5)
+
+
+def written_out_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                          mask: torch.Tensor | None, causal: bool) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(d_k)) V in float64, masked where `mask` is False."""
+    scores = q.double() @ k.double().transpose(-1, -2) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    if causal:
+        future = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+    return (scores.softmax(dim=-1) @ v.double()).float()
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_cpu_attention_kernels_compute_the_papers_formula(grad: bool) -> None:
+    """Training's kernel (autograd on) and inference's (off) alike, with a padding mask
+    and causally."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(2, 4, 6, 8, generator=g) for _ in range(3))
+    mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    mask[1, ..., 4:] = False
+    for key_mask, causal in ((mask, False), (None, True)):
+        with torch.set_grad_enabled(grad):
+            out = attention(q, k, v, key_mask, causal, 0.0)
+        assert torch.allclose(out, written_out_attention(q, k, v, key_mask, causal), atol=1e-5)
+
+
+def test_attention_dropout_without_autograd_still_runs() -> None:
+    """A training-mode pass under no_grad: torch's CPU flash kernel has no dropout, so the
+    math kernel must take over."""
+    model = Transformer(tiny(attn_dropout=0.5), VOCAB).train()
+    src, tgt = batch()
+    with torch.no_grad():
+        out = model(src, tgt)
+    assert torch.isfinite(out).all()
 
 
 def test_source_padding_is_masked_not_attended() -> None:

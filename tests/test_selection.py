@@ -52,3 +52,13 @@ def test_masked_entries_and_ties_among_the_k() -> None:
     for row, got, at in zip(x.tolist(), values.tolist(), indices.tolist()):
         assert got == [3.0] + [2.0] * 10 + [1.0]
         assert at[0] == 500 and sorted(at[1:11]) == list(range(10, 20)) and at[11] == 999
+
+
+def test_a_strided_input_gives_torchs_values() -> None:
+    """A transposed (non-contiguous) matrix: the values of `torch.topk`, at columns
+    holding them."""
+    x = torch.randn(700, 20, generator=torch.Generator().manual_seed(9)).t()
+    for k in (1, 3, 10):
+        values, indices = top_k(x, k)
+        assert torch.equal(values, x.topk(k, dim=-1).values)
+        assert torch.equal(x.gather(1, indices), values)

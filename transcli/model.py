@@ -93,8 +93,10 @@ class Packing:
         return out.index_copy_(0, self.index, x).view(self.batch, self.time, -1)
 
 
-# The CPU attention kernel with autograd on (True) and off (False).
-CPU_ATTENTION = {True: SDPBackend.MATH, False: SDPBackend.FLASH_ATTENTION}
+# The CPU attention kernels torch may pick from, in order, with autograd on (True) and
+# off (False); the math kernel also covers what the flash one cannot run (dropout).
+CPU_ATTENTION = {True: [SDPBackend.MATH],
+                 False: [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]}
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: bool,
@@ -102,8 +104,9 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: b
     """softmax(Q K^T / sqrt(d_k)) V per head (paper 3.2.1), masked where `mask` is False.
 
     On the CPU, training keeps the plain ("math") kernel, chosen with
-    `bench/train_speed.py`; without autograd (translation, validation) the flash kernel
-    runs, the faster one there (`bench/attention_speed.py`).
+    `bench/train_speed.py` (torch's CPU flash kernel has no dropout); without autograd
+    (translation, validation) the flash kernel runs, faster there at most lengths
+    (`bench/attention_speed.py`).
     """
     if q.device.type != "cpu":
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,

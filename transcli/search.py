@@ -33,7 +33,7 @@ from torch import Tensor
 from transcli.config import DecodeConfig
 from transcli.kvcache import DecoderState, StepBuffers
 from transcli.model import Memory, Transformer
-from transcli.selection import top_k
+from transcli import selection
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = float("-inf")
@@ -126,7 +126,7 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Te
 
 def _most_likely(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
     """Greedy's pick: each row's largest log-prob and its token (the first on a tie)."""
-    value, token = top_k(logp, 1)
+    value, token = selection.top_k(logp, 1)
     return value[:, 0], token[:, 0]
 
 
@@ -311,11 +311,11 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     positions = torch.arange(2 * k, device=device)
     for step in range(1, int(limit.max()) + 1):
         n = sent.size(0)
-        logp = stepper.step(tokens).view(n, k, -1)
+        logp = stepper.step(tokens)  # [n * k, vocab]
         vocab = logp.size(-1)
         # The 2K best overall lie among each beam's 2K best.
-        top_logp, top_tok = (t.view(n, k, -1) for t in top_k(logp.view(n * k, vocab),
-                                                              min(2 * k, vocab)))
+        top_logp, top_tok = selection.top_k(logp, min(2 * k, vocab))
+        top_logp, top_tok = top_logp.view(n, k, -1), top_tok.view(n, k, -1)
         cand = (scores[:, :, None] + top_logp.double()).view(n, -1)
         cand_scores, cand_idx = cand.topk(min(2 * k, cand.size(1)), dim=-1)
         cand_beam = cand_idx // top_tok.size(-1)

@@ -8,7 +8,7 @@ the k chunks with the largest maxima (plus the columns past the last whole chunk
 value of the top k is found there, since a chunk holding one has a maximum at least as
 large, so it ranks among the k best chunks or ties with one holding an equal value. So a
 step reads its log-probs once, plus k x CHUNK entries per row (`bench/topk_speed.py`;
-README, "Benchmarks"). On a GPU, torch's own `topk` runs.
+README, "Benchmarks").
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     `torch.topk`."""
     rows, n = x.shape
     chunks = n // CHUNK
+    # torch's own: off the CPU, for a few rows, or where every chunk would be a candidate.
     if x.device.type != "cpu" or rows < FEW_ROWS or chunks <= k:
-        return tuple(x.max(dim=-1, keepdim=True)) if k == 1 else x.topk(k, dim=-1)
+        values, indices = x.max(dim=-1, keepdim=True) if k == 1 else x.topk(k, dim=-1)
+        return values, indices
     whole = chunks * CHUNK
     maxima = x[:, :whole].reshape(rows, chunks, CHUNK).amax(dim=-1)
     best = _largest(maxima, k)  # [rows, k] chunks
