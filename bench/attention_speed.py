@@ -6,7 +6,7 @@ forward only (translation, validation) and forward + backward (training).
 Each shape is a batch of about --batch-tokens tokens of sentences of one length, heads
 and d_k of --config's model, with a padding mask that hides the last quarter of every
 other sentence, as `transcli.model.attention` gets it in the encoder. The kernels
-alternate in rounds, so background load hits both alike; the fastest round counts.
+alternate in rounds (`alternate.fastest`), so background load hits both alike.
 `transcli.model.CPU_ATTENTION` takes flash without autograd, where it is faster at most
 lengths, and math for training (the CPU flash kernel has no dropout).
 """
@@ -14,12 +14,13 @@ lengths, and math for training (the CPU flash kernel has no dropout).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from alternate import fastest
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transcli.config import load_config
@@ -50,14 +51,6 @@ def run(kernel: SDPBackend, qkv: list[torch.Tensor], mask: torch.Tensor, grad: b
             out.sum().backward()
 
 
-def seconds_per_call(kernel: SDPBackend, qkv: list[torch.Tensor], mask: torch.Tensor,
-                     grad: bool, repeats: int) -> float:
-    start = time.perf_counter()
-    for _ in range(repeats):
-        run(kernel, qkv, mask, grad)
-    return (time.perf_counter() - start) / repeats
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs" / "cpu-1h.yaml"))
@@ -78,11 +71,9 @@ def main() -> None:
             for length in args.lengths:
                 sentences = max(1, args.batch_tokens // length)
                 qkv, mask = inputs(sentences, length, model.heads, d_k, grad)
-                best = {name: float("inf") for name in KERNELS}
-                for _ in range(args.rounds):
-                    for name, kernel in KERNELS.items():
-                        seconds = seconds_per_call(kernel, qkv, mask, grad, args.repeats)
-                        best[name] = min(best[name], seconds)
+                calls = {name: functools.partial(run, kernel, qkv, mask, grad)
+                         for name, kernel in KERNELS.items()}
+                best = fastest(calls, args.rounds, args.repeats)
                 label = "forward+backward" if grad else "forward"
                 print(f"{threads:7d}  {label:16s} {length:7d} {sentences:10d} "
                       f"{best['math'] * 1e3:6.2f} ms {best['flash'] * 1e3:6.2f} ms "

@@ -9,8 +9,8 @@ the same step is then timed again and again with the products of
 - `blas`: what the torch engine runs with `decode.cpu_gemm=blas` (`cpulinear.BlasLinear`:
   products of at most `cpulinear.FEW_ROWS` rows weight-first);
 - `onednn`: `decode.cpu_gemm=onednn` (`cpulinear.OneDnnLinear`).
-The paths alternate in rounds, so background load hits all alike; the fastest round is
-printed, in ms per step, with plain's time over each path's. A batch's last steps, when
+The paths alternate in rounds (`alternate.fastest`), so background load hits all alike;
+the fastest round is printed, in ms per step, with plain's time over each path's. A batch's last steps, when
 most of its sentences have finished, run at few rows.
 """
 
@@ -19,10 +19,11 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import time
 from pathlib import Path
+from typing import Callable
 
 import torch
+from alternate import fastest
 from torch import Tensor
 
 from transcli.config import load_config
@@ -45,15 +46,15 @@ def decoding_state(model: Transformer, rows: int, src_len: int,
     return state, tokens
 
 
-def step_seconds(model: Transformer, state: DecoderState, tokens: Tensor, steps: int) -> float:
-    """The mean time of the state's next step, taken `steps` times."""
+def next_step(model: Transformer, state: DecoderState, tokens: Tensor) -> Callable[[], None]:
+    """The state's next step, as a call that can be repeated."""
     position = state.position
-    start = time.perf_counter()
-    for _ in range(steps):
+
+    def step() -> None:
         state.position = position  # the same step again: its cache slot is overwritten
         model.step(tokens, state)
-    state.position = position
-    return (time.perf_counter() - start) / steps
+
+    return step
 
 
 def main() -> None:
@@ -81,13 +82,10 @@ def main() -> None:
         for threads in args.threads:
             torch.set_num_threads(threads)
             for rows in args.rows:
-                states = {name: decoding_state(model, rows, args.src_len, args.position)
-                          for name, model in paths.items()}
-                best = dict.fromkeys(paths, float("inf"))
-                for _ in range(args.rounds):  # alternate the paths
-                    for name, model in paths.items():
-                        best[name] = min(best[name], step_seconds(model, *states[name],
-                                                                  args.steps))
+                steps = {name: next_step(model, *decoding_state(model, rows, args.src_len,
+                                                                 args.position))
+                         for name, model in paths.items()}
+                best = fastest(steps, args.rounds, args.steps)
                 cells = [f"{1000 * best[name]:7.2f} ms {best['plain'] / best[name]:4.2f}x"
                          for name in paths]
                 print(f"{threads:>3} {rows:>5} " + " ".join(f"{c:>16}" for c in cells),

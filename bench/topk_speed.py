@@ -4,17 +4,18 @@ torch's `topk` (and `max` for k = 1), on [rows, vocab] log-probs.
     .venv/bin/python bench/topk_speed.py [--vocab 8000] [--threads 1 2] [--rounds 5]
 
 k = 1 is greedy's pick; k = 10 is beam 5's 2K candidates per row. The functions alternate
-in rounds, so background load hits all alike; the fastest round counts.
+in rounds (`alternate.fastest`), so background load hits all alike.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
-import time
 from typing import Callable
 
 import torch
+from alternate import fastest
 
 from transcli.selection import top_k
 
@@ -24,13 +25,6 @@ PICKS: dict[str, Pick] = {
     "torch.topk": lambda x, k: x.topk(k, dim=-1),
     "torch.max": lambda x, k: x.max(dim=-1),
 }
-
-
-def seconds_per_call(pick: Pick, x: torch.Tensor, k: int, repeats: int) -> float:
-    start = time.perf_counter()
-    for _ in range(repeats):
-        pick(x, k)
-    return (time.perf_counter() - start) / repeats
 
 
 def main() -> None:
@@ -51,11 +45,8 @@ def main() -> None:
             for rows in args.rows:
                 generator = torch.Generator().manual_seed(rows)
                 x = torch.randn(rows, args.vocab, generator=generator).log_softmax(dim=-1)
-                best = {name: float("inf") for name in picks}
-                for _ in range(args.rounds):
-                    for name, pick in picks.items():
-                        seconds = seconds_per_call(pick, x, k, args.repeats)
-                        best[name] = min(best[name], seconds)
+                calls = {name: functools.partial(pick, x, k) for name, pick in picks.items()}
+                best = fastest(calls, args.rounds, args.repeats)
                 cells = "  ".join(f"{best[name] * 1e3:12.3f} ms" if name in best else " " * 15
                                   for name in PICKS)
                 ratio = best["torch.topk"] / best["selection.top_k"]

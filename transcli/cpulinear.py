@@ -91,17 +91,19 @@ def output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None)
     return linear(hidden, weight)
 
 
-def _weight_first(rows: int) -> bool:
-    return 1 < rows <= FEW_ROWS
+def _weight_first(x: Tensor, weight: Tensor) -> bool:
+    """Whether `blas_linear` computes x Wᵀ weight-first: float32 CPU inference on 2 to
+    `FEW_ROWS` rows."""
+    return 1 < x.numel() // x.size(-1) <= FEW_ROWS and _cpu_inference(x, weight)
 
 
 def blas_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """`F.linear(x, weight, bias)` through the BLAS; for float32 CPU inference on 2 to
     `FEW_ROWS` rows computed as (W xᵀ)ᵀ, weight first, and made contiguous again (one row
     goes to a matrix-vector product either way, faster the usual way round)."""
-    flat = x.reshape(-1, x.size(-1))
-    if not _weight_first(flat.size(0)) or not _cpu_inference(x, weight):
+    if not _weight_first(x, weight):
         return F.linear(x, weight, bias)
+    flat = x.reshape(-1, x.size(-1))
     y_t = (torch.mm(weight, flat.t()) if bias is None
            else torch.addmm(bias[:, None], weight, flat.t()))
     return y_t.t().contiguous().view(*x.shape[:-1], weight.size(0))
@@ -112,7 +114,7 @@ def blas_output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = 
     order, into `out` ([rows, vocab], for hidden [rows, d_model]) if given."""
     if out is None:
         return blas_linear(hidden, weight)
-    if not _weight_first(hidden.size(0)) or not _cpu_inference(hidden, weight):
+    if not _weight_first(hidden, weight):
         return model_output_product(hidden, weight, out)
     return out.copy_(torch.mm(weight, hidden.t()).t())
 

@@ -30,10 +30,10 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 
+from transcli import selection
 from transcli.config import DecodeConfig
 from transcli.kvcache import DecoderState, StepBuffers
 from transcli.model import Memory, Transformer
-from transcli import selection
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = float("-inf")
