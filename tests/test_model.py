@@ -11,6 +11,7 @@ from conftest import ROOT
 from transcli.config import ModelConfig, load_config
 from transcli.kvcache import StepBuffers
 from transcli.model import Transformer, attention, count_parameters
+from transcli.search import kept_in_place
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = 97
@@ -186,6 +187,33 @@ def test_reorder_follows_the_selected_rows() -> None:
         for t in range(4):
             expected = model.step(tgt[index, t], fresh)
     assert torch.allclose(reordered, expected, atol=1e-5)
+
+
+def test_dropped_rows_filled_from_past_the_end_copy_only_those_rows() -> None:
+    """Greedy search drops finished rows by moving the rows past the kept ones into their
+    places (`search.kept_in_place`): the caches stay where they are, and the next steps
+    equal decoding the kept rows from scratch."""
+    model = model_for(tiny())
+    g = torch.Generator().manual_seed(5)
+    src = torch.randint(4, VOCAB, (6, 9), generator=g)
+    src[:, -1] = EOS_ID
+    src[4, 5], src[4, 6:] = EOS_ID, PAD_ID
+    tgt = torch.randint(4, VOCAB, (6, 7), generator=g)
+    tgt[:, 0] = BOS_ID
+    index = kept_in_place(torch.tensor([True, False, True, False, True, True]))
+    assert index.tolist() == [0, 4, 2, 5]
+    with torch.inference_mode():
+        state = model.start_decoding(model.encode(src))
+        for t in range(4):
+            model.step(tgt[:, t], state)
+        places = [(c.cross_k_t.data_ptr(), c.self_v.data_ptr()) for c in state.layers]
+        state.reorder(index)
+        assert [(c.cross_k_t.data_ptr(), c.self_v.data_ptr()) for c in state.layers] == places
+        got = [model.step(tgt[index, t], state) for t in (4, 5)]
+        fresh = model.start_decoding(model.encode(src[index]))
+        expected = [model.step(tgt[index, t], fresh) for t in range(6)][4:]
+    for a, b in zip(got, expected):
+        assert torch.allclose(a, b, atol=1e-5)
 
 
 @pytest.mark.parametrize("changes", [{}, {"pre_norm": True},

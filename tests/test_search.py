@@ -18,7 +18,7 @@ from memorised import TINY_CONFIG, pad
 from transcli.config import load_config
 from transcli.model import Transformer
 from transcli.search import (Hypothesis, beam_search, greedy_search, hypothesis_score,
-                             length_penalty)
+                             kept_in_place, length_penalty)
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
@@ -214,3 +214,18 @@ def test_never_eos_stops_at_max_length(tiny_tokenizer, beam):
     for hyps, limit in zip(found, [3, 7, 12]):
         assert len(hyps) == beam
         assert all(len(h.tokens) == limit and not h.eos for h in hyps)
+
+
+def test_kept_in_place_keeps_the_rows_in_front_where_they_are():
+    """The index selects exactly the kept rows; those among the first n (n kept) keep their
+    place, and the rest come from past the first n, into the dropped rows' places."""
+    g = torch.Generator().manual_seed(0)
+    for size in range(1, 12):
+        for _ in range(20):
+            keep = torch.rand(size, generator=g) < 0.6
+            kept = keep.nonzero().squeeze(1).tolist()
+            index = kept_in_place(keep).tolist()
+            assert sorted(index) == kept
+            n = len(kept)
+            assert all(index[i] == i for i in range(n) if keep[i])
+            assert all(index[i] >= n for i in range(n) if not keep[i])

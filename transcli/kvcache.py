@@ -16,7 +16,9 @@ recompute earlier positions:
 `reorder(index)` is the one way rows change (expand to beams, follow back-pointers,
 drop finished rows); it works out from the rows' sentences whether they still form
 equal consecutive groups and, if a search breaks that shape, gives each row its own
-copy of its sentence's keys/values.
+copy of its sentence's keys/values. With one row per sentence (greedy search, sampling),
+an `index` that keeps rows in place and fills the finished rows' places from past its
+end (`search.kept_in_place`) copies just the rows that move.
 
 A state may also keep the memory of the output layer's [rows, vocab] results from one
 step to the next (`StepBuffers`); each step's log-probs are then overwritten by the next.
@@ -65,6 +67,20 @@ class LayerCache:
         self.self_v[position] = v[:, :, 0]
         return (self.self_k[:position + 1].permute(1, 2, 0, 3),
                 self.self_v[:position + 1].permute(1, 2, 0, 3))
+
+    def fill(self, places: Tensor, sources: Tensor, rows: int, position: int) -> None:
+        """Rows `places` become rows `sources` (all at or past `rows`), then the first
+        `rows` rows are kept: only the moving rows are copied."""
+        for name in ("cross_k_t", "cross_v"):
+            memory = getattr(self, name)
+            memory.index_copy_(0, places, memory.index_select(0, sources))
+            setattr(self, name, memory[:rows])
+        for name in ("self_k", "self_v"):
+            buffer = getattr(self, name)
+            if buffer is not None:
+                fed = buffer[:position]
+                fed.index_copy_(1, places, fed.index_select(1, sources))
+                setattr(self, name, buffer[:, :rows])
 
     def reorder(self, index: Tensor, position: int) -> None:
         """Rows become `index`'s rows (positions already fed only)."""
@@ -128,6 +144,12 @@ class DecoderState:
     def reorder(self, index: Tensor) -> None:
         """Rows become `index`'s rows, e.g. a sentence's row repeated into beams, the rows
         that follow the surviving beams, or the live rows only."""
+        places = _moved_from_past_the_end(index, self.sentences) if self.group == 1 else None
+        if places is not None:
+            self.src_mask = self.src_mask.index_select(0, index)  # may be the encoder's
+            for cache in self.layers:
+                cache.fill(places, index[places], index.numel(), self.position)
+            return
         sentence = torch.div(index, self.group, rounding_mode="floor")
         group = _regular_group(sentence)
         if group:
@@ -157,6 +179,17 @@ class DecoderState:
         """[sentences, heads, group, d_k] -> [rows, heads, 1, d_k]."""
         sentences, heads, group, d_k = y.shape
         return y.transpose(1, 2).reshape(sentences * group, heads, 1, d_k)
+
+
+def _moved_from_past_the_end(index: Tensor, rows: int) -> Optional[Tensor]:
+    """Where `index` (selecting among `rows` rows) differs from 0, 1, 2, ..., when every
+    row it moves there comes from at or past its own end: moved in place, those rows
+    overwrite none still to be read. Else None."""
+    kept = index.numel()
+    if not 0 < kept <= rows:
+        return None
+    places = (index != torch.arange(kept, device=index.device)).nonzero().squeeze(1)
+    return places if bool((index[places] >= kept).all()) else None
 
 
 def _regular_group(sentence: Tensor) -> int:

@@ -158,7 +158,7 @@ def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
         if bool(done.all()):
             break
         if bool(done.any()):
-            live = (~done).nonzero().squeeze(1)
+            live = kept_in_place(~done)
             stepper.reorder(live)
             rows, best = rows[live], best[live]
         tokens = best
@@ -169,6 +169,17 @@ def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
         hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
                                hypothesis_score(lp, n, alpha, per_token, b), e))
     return hyps
+
+
+def kept_in_place(keep: Tensor) -> Tensor:
+    """The rows where `keep` is True, as an index for `reorder`: those among the first n
+    (n kept in all) stay where they are, the others fill the places of the dropped ones
+    there, e.g. [0, 1, 4, 3] for keep = [T, T, F, T, T]. The decoder's cache then copies
+    only the rows that move (`kvcache.DecoderState.reorder`)."""
+    kept = int(keep.sum())
+    index = torch.arange(kept, device=keep.device)
+    index[~keep[:kept]] = keep[kept:].nonzero().squeeze(1) + kept
+    return index
 
 
 def sample_probs(logp: Tensor, temperature: float = 1.0, top_k: int = 0,
