@@ -78,8 +78,10 @@ class LayerCache:
         for name in ("self_k", "self_v"):
             buffer = getattr(self, name)
             if buffer is not None:
-                fed = buffer[:position]
-                fed.index_copy_(1, places, fed.index_select(1, sources))
+                # Row-major view: selecting along dim 1 of an earlier fill's narrowed
+                # buffer would first copy all of it.
+                by_row = buffer[:position].transpose(0, 1)
+                by_row.index_copy_(0, places, by_row.index_select(0, sources))
                 setattr(self, name, buffer[:, :rows])
 
     def reorder(self, index: Tensor, position: int) -> None:
