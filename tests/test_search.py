@@ -17,8 +17,8 @@ from memorised import TINY_CONFIG, pad
 
 from transcli.config import load_config
 from transcli.model import Transformer
-from transcli.search import (Hypothesis, beam_search, greedy_search, hypothesis_score,
-                             kept_in_place, length_penalty)
+from transcli.search import (Hypothesis, Stepper, beam_search, greedy_search,
+                             hypothesis_score, kept_in_place, length_penalty)
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
@@ -229,3 +229,17 @@ def test_kept_in_place_keeps_the_rows_in_front_where_they_are():
             n = len(kept)
             assert all(index[i] == i for i in range(n) if keep[i])
             assert all(index[i] >= n for i in range(n) if not keep[i])
+
+
+def test_dropping_rows_keeps_a_sentence_s_rows_together(model, sources):
+    """With several rows per sentence (sampling n > 1), dropping finished rows keeps each
+    sentence's rows consecutive, sharing its keys/values; with one, rows are moved."""
+    src = pad(sources[:2])
+    with torch.inference_mode():
+        stepper = Stepper(model, model.encode(src))
+        stepper.reorder(torch.arange(2).repeat_interleave(3))
+        index = stepper.drop(torch.tensor([False, True, True, False, True, True]))
+        assert index.tolist() == [1, 2, 4, 5]
+        assert stepper.state.group == 2 and stepper.state.layers[0].cross_k_t.size(0) == 2
+        single = Stepper(model, model.encode(src))
+        assert single.drop(torch.tensor([False, True])).tolist() == [1]

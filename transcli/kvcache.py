@@ -11,14 +11,15 @@ recompute earlier positions:
   per *sentence*:
   a sentence's rows (its beams) are consecutive and share them, so its queries attend
   as a group of rows to one copy, and following beams within their sentences never
-  copies them. Only dropping finished sentences selects the remaining ones.
+  copies them. Only dropping finished sentences selects (or moves) the remaining ones.
 
 `reorder(index)` is the one way rows change (expand to beams, follow back-pointers,
 drop finished rows); it works out from the rows' sentences whether they still form
 equal consecutive groups and, if a search breaks that shape, gives each row its own
 copy of its sentence's keys/values. With one row per sentence (greedy search, sampling),
-an `index` that keeps rows in place and fills the finished rows' places from past its
-end (`search.kept_in_place`) copies just the rows that move.
+an `index` that keeps rows in place and fills the finished rows' places from rows past
+the kept ones (`search.kept_in_place`) copies just the rows that move, and leaves the
+buffers narrowed views of their earlier rows.
 
 A state may also keep the memory of the output layer's [rows, vocab] results from one
 step to the next (`StepBuffers`); each step's log-probs are then overwritten by the next.
@@ -54,7 +55,9 @@ class LayerCache:
     # src_len], values [sentences, heads, src_len, d_k], both contiguous.
     cross_k_t: Tensor
     cross_v: Tensor
-    self_k: Optional[Tensor] = None  # [capacity, rows, heads, d_k], capacity >= positions
+    # [capacity, rows, heads, d_k], capacity >= positions; after a `fill`, a view whose
+    # rows are the first of a buffer with more.
+    self_k: Optional[Tensor] = None
     self_v: Optional[Tensor] = None
 
     def append(self, k: Tensor, v: Tensor, position: int) -> tuple[Tensor, Tensor]:
@@ -68,21 +71,20 @@ class LayerCache:
         return (self.self_k[:position + 1].permute(1, 2, 0, 3),
                 self.self_v[:position + 1].permute(1, 2, 0, 3))
 
-    def fill(self, places: Tensor, sources: Tensor, rows: int, position: int) -> None:
-        """Rows `places` become rows `sources` (all at or past `rows`), then the first
-        `rows` rows are kept: only the moving rows are copied."""
+    def fill(self, places: Tensor, sources: Tensor, kept: int, position: int) -> None:
+        """Rows `places` become rows `sources` (positions already fed only), then the
+        first `kept` rows are kept, as views of the same memory: only the moving rows
+        are copied."""
         for name in ("cross_k_t", "cross_v"):
             memory = getattr(self, name)
             memory.index_copy_(0, places, memory.index_select(0, sources))
-            setattr(self, name, memory[:rows])
+            setattr(self, name, memory[:kept])
         for name in ("self_k", "self_v"):
             buffer = getattr(self, name)
             if buffer is not None:
-                # Row-major view: selecting along dim 1 of an earlier fill's narrowed
-                # buffer would first copy all of it.
-                by_row = buffer[:position].transpose(0, 1)
+                by_row = buffer[:position].transpose(0, 1)  # see _select_rows
                 by_row.index_copy_(0, places, by_row.index_select(0, sources))
-                setattr(self, name, buffer[:, :rows])
+                setattr(self, name, buffer[:, :kept])
 
     def reorder(self, index: Tensor, position: int) -> None:
         """Rows become `index`'s rows (positions already fed only)."""
@@ -90,8 +92,18 @@ class LayerCache:
             old = getattr(self, name)
             if old is not None:
                 new = old.new_empty(old.size(0), len(index), *old.shape[2:])
-                torch.index_select(old[:position], 1, index, out=new[:position])
+                _select_rows(old[:position], index, new[:position])
                 setattr(self, name, new)
+
+
+def _select_rows(fed: Tensor, index: Tensor, out: Tensor) -> None:
+    """`out` = `fed`'s rows (dim 1) `index`. A buffer an earlier `fill` narrowed is not
+    contiguous, and torch would copy all of it before selecting along dim 1: it is
+    selected along dim 0 of its row-major view instead."""
+    if fed.is_contiguous():
+        torch.index_select(fed, 1, index, out=out)
+    else:
+        torch.index_select(fed.transpose(0, 1), 0, index, out=out.transpose(0, 1))
 
 
 def _resized(old: Optional[Tensor], new: Tensor, position: int, capacity: int) -> Tensor:
@@ -184,9 +196,9 @@ class DecoderState:
 
 
 def _moved_from_past_the_end(index: Tensor, rows: int) -> Optional[Tensor]:
-    """Where `index` (selecting among `rows` rows) differs from 0, 1, 2, ..., when every
-    row it moves there comes from at or past its own end: moved in place, those rows
-    overwrite none still to be read. Else None."""
+    """Where `index`, keeping n of `rows` rows, differs from 0, 1, ..., n - 1, when every
+    row it moves there comes from row n or later: the shape `search.kept_in_place` gives,
+    for which `LayerCache.fill` copies little. Else None."""
     kept = index.numel()
     if not 0 < kept <= rows:
         return None

@@ -90,6 +90,17 @@ class Stepper:
         self.prefix = new if self.prefix is None else torch.cat([self.prefix, new], dim=1)
         return self.model.decode(self.prefix, self.memory, last_only=True)[:, 0]
 
+    def drop(self, keep: Tensor) -> Tensor:
+        """Keep the rows where `keep` (bool) is True; returns the kept rows' index, in their
+        new order: `kept_in_place`'s with one row per sentence, else their own order (so
+        that a sentence's rows stay together and share its keys/values)."""
+        if self.state is not None and self.state.group == 1:
+            index = kept_in_place(keep)
+        else:
+            index = keep.nonzero().squeeze(1)
+        self.reorder(index)
+        return index
+
     def reorder(self, index: Tensor) -> None:
         if self.state is not None:
             self.state.reorder(index)
@@ -158,8 +169,7 @@ def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
         if bool(done.all()):
             break
         if bool(done.any()):
-            live = kept_in_place(~done)
-            stepper.reorder(live)
+            live = stepper.drop(~done)
             rows, best = rows[live], best[live]
         tokens = best
     per_token, bounds = reward
@@ -172,7 +182,7 @@ def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
 
 
 def kept_in_place(keep: Tensor) -> Tensor:
-    """The rows where `keep` is True, as an index for `reorder`: those among the first n
+    """The rows where `keep` (bool) is True, as an index for `reorder`: those among the first n
     (n kept in all) stay where they are, the others fill the places of the dropped ones
     there, e.g. [0, 1, 4, 3] for keep = [T, T, F, T, T]. The decoder's cache then copies
     only the rows that move (`kvcache.DecoderState.reorder`)."""
