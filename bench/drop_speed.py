@@ -5,8 +5,7 @@
 A model of the config's shape (random weights) decodes `--rows` sentences of `--src-len`
 source tokens, `--position` tokens in, one row per sentence as in greedy search; one row
 has finished already and been dropped; then `--drop` rows spread over the batch (the
-first row when one) finish,
-and the state drops them:
+first row when one) finish, and the state drops them:
 - `select`: the live rows in their order, so every layer's cached keys/values are
   selected into new tensors (what greedy search did before `search.kept_in_place`);
 - `fill`: `search.kept_in_place`'s index, so only the rows from past the kept ones move
