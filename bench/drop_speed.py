@@ -7,8 +7,8 @@ source tokens, `--position` tokens in, one row per sentence as in greedy search;
 has finished already and been dropped; then `--drop` rows spread over the batch (the
 first row when one) finish, and the state drops them:
 - `select`: the live rows in their order, so every layer's cached keys/values are
-  selected into new tensors (what greedy search did before `search.kept_in_place`);
-- `fill`: `search.kept_in_place`'s index, so only the rows from past the kept ones move
+  selected into new tensors (`DecoderState.reorder`, what greedy search did before);
+- `fill`: `DecoderState.drop`, so only the rows from past the kept ones move
   into the dropped rows' places (`kvcache.LayerCache.fill`).
 Each way has its own state (dropped the middle row its way); every call drops from it,
 its tensors put back first. The two alternate in rounds (`alternate.fastest`) and the
@@ -29,14 +29,25 @@ from step_speed import decoding_state
 from transcli.config import load_config
 from transcli.kvcache import DecoderState
 from transcli.model import Transformer
-from transcli.search import kept_in_place
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def dropping(state: DecoderState, index: torch.Tensor) -> Callable[[], None]:
-    """A call that drops rows by `index` from `state` as it is now: it puts the state's
-    tensors back first (`fill` moves rows within them, which changes values, not the work)."""
+Way = Callable[[DecoderState, torch.Tensor], object]
+
+
+def select(state: DecoderState, keep: torch.Tensor) -> None:
+    """Drop as greedy search did before `DecoderState.drop`: reorder to the live rows."""
+    state.reorder(keep.nonzero().squeeze(1))
+
+
+WAYS: dict[str, Way] = {"select": select, "fill": DecoderState.drop}
+
+
+def dropping(state: DecoderState, way: Way, keep: torch.Tensor) -> Callable[[], None]:
+    """A call that drops the rows `keep` leaves out of `state` as it is now, `way`'s way:
+    it puts the state's tensors back first (`fill` moves rows within them, which changes
+    values, not the work)."""
     mask = state.src_mask
     kept = [(c.cross_k_t, c.cross_v, c.self_k, c.self_v) for c in state.layers]
 
@@ -44,15 +55,9 @@ def dropping(state: DecoderState, index: torch.Tensor) -> Callable[[], None]:
         state.src_mask, state.group = mask, 1
         for cache, tensors in zip(state.layers, kept):
             cache.cross_k_t, cache.cross_v, cache.self_k, cache.self_v = tensors
-        state.reorder(index)
+        way(state, keep)
 
     return drop
-
-
-WAYS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "select": lambda keep: keep.nonzero().squeeze(1),
-    "fill": kept_in_place,
-}
 
 
 def spread(rows: int, drop: int) -> torch.Tensor:
@@ -62,17 +67,15 @@ def spread(rows: int, drop: int) -> torch.Tensor:
     return keep
 
 
-def after_a_drop(model: Transformer, rows: int, drop: int, args: argparse.Namespace,
-                 way: Callable[[torch.Tensor], torch.Tensor]) -> tuple[DecoderState,
-                                                                       torch.Tensor]:
-    """A state of `rows` rows that has dropped its middle row already, the way `way`
-    drops (a later drop starts from what the earlier ones left: new tensors or narrowed
-    ones), and the index by which the same way drops `drop` more."""
+def after_a_drop(model: Transformer, rows: int, args: argparse.Namespace,
+                 way: Way) -> DecoderState:
+    """A state of `rows` rows that has dropped its middle row already, `way`'s way (a
+    later drop starts from what the earlier ones left: new tensors or narrowed ones)."""
     state, _ = decoding_state(model, rows, args.src_len, args.position)
     middle = torch.ones(rows, dtype=torch.bool)
     middle[rows // 2] = False
-    state.reorder(way(middle))
-    return state, way(spread(rows - 1, drop))
+    way(state, middle)
+    return state
 
 
 def main() -> None:
@@ -98,7 +101,8 @@ def main() -> None:
             torch.set_num_threads(threads)
             for rows in args.rows:
                 for drop in args.drop:
-                    calls = {name: dropping(*after_a_drop(model, rows, drop, args, way))
+                    calls = {name: dropping(after_a_drop(model, rows, args, way), way,
+                                            spread(rows - 1, drop))
                              for name, way in WAYS.items()}
                     best = fastest(calls, args.rounds, args.repeats)
                     print(f"{threads:>3} {rows:>5} {drop:>5} {1000 * best['select']:7.2f} ms "

@@ -11,7 +11,6 @@ from conftest import ROOT
 from transcli.config import ModelConfig, load_config
 from transcli.kvcache import StepBuffers
 from transcli.model import Transformer, attention, count_parameters
-from transcli.search import kept_in_place
 from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = 97
@@ -190,10 +189,10 @@ def test_reorder_follows_the_selected_rows() -> None:
 
 
 def test_dropped_rows_filled_from_past_the_end_copy_only_those_rows() -> None:
-    """Greedy search drops finished rows by moving the rows past the kept ones into their
-    places (`search.kept_in_place`): the caches stay where they are, and the steps after
-    -- past a growth of the self-attention buffers, a second such drop and a general
-    reorder of the narrowed buffers -- equal decoding the final rows from scratch."""
+    """With one row per sentence, `drop` moves the rows past the kept ones into the
+    dropped rows' places (`kvcache.kept_in_place`): the caches stay where they are, and
+    the steps after -- past a growth of the self-attention buffers, a second drop and a
+    general reorder of the narrowed buffers -- equal decoding the final rows from scratch."""
     model = model_for(tiny())
     g = torch.Generator().manual_seed(5)
     src = torch.randint(4, VOCAB, (6, 9), generator=g)
@@ -201,24 +200,22 @@ def test_dropped_rows_filled_from_past_the_end_copy_only_those_rows() -> None:
     src[4, 5], src[4, 6:] = EOS_ID, PAD_ID
     tgt = torch.randint(4, VOCAB, (6, 24), generator=g)
     tgt[:, 0] = BOS_ID
-    first = kept_in_place(torch.tensor([True, False, True, False, True, True]))
-    assert first.tolist() == [0, 4, 2, 5]
-    second = kept_in_place(torch.tensor([False, True, True, True]))
-    assert second.tolist() == [3, 1, 2]
-    swap = torch.tensor([1, 0, 2])  # not of that shape: the general reorder
-    rows = first[second][swap]
+    swap = torch.tensor([1, 0, 2])  # a general reorder
     with torch.inference_mode():
         state = model.start_decoding(model.encode(src))
         for t in range(4):
             model.step(tgt[:, t], state)
         places = [(c.cross_k_t.data_ptr(), c.self_v.data_ptr()) for c in state.layers]
-        state.reorder(first)
+        first = state.drop(torch.tensor([True, False, True, False, True, True]))
+        assert first.tolist() == [0, 4, 2, 5]
         assert [(c.cross_k_t.data_ptr(), c.self_v.data_ptr()) for c in state.layers] == places
         for t in range(4, 20):  # the buffers grow past 16 positions
             model.step(tgt[first, t], state)
-        state.reorder(second)
+        second = state.drop(torch.tensor([False, True, True, True]))
+        assert second.tolist() == [3, 1, 2]
         model.step(tgt[first[second], 20], state)
         state.reorder(swap)
+        rows = first[second][swap]
         got = [model.step(tgt[rows, t], state) for t in (21, 22)]
         fresh = model.start_decoding(model.encode(src[rows]))
         expected = [model.step(tgt[rows, t], fresh) for t in range(23)][21:]

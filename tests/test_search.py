@@ -16,9 +16,10 @@ from conftest import PAIRS
 from memorised import TINY_CONFIG, pad
 
 from transcli.config import load_config
+from transcli.kvcache import kept_in_place
 from transcli.model import Transformer
 from transcli.search import (Hypothesis, Stepper, beam_search, greedy_search,
-                             hypothesis_score, kept_in_place, length_penalty)
+                             hypothesis_score, length_penalty)
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")

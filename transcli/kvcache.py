@@ -16,10 +16,10 @@ recompute earlier positions:
 `reorder(index)` is the one way rows change (expand to beams, follow back-pointers,
 drop finished rows); it works out from the rows' sentences whether they still form
 equal consecutive groups and, if a search breaks that shape, gives each row its own
-copy of its sentence's keys/values. With one row per sentence (greedy search, sampling),
-an `index` that keeps rows in place and fills the finished rows' places from rows past
-the kept ones (`search.kept_in_place`) copies just the rows that move, and leaves the
-buffers narrowed views of their earlier rows.
+copy of its sentence's keys/values. `drop(keep)` drops finished rows: with one row per
+sentence (greedy search, sampling) it moves the rows past the kept ones into the dropped
+rows' places (`kept_in_place`), copying just those, and leaves the buffers narrowed
+views of their earlier rows; otherwise it reorders to the kept rows.
 
 A state may also keep the memory of the output layer's [rows, vocab] results from one
 step to the next (`StepBuffers`); each step's log-probs are then overwritten by the next.
@@ -158,12 +158,6 @@ class DecoderState:
     def reorder(self, index: Tensor) -> None:
         """Rows become `index`'s rows, e.g. a sentence's row repeated into beams, the rows
         that follow the surviving beams, or the live rows only."""
-        places = _moved_from_past_the_end(index, self.sentences) if self.group == 1 else None
-        if places is not None:
-            self.src_mask = self.src_mask.index_select(0, index)  # may be the encoder's
-            for cache in self.layers:
-                cache.fill(places, index[places], index.numel(), self.position)
-            return
         sentence = torch.div(index, self.group, rounding_mode="floor")
         group = _regular_group(sentence)
         if group:
@@ -177,6 +171,22 @@ class DecoderState:
         self.group = group
         for cache in self.layers:
             cache.reorder(index, self.position)
+
+    def drop(self, keep: Tensor) -> Tensor:
+        """Keep the rows where `keep` (bool) is True; returns the kept rows' index, in
+        their new order: `kept_in_place`'s with one row per sentence, copying only the
+        rows that move; else their own order, so that a sentence's rows stay together."""
+        if self.group != 1:
+            index = keep.nonzero().squeeze(1)
+            self.reorder(index)
+            return index
+        index = kept_in_place(keep)
+        kept = index.numel()
+        places = (~keep[:kept]).nonzero().squeeze(1)
+        self.src_mask = self.src_mask.index_select(0, index)  # may be the encoder's
+        for cache in self.layers:
+            cache.fill(places, index[places], kept, self.position)
+        return index
 
     def _select_sentences(self, sentences: Tensor) -> None:
         self.src_mask = self.src_mask.index_select(0, sentences)
@@ -195,15 +205,14 @@ class DecoderState:
         return y.transpose(1, 2).reshape(sentences * group, heads, 1, d_k)
 
 
-def _moved_from_past_the_end(index: Tensor, rows: int) -> Optional[Tensor]:
-    """Where `index`, keeping n of `rows` rows, differs from 0, 1, ..., n - 1, when every
-    row it moves there comes from row n or later: the shape `search.kept_in_place` gives,
-    for which `LayerCache.fill` copies little. Else None."""
-    kept = index.numel()
-    if not 0 < kept <= rows:
-        return None
-    places = (index != torch.arange(kept, device=index.device)).nonzero().squeeze(1)
-    return places if bool((index[places] >= kept).all()) else None
+def kept_in_place(keep: Tensor) -> Tensor:
+    """The rows where `keep` (bool) is True, as an index: those among the first n (n kept
+    in all) stay where they are, the others fill the places of the dropped ones there,
+    e.g. [0, 1, 4, 3] for keep = [T, T, F, T, T]."""
+    kept = int(keep.sum())
+    index = torch.arange(kept, device=keep.device)
+    index[~keep[:kept]] = keep[kept:].nonzero().squeeze(1) + kept
+    return index
 
 
 def _regular_group(sentence: Tensor) -> int:

@@ -91,13 +91,11 @@ class Stepper:
         return self.model.decode(self.prefix, self.memory, last_only=True)[:, 0]
 
     def drop(self, keep: Tensor) -> Tensor:
-        """Keep the rows where `keep` (bool) is True; returns the kept rows' index, in their
-        new order: `kept_in_place`'s with one row per sentence, else their own order (so
-        that a sentence's rows stay together and share its keys/values)."""
-        if self.state is not None and self.state.group == 1:
-            index = kept_in_place(keep)
-        else:
-            index = keep.nonzero().squeeze(1)
+        """Keep the rows where `keep` (bool) is True; returns the kept rows' index in their
+        new order (`DecoderState.drop`; the uncached path keeps their order)."""
+        if self.state is not None:
+            return self.state.drop(keep)
+        index = keep.nonzero().squeeze(1)
         self.reorder(index)
         return index
 
@@ -179,17 +177,6 @@ def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
         hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
                                hypothesis_score(lp, n, alpha, per_token, b), e))
     return hyps
-
-
-def kept_in_place(keep: Tensor) -> Tensor:
-    """The rows where `keep` (bool) is True, as an index for `reorder`: those among the first n
-    (n kept in all) stay where they are, the others fill the places of the dropped ones
-    there, e.g. [0, 1, 4, 3] for keep = [T, T, F, T, T]. The decoder's cache then copies
-    only the rows that move (`kvcache.DecoderState.reorder`)."""
-    kept = int(keep.sum())
-    index = torch.arange(kept, device=keep.device)
-    index[~keep[:kept]] = keep[kept:].nonzero().squeeze(1) + kept
-    return index
 
 
 def sample_probs(logp: Tensor, temperature: float = 1.0, top_k: int = 0,
