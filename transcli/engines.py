@@ -6,8 +6,7 @@ hypotheses, best first. Everything else -- encoding, token-budget batches, input
 order, empty lines, n-best output -- is `Translator`'s, the same for every engine.
 
 - `TorchEngine`: the strategy `decode.strategy` names (`search.SEARCHES`) on the
-  torch model; `decode.quantize: int8` swaps its Linear layers for dynamically
-  quantized ones (CPU only).
+  torch model (with int8 weights for `decode.quantize: int8`, `quantize.quantize_int8`).
 - `Ct2Engine`: `ctranslate2.Translator.translate_batch` on the sentencepiece pieces
   of a CTranslate2 export (`export.ct2`), made on first use and cached in the run dir
   (`cached_ct2_export`). Greedy search gives transcli's output; beam search and
@@ -17,7 +16,6 @@ order, empty lines, n-best output -- is `Translator`'s, the same for every engin
 from __future__ import annotations
 
 import contextlib
-import warnings
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
 
@@ -70,17 +68,6 @@ def eval_mode(model: nn.Module) -> Iterator[None]:
         yield
     finally:
         model.train(was_training)
-
-
-def quantize_int8(model: Transformer) -> Transformer:
-    """The model with int8 weights in every nn.Linear (activations quantized on the fly);
-    the tied output projection is the embedding matrix, not a Linear, and stays float."""
-    if next(model.parameters()).device.type != "cpu":
-        raise UserError("decode.quantize=int8 with the torch engine runs on the CPU only "
-                        "(use --device cpu, or --engine ct2)")
-    with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
-        warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
 
 
 class Ct2Engine:

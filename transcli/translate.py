@@ -25,10 +25,11 @@ from tqdm import tqdm
 from transcli.checkpoint import load_trained
 from transcli.config import DecodeConfig
 from transcli.cpulinear import cpu_linears, use_onednn
-from transcli.engines import Ct2Engine, Engine, TorchEngine, quantize_int8
+from transcli.engines import Ct2Engine, Engine, TorchEngine
 from transcli.errors import UserError
 from transcli.files import count_lines, output_file, source_lines
 from transcli.model import Transformer
+from transcli.quantize import quantize_int8
 from transcli.rundir import load_run_config, run_inputs
 from transcli.runtime import inference_setup, pick_device
 from transcli.search import Hypothesis
