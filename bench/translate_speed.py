@@ -7,18 +7,18 @@
 Translates the first --lines lines of ../shared/corpora/en-es/dev.tatoeba.en (short
 conversational sentences) and dev.newstest2012.en (long news sentences) with greedy search
 and beam 5, through `Translator` -- the code `transcli translate` runs -- with each engine
-and thread count: `torch` (fp32, products through torch's BLAS), `torch-int8` (dynamically quantized Linear layers),
-`ct2` and `ct2-int8` (the run's CTranslate2 export, made beforehand so it is not timed),
-`torch-uncached` (the decoder re-run over the whole prefix every step: the reference
-the cache is measured against) and `torch-onednn` (float32 products through oneDNN instead
-of torch's BLAS: `decode.cpu_gemm=onednn`, `transcli.cpulinear`; the header says which of
-the two `decode.cpu_gemm=auto`, the default, takes on this CPU; with `--baseline REV`, also
-`torch` as that git revision's code runs it (`torch@REV`, exported to a temp dir). Every
-engine searches without a word reward (CTranslate2 has none). Each (engine, threads) runs in a
-subprocess of its own, so peak RSS and load time are its own; the subprocesses alternate
-in rounds, so background load hits all alike. Prints sentences/s and target tokens/s (the
-fastest round), speed relative to torch fp32 at the same threads, BLEU of the output
-against the references, peak RSS and load time.
+and thread count: `torch` (fp32, products through torch's BLAS), `torch-int8` (int8 weights,
+`quantize.quantize_int8`), `ct2` and `ct2-int8` (the run's CTranslate2 export, made
+beforehand so it is not timed), `torch-uncached` (the decoder re-run over the whole prefix
+every step: the reference the cache is measured against) and `torch-onednn` (float32
+products through oneDNN instead of torch's BLAS: `decode.cpu_gemm=onednn`,
+`transcli.cpulinear`; the header says which of the two `decode.cpu_gemm=auto`, the default,
+takes on this CPU; with `--baseline REV`, also `torch` as that git revision's code runs it
+(`torch@REV`, exported to a temp dir). Every engine searches without a word reward
+(CTranslate2 has none). Each (engine, threads) runs in a subprocess of its own, so peak RSS
+and load time are its own; the subprocesses alternate in rounds, so background load hits all
+alike. Prints sentences/s and target tokens/s (the fastest round), speed relative to torch
+fp32 at the same threads, BLEU of the output against the references, peak RSS and load time.
 
 On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
 hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy). The header prints

@@ -241,7 +241,7 @@ class TrainConfig:
 STRATEGIES = ("beam", "greedy", "sample")
 ENGINES = ("torch", "ct2")  # what runs the search: transcli's model, or a CTranslate2 export
 CPU_GEMMS = ("auto", "blas", "onednn")  # the torch engine's float32 CPU products (transcli.cpulinear)
-QUANTIZE = ("none", "int8")  # int8: dynamic int8 Linear layers (torch), int8 weights (ct2)
+QUANTIZE = ("none", "int8")  # int8 weights: dynamically quantized (torch), or CTranslate2's
 
 
 @dataclass
