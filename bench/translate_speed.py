@@ -3,6 +3,7 @@
     .venv/bin/python bench/translate_speed.py --model RUN_DIR [--lines 1000] [--rounds 2]
     .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch torch-uncached
     .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch --baseline d9713a4
+    .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch-int8 --baseline REV
 
 Translates the first --lines lines of ../shared/corpora/en-es/dev.tatoeba.en (short
 conversational sentences) and dev.newstest2012.en (long news sentences) with greedy search
@@ -13,12 +14,13 @@ beforehand so it is not timed), `torch-uncached` (the decoder re-run over the wh
 every step: the reference the cache is measured against) and `torch-onednn` (float32
 products through oneDNN instead of torch's BLAS: `decode.cpu_gemm=onednn`,
 `transcli.cpulinear`; the header says which of the two `decode.cpu_gemm=auto`, the default,
-takes on this CPU; with `--baseline REV`, also `torch` as that git revision's code runs it
-(`torch@REV`, exported to a temp dir). Every engine searches without a word reward
-(CTranslate2 has none). Each (engine, threads) runs in a subprocess of its own, so peak RSS
-and load time are its own; the subprocesses alternate in rounds, so background load hits all
-alike. Prints sentences/s and target tokens/s (the fastest round), speed relative to torch
-fp32 at the same threads, BLEU of the output against the references, peak RSS and load time.
+takes on this CPU; with `--baseline REV`, also each torch engine asked for as that git
+revision's code runs it (`torch@REV`, `torch-int8@REV`, ...; the tree exported to a temp
+dir). Every engine searches without a word reward (CTranslate2 has none). Each (engine,
+threads) runs in a subprocess of its own, so peak RSS and load time are its own; the
+subprocesses alternate in rounds, so background load hits all alike. Prints sentences/s and
+target tokens/s (the fastest round), speed relative to torch fp32 at the same threads, BLEU
+of the output against the references, peak RSS and load time.
 
 On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
 hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy). The header prints
@@ -72,7 +74,7 @@ def worker(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     from transcli.translate import load_translator
 
-    engine, quantize, cached = ENGINES["torch" if args.source else args.worker]
+    engine, quantize, cached = ENGINES[args.worker.split("@")[0]]
     sets = {name: read_lines(CORPORA / f"{name}.en", args.lines) for name in SETS}
     load_seconds = None
     for label, (strategy, beam) in SEARCHES.items():
@@ -120,7 +122,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--engines", nargs="+", default=["torch", "torch-int8", "ct2", "ct2-int8"],
                         choices=list(ENGINES))
-    parser.add_argument("--baseline", help="a git revision whose torch engine runs beside")
+    parser.add_argument("--baseline",
+                        help="a git revision whose torch engines (those asked for) run beside")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
     parser.add_argument("--out", default="/tmp/transcli-translate-speed", help=argparse.SUPPRESS)
@@ -140,7 +143,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sources = {engine: None for engine in args.engines}
         if args.baseline:
-            sources[f"torch@{args.baseline}"] = str(export_tree(args.baseline, Path(tmp) / "base"))
+            base = str(export_tree(args.baseline, Path(tmp) / "base"))
+            sources.update({f"{engine}@{args.baseline}": base for engine in args.engines
+                            if ENGINES[engine][0] == "torch"})
         results: dict[tuple, dict] = {}
         for _ in range(args.rounds):
             for engine, source in sources.items():

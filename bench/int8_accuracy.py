@@ -1,0 +1,95 @@
+"""What the torch engine's int8 weights cost in accuracy: references scored teacher-forced.
+
+    .venv/bin/python bench/int8_accuracy.py --model RUN_DIR [--checkpoint avg] [--lines 1000]
+
+Scores the first --lines pairs of ../shared/corpora/en-es/dev.tatoeba and
+dev.newstest2012 (`score.forced_logprobs`, as `transcli score` does) with the run's model:
+- `float32`: the model as trained;
+- `int8`: what `--int8` runs (`quantize.quantize_int8`: every Linear layer and the output
+  layer in int8);
+- `int8, float32 output`: int8 Linear layers only, the output layer (the tied embedding)
+  in float32, as `--int8` was before it quantized that layer too;
+- `int8, rows`: `int8` with one scale per output row in the Linear layers too (they have
+  one per matrix), the choice `quantize_int8` did not make.
+Prints each one's NLL per reference token and the mean change of a pair's per-token
+log-prob from float32's; 1 thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+from transcli.checkpoint import load_trained
+from transcli.model import Transformer, output_product
+from transcli.quantize import quantize_int8
+from transcli.score import forced_logprobs
+from transcli.tokenizer import Tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
+SETS = ("dev.tatoeba", "dev.newstest2012")
+
+
+def float_output(model: Transformer) -> Transformer:
+    model = quantize_int8(model)
+    model.output_product = output_product
+    return model
+
+
+def per_row_linears(model: Transformer) -> Transformer:
+    quantized = quantize_int8(model)
+    names = {name for name, module in quantized.named_modules()
+             if type(module).__module__.startswith("torch.ao.nn.quantized")}
+    rows = quantize_dynamic(model, {name: per_channel_dynamic_qconfig for name in names},
+                            dtype=torch.qint8)
+    rows.output_product = quantized.output_product
+    return rows
+
+
+VARIANTS = {"float32": lambda model: model, "int8": quantize_int8,
+            "int8, float32 output": float_output, "int8, rows": per_row_linears}
+
+
+def per_token(model: Transformer, tokenizer: Tokenizer, name: str,
+              lines: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each pair's log-prob total and scored tokens for the first `lines` of a set."""
+    src = (CORPORA / f"{name}.en").read_text(encoding="utf-8").splitlines()[:lines]
+    tgt = (CORPORA / f"{name}.es").read_text(encoding="utf-8").splitlines()[:lines]
+    scored = forced_logprobs(model, tokenizer.encode(src), tokenizer.encode(tgt), 4096)
+    totals, tokens = zip(*scored)
+    return torch.tensor(totals, dtype=torch.float64), torch.tensor(tokens, dtype=torch.float64)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="trained run dir")
+    parser.add_argument("--checkpoint", default="avg")
+    parser.add_argument("--lines", type=int, default=1000, help="pairs per test set")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    model, tokenizer, _ = load_trained(args.model, args.checkpoint, "cpu")
+    print(f"model {args.model} ({args.checkpoint}); {args.lines} pairs per set; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"{'set':18s} {'weights':22s} {'NLL/token':>10s} {'mean |change|':>14s}")
+    for name in SETS:
+        reference = None
+        for variant, make in VARIANTS.items():
+            with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
+                warnings.simplefilter("ignore")
+                totals, tokens = per_token(make(model), tokenizer, name, args.lines)
+            reference = totals if reference is None else reference
+            change = ((totals - reference) / tokens).abs().mean().item()
+            print(f"{name:18s} {variant:22s} {-totals.sum() / tokens.sum():10.4f} "
+                  f"{change:14.4f}", flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
