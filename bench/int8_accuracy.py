@@ -11,8 +11,9 @@ dev.newstest2012 (`score.forced_logprobs`, as `transcli score` does) with the ru
   in float32, as `--int8` was before it quantized that layer too;
 - `int8, rows`: `int8` with one scale per output row in the Linear layers too (they have
   one per matrix), the choice `quantize_int8` did not make.
-Prints each one's NLL per reference token and the mean change of a pair's per-token
-log-prob from float32's; 1 thread.
+Prints each one's NLL per reference token and the mean absolute change of a pair's
+per-token log-prob from float32's; 1 thread. Pairs longer than the model's positions are
+left out.
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ import warnings
 from pathlib import Path
 
 import torch
-from torch import nn
 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 from transcli.checkpoint import load_trained
 from transcli.model import Transformer, output_product
-from transcli.quantize import quantize_int8
+from transcli.quantize import Int8OutputProduct, linear_names, quantize_int8
 from transcli.score import forced_logprobs
 from transcli.tokenizer import Tokenizer
 
@@ -44,12 +44,9 @@ def float_output(model: Transformer) -> Transformer:
 
 
 def per_row_linears(model: Transformer) -> Transformer:
-    quantized = quantize_int8(model)
-    names = {name for name, module in quantized.named_modules()
-             if type(module).__module__.startswith("torch.ao.nn.quantized")}
-    rows = quantize_dynamic(model, {name: per_channel_dynamic_qconfig for name in names},
-                            dtype=torch.qint8)
-    rows.output_product = quantized.output_product
+    rows = quantize_dynamic(model, dict.fromkeys(linear_names(model),
+                                                 per_channel_dynamic_qconfig), dtype=torch.qint8)
+    rows.output_product = Int8OutputProduct(rows.output_weight)
     return rows
 
 
@@ -57,8 +54,8 @@ VARIANTS = {"float32": lambda model: model, "int8": quantize_int8,
             "int8, float32 output": float_output, "int8, rows": per_row_linears}
 
 
-def per_token(model: Transformer, tokenizer: Tokenizer, name: str,
-              lines: int) -> tuple[torch.Tensor, torch.Tensor]:
+def pair_logprobs(model: Transformer, tokenizer: Tokenizer, name: str,
+                  lines: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Each pair's log-prob total and scored tokens for the first `lines` of a set."""
     src = (CORPORA / f"{name}.en").read_text(encoding="utf-8").splitlines()[:lines]
     tgt = (CORPORA / f"{name}.es").read_text(encoding="utf-8").splitlines()[:lines]
@@ -79,13 +76,14 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"{'set':18s} {'weights':22s} {'NLL/token':>10s} {'mean |change|':>14s}")
     for name in SETS:
-        reference = None
+        reference, _ = pair_logprobs(model, tokenizer, name, args.lines)
         for variant, make in VARIANTS.items():
             with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
                 warnings.simplefilter("ignore")
-                totals, tokens = per_token(make(model), tokenizer, name, args.lines)
-            reference = totals if reference is None else reference
-            change = ((totals - reference) / tokens).abs().mean().item()
+                totals, tokens = pair_logprobs(make(model), tokenizer, name, args.lines)
+            scored = ~totals.isnan()
+            totals, tokens, base = totals[scored], tokens[scored], reference[scored]
+            change = ((totals - base) / tokens).abs().mean().item()
             print(f"{name:18s} {variant:22s} {-totals.sum() / tokens.sum():10.4f} "
                   f"{change:14.4f}", flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")

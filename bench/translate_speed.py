@@ -14,13 +14,13 @@ beforehand so it is not timed), `torch-uncached` (the decoder re-run over the wh
 every step: the reference the cache is measured against) and `torch-onednn` (float32
 products through oneDNN instead of torch's BLAS: `decode.cpu_gemm=onednn`,
 `transcli.cpulinear`; the header says which of the two `decode.cpu_gemm=auto`, the default,
-takes on this CPU; with `--baseline REV`, also each torch engine asked for as that git
+takes on this CPU). With `--baseline REV`, each torch engine asked for also runs as that git
 revision's code runs it (`torch@REV`, `torch-int8@REV`, ...; the tree exported to a temp
 dir). Every engine searches without a word reward (CTranslate2 has none). Each (engine,
 threads) runs in a subprocess of its own, so peak RSS and load time are its own; the
 subprocesses alternate in rounds, so background load hits all alike. Prints sentences/s and
-target tokens/s (the fastest round), speed relative to torch fp32 at the same threads, BLEU
-of the output against the references, peak RSS and load time.
+target tokens/s (the fastest round), speed relative to torch fp32 at the same threads and to
+the same engine at REV, BLEU of the output against the references, peak RSS and load time.
 
 On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
 hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy). The header prints
@@ -74,7 +74,8 @@ def worker(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     from transcli.translate import load_translator
 
-    engine, quantize, cached = ENGINES[args.worker.split("@")[0]]
+    name = args.worker.split("@")[0]  # torch-int8@REV runs as torch-int8
+    engine, quantize, cached = ENGINES[name]
     sets = {name: read_lines(CORPORA / f"{name}.en", args.lines) for name in SETS}
     load_seconds = None
     for label, (strategy, beam) in SEARCHES.items():
@@ -83,7 +84,7 @@ def worker(args: argparse.Namespace) -> None:
             f"decode.engine={engine}", f"decode.quantize={quantize}",
             f"decode.strategy={strategy}", f"decode.beam_size={beam}", "decode.n_best=1",
             f"decode.threads={args.threads}", "decode.word_reward=0",
-            f"decode.cpu_gemm={'onednn' if args.worker == 'torch-onednn' else 'blas'}"], "cpu")
+            f"decode.cpu_gemm={'onednn' if name == 'torch-onednn' else 'blas'}"], "cpu")
         load_seconds = load_seconds or time.perf_counter() - start
         translator.engine.cached = cached
         for set_name, lines in sets.items():
@@ -182,8 +183,11 @@ def run_worker(args: argparse.Namespace, engine: str, threads: int,
 
 
 def report(engines: list[str], args: argparse.Namespace, results: dict[tuple, dict]) -> None:
-    print(f"{'engine':<15}{'thr':>4} {'set':<18}{'search':<8}{'sent/s':>9}{'tok/s':>9}"
-          f"{'vs torch':>9}{'BLEU':>7}{'RSS MiB':>9}{'load s':>8}")
+    """One line per (engine, threads, set, search), with its speed over torch fp32's and,
+    with --baseline, over the same engine's at the baseline revision."""
+    width = max(map(len, engines)) + 2
+    print(f"{'engine':<{width}}{'thr':>4} {'set':<18}{'search':<8}{'sent/s':>9}{'tok/s':>9}"
+          f"{'vs torch':>9}{'vs REV':>8}{'BLEU':>7}{'RSS MiB':>9}{'load s':>8}")
     for engine in engines:
         for threads in args.threads:
             memory = results.get((engine, threads, None, None), {})
@@ -191,11 +195,12 @@ def report(engines: list[str], args: argparse.Namespace, results: dict[tuple, di
                 for label in SEARCHES:
                     row = results[(engine, threads, name, label)]
                     rate = row["lines"] / row["seconds"]
-                    torch_row = results.get(("torch", threads, name, label))
-                    ratio = (f"{rate / (torch_row['lines'] / torch_row['seconds']):.2f}x"
-                             if torch_row else "")
-                    print(f"{engine:<15}{threads:>4} {name:<18}{label:<8}{rate:>9.1f}"
-                          f"{row['tokens'] / row['seconds']:>9.0f}{ratio:>9}"
+                    versus = [results.get((other, threads, name, label)) for other in
+                              ("torch", f"{engine}@{args.baseline}")]
+                    ratios = [f"{rate / (other['lines'] / other['seconds']):.2f}x"
+                              if other else "" for other in versus]
+                    print(f"{engine:<{width}}{threads:>4} {name:<18}{label:<8}{rate:>9.1f}"
+                          f"{row['tokens'] / row['seconds']:>9.0f}{ratios[0]:>9}{ratios[1]:>8}"
                           f"{bleu(Path(row['output']), name, args.lines):>7.1f}"
                           f"{memory.get('peak_rss_mib', 0):>9.0f}"
                           f"{memory.get('load_seconds', 0):>8.2f}")

@@ -18,6 +18,7 @@ from transcli import cpulinear
 from transcli.cpulinear import (FEW_ROWS, ONEDNN, BlasLinear, OneDnnLinear,
                                 blas_linear, blas_output_product, bucket, cpu_linears,
                                 cpu_vendor, linear, output_product, use_onednn)
+from transcli.kvcache import StepBuffers
 from transcli.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
@@ -45,14 +46,14 @@ def test_linear_is_x_times_w_transposed_plus_b(shape, transpose, with_bias, prod
 @pytest.mark.parametrize("into", [False, True])
 def test_blas_output_product_is_hidden_times_w_transposed(rows, into):
     """2 to FEW_ROWS rows take the weight-first order, others the usual one; both give
-    hidden Wᵀ, and into `out` when one is given."""
+    hidden Wᵀ, and into the step's buffer when given the buffers."""
     torch.manual_seed(0)
     hidden, w = torch.randn(rows, 16, dtype=torch.float64), torch.randn(50, 16, dtype=torch.float64)
-    out = torch.empty(rows, 50) if into else None
+    buffers = StepBuffers() if into else None
     with torch.inference_mode():
-        got = blas_output_product(hidden.float(), w.float(), out)
+        got = blas_output_product(hidden.float(), w.float(), buffers)
     assert got.shape == (rows, 50) and got.is_contiguous()
-    assert not into or got.data_ptr() == out.data_ptr()
+    assert not into or got.data_ptr() == buffers.held["logits"].data_ptr()
     torch.testing.assert_close(got, (hidden @ w.t()).float(), rtol=1e-5, atol=1e-5)
 
 

@@ -22,6 +22,7 @@ from transcli.errors import UserError
 from transcli.evaluate import evaluate_cli
 from transcli.export import EXPORT_FILE, read_record
 from transcli.model import Transformer
+from transcli.quantize import Int8OutputProduct
 from transcli.rundir import CONFIG_FILE, step_path
 from transcli.tokenizer import TOKENIZER_FILE
 from transcli.translate import load_translator
@@ -109,6 +110,7 @@ def test_int8_keeps_the_memorised_translations(memorised_run, engine):
     else:
         assert any(type(m).__name__ == "Linear" and "quantized" in type(m).__module__
                    for m in translator.engine.model.modules())
+        assert isinstance(translator.engine.model.output_product, Int8OutputProduct)
 
 
 def test_sampling_through_ct2_is_seeded(memorised_run):

@@ -3,16 +3,19 @@ output layer, tied to the embedding or not, against int8 arithmetic written out 
 
 from __future__ import annotations
 
-import warnings
+import math
 
 import pytest
 import torch
+from conftest import PAIRS
 from torch import nn
 
-from transcli.config import ModelConfig
+from transcli.config import DecodeConfig, ModelConfig
 from transcli.kvcache import StepBuffers
 from transcli.model import Transformer
 from transcli.quantize import Int8OutputProduct, quantize_int8
+from transcli.score import forced_logprobs
+from transcli.translate import Translator
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -21,18 +24,11 @@ pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 X86 = torch.backends.quantized.engine in ("x86", "fbgemm")
 
 
-def tiny(tie_output: bool) -> Transformer:
+def tiny(tie_output: bool, vocab_size: int = 90) -> Transformer:
     torch.manual_seed(0)
     cfg = ModelConfig(enc_layers=2, dec_layers=2, d_model=32, d_ff=64, heads=4, dropout=0.0,
                       max_positions=64, tie_output=tie_output, share_embeddings=tie_output)
-    return Transformer(cfg, vocab_size=90).eval()
-
-
-@pytest.fixture(autouse=True)
-def quiet() -> None:
-    with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
-        warnings.simplefilter("ignore")
-        yield
+    return Transformer(cfg, vocab_size=vocab_size).eval()
 
 
 @pytest.mark.skipif(not X86, reason="fbgemm's input range (7 bits) is x86's")
@@ -76,3 +72,40 @@ def test_quantized_model_has_int8_weights_everywhere_and_decodes_close_to_float(
     float_steps, int8_steps = steps
     error = (int8_steps - float_steps).abs().max().item()
     assert 0 < error < 0.2
+
+
+@pytest.mark.parametrize("tie_output", [True, False])
+def test_output_layer_int8_matrix_is_the_model_s_own(tie_output):
+    """The embedding when tied, the untied layer's own matrix otherwise: each row within
+    half of its scale (one step of int8) of the float row."""
+    quantized = quantize_int8(tiny(tie_output))
+    weight = quantized.output_weight
+    assert weight is (quantized.tgt_embed.table.weight if tie_output
+                      else quantized.generator.weight)
+    int8 = quantized.output_product.linear.weight().dequantize()
+    half_step = weight.abs().amax(1, keepdim=True) / 127.5 / 2
+    assert ((int8 - weight).abs() <= half_step * 1.001).all()
+
+
+@pytest.mark.parametrize("tie_output", [True, False])
+def test_int8_model_translates_and_scores_with_every_search(tie_output, tiny_tokenizer):
+    """Through `Translator` as `--int8` runs it: greedy, beam with n-best, sampling, and
+    the uncached decoder (3-D hidden states); and teacher-forced scores near float32's."""
+    model = tiny(tie_output, vocab_size=tiny_tokenizer.sp.GetPieceSize())
+    quantized = quantize_int8(model)
+    lines = [en for en, _ in PAIRS[:4]] + [""]
+    searches = [DecodeConfig(strategy="greedy", max_len_b=6),
+                DecodeConfig(strategy="beam", beam_size=3, n_best=2, max_len_b=6),
+                DecodeConfig(strategy="sample", n_best=2, max_len_b=6)]
+    for decode in searches:
+        found = Translator(quantized, tiny_tokenizer, decode, "cpu").translate_nbest(lines)
+        assert [len(h) for h in found[:-1]] == [decode.n_best] * 4 and found[-1][0][0] == ""
+    # (Not equal to the cached output: an input is quantized with one scale over all of
+    # it, and the uncached decoder's inputs hold every position.)
+    uncached = Translator(quantized, tiny_tokenizer, searches[0], "cpu", cached=False)
+    assert len(uncached.translate(lines)) == len(lines)
+    sources = tiny_tokenizer.encode([en for en, _ in PAIRS])
+    targets = tiny_tokenizer.encode([es for _, es in PAIRS])
+    for (int8, tokens), (float32, _) in zip(forced_logprobs(quantized, sources, targets, 512),
+                                            forced_logprobs(model, sources, targets, 512)):
+        assert math.isfinite(int8) and abs(int8 - float32) / tokens < 0.2

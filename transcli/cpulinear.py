@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transcli.kvcache import StepBuffers
 from transcli.model import output_product as model_output_product
 
 
@@ -85,9 +86,10 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     return F.linear(x, weight, bias)
 
 
-def output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None) -> Tensor:
+def output_product(hidden: Tensor, weight: Tensor,
+                   buffers: Optional[StepBuffers] = None) -> Tensor:
     """The Transformer's output product (`model.output_product`) through `linear`; oneDNN
-    makes its own result tensor, so `out` goes unused."""
+    makes its own result tensor, so it takes no memory from `buffers`."""
     return linear(hidden, weight)
 
 
@@ -109,13 +111,15 @@ def blas_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Ten
     return y_t.t().contiguous().view(*x.shape[:-1], weight.size(0))
 
 
-def blas_output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None) -> Tensor:
+def blas_output_product(hidden: Tensor, weight: Tensor,
+                        buffers: Optional[StepBuffers] = None) -> Tensor:
     """The Transformer's output product (`model.output_product`) in `blas_linear`'s
-    order, into `out` ([rows, vocab], for hidden [rows, d_model]) if given."""
-    if out is None:
+    order, into the step's `buffers` ("logits", for hidden [rows, d_model]) if given."""
+    if buffers is None:
         return blas_linear(hidden, weight)
     if not _weight_first(hidden, weight):
-        return model_output_product(hidden, weight, out)
+        return model_output_product(hidden, weight, buffers)
+    out = buffers.get("logits", hidden.size(0), weight.size(0), hidden)
     return out.copy_(torch.mm(weight, hidden.t()).t())
 
 

@@ -263,10 +263,13 @@ class DecoderLayer(nn.Module):
         return self.ffn_block(y, self.ffn)
 
 
-def output_product(hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None) -> Tensor:
-    """hidden Wᵀ, the output layer's product (`F.linear` without bias), into `out` if given."""
-    if out is None:
+def output_product(hidden: Tensor, weight: Tensor,
+                   buffers: Optional[StepBuffers] = None) -> Tensor:
+    """hidden Wᵀ, the output layer's product (`F.linear` without bias); for a decoding
+    step's hidden [rows, d_model], into the step's `buffers` ("logits") if given."""
+    if buffers is None:
         return F.linear(hidden, weight)
+    out = buffers.get("logits", hidden.size(0), weight.size(0), hidden)
     return torch.matmul(hidden, weight.t(), out=out)
 
 
@@ -284,7 +287,7 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int = PAD_ID):
         super().__init__()
         self.cfg = cfg
-        self.output_product = output_product  # (cpulinear may swap it)
+        self.output_product = output_product  # (cpulinear and quantize may swap it)
         self.pad_id = pad_id
         self.vocab_size = vocab_size
         positions = sinusoidal_table(cfg.max_positions, cfg.d_model)
@@ -366,10 +369,9 @@ class Transformer(nn.Module):
         weight = self.output_weight
         if buffers is None or torch.is_grad_enabled():
             return F.log_softmax(self.output_product(hidden, weight).float(), dim=-1)
-        rows, vocab = hidden.size(0), weight.size(0)
-        logits = self.output_product(hidden, weight, out=buffers.get("logits", rows, vocab, hidden))
+        logits = self.output_product(hidden, weight, buffers)
         return torch.log_softmax(logits.float(), dim=-1, out=buffers.get(
-            "log_probs", rows, vocab, hidden, torch.float32))
+            "log_probs", hidden.size(0), weight.size(0), hidden, torch.float32))
 
     # ------------------------------------------------------------------ decoding path
 

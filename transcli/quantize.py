@@ -2,9 +2,9 @@
 
 `quantize_int8` gives every Linear layer int8 weights through torch's dynamic
 quantization (fbgemm on x86): the weights are quantized once, each product's input on
-the fly. The output layer is not a Linear when it is tied to the target embedding, so
-it gets its own int8 copy of that matrix (`Int8OutputProduct`), with one scale per word:
-a vocabulary's rows differ in size, and it is the largest product of a decoding step.
+the fly. The output layer, the largest product of a decoding step, gets its own int8
+copy of its matrix (`Int8OutputProduct`) with one scale per word, whether it is tied to
+the target embedding (then it is no Linear layer) or not.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from typing import Optional
 
 import torch
 from torch import Tensor, nn
+from torch.ao.nn.quantized.dynamic import Linear as DynamicInt8Linear
 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 from transcli.errors import UserError
+from transcli.kvcache import StepBuffers
 from transcli.model import Transformer
 
 
@@ -25,30 +27,37 @@ class Int8OutputProduct:
     per row): a quantized model's `Transformer.output_product`."""
 
     def __init__(self, weight: Tensor):
-        linear = nn.Linear(weight.size(1), weight.size(0), bias=False)
+        linear = nn.Linear(weight.size(1), weight.size(0), bias=False, device="meta")
         linear.weight = nn.Parameter(weight.detach(), requires_grad=False)
-        self.linear = quantize_dynamic(nn.Sequential(linear),
-                                       {nn.Linear: per_channel_dynamic_qconfig},
-                                       dtype=torch.qint8)[0]
+        linear.qconfig = per_channel_dynamic_qconfig
+        with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
+            warnings.simplefilter("ignore")
+            self.linear = DynamicInt8Linear.from_float(linear)
 
-    def __call__(self, hidden: Tensor, weight: Tensor, out: Optional[Tensor] = None) -> Tensor:
-        """The product for `hidden` [..., d_model]. `weight`, the float matrix, is the one
-        this was quantized from; `out` goes unused: the kernel makes its own result."""
+    def __call__(self, hidden: Tensor, weight: Tensor,
+                 buffers: Optional[StepBuffers] = None) -> Tensor:
+        """The product for `hidden` [..., d_model]. `weight` is the float matrix this was
+        quantized from; the kernel makes its own result tensor, so it takes no memory
+        from `buffers`."""
         return self.linear(hidden)
 
 
+def linear_names(model: Transformer) -> set[str]:
+    """The Linear layers torch's dynamic quantization converts, by name: all but an
+    untied output layer, whose converted Linear would have no float weight for
+    `Transformer.output_weight` (`Int8OutputProduct` quantizes it instead)."""
+    return {name for name, module in model.named_modules()
+            if type(module) is nn.Linear and module is not model.generator}
+
+
 def quantize_int8(model: Transformer) -> Transformer:
-    """A copy of the model with int8 weights in every nn.Linear and in the output layer
-    (activations quantized on the fly)."""
+    """A copy of the model with int8 weights in every Linear layer and in the output
+    layer (activations quantized on the fly)."""
     if next(model.parameters()).device.type != "cpu":
         raise UserError("decode.quantize=int8 with the torch engine runs on the CPU only "
                         "(use --device cpu, or --engine ct2)")
-    # An untied output layer is a Linear too; it is quantized with the tied one's
-    # settings below, and keeps its float weight for `output_weight`.
-    linears = {name for name, module in model.named_modules()
-               if isinstance(module, nn.Linear) and module is not model.generator}
     with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
         warnings.simplefilter("ignore")
-        quantized = quantize_dynamic(model, linears, dtype=torch.qint8)
-        quantized.output_product = Int8OutputProduct(quantized.output_weight)
+        quantized = quantize_dynamic(model, linear_names(model), dtype=torch.qint8)
+    quantized.output_product = Int8OutputProduct(quantized.output_weight)
     return quantized
