@@ -364,8 +364,9 @@ class Transformer(nn.Module):
 
     def log_probs(self, hidden: Tensor, buffers: Optional[StepBuffers] = None) -> Tensor:
         """The final linear layer (tied to the target embedding by default) + log-softmax.
-        Decoding steps pass their `buffers` for hidden [rows, d_model]: the results are
-        written into memory reused from step to step (not while autograd records)."""
+        Decoding steps pass their `buffers` for hidden [rows, d_model]: the log-probs, and
+        the logits where `output_product` takes memory for them there, are written into
+        memory reused from step to step (not while autograd records)."""
         weight = self.output_weight
         if buffers is None or torch.is_grad_enabled():
             return F.log_softmax(self.output_product(hidden, weight).float(), dim=-1)
