@@ -50,8 +50,8 @@ def per_row_linears(model: Transformer) -> Transformer:
     return rows
 
 
-VARIANTS = {"float32": lambda model: model, "int8": quantize_int8,
-            "int8, float32 output": float_output, "int8, rows": per_row_linears}
+VARIANTS = {"int8": quantize_int8, "int8, float32 output": float_output,
+            "int8, rows": per_row_linears}
 
 
 def pair_logprobs(model: Transformer, tokenizer: Tokenizer, name: str,
@@ -74,13 +74,17 @@ def main() -> None:
     model, tokenizer, _ = load_trained(args.model, args.checkpoint, "cpu")
     print(f"model {args.model} ({args.checkpoint}); {args.lines} pairs per set; "
           f"load average {os.getloadavg()[0]:.2f}")
+    with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
+        warnings.simplefilter("ignore")
+        variants = {variant: make(model) for variant, make in VARIANTS.items()}
     print(f"{'set':18s} {'weights':22s} {'NLL/token':>10s} {'mean |change|':>14s}")
     for name in SETS:
-        reference, _ = pair_logprobs(model, tokenizer, name, args.lines)
-        for variant, make in VARIANTS.items():
-            with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
-                warnings.simplefilter("ignore")
-                totals, tokens = pair_logprobs(make(model), tokenizer, name, args.lines)
+        reference, tokens = pair_logprobs(model, tokenizer, name, args.lines)
+        scored = ~reference.isnan()
+        print(f"{name:18s} {'float32':22s} "
+              f"{-reference[scored].sum() / tokens[scored].sum():10.4f} {0:14.4f}", flush=True)
+        for variant, quantized in variants.items():
+            totals, tokens = pair_logprobs(quantized, tokenizer, name, args.lines)
             scored = ~totals.isnan()
             totals, tokens, base = totals[scored], tokens[scored], reference[scored]
             change = ((totals - base) / tokens).abs().mean().item()
