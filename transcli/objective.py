@@ -116,6 +116,11 @@ def label_smoothed_nll(log_probs: Tensor, target: Tensor, eps: float, pad_id: in
     return loss_sum, nll_sum.detach(), real.sum(), correct
 
 
+# Left out of torch.compile's graphs (train.compile runs it eagerly; it is matrix
+# products and a hand-fused softmax): torch 2.11 traced its autograd.Function wrong,
+# giving zero gradients (compiled training did not learn) or, after a graph break,
+# stopping with an AssertionError inside dynamo.
+@torch.compiler.disable
 def output_loss(hidden: Tensor, weight: Tensor, target: Tensor, eps: float,
                 pad_id: int) -> Tensor:
     """`label_smoothed_nll(log_softmax(hidden @ weight.T), target, eps, pad_id)` as one
