@@ -4,8 +4,9 @@ Throughput (`check`): each setting (batch tokens x eager / compiled) trains base
 through `transcli.train.train` in a fresh process (`gpu_check.py measure`), so its peak
 memory and recompile count are its own; inductor's on-disk cache is shared, so the first
 compiled setting pays most of the compilation. Tokens/s come from the run's
-metrics.jsonl, leaving out the first WARMUP_STEPS updates (cuBLAS and allocator start-up,
-compilation, and the recompile that a second batch shape triggers).
+metrics.jsonl, leaving out a warm-up of training seconds (compilation, the recompile that
+a second batch shape triggers, and the first few hundred updates: on an H200 base ran at a
+quarter of its later speed over its first 100 updates and half over the next 100).
 
 End to end (`e2e`): `transcli train` for a set number of minutes, then `transcli evaluate
 --device cuda` on dev.tatoeba and dev.newstest2012 (sacreBLEU, as bench/quality.py).
@@ -47,8 +48,7 @@ EVAL_SETS = ("dev.tatoeba", "dev.newstest2012")
 RESULT = "RESULT "  # prefix of a `measure` process's one line of JSON
 
 LOG_EVERY = 5
-WARMUP_STEPS = 20
-EAGER_WARMUP_S = 10.0  # training time a `measure` run adds for its warm-up steps, eager
+EAGER_WARMUP_S = 60.0  # training seconds before the measurement starts, eager
 STARTUP_S = 30.0  # a `measure` process's imports, data loading and final save (estimate)
 TEST_TIMEOUT_S = 300
 
@@ -157,14 +157,14 @@ def check(args: argparse.Namespace) -> int:
     ok = args.no_tests or run_tests(report)
     data = base_data(args.data, report)
     report.say(f"\nthroughput: {BASE.relative_to(ROOT)}, bf16, data {data}; each setting "
-               f"trains for a warm-up allowance + {args.seconds:g} s and is measured after its "
-               f"first {WARMUP_STEPS} updates")
+               f"trains for a warm-up ({EAGER_WARMUP_S:g} s; compiled, that + a compile "
+               f"allowance) + {args.seconds:g} s, measured after the warm-up")
     rows = report.results["throughput"] = []
     compile_allowance = args.compile_seconds
     # Eager first: it is cheap, and it is what the compiled runs are compared with.
     for compiled in (False,) if args.no_compile else (False, True):
         for batch_tokens in args.batch_tokens:
-            warmup = compile_allowance if compiled else EAGER_WARMUP_S
+            warmup = EAGER_WARMUP_S + (compile_allowance if compiled else 0.0)
             left = args.budget - (time.monotonic() - started)
             if STARTUP_S + warmup + args.seconds > left:
                 row = {"batch_tokens": batch_tokens, "compiled": compiled,
@@ -172,8 +172,8 @@ def check(args: argparse.Namespace) -> int:
                                 f"{max(left, 0):.0f} s of --budget left"}
             else:
                 row = spawn_measure(data, batch_tokens, compiled, args.seconds, warmup, left)
-                if compiled and "warmup_s" in row:  # later compiles mostly hit the cache
-                    compile_allowance = max(30.0, 1.5 * row["warmup_s"])
+                if compiled and "first_log_s" in row:  # later compiles mostly hit the cache
+                    compile_allowance = max(30.0, 1.5 * row["first_log_s"])
             rows.append(row)
             report.say(format_row(row))
             report.save()
@@ -224,8 +224,10 @@ def spawn_measure(data: Path, batch_tokens: int, compiled: bool, seconds: float,
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(RESULT):
             return json.loads(line[len(RESULT):])
-    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    return {**row, "error": f"exit status {proc.returncode}: {last[-300:]}"}
+    lines = proc.stderr.strip().splitlines() or ["no output"]
+    # dynamo ends with advice lines: the exception's own line says more
+    cause = next((line for line in reversed(lines) if "Error" in line.split(":")[0]), lines[-1])
+    return {**row, "error": f"exit status {proc.returncode}: {cause[-300:]}"}
 
 
 def format_row(row: dict[str, Any]) -> str:
@@ -236,7 +238,8 @@ def format_row(row: dict[str, Any]) -> str:
             f"{row['tflop_s']:6.1f} TFLOP/s  MFU {row['mfu']}  peak {row['peak_gib']:.1f} GiB  "
             f"recompiles {row['recompiles']}\n"
             f"{'':26s}({row['seconds']:.0f} s, {row['steps']} updates measured after "
-            f"{row['warmup_steps']} warm-up updates in {row['warmup_s']:.0f} s; "
+            f"{row['warmup_steps']} warm-up updates in {row['warmup_s']:.0f} s, the first "
+            f"{LOG_EVERY} in {row['first_log_s']:.0f} s, from epoch {row['epoch_at_start']}; "
             f"{row['graphs']} graphs, {row['graph_breaks']} graph breaks)"
             + "".join(f"\n{'':26s}recompile: {reason}" for reason in row["recompile_reasons"]))
 
@@ -300,18 +303,20 @@ def measure(args: argparse.Namespace) -> int:
         train(cfg, args.data, Path(tmp) / "run")
         lines = read_metrics(Path(tmp) / "run" / METRICS_FILE, "train")
     row: dict[str, Any] = {"batch_tokens": args.batch_tokens, "compiled": args.compile}
-    steady = Steady.of([line for line in lines if line["step"] >= WARMUP_STEPS])
+    logged = [{"step": 0, "epoch": 0, "tgt_tokens": 0, "src_tokens": 0}] + lines
+    cut = warmup_end(logged, args.warmup_seconds)
+    steady = Steady.of(logged[cut:])
     if not steady.seconds:
-        row["error"] = (f"too few updates ({lines[-1]['step'] if lines else 0}) for "
-                        f"{WARMUP_STEPS} warm-up updates and a measurement")
+        row["error"] = (f"no log interval ended after {args.warmup_seconds:.0f} s of warm-up "
+                        f"({lines[-1]['step'] if lines else 0} updates)")
     else:
         row.update(throughput(cfg, args.data, steady))
-        start = {"step": 0, "tgt_tokens": 0, "src_tokens": 0}
-        warmup = Steady.of([start] + [line for line in lines if line["step"] <= WARMUP_STEPS])
+        warmup = Steady.of(logged[:cut + 1])
         from torch._dynamo.utils import counters
 
         row.update({
-            "warmup_steps": WARMUP_STEPS, "warmup_s": warmup.seconds,
+            "warmup_steps": warmup.steps, "warmup_s": warmup.seconds,
+            "epoch_at_start": logged[cut]["epoch"], "first_log_s": Steady.of(logged[:2]).seconds,
             "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
             "reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
             "recompiles": len(recompiles.messages), "recompile_reasons": recompiles.reasons(),
@@ -320,6 +325,17 @@ def measure(args: argparse.Namespace) -> int:
             "last_loss": lines[-1]["loss"]})
     print(RESULT + json.dumps(row), flush=True)
     return 0
+
+
+def warmup_end(lines: list[dict[str, Any]], seconds: float) -> int:
+    """Index of the first line (after a zero `start` line) by which `seconds` of
+    training have passed: the measurement runs from there."""
+    elapsed = 0.0
+    for i, (prev, line) in enumerate(zip(lines, lines[1:]), start=1):
+        elapsed += (line["tgt_tokens"] - prev["tgt_tokens"]) / line["tokens_per_s"]
+        if elapsed >= seconds:
+            return i
+    return len(lines) - 1
 
 
 def throughput(cfg: Config, data: Path, steady: Steady) -> dict[str, Any]:

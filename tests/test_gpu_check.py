@@ -83,3 +83,40 @@ def test_local_json_lines_need_no_datasets(tmp_path: Path) -> None:
                                     "--set", "data.valid_size=5", "--set", "data.test_size=5")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out" / "manifest.json").is_file()
+
+
+def gpu_bench():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gpu_bench
+
+    return gpu_bench
+
+
+def test_the_measurement_starts_once_the_warm_up_seconds_have_passed() -> None:
+    """Three log intervals of 10 s (slow first updates), then 1 s each: with 15 s of
+    warm-up, the measurement starts at the line that completes the second interval."""
+    lines = [{"step": 0, "epoch": 0, "tgt_tokens": 0, "src_tokens": 0}]
+    for i, rate in enumerate([100.0, 100.0, 1000.0, 1000.0, 1000.0], start=1):
+        lines.append({"step": 5 * i, "epoch": 0, "tgt_tokens": 1000 * i,
+                      "src_tokens": 900 * i, "tokens_per_s": rate, "pad_frac": 0.1})
+    bench = gpu_bench()
+    assert bench.warmup_end(lines, 15.0) == 2
+    assert bench.warmup_end(lines, 0.0) == 1
+    assert bench.warmup_end(lines, 1000.0) == len(lines) - 1  # nothing left to measure
+    steady = bench.Steady.of(lines[2:])
+    assert (steady.steps, steady.seconds, steady.tgt_tokens) == (15, 3.0, 3000)
+
+
+def test_a_measured_row_and_a_failed_one_print() -> None:
+    """check's report lines render every key a measurement writes (no GPU needed)."""
+    bench = gpu_bench()
+    row = {"batch_tokens": 25000, "compiled": True, "tgt_tok_s": 1.5e5, "pad_frac": 0.3,
+           "tflop_s": 50.0, "mfu": "5.1% of 989 TFLOP/s", "peak_gib": 11.2, "recompiles": 1,
+           "seconds": 20.0, "steps": 140, "warmup_steps": 120, "warmup_s": 60.0,
+           "epoch_at_start": 0, "first_log_s": 30.0, "graphs": 2, "graph_breaks": 1,
+           "recompile_reasons": ["forward: size mismatch"]}
+    text = bench.format_row(row)
+    assert "150,000 tgt tok/s" in text and "from epoch 0" in text and "size mismatch" in text
+    failed = {"batch_tokens": 6250, "compiled": False, "error": "exit status 1: Boom"}
+    table = bench.summary_table([row, failed], "NVIDIA H200")
+    assert "| compiled | 25000 | 150,000 |" in table and "Boom" in table
