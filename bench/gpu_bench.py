@@ -1,4 +1,5 @@
-"""The stages behind bench/gpu_check.py, imported once CUDA is known to be there.
+"""The stages behind bench/gpu_check.py, which imports this once CUDA is known to be there
+(the CPU tests import it too: nothing here touches CUDA at import).
 
 Throughput (`check`): each setting (batch tokens x eager / compiled) trains base in bf16
 through `transcli.train.train` in a fresh process (`gpu_check.py measure`), so its peak
@@ -18,6 +19,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,9 +48,10 @@ CARRIED_CORPUS = CARRY / "corpus"
 SHARED_CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
 EVAL_SETS = ("dev.tatoeba", "dev.newstest2012")
 RESULT = "RESULT "  # prefix of a `measure` process's one line of JSON
+EXCEPTION_LINE = re.compile(r"[\w.]*(Error|Exception|Unsupported|Interrupt)\b")
 
 LOG_EVERY = 5
-EAGER_WARMUP_S = 60.0  # training seconds before the measurement starts, eager
+WARMUP_S = 60.0  # training seconds before the measurement starts (compiled: + allowance)
 STARTUP_S = 30.0  # a `measure` process's imports, data loading and final save (estimate)
 TEST_TIMEOUT_S = 300
 
@@ -157,14 +160,15 @@ def check(args: argparse.Namespace) -> int:
     ok = args.no_tests or run_tests(report)
     data = base_data(args.data, report)
     report.say(f"\nthroughput: {BASE.relative_to(ROOT)}, bf16, data {data}; each setting "
-               f"trains for a warm-up ({EAGER_WARMUP_S:g} s; compiled, that + a compile "
+               f"trains for a warm-up ({WARMUP_S:g} s; compiled, that + a compile "
                f"allowance) + {args.seconds:g} s, measured after the warm-up")
     rows = report.results["throughput"] = []
     compile_allowance = args.compile_seconds
-    # Eager first: it is cheap, and it is what the compiled runs are compared with.
-    for compiled in (False,) if args.no_compile else (False, True):
-        for batch_tokens in args.batch_tokens:
-            warmup = EAGER_WARMUP_S + (compile_allowance if compiled else 0.0)
+    # Per batch size, eager first (what the compiled run is compared with): the first
+    # size's compiled run comes second, before the budget runs out.
+    for batch_tokens in args.batch_tokens:
+        for compiled in (False,) if args.no_compile else (False, True):
+            warmup = WARMUP_S + (compile_allowance if compiled else 0.0)
             left = args.budget - (time.monotonic() - started)
             if STARTUP_S + warmup + args.seconds > left:
                 row = {"batch_tokens": batch_tokens, "compiled": compiled,
@@ -226,7 +230,7 @@ def spawn_measure(data: Path, batch_tokens: int, compiled: bool, seconds: float,
             return json.loads(line[len(RESULT):])
     lines = proc.stderr.strip().splitlines() or ["no output"]
     # dynamo ends with advice lines: the exception's own line says more
-    cause = next((line for line in reversed(lines) if "Error" in line.split(":")[0]), lines[-1])
+    cause = next((line for line in reversed(lines) if EXCEPTION_LINE.match(line)), lines[-1])
     return {**row, "error": f"exit status {proc.returncode}: {cause[-300:]}"}
 
 
@@ -329,7 +333,8 @@ def measure(args: argparse.Namespace) -> int:
 
 def warmup_end(lines: list[dict[str, Any]], seconds: float) -> int:
     """Index of the first line (after a zero `start` line) by which `seconds` of
-    training have passed: the measurement runs from there."""
+    training have passed: the measurement runs from there. At least 1: the first
+    interval, with its first batches (and compilation), is never measured."""
     elapsed = 0.0
     for i, (prev, line) in enumerate(zip(lines, lines[1:]), start=1):
         elapsed += (line["tgt_tokens"] - prev["tgt_tokens"]) / line["tokens_per_s"]

@@ -90,8 +90,8 @@ def test_tiny_config_memorises_32_pairs_in_each_precision(memorised_runs: dict[s
                                                           precision: str) -> None:
     """The CPU test's bar (tests/test_train.py) in each precision. bf16 also follows the
     fp32 curve within 5% (or 0.02) at every log step: CPU bf16 autocast stays within 2.5%;
-    on an H200 one log step near the end was 0.013 off (0.021 against 0.034), where a
-    memorised loss is all rounding. fp16 lags a few updates while the GradScaler finds its
+    on an H200 the loss at update 120 of 200 was 0.013 off (0.021 against 0.034), where
+    a memorised loss is mostly rounding. fp16 lags a few updates while the GradScaler finds its
     scale, so only the bar."""
     lines = read_metrics(memorised_runs[precision] / METRICS_FILE, "train")
     last = lines[-1]
@@ -105,14 +105,14 @@ def test_tiny_config_memorises_32_pairs_in_each_precision(memorised_runs: dict[s
         assert load_state(memorised_runs["fp16"], 200)["scaler"]["scale"] > 0
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.1])
-def test_compiled_teacher_forcing_gives_eager_gradients(dropout: float) -> None:
+@pytest.mark.parametrize("dropout, bf16", [(0.0, False), (0.1, False), (0.1, True)])
+def test_compiled_teacher_forcing_gives_eager_gradients(dropout: float, bf16: bool) -> None:
     """What train.compile compiles (the model and its loss), against eager: every
-    parameter's gradient, without dropout. With torch 2.11 the fused loss, traced into
-    the graph, gave zero gradients, and with dropout stopped dynamo with an
+    parameter's gradient, in fp32 without dropout. With torch 2.11 the fused loss, traced
+    into the graph, gave zero gradients, and with dropout stopped dynamo with an
     AssertionError; it now stays out of the graph. With dropout the masks differ by
-    design (inductor draws its own numbers), so only: it compiles, and every parameter
-    gets a finite, non-zero gradient."""
+    design (inductor draws its own numbers), so there (and under bf16 autocast, as base
+    trains) only: it compiles, and every parameter gets a finite, non-zero gradient."""
     cfg = ModelConfig(enc_layers=1, dec_layers=1, d_model=32, d_ff=64, heads=2,
                       dropout=dropout, max_positions=32)
     torch.manual_seed(0)
@@ -124,7 +124,9 @@ def test_compiled_teacher_forcing_gives_eager_gradients(dropout: float) -> None:
 
     def gradients(net: torch.nn.Module) -> dict[str, torch.Tensor]:
         model.zero_grad(set_to_none=True)
-        net(src, tgt_in, tgt_out)[0].backward()
+        with torch.autocast(DEVICE, dtype=torch.bfloat16, enabled=bf16):
+            loss = net(src, tgt_in, tgt_out)[0]
+        loss.backward()
         return {name: p.grad.clone() for name, p in model.named_parameters()}
 
     net = TeacherForcing(model, 0.1, PAD_ID)
@@ -133,7 +135,7 @@ def test_compiled_teacher_forcing_gives_eager_gradients(dropout: float) -> None:
     assert compiled.keys() == eager.keys()
     for name, grad in compiled.items():
         assert torch.isfinite(grad).all() and grad.abs().sum() > 0, name
-        if dropout == 0.0:
+        if dropout == 0.0 and not bf16:
             torch.testing.assert_close(grad, eager[name], rtol=1e-4, atol=1e-5, msg=name)
 
 

@@ -93,7 +93,7 @@ def gpu_bench():
 
 
 def test_the_measurement_starts_once_the_warm_up_seconds_have_passed() -> None:
-    """Three log intervals of 10 s (slow first updates), then 1 s each: with 15 s of
+    """Two log intervals of 10 s (slow first updates), then three of 1 s: with 15 s of
     warm-up, the measurement starts at the line that completes the second interval."""
     lines = [{"step": 0, "epoch": 0, "tgt_tokens": 0, "src_tokens": 0}]
     for i, rate in enumerate([100.0, 100.0, 1000.0, 1000.0, 1000.0], start=1):

@@ -118,7 +118,7 @@ def label_smoothed_nll(log_probs: Tensor, target: Tensor, eps: float, pad_id: in
 
 # Left out of torch.compile's graphs (train.compile runs it eagerly; it is matrix
 # products and a hand-fused softmax): torch 2.11 traced its autograd.Function wrong,
-# giving zero gradients (compiled training did not learn) or, after a graph break,
+# giving zero gradients (compiled training did not learn) or, with dropout on,
 # stopping with an AssertionError inside dynamo.
 @torch.compiler.disable
 def output_loss(hidden: Tensor, weight: Tensor, target: Tensor, eps: float,
