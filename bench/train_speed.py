@@ -148,6 +148,10 @@ class Implementation:
             part = Steady.of(lines)
             for name in vars(total):
                 setattr(total, name, getattr(total, name) + getattr(part, name))
+        if not total.seconds:  # e.g. torch.compile took the whole round
+            sys.exit(f"{self.label}: no log interval after each round's first to measure "
+                     f"({[len(lines) for lines in self.rounds]} lines per round); give more "
+                     f"--seconds, fewer --rounds or a smaller --log-every")
         return total.tgt_tokens / total.seconds, 1 - total.real / total.padded, total.seconds
 
 
