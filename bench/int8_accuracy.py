@@ -21,20 +21,16 @@ from __future__ import annotations
 import argparse
 import os
 import warnings
-from pathlib import Path
 
 import torch
 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+from translate_speed import CORPORA, SETS, read_lines
 
 from transcli.checkpoint import load_trained
 from transcli.model import Transformer, output_product
 from transcli.quantize import Int8OutputProduct, linear_names, quantize_int8
 from transcli.score import forced_logprobs
 from transcli.tokenizer import Tokenizer
-
-ROOT = Path(__file__).resolve().parent.parent
-CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
-SETS = ("dev.tatoeba", "dev.newstest2012")
 
 
 def float_output(model: Transformer) -> Transformer:
@@ -57,8 +53,7 @@ VARIANTS = {"int8": quantize_int8, "int8, float32 output": float_output,
 def pair_logprobs(model: Transformer, tokenizer: Tokenizer, name: str,
                   lines: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Each pair's log-prob total and scored tokens for the first `lines` of a set."""
-    src = (CORPORA / f"{name}.en").read_text(encoding="utf-8").splitlines()[:lines]
-    tgt = (CORPORA / f"{name}.es").read_text(encoding="utf-8").splitlines()[:lines]
+    src, tgt = (read_lines(CORPORA / f"{name}.{lang}", lines) for lang in ("en", "es"))
     scored = forced_logprobs(model, tokenizer.encode(src), tokenizer.encode(tgt), 4096)
     totals, tokens = zip(*scored)
     return torch.tensor(totals, dtype=torch.float64), torch.tensor(tokens, dtype=torch.float64)

@@ -17,15 +17,13 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 
 import torch
+from translate_speed import CORPORA, read_lines
 
 from transcli.model import output_product
 from transcli.translate import load_translator
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
 CASES = [("dev.tatoeba", "greedy", 200), ("dev.newstest2012", "greedy", 125),
          ("dev.tatoeba", "beam", 125), ("dev.newstest2012", "beam", 100)]
 
@@ -38,7 +36,7 @@ def ratios(model_dir: str, checkpoint: str, name: str, strategy: str, threads: i
         "decode.word_reward=0", "decode.quantize=int8"], "cpu")
     model = translator.engine.model
     products = {"now": model.output_product, "before": output_product}
-    text = (CORPORA / f"{name}.en").read_text(encoding="utf-8").splitlines()[:1000]
+    text = read_lines(CORPORA / f"{name}.en", 1000)
     translator.translate(text[:8])  # first-call set-up, not timed
     found = []
     for pair in range(pairs):
