@@ -1,6 +1,6 @@
 """Translation speed of the engines side by side: torch and CTranslate2, float32 and int8.
 
-    .venv/bin/python bench/translate_speed.py --model RUN_DIR [--lines 1000] [--rounds 2]
+    .venv/bin/python bench/translate_speed.py --model RUN_DIR [--lines 1000] [--rounds 3]
     .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch torch-uncached
     .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch --baseline d9713a4
     .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch-int8 --baseline REV
@@ -16,11 +16,16 @@ products through oneDNN instead of torch's BLAS: `decode.cpu_gemm=onednn`,
 `transcli.cpulinear`; the header says which of the two `decode.cpu_gemm=auto`, the default,
 takes on this CPU). With `--baseline REV`, each torch engine asked for also runs as that git
 revision's code runs it (`torch@REV`, `torch-int8@REV`, ...; the tree exported to a temp
-dir). Every engine searches without a word reward (CTranslate2 has none). Each (engine,
-threads) runs in a subprocess of its own, so peak RSS and load time are its own; the
-subprocesses alternate in rounds, so background load hits all alike. Prints sentences/s and
-target tokens/s (the fastest round), speed relative to torch fp32 at the same threads and to
-the same engine at REV, BLEU of the output against the references, peak RSS and load time.
+dir). Every engine searches without a word reward (CTranslate2 has none).
+
+Each (engine, threads) runs in a subprocess of its own, so peak RSS and load time are its own,
+and stays running while its thread count is measured. For each set and search the engines
+then take turns, each after a short pause, in an order that rotates from round to round, so
+that background load hits all alike and each engine's time has its peers' times from the
+same minute beside it. Prints, per cell, the median round's sentences/s and target
+tokens/s, and each engine's speed relative to torch fp32 (and to the same engine at REV) as
+the median over rounds of that round's ratio, the lowest and highest in brackets; BLEU of the
+output against the references, peak RSS and load time.
 
 On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
 hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy). The header prints
@@ -33,6 +38,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,9 +69,10 @@ def cpu_description() -> str:
 
 
 def worker(args: argparse.Namespace) -> None:
-    """One engine at one thread count: translate every set with every search once, print
-    one JSON line per (set, search), and write the outputs for scoring. `--source`: the
-    transcli of another tree (a baseline revision)."""
+    """One engine at one thread count, kept running: load a translator per search, then,
+    for each "SET SEARCH" line read from stdin, translate that set, write the output for
+    scoring and print one JSON line. `--source`: the transcli of another tree (a baseline
+    revision)."""
     if args.source:
         sys.path.insert(0, args.source)
     import transcli  # noqa: F401  (first: it picks OpenMP's wait policy before torch loads)
@@ -77,6 +84,7 @@ def worker(args: argparse.Namespace) -> None:
     name = args.worker.split("@")[0]  # torch-int8@REV runs as torch-int8
     engine, quantize, cached = ENGINES[name]
     sets = {name: read_lines(CORPORA / f"{name}.en", args.lines) for name in SETS}
+    translators = {}
     load_seconds = None
     for label, (strategy, beam) in SEARCHES.items():
         start = time.perf_counter()
@@ -87,19 +95,23 @@ def worker(args: argparse.Namespace) -> None:
             f"decode.cpu_gemm={'onednn' if name == 'torch-onednn' else 'blas'}"], "cpu")
         load_seconds = load_seconds or time.perf_counter() - start
         translator.engine.cached = cached
-        for set_name, lines in sets.items():
+        for lines in sets.values():
             translator.translate(lines[:8])  # first-call set-up, not timed
-            translator.target_tokens = 0
-            start = time.perf_counter()
-            output = translator.translate(lines)
-            seconds = time.perf_counter() - start
-            out = Path(args.out) / f"{args.worker}-{args.threads}-{set_name}-{label}.es"
-            out.write_text("".join(line + "\n" for line in output), encoding="utf-8")
-            print(json.dumps({"set": set_name, "search": label, "seconds": seconds,
-                              "lines": len(lines), "tokens": translator.target_tokens,
-                              "output": str(out)}), flush=True)
+        translators[label] = translator
+    print(json.dumps({"load_seconds": load_seconds}), flush=True)
+    for command in sys.stdin:
+        set_name, label = command.split()
+        translator, lines = translators[label], sets[set_name]
+        translator.target_tokens = 0
+        start = time.perf_counter()
+        output = translator.translate(lines)
+        seconds = time.perf_counter() - start
+        out = Path(args.out) / f"{args.worker}-{args.threads}-{set_name}-{label}.es"
+        out.write_text("".join(line + "\n" for line in output), encoding="utf-8")
+        print(json.dumps({"seconds": seconds, "lines": len(lines),
+                          "tokens": translator.target_tokens, "output": str(out)}), flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"peak_rss_mib": rss, "load_seconds": load_seconds}), flush=True)
+    print(json.dumps({"peak_rss_mib": rss}), flush=True)
 
 
 def read_lines(path: Path, count: int) -> list[str]:
@@ -119,7 +131,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, required=True, help="trained run dir")
     parser.add_argument("--checkpoint", default="best")
     parser.add_argument("--lines", type=int, default=1000, help="lines per test set")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--engines", nargs="+", default=["torch", "torch-int8", "ct2", "ct2-int8"],
                         choices=list(ENGINES))
@@ -147,15 +159,19 @@ def main() -> None:
             base = str(export_tree(args.baseline, Path(tmp) / "base"))
             sources.update({f"{engine}@{args.baseline}": base for engine in args.engines
                             if ENGINES[engine][0] == "torch"})
-        results: dict[tuple, dict] = {}
-        for _ in range(args.rounds):
-            for engine, source in sources.items():
-                for threads in args.threads:
-                    for row in run_worker(args, engine, threads, source):
-                        key = (engine, threads, row.get("set"), row.get("search"))
-                        best = results.get(key)
-                        if best is None or row.get("seconds", 0) < best.get("seconds", 0):
-                            results[key] = row
+        results: dict[tuple, list[dict]] = {}
+        for threads in args.threads:
+            workers = {engine: Worker(args, engine, threads, source)
+                       for engine, source in sources.items()}
+            for round_ in range(args.rounds):
+                for name in SETS:
+                    for label in SEARCHES:
+                        for engine in rotated(list(workers), round_):
+                            time.sleep(PAUSE_SECONDS)
+                            results.setdefault((engine, threads, name, label), []).append(
+                                workers[engine].translate(name, label))
+            for engine, running in workers.items():
+                results[(engine, threads, None, None)] = [{**running.ready, **running.close()}]
     report(list(sources), args, results)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
@@ -169,41 +185,89 @@ def prepare_ct2_exports(args: argparse.Namespace) -> None:
             cached_export(args.model, args.checkpoint, ENGINES[engine][1])
 
 
-def run_worker(args: argparse.Namespace, engine: str, threads: int,
-               source: str | None) -> list[dict]:
-    result = subprocess.run(
-        [sys.executable, __file__, "--model", str(args.model), "--checkpoint", args.checkpoint,
-         "--lines", str(args.lines), "--worker", engine, "--threads", str(threads),
-         "--out", args.out] + (["--source", source] if source else []),
-        capture_output=True, text=True,
-        env={**os.environ, "OMP_NUM_THREADS": str(threads)})
-    if result.returncode != 0:
-        sys.exit(f"{engine} x{threads} failed:\n{result.stderr[-2000:]}")
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+PAUSE_SECONDS = 0.3  # before each timed run: the engine before it stops spin-waiting
 
 
-def report(engines: list[str], args: argparse.Namespace, results: dict[tuple, dict]) -> None:
-    """One line per (engine, threads, set, search), with its speed over torch fp32's and,
-    with --baseline, over the same engine's at the baseline revision."""
+def rotated(engines: list[str], round_: int) -> list[str]:
+    """The engines in the order they take turns in round `round_`: each round starts one
+    further along, so that no engine always runs right after the same one."""
+    shift = round_ % len(engines)
+    return engines[shift:] + engines[:shift]
+
+
+class Worker:
+    """A running `worker` subprocess: one engine at one thread count, its translators
+    loaded, translating a set whenever asked."""
+
+    def __init__(self, args: argparse.Namespace, engine: str, threads: int,
+                 source: str | None):
+        self.name = f"{engine} x{threads}"
+        self.errors = tempfile.TemporaryFile("w+")  # read back only if the worker fails
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--model", str(args.model), "--checkpoint",
+             args.checkpoint, "--lines", str(args.lines), "--worker", engine, "--threads",
+             str(threads), "--out", args.out] + (["--source", source] if source else []),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True,
+            env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+        self.ready = self.reply()  # its load time, once its translators are warm
+
+    def reply(self) -> dict:
+        """The worker's next JSON line; exits naming the worker and its error if it died."""
+        for line in self.process.stdout:
+            if line.startswith("{"):
+                return json.loads(line)
+        self.process.wait()
+        self.errors.seek(0)
+        sys.exit(f"{self.name} failed:\n{self.errors.read()[-2000:]}")
+
+    def translate(self, set_name: str, search: str) -> dict:
+        self.process.stdin.write(f"{set_name} {search}\n")
+        self.process.stdin.flush()
+        return self.reply()
+
+    def close(self) -> dict:
+        """Stop the worker; returns its peak RSS."""
+        self.process.stdin.close()
+        final = self.reply()
+        self.process.wait()
+        self.errors.close()
+        return final
+
+
+def report(engines: list[str], args: argparse.Namespace,
+           results: dict[tuple, list[dict]]) -> None:
+    """One line per (engine, threads, set, search): the median round's speed, and its speed
+    over torch fp32's and, with --baseline, over the same engine's at the baseline revision,
+    each the median over rounds of that round's ratio (lowest-highest in brackets)."""
     width = max(map(len, engines)) + 2
     print(f"{'engine':<{width}}{'thr':>4} {'set':<18}{'search':<8}{'sent/s':>9}{'tok/s':>9}"
-          f"{'vs torch':>9}{'vs REV':>8}{'BLEU':>7}{'RSS MiB':>9}{'load s':>8}")
+          f"{'vs torch':>19}{'vs REV':>19}{'BLEU':>7}{'RSS MiB':>9}{'load s':>8}")
     for engine in engines:
         for threads in args.threads:
-            memory = results.get((engine, threads, None, None), {})
+            memory = results[(engine, threads, None, None)][0]
             for name in SETS:
                 for label in SEARCHES:
-                    row = results[(engine, threads, name, label)]
-                    rate = row["lines"] / row["seconds"]
-                    versus = [results.get((other, threads, name, label)) for other in
-                              ("torch", f"{engine}@{args.baseline}")]
-                    ratios = [f"{rate / (other['lines'] / other['seconds']):.2f}x"
-                              if other else "" for other in versus]
+                    rounds = results[(engine, threads, name, label)]
+                    rate = statistics.median(row["lines"] / row["seconds"] for row in rounds)
+                    tokens = statistics.median(row["tokens"] / row["seconds"] for row in rounds)
+                    versus = [paired_ratio(results.get((other, threads, name, label)), rounds)
+                              for other in ("torch", f"{engine}@{args.baseline}")]
                     print(f"{engine:<{width}}{threads:>4} {name:<18}{label:<8}{rate:>9.1f}"
-                          f"{row['tokens'] / row['seconds']:>9.0f}{ratios[0]:>9}{ratios[1]:>8}"
-                          f"{bleu(Path(row['output']), name, args.lines):>7.1f}"
-                          f"{memory.get('peak_rss_mib', 0):>9.0f}"
-                          f"{memory.get('load_seconds', 0):>8.2f}")
+                          f"{tokens:>9.0f}{versus[0]:>19}{versus[1]:>19}"
+                          f"{bleu(Path(rounds[-1]['output']), name, args.lines):>7.1f}"
+                          f"{memory['peak_rss_mib']:>9.0f}{memory['load_seconds']:>8.2f}")
+
+
+def paired_ratio(others: list[dict] | None, rounds: list[dict]) -> str:
+    """How many times faster `rounds` ran than `others` did in the same rounds: the median
+    ratio, with the lowest and highest; "" without `others`."""
+    if not others:
+        return ""
+    if others is rounds:
+        return "1.00x"
+    ratios = sorted(other["seconds"] / row["seconds"] for other, row in zip(others, rounds))
+    spread = f" ({ratios[0]:.2f}-{ratios[-1]:.2f})" if len(ratios) > 1 else ""
+    return f"{statistics.median(ratios):.2f}x{spread}"
 
 
 if __name__ == "__main__":
