@@ -1,0 +1,66 @@
+"""`bench/translate_speed.py`: how it pairs the engines' times, and one short run of it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCH))
+    import translate_speed
+
+    return translate_speed
+
+
+def test_a_ratio_is_the_median_of_the_rounds_own_ratios(bench) -> None:
+    """torch took 2, 3 and 6 s in three rounds, the engine 1, 2 and 2 s beside it: the
+    engine was 2.0x, 1.5x and 3.0x faster round by round. The ratio of the medians
+    (3 / 2 = 1.5x) or of the fastest rounds (2 / 1 = 2.0x) would say otherwise."""
+    torch = [{"seconds": s} for s in (2.0, 3.0, 6.0)]
+    engine = [{"seconds": s} for s in (1.0, 2.0, 2.0)]
+    assert bench.paired_ratio(torch, engine) == "2.00x (1.50-3.00)"
+    assert bench.paired_ratio(torch[:1], engine[:1]) == "2.00x"
+    assert bench.paired_ratio(None, engine) == ""
+    assert bench.paired_ratio(torch, torch) == "1.00x"
+
+
+def test_each_engine_goes_first_in_one_round_of_every_few(bench) -> None:
+    engines = ["torch", "torch-int8", "ct2"]
+    orders = [bench.rotated(engines, round_) for round_ in range(4)]
+    assert orders == [["torch", "torch-int8", "ct2"], ["torch-int8", "ct2", "torch"],
+                      ["ct2", "torch", "torch-int8"], ["torch", "torch-int8", "ct2"]]
+
+
+def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
+                                                   tmp_path: Path) -> None:
+    if not bench.CORPORA.is_dir():
+        pytest.skip(f"{bench.CORPORA} not found")
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "translate_speed.py"), "--model", str(sample_run),
+         "--checkpoint", "200", "--lines", "3", "--rounds", "2", "--threads", "1",
+         "--engines", "torch", "torch-uncached", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line.split() for line in proc.stdout.splitlines()
+            if line.startswith(("torch ", "torch-uncached "))]
+    assert len(rows) == 2 * len(bench.SETS) * len(bench.SEARCHES)
+    for row in rows:
+        assert float(row[4]) > 0  # sentences/s
+        if row[0] == "torch":
+            assert row[6] == "1.00x"
+        else:  # the uncached decoder beside the cached one, round by round
+            assert row[6].endswith("x") and row[7].startswith("(")
+    # both decoders gave the same translations
+    for name in bench.SETS:
+        for label in bench.SEARCHES:
+            cached, uncached = (tmp_path / f"{engine}-1-{name}-{label}.es"
+                                for engine in ("torch", "torch-uncached"))
+            assert cached.read_text(encoding="utf-8") == uncached.read_text(encoding="utf-8")
