@@ -18,14 +18,14 @@ takes on this CPU). With `--baseline REV`, each torch engine asked for also runs
 revision's code runs it (`torch@REV`, `torch-int8@REV`, ...; the tree exported to a temp
 dir). Every engine searches without a word reward (CTranslate2 has none).
 
-Each (engine, threads) runs in a subprocess of its own, so peak RSS and load time are its own,
-and stays running while its thread count is measured. For each set and search the engines
-then take turns, each after a short pause, in an order that rotates from round to round, so
-that background load hits all alike and each engine's time has its peers' times from the
-same minute beside it. Prints, per cell, the median round's sentences/s and target
-tokens/s, and each engine's speed relative to torch fp32 (and to the same engine at REV) as
-the median over rounds of that round's ratio, the lowest and highest in brackets; BLEU of the
-output against the references, peak RSS and load time.
+Each (engine, threads) runs in a subprocess of its own, holding a translator per search, so
+peak RSS and load time are its own; it stays running while its thread count is measured.
+For each set and search the engines then take turns, each after a short pause, in an order
+reversed every other round, so that background load hits all alike and each engine's time
+has torch's, run just before or after it, beside it. Prints, per cell, the median over
+rounds of sentences/s and of target tokens/s, and each engine's speed relative to torch fp32
+(and to the same engine at REV) as the median of the rounds' own ratios, the lowest and
+highest in brackets; BLEU of the output against the references, peak RSS and load time.
 
 On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
 hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy). The header prints
@@ -159,20 +159,21 @@ def main() -> None:
             base = str(export_tree(args.baseline, Path(tmp) / "base"))
             sources.update({f"{engine}@{args.baseline}": base for engine in args.engines
                             if ENGINES[engine][0] == "torch"})
-        results: dict[tuple, list[dict]] = {}
+        results: dict[tuple, list[dict]] = {}  # (engine, threads, set, search): rounds
+        processes: dict[tuple, dict] = {}  # (engine, threads): load time, peak RSS
         for threads in args.threads:
             workers = {engine: Worker(args, engine, threads, source)
                        for engine, source in sources.items()}
             for round_ in range(args.rounds):
                 for name in SETS:
                     for label in SEARCHES:
-                        for engine in rotated(list(workers), round_):
+                        for engine in turns(list(workers), round_):
                             time.sleep(PAUSE_SECONDS)
                             results.setdefault((engine, threads, name, label), []).append(
                                 workers[engine].translate(name, label))
-            for engine, running in workers.items():
-                results[(engine, threads, None, None)] = [{**running.ready, **running.close()}]
-    report(list(sources), args, results)
+            for engine, started in workers.items():
+                processes[(engine, threads)] = {**started.ready, **started.close()}
+    report(list(sources), args, results, processes)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
@@ -188,11 +189,11 @@ def prepare_ct2_exports(args: argparse.Namespace) -> None:
 PAUSE_SECONDS = 0.3  # before each timed run: the engine before it stops spin-waiting
 
 
-def rotated(engines: list[str], round_: int) -> list[str]:
-    """The engines in the order they take turns in round `round_`: each round starts one
-    further along, so that no engine always runs right after the same one."""
-    shift = round_ % len(engines)
-    return engines[shift:] + engines[:shift]
+def turns(engines: list[str], round_: int) -> list[str]:
+    """The order the engines take turns in, in round `round_`: reversed every other round,
+    so that each engine runs before torch in one round and after it in the next, and a
+    drift in speed during a cell favours neither."""
+    return engines if round_ % 2 == 0 else engines[::-1]
 
 
 class Worker:
@@ -216,9 +217,9 @@ class Worker:
         for line in self.process.stdout:
             if line.startswith("{"):
                 return json.loads(line)
-        self.process.wait()
+        code = self.process.wait()
         self.errors.seek(0)
-        sys.exit(f"{self.name} failed:\n{self.errors.read()[-2000:]}")
+        sys.exit(f"{self.name} failed (exit status {code}):\n{self.errors.read()[-2000:]}")
 
     def translate(self, set_name: str, search: str) -> dict:
         self.process.stdin.write(f"{set_name} {search}\n")
@@ -234,38 +235,39 @@ class Worker:
         return final
 
 
-def report(engines: list[str], args: argparse.Namespace,
-           results: dict[tuple, list[dict]]) -> None:
-    """One line per (engine, threads, set, search): the median round's speed, and its speed
-    over torch fp32's and, with --baseline, over the same engine's at the baseline revision,
-    each the median over rounds of that round's ratio (lowest-highest in brackets)."""
+def report(engines: list[str], args: argparse.Namespace, results: dict[tuple, list[dict]],
+           processes: dict[tuple, dict]) -> None:
+    """One line per (engine, threads, set, search): its speed, the median over rounds, and
+    its speed over torch fp32's and, with --baseline, over the same engine's at the baseline
+    revision (`paired_ratio`)."""
     width = max(map(len, engines)) + 2
     print(f"{'engine':<{width}}{'thr':>4} {'set':<18}{'search':<8}{'sent/s':>9}{'tok/s':>9}"
           f"{'vs torch':>19}{'vs REV':>19}{'BLEU':>7}{'RSS MiB':>9}{'load s':>8}")
     for engine in engines:
         for threads in args.threads:
-            memory = results[(engine, threads, None, None)][0]
+            process = processes[(engine, threads)]
             for name in SETS:
                 for label in SEARCHES:
-                    rounds = results[(engine, threads, name, label)]
-                    rate = statistics.median(row["lines"] / row["seconds"] for row in rounds)
-                    tokens = statistics.median(row["tokens"] / row["seconds"] for row in rounds)
-                    versus = [paired_ratio(results.get((other, threads, name, label)), rounds)
+                    rows = results[(engine, threads, name, label)]
+                    rate = statistics.median(row["lines"] / row["seconds"] for row in rows)
+                    tokens = statistics.median(row["tokens"] / row["seconds"] for row in rows)
+                    versus = [paired_ratio(results.get((other, threads, name, label)), rows)
                               for other in ("torch", f"{engine}@{args.baseline}")]
                     print(f"{engine:<{width}}{threads:>4} {name:<18}{label:<8}{rate:>9.1f}"
                           f"{tokens:>9.0f}{versus[0]:>19}{versus[1]:>19}"
-                          f"{bleu(Path(rounds[-1]['output']), name, args.lines):>7.1f}"
-                          f"{memory['peak_rss_mib']:>9.0f}{memory['load_seconds']:>8.2f}")
+                          f"{bleu(Path(rows[-1]['output']), name, args.lines):>7.1f}"
+                          f"{process['peak_rss_mib']:>9.0f}{process['load_seconds']:>8.2f}")
 
 
-def paired_ratio(others: list[dict] | None, rounds: list[dict]) -> str:
-    """How many times faster `rounds` ran than `others` did in the same rounds: the median
-    ratio, with the lowest and highest; "" without `others`."""
-    if not others:
+def paired_ratio(baseline: list[dict] | None, rows: list[dict]) -> str:
+    """How many times faster a cell's `rows` (one per round) ran than `baseline`'s in the
+    same rounds: the median of the rounds' ratios, with the lowest and highest; "" without
+    a baseline."""
+    if not baseline:
         return ""
-    if others is rounds:
+    if baseline is rows:
         return "1.00x"
-    ratios = sorted(other["seconds"] / row["seconds"] for other, row in zip(others, rounds))
+    ratios = sorted(base["seconds"] / row["seconds"] for base, row in zip(baseline, rows))
     spread = f" ({ratios[0]:.2f}-{ratios[-1]:.2f})" if len(ratios) > 1 else ""
     return f"{statistics.median(ratios):.2f}x{spread}"
 
