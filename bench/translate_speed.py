@@ -35,6 +35,7 @@ the load average: compare figures from an idle machine.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -98,7 +99,11 @@ def worker(args: argparse.Namespace) -> None:
         for lines in sets.values():
             translator.translate(lines[:8])  # first-call set-up, not timed
         translators[label] = translator
-    print(json.dumps({"load_seconds": load_seconds}), flush=True)
+    # The first full garbage collection after loading walks every object loading made (a
+    # tenth of a second here): done now, it is not timed in the engine's first cell.
+    gc.collect()
+    print(json.dumps({"load_seconds": load_seconds,
+                      "wait_policy": os.environ.get("OMP_WAIT_POLICY", "default")}), flush=True)
     for command in sys.stdin:
         set_name, label = command.split()
         translator, lines = translators[label], sets[set_name]
@@ -257,6 +262,12 @@ def report(engines: list[str], args: argparse.Namespace, results: dict[tuple, li
                           f"{tokens:>9.0f}{versus[0]:>19}{versus[1]:>19}"
                           f"{bleu(Path(rows[-1]['output']), name, args.lines):>7.1f}"
                           f"{process['peak_rss_mib']:>9.0f}{process['load_seconds']:>8.2f}")
+    policies = {f"{engine} x{threads}": process["wait_policy"]
+                for (engine, threads), process in processes.items()}
+    alike = set(policies.values())
+    print("OpenMP wait policy (transcli.waitpolicy): " + (
+        f"{alike.pop()} in every worker" if len(alike) == 1
+        else ", ".join(f"{name} {policy}" for name, policy in policies.items())))
 
 
 def paired_ratio(baseline: list[dict] | None, rows: list[dict]) -> str:

@@ -52,6 +52,7 @@ def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
     rows = [line.split() for line in proc.stdout.splitlines()
             if line.startswith(("torch ", "torch-uncached "))]
     assert len(rows) == 2 * len(bench.SETS) * len(bench.SEARCHES)
+    assert "OpenMP wait policy (transcli.waitpolicy): " in proc.stdout
     for row in rows:
         assert float(row[4]) > 0  # sentences/s
         if row[0] == "torch":
