@@ -28,8 +28,9 @@ rounds of sentences/s and of target tokens/s, and each engine's speed relative t
 highest in brackets; BLEU of the output against the references, peak RSS and load time.
 
 On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
-hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy). The header prints
-the load average: compare figures from an idle machine.
+hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy), and the line under
+the table says which policy each worker ran with. The header prints the load average:
+compare figures from an idle machine.
 """
 
 from __future__ import annotations
@@ -99,8 +100,8 @@ def worker(args: argparse.Namespace) -> None:
         for lines in sets.values():
             translator.translate(lines[:8])  # first-call set-up, not timed
         translators[label] = translator
-    # The first full garbage collection after loading walks every object loading made (a
-    # tenth of a second here): done now, it is not timed in the engine's first cell.
+    # The first full garbage collection after loading walks every object loading made:
+    # done now, it is not timed in the engine's first cell.
     gc.collect()
     print(json.dumps({"load_seconds": load_seconds,
                       "wait_policy": os.environ.get("OMP_WAIT_POLICY", "default")}), flush=True)
