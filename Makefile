@@ -23,7 +23,7 @@ MINUTES ?= 5
 # package transcli needs except `datasets`) and never build the venv.
 GPU_PY := PYTHONPATH=. PYTHONUNBUFFERED=1 $(PYTHON)
 
-.PHONY: help install test demo prepare train translate evaluate bench gpu-carry gpu-check \
+.PHONY: help install test test-fast demo prepare train translate evaluate bench gpu-carry gpu-check \
         gpu-e2e clean
 
 help:  ## List the targets
@@ -41,8 +41,13 @@ $(STAMP): pyproject.toml requirements-cpu.txt
 
 install: $(STAMP)  ## Create .venv and install transcli (CPU torch) with the dev tools
 
-test: $(STAMP)  ## Run the test suite (CPU, a few minutes)
+test: $(STAMP)  ## Lint, then the whole test suite (CPU, under 10 minutes): what CI runs
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+test-fast: $(STAMP)  ## Lint and the tests not marked slow (about a minute), while developing
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -m "not slow"
 
 demo: $(STAMP)  ## Prepare data/sample, train a small model a few minutes on CPU, translate, score
 	bash scripts/demo.sh
@@ -60,16 +65,16 @@ evaluate: $(STAMP)  ## Score OUTPUT against REF with sacreBLEU
 	$(TRANSCLI) evaluate --hyp $(OUTPUT) --ref $(REF) $(ARGS)
 
 bench: $(STAMP)  ## Model forward+backward speed vs torch.nn.Transformer
-	$(BIN)/python bench/model_speed.py
+	$(BIN)/python -m bench.model_speed
 
 gpu-carry: $(STAMP)  ## Beforehand (no GPU): prepare base + copy dev sets into gpu-carry/
-	$(BIN)/python bench/gpu_check.py carry $(ARGS)
+	$(BIN)/python -m bench.gpu_check carry $(ARGS)
 
 gpu-check:  ## On a CUDA machine: GPU tests, then base training throughput (under 10 min)
-	@$(GPU_PY) bench/gpu_check.py check $(ARGS)
+	@$(GPU_PY) -m bench.gpu_check check $(ARGS)
 
 gpu-e2e:  ## On a CUDA machine: train base MINUTES, then BLEU on dev.tatoeba + newstest2012
-	@$(GPU_PY) bench/gpu_check.py e2e --minutes $(MINUTES) $(ARGS)
+	@$(GPU_PY) -m bench.gpu_check e2e --minutes $(MINUTES) $(ARGS)
 
 clean:  ## Remove the venv and caches (never data or runs)
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -2,7 +2,7 @@
 (the CPU tests import it too: nothing here touches CUDA at import).
 
 Throughput (`check`): each setting (batch tokens x eager / compiled) trains base in bf16
-through `transcli.train.train` in a fresh process (`gpu_check.py measure`), so its peak
+through `transcli.training.loop.train` in a fresh process (`gpu_check.py measure`), so its peak
 memory and recompile count are its own; inductor's on-disk cache is shared, so the first
 compiled setting pays most of the compilation. Tokens/s come from the run's
 metrics.jsonl, leaving out a warm-up of training seconds (compilation, the recompile that
@@ -29,17 +29,17 @@ from pathlib import Path
 from typing import Any, NoReturn, Optional
 
 import torch
-from flops import Lengths, dense_bf16_peak, mfu_text, training_flops
-from train_speed import Steady, prepared_dir
 
-from transcli.batching import BatchPlan
-from transcli.config import Config, load_config
-from transcli.encoded import EncodedSplit, load_manifest
-from transcli.rundir import CONFIG_FILE, CURVES_FILE, METRICS_FILE
-from transcli.runlog import read_metrics
-from transcli.train import train
+from bench.common import ROOT, Lengths, dense_bf16_peak, mfu_text, training_flops
+from bench.train_speed import Steady, prepared_dir
+from transcli.config.loading import load_config
+from transcli.config.schema import Config
+from transcli.data.batching import BatchPlan
+from transcli.data.encoded import EncodedSplit, load_manifest
+from transcli.rundir.layout import CONFIG_FILE, CURVES_FILE, METRICS_FILE
+from transcli.rundir.metrics import read_metrics
+from transcli.training.loop import train
 
-ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 BASE = ROOT / "configs" / "base.yaml"
 CARRY = ROOT / "gpu-carry"  # ignored by git; named in the device tool's `carry`
@@ -216,7 +216,7 @@ def run_tests(report: Report) -> bool:
 def spawn_measure(data: Path, batch_tokens: int, compiled: bool, seconds: float,
                   warmup: float, timeout: float) -> dict[str, Any]:
     """One setting in a fresh process; its result, or an "error" naming what went wrong."""
-    command = [sys.executable, str(BENCH / "gpu_check.py"), "measure", "--data", str(data),
+    command = [sys.executable, "-m", "bench.gpu_check", "measure", "--data", str(data),
                "--batch-tokens", str(batch_tokens), "--seconds", str(seconds),
                "--warmup-seconds", str(warmup)] + (["--compile"] if compiled else [])
     row: dict[str, Any] = {"batch_tokens": batch_tokens, "compiled": compiled}

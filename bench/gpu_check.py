@@ -98,8 +98,7 @@ def main() -> None:
         if problem:
             print(f"gpu-check: {problem}", file=sys.stderr)
             sys.exit(1)
-    sys.path.insert(0, str(BENCH.parent))  # transcli itself, without PYTHONPATH or install
-    import gpu_bench  # torch, transcli and the benchmarks: only now that they can run
+    from bench import gpu_bench  # torch, transcli and the benchmarks: only once they can run
 
     sys.exit(gpu_bench.run_stage(args))
 

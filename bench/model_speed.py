@@ -15,18 +15,17 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from flops import Lengths, mfu_text, training_flops
 from torch import nn
 
-from transcli.config import ModelConfig, load_config
-from transcli.model import Transformer, count_parameters, sinusoidal_table
-from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
+from bench.common import ROOT, Lengths, mfu_text, training_flops
+from transcli.config.loading import load_config
+from transcli.config.schema import ModelConfig
+from transcli.model.transformer import Transformer, count_parameters, sinusoidal_table
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 
-ROOT = Path(__file__).resolve().parent.parent
 VOCAB = {"tiny": 300, "small": 8000, "base": 32000}
 # Target tokens per batch: what the configs feed one device (base is cut down on CPU).
 BATCH_TOKENS = {"tiny": 512, "small": 4096, "base": 2048}

@@ -6,7 +6,8 @@ corpus is the 189K-pair train corpus repeated, written to a temp dir; with
 --unique each repeat gets a numbered suffix so no pair is a duplicate and every
 pass (sentencepiece included) sees the full million.
 
-    .venv/bin/python bench/prepare_speed.py [--config configs/small.yaml] [--pairs 1000000] [--unique]
+    .venv/bin/python -m bench.prepare_speed [--config configs/small.yaml] [--pairs 1000000]
+                                            [--unique]
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.common import ROOT
+
 CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
 
 

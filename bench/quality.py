@@ -30,11 +30,10 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
-from train_speed import Steady  # noqa: E402
+from train_speed import Steady
 
-CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
+from bench.common import CORPORA, ROOT
+
 SETS = ["dev.tatoeba", "dev.newstest2012", "test.tico19"]
 RESULTS = "results.json"
 

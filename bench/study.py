@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
+from bench.common import CORPORA, ROOT
+
 CONFIG = ROOT / "configs" / "small.yaml"
 BF16 = ["train.cpu_precision=bf16"]
 # Linear decay to 0 at the probe's end, same peak as today's (post-norm did not cope with
@@ -112,7 +112,7 @@ def probe(work: Path, labels: list[str], cpu_minutes: float, parallel: int) -> N
             print(f"probe {label}: {steps} updates ({cpu_minutes:g} CPU minutes)", flush=True)
             log = open(work / f"{label}.log", "w")
             running.append(subprocess.Popen(
-                [sys.executable, str(ROOT / "bench" / "quality.py"), "--config", str(CONFIG),
+                [sys.executable, "-m", "bench.quality", "--config", str(CONFIG),
                  "--steps", str(steps), "--threads", "1", "--label", label,
                  "--work", str(work / label), "--data", str(prepare(work, sets)),
                  "--checkpoint", checkpoint_for(sets),
@@ -126,7 +126,7 @@ def probe(work: Path, labels: list[str], cpu_minutes: float, parallel: int) -> N
 
 def table(work: Path, labels: list[str]) -> None:
     done = [work / label for label in labels if (work / label / "results.json").is_file()]
-    subprocess.run([sys.executable, str(ROOT / "bench" / "quality.py"), "--table", *map(str, done)],
+    subprocess.run([sys.executable, "-m", "bench.quality", "--table", *map(str, done)],
                    check=True)
 
 

@@ -44,26 +44,22 @@ from typing import Optional
 import numpy as np
 import torch
 
-# The user's setting, before importing transcli sets its own default in this process:
-# each implementation's subprocess starts from it and applies its own default.
+from bench.common import CORPORA, ROOT, export_tree
+from bench.model_speed import Reference
+from transcli.config.loading import load_config
+from transcli.config.schema import Config, SourceConfig
+from transcli.data.batching import BatchPlan, collate
+from transcli.data.encoded import EncodedSplit, load_manifest
+from transcli.data.prepare import prepare
+from transcli.model.vocab import PAD_ID
+from transcli.rundir.layout import METRICS_FILE
+from transcli.rundir.metrics import read_metrics
+from transcli.training.objective import label_smoothed_nll, noam_lr
+
+# The user's setting: each implementation's subprocess starts from it and applies its own
+# default.
 USER_OMP_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from model_speed import Reference  # noqa: E402
-from revisions import export_tree  # noqa: E402
-
-from transcli.batching import BatchPlan, collate  # noqa: E402
-from transcli.config import Config, SourceConfig, load_config  # noqa: E402
-from transcli.encoded import EncodedSplit, load_manifest  # noqa: E402
-from transcli.objective import label_smoothed_nll, noam_lr  # noqa: E402
-from transcli.prepare import prepare  # noqa: E402
-from transcli.rundir import METRICS_FILE  # noqa: E402
-from transcli.runlog import read_metrics  # noqa: E402
-from transcli.vocab import PAD_ID  # noqa: E402
-
-CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
+CORPUS = CORPORA
 NEVER = "1000000000"
 
 

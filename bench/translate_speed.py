@@ -13,10 +13,11 @@ and thread count: `torch` (fp32, products through torch's BLAS), `torch-int8` (i
 beforehand so it is not timed), `torch-uncached` (the decoder re-run over the whole prefix
 every step: the reference the cache is measured against) and `torch-onednn` (float32
 products through oneDNN instead of torch's BLAS: `decode.cpu_gemm=onednn`,
-`transcli.cpulinear`; the header says which of the two `decode.cpu_gemm=auto`, the default,
-takes on this CPU). With `--baseline REV`, each torch engine asked for also runs as that git
-revision's code runs it (`torch@REV`, `torch-int8@REV`, ...; the tree exported to a temp
-dir). Every engine searches without a word reward (CTranslate2 has none).
+`transcli.inference.cpu_products`; the header says which of the two
+`decode.cpu_gemm=auto`, the default, takes on this CPU). With `--baseline REV`, each
+torch engine asked for also runs as that git revision's code runs it (`torch@REV`,
+`torch-int8@REV`, ...; the tree exported to a temp dir). Every engine searches without a
+word reward (CTranslate2 has none).
 
 Each (engine, threads) runs in a subprocess of its own, holding a translator per search, so
 peak RSS and load time are its own; it stays running while its thread count is measured.
@@ -28,7 +29,7 @@ rounds of sentences/s and of target tokens/s, and each engine's speed relative t
 highest in brackets; BLEU of the output against the references, peak RSS and load time.
 
 On a CPU shared with other jobs, torch's OpenMP threads spin-wait for cores the others
-hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.waitpolicy), and the line under
+hold; transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.system.waitpolicy), and the line under
 the table says which policy each worker ran with. The header prints the load average:
 compare figures from an idle machine.
 """
@@ -47,11 +48,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from revisions import export_tree  # noqa: E402
+from bench.common import CORPORA, ROOT, export_tree, read_lines
 
-CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
 SETS = ["dev.tatoeba", "dev.newstest2012"]
 SEARCHES = {"greedy": ("greedy", 1), "beam5": ("beam", 5)}
 ENGINES = {"torch": ("torch", "none", True), "torch-int8": ("torch", "int8", True),
@@ -63,7 +61,7 @@ def cpu_description() -> str:
     """The CPU's vendor, torch's vector ISA for it, and what decode.cpu_gemm=auto picks."""
     import torch
 
-    from transcli.cpulinear import cpu_vendor, use_onednn
+    from transcli.inference.cpu_products import cpu_vendor, use_onednn
 
     pick = "onednn" if use_onednn("auto") else "blas"
     return (f"{cpu_vendor() or 'vendor unknown'}, {torch.backends.cpu.get_cpu_capability()}; "
@@ -77,11 +75,13 @@ def worker(args: argparse.Namespace) -> None:
     revision)."""
     if args.source:
         sys.path.insert(0, args.source)
-    import transcli  # noqa: F401  (first: it picks OpenMP's wait policy before torch loads)
+    from transcli.system import waitpolicy
+
+    waitpolicy.choose()  # before torch loads, as every transcli command does
     import torch
 
     torch.set_num_threads(args.threads)
-    from transcli.translate import load_translator
+    from transcli.inference.translator import load_translator
 
     name = args.worker.split("@")[0]  # torch-int8@REV runs as torch-int8
     engine, quantize, cached = ENGINES[name]
@@ -118,11 +118,6 @@ def worker(args: argparse.Namespace) -> None:
                           "tokens": translator.target_tokens, "output": str(out)}), flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"peak_rss_mib": rss}), flush=True)
-
-
-def read_lines(path: Path, count: int) -> list[str]:
-    with open(path, encoding="utf-8") as handle:
-        return [line.rstrip("\n") for _, line in zip(range(count), handle)]
 
 
 def bleu(hyp: Path, name: str, lines: int) -> float:
@@ -211,11 +206,12 @@ class Worker:
         self.name = f"{engine} x{threads}"
         self.errors = tempfile.TemporaryFile("w+")  # read back only if the worker fails
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--model", str(args.model), "--checkpoint",
-             args.checkpoint, "--lines", str(args.lines), "--worker", engine, "--threads",
-             str(threads), "--out", args.out] + (["--source", source] if source else []),
+            [sys.executable, "-m", "bench.translate_speed", "--model", str(args.model),
+             "--checkpoint", args.checkpoint, "--lines", str(args.lines), "--worker", engine,
+             "--threads", str(threads), "--out", args.out]
+            + (["--source", source] if source else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True,
-            env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+            env={**os.environ, "OMP_NUM_THREADS": str(threads)}, cwd=ROOT)
         self.ready = self.reply()  # its load time, once its translators are warm
 
     def reply(self) -> dict:
@@ -266,7 +262,7 @@ def report(engines: list[str], args: argparse.Namespace, results: dict[tuple, li
     policies = {f"{engine} x{threads}": process["wait_policy"]
                 for (engine, threads), process in processes.items()}
     alike = set(policies.values())
-    print("OpenMP wait policy (transcli.waitpolicy): " + (
+    print("OpenMP wait policy (transcli.system.waitpolicy): " + (
         f"{alike.pop()} in every worker" if len(alike) == 1
         else ", ".join(f"{name} {policy}" for name, policy in policies.items())))
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from transcli.batching import (BackgroundLoader, BatchPlan, BatchStream, StreamPosition, collate,
-                               plain_batches)
-from transcli.encoded import EncodedSplit, EncodedWriter
-from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
+from transcli.data.batching import (
+    BackgroundLoader,
+    BatchPlan,
+    BatchStream,
+    StreamPosition,
+    collate,
+    plain_batches,
+)
+from transcli.data.encoded import EncodedSplit, EncodedWriter
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
 def _random_pairs(n: int, seed: int = 0) -> tuple[list[list[int]], list[list[int]]]:

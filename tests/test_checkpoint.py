@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from transcli.checkpoint import load_weights, save_weights
-from transcli.config import ModelConfig
-from transcli.errors import UserError
-from transcli.model import Transformer
+from transcli.config.schema import ModelConfig
+from transcli.model.transformer import Transformer
+from transcli.rundir.checkpoints import load_weights, save_weights
+from transcli.system.errors import UserError
 
 CFG = ModelConfig(enc_layers=2, dec_layers=2, d_model=16, d_ff=32, heads=2, max_positions=32)
 

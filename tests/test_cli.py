@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import one_error_line
-from conftest import run_cli as transcli
+from helpers.cli import one_error_line
+from helpers.cli import run_cli as transcli
 
 
 def test_help_lists_the_four_subcommands() -> None:
@@ -23,6 +23,7 @@ def test_each_subcommand_has_help(command: str) -> None:
     assert "Usage" in result.stdout and "--" in result.stdout
 
 
+@pytest.mark.slow
 def test_bad_config_is_one_line_without_traceback(tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text("model:\n  hedas: 4\n", encoding="utf-8")
@@ -55,6 +56,7 @@ def test_help_shows_every_default(command: str, option: str, default: str) -> No
     assert f"[default: {default}]" in _option_line(_help(command), option)
 
 
+@pytest.mark.slow
 def test_device_has_the_same_help_and_choices_everywhere() -> None:
     lines = {command: _option_line(_help(command), "--device").split("[default:")[0].split()
              for command in ("train", "translate", "evaluate")}

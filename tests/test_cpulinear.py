@@ -1,6 +1,6 @@
 """Inference's float32 products through oneDNN or weight-first through the BLAS
-(`transcli.cpulinear`): the same values as x @ W^T + b written out, the same model outputs,
-and training left on torch's path."""
+(`transcli.inference.cpu_products`): the same values as x @ W^T + b written out, the same
+model outputs, and training left on torch's path."""
 
 from __future__ import annotations
 
@@ -10,16 +10,27 @@ import subprocess
 
 import pytest
 import torch
-from conftest import PAIRS
-from memorised import memorised_model, pad
+from helpers import PAIRS
+from helpers.memorised import memorised_model, pad
 from torch import nn
 
-from transcli import cpulinear
-from transcli.cpulinear import (FEW_ROWS, ONEDNN, BlasLinear, OneDnnLinear,
-                                blas_linear, blas_output_product, bucket, cpu_linears,
-                                cpu_vendor, linear, output_product, use_onednn)
-from transcli.kvcache import StepBuffers
-from transcli.vocab import BOS_ID, EOS_ID
+from transcli.inference import cpu_products as cpulinear
+from transcli.inference.cpu_products import (
+    FEW_ROWS,
+    ONEDNN,
+    BlasLinear,
+    OneDnnLinear,
+    blas_linear,
+    blas_output_product,
+    bucket,
+    cpu_linears,
+    cpu_vendor,
+    linear,
+    output_product,
+    use_onednn,
+)
+from transcli.model.kvcache import StepBuffers
+from transcli.model.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -87,11 +98,16 @@ def test_cpu_vendor_is_the_one_lscpu_names():
 
 @pytest.mark.parametrize("kind", [OneDnnLinear, BlasLinear])
 def test_training_keeps_autograd(kind):
-    layer = kind(8, 4)
-    out = layer(torch.randn(3, 8))
-    assert out.grad_fn is not None  # grad enabled: torch's own F.linear
-    out.sum().backward()
-    assert layer.weight.grad is not None
+    """With grad enabled the layer is torch's own F.linear: the same gradients as a plain
+    nn.Linear with the same weights."""
+    torch.manual_seed(0)
+    layer, plain = kind(8, 4), nn.Linear(8, 4)
+    plain.load_state_dict(layer.state_dict())
+    x = torch.randn(3, 8)
+    (layer(x) * torch.arange(4.0)).sum().backward()
+    (plain(x) * torch.arange(4.0)).sum().backward()
+    assert torch.equal(layer.weight.grad, plain.weight.grad)
+    assert torch.equal(layer.bias.grad, plain.bias.grad)
 
 
 SWAPS = [pytest.param(True, OneDnnLinear, output_product, marks=pytest.mark.skipif(
@@ -99,6 +115,7 @@ SWAPS = [pytest.param(True, OneDnnLinear, output_product, marks=pytest.mark.skip
          pytest.param(False, BlasLinear, blas_output_product)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("onednn, kind, product", SWAPS)
 def test_a_swapped_model_gives_the_same_log_probs(tiny_spm, tiny_tokenizer, onednn, kind,
                                                   product):

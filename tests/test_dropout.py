@@ -1,4 +1,4 @@
-"""transcli.dropout: the CPU mask drawn 16 bits an element, checked against the
+"""transcli.model.dropout: the CPU mask drawn 16 bits an element, checked against the
 binomial statistics of a Bernoulli(p) mask and the definition of dropout's gradient."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from transcli.dropout import LEVELS, Dropout, drop_rate
+from transcli.model.dropout import LEVELS, Dropout, drop_rate
 
 COUNT = 400_000  # elements: the rate's standard error is about 5e-4 at p = 0.1
 
@@ -63,7 +63,8 @@ def test_bf16_stays_bf16() -> None:
     torch.manual_seed(3)
     y = Dropout(0.1).train()(torch.ones(4096, dtype=torch.bfloat16))
     assert y.dtype == torch.bfloat16
-    assert set(y.unique().tolist()) == {0.0, torch.tensor(1 / (1 - drop_rate(0.1))).bfloat16().item()}
+    kept = torch.tensor(1 / (1 - drop_rate(0.1))).bfloat16().item()
+    assert set(y.unique().tolist()) == {0.0, kept}
 
 
 def test_the_same_seed_draws_the_same_mask_and_eval_is_the_identity() -> None:

@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CT2_INT8_EXACT, PAIRS, ROOT
-from memorised import TINY_CONFIG, UNSEEN, memorised_model, sample_pairs
+from helpers import CT2_INT8_EXACT, PAIRS, ROOT
+from helpers.memorised import TINY_CONFIG, UNSEEN, memorised_model, sample_pairs
 
-from transcli.checkpoint import save_weights
-from transcli.config import load_config, save_config
-from transcli.errors import UserError
-from transcli.evaluate import evaluate_cli
+from transcli.cli.evaluate import evaluate_cli
+from transcli.config.loading import load_config, save_config
+from transcli.data.tokenizer import TOKENIZER_FILE
 from transcli.export import EXPORT_FILE, read_record
-from transcli.model import Transformer
-from transcli.quantize import Int8OutputProduct
-from transcli.rundir import CONFIG_FILE, step_path
-from transcli.tokenizer import TOKENIZER_FILE
-from transcli.translate import load_translator
+from transcli.inference.quantize import Int8OutputProduct
+from transcli.inference.translator import load_translator
+from transcli.model.transformer import Transformer
+from transcli.rundir.checkpoints import save_weights
+from transcli.rundir.layout import CONFIG_FILE, step_path
+from transcli.system.errors import UserError
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -51,6 +51,7 @@ def sample_copy(sample_run: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(sample_run, tmp_path / "sample-run"))
 
 
+@pytest.mark.slow
 def test_ct2_engine_gives_the_torch_greedy_output(sample_copy):
     """200 real sentences between empty lines, with short length limits (a * len + b)
     that cut many translations: identical lines, and the export cached in the run dir."""
@@ -66,7 +67,7 @@ def test_ct2_engine_gives_the_torch_greedy_output(sample_copy):
 
 
 def test_onednn_products_give_the_blas_output(sample_copy):
-    """decode.cpu_gemm=onednn (transcli.cpulinear): the same translations of 200 real
+    """decode.cpu_gemm=onednn (transcli.inference.cpu_products): the same translations of 200 real
     sentences, beam 2 and greedy, as torch's own float32 products."""
     lines = [en for en, _ in sample_pairs("test", "valid")]
     for search in (["decode.beam_size=2"], ["decode.strategy=greedy", "decode.beam_size=1"]):
@@ -127,6 +128,7 @@ def transcli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProc
                           capture_output=True, cwd=ROOT, env=ONE_THREAD, timeout=120)
 
 
+@pytest.mark.slow
 def test_cli_nbest_tsv_is_the_same_for_both_engines(memorised_run):
     """Length penalty 0: CTranslate2's beam search normalises length its own way and, on
     some trainings of the tiny model (another CPU's rounding), ranked a runner-up first

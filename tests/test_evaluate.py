@@ -15,10 +15,12 @@ import types
 from pathlib import Path
 
 import pytest
-from conftest import PAIRS, one_error_line, run_cli
+from helpers import PAIRS
+from helpers.cli import one_error_line, run_cli
 
-from transcli.errors import UserError
-from transcli.evaluate import evaluate_cli, read_lines, score
+from transcli.cli.evaluate import evaluate_cli
+from transcli.inference.bleu import read_lines, score
+from transcli.system.errors import UserError
 
 SACREBLEU = Path(sys.executable).with_name("sacrebleu")
 METRICS = {"BLEU": "bleu", "chrF2": "chrf", "TER": "ter"}
@@ -183,7 +185,7 @@ def test_model_mode_translates_src_and_writes_hyp_out(
 
 def test_model_mode_checks_line_counts_before_translating(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "transcli.translate", types.SimpleNamespace())
+    monkeypatch.setitem(sys.modules, "transcli.inference.translator", types.SimpleNamespace())
     src = write(tmp_path / "src.en", "one\ntwo\nthree\n")
     ref = write(tmp_path / "ref.es", "uno\ndos\n")
     with pytest.raises(UserError, match="src.en has 3 lines, .*ref.es has 2"):
@@ -221,6 +223,7 @@ def test_read_lines_splits_on_newline_only(tmp_path: Path) -> None:
     assert read_lines(path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_thread_per_module")
 def test_model_mode_takes_translate_s_decoding_flags_and_shows_progress(
         run_dir: Path, tmp_path: Path) -> None:

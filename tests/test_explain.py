@@ -7,13 +7,14 @@ import math
 
 import pytest
 import torch
-from memorised import memorised_model
+from helpers import PAIRS
+from helpers.cli import one_error_line, run_cli
+from helpers.memorised import memorised_model
 
-from conftest import PAIRS, one_error_line, run_cli
-from transcli.explain import ALIGNMENTS_FILE, Attention, cross_attention, kept_weights
-from transcli.model import merge_heads, split_heads
-from transcli.tokenizer import Tokenizer
-from transcli.vocab import BOS_ID, EOS_ID
+from transcli.data.tokenizer import Tokenizer
+from transcli.inference.attention import ALIGNMENTS_FILE, Attention, cross_attention, kept_weights
+from transcli.model.transformer import merge_heads, split_heads
+from transcli.model.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -80,6 +81,7 @@ def test_alignment_takes_each_target_piece_s_strongest_source_piece():
     assert attention.alignment() == [(1, 0), (0, 1)]
 
 
+@pytest.mark.slow
 def test_translate_writes_pictures_and_alignments(run_dir, tiny_spm, tmp_path):
     run = run_dir
     folder = tmp_path / "attention"
@@ -115,6 +117,7 @@ def test_averaged_rows_sum_to_one(tiny_spm):
     assert not math.isnan(attention.mean.sum().item())
 
 
+@pytest.mark.slow
 def test_explain_command_prints_the_alignment(run_dir, tmp_path):
     run = run_dir
     result = run_cli("explain", "-m", run, ENGLISH[0], "-o", tmp_path / "pictures")
@@ -124,6 +127,7 @@ def test_explain_command_prints_the_alignment(run_dir, tmp_path):
     assert (tmp_path / "pictures" / "line-00001.png").is_file()
 
 
+@pytest.mark.slow
 def test_refusals_are_one_line(run_dir, tmp_path):
     run = run_dir
     line = one_error_line(run_cli("translate", "-m", run, "--attention", tmp_path / "a",

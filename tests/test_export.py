@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
-from transcli.errors import UserError
 from transcli.export import EXPORT_FILE, export_run
 from transcli.export import ct2 as ct2_format
+from transcli.system.errors import UserError
 
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 
@@ -36,6 +36,7 @@ def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
+@pytest.mark.slow
 def test_cli_writes_a_ct2_model(run, tmp_path):
     result = transcli("--model", str(run), "--format", "ct2", "--out", str(tmp_path / "out"),
                       "--checkpoint", "200")
@@ -48,6 +49,7 @@ def test_cli_writes_a_ct2_model(run, tmp_path):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_cli_refusal_is_one_line(run, tmp_path):
     result = transcli("--model", str(run), "--format", "ct2", "--out", str(tmp_path / "out"),
                       "--checkpoint", "1234")

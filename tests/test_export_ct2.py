@@ -12,14 +12,14 @@ from pathlib import Path
 import ctranslate2
 import pytest
 import torch
-from conftest import CT2_INT8_EXACT
-from memorised import pad, sample_model, sample_pairs, untrained_run
+from helpers import CT2_INT8_EXACT
+from helpers.memorised import pad, sample_model, sample_pairs, untrained_run
 
+from transcli.data.tokenizer import Tokenizer
 from transcli.export import EXPORT_FILE, export_run
-from transcli.model import Transformer
-from transcli.search import beam_search, greedy_search
-from transcli.tokenizer import Tokenizer
-from transcli.vocab import BOS_ID, EOS_ID
+from transcli.inference.search import beam_search, greedy_search
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

@@ -14,19 +14,20 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from memorised import TINY_CONFIG, pad, sample_model, sample_pairs, untrained_run
+from helpers.memorised import TINY_CONFIG, pad, sample_model, sample_pairs, untrained_run
 
-from transcli.checkpoint import save_weights
-from transcli.config import DecodeConfig, load_config, save_config
-from transcli.errors import UserError
+from transcli.config.loading import load_config, save_config
+from transcli.config.schema import DecodeConfig
+from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.export import EXPORT_FILE, export_run
 from transcli.export.hf import hf_order
-from transcli.model import Transformer, sinusoidal_table
-from transcli.rundir import CONFIG_FILE, step_path
-from transcli.search import beam_search, greedy_search
-from transcli.tokenizer import TOKENIZER_FILE, Tokenizer
-from transcli.translate import Translator
-from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
+from transcli.inference.search import beam_search, greedy_search
+from transcli.inference.translator import Translator
+from transcli.model.transformer import Transformer, sinusoidal_table
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
+from transcli.rundir.checkpoints import save_weights
+from transcli.rundir.layout import CONFIG_FILE, step_path
+from transcli.system.errors import UserError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on the hub
 
@@ -137,6 +138,7 @@ def test_text_as_a_user_gets_it(exported, sample_spm, tokenizer):
     assert texts == expected
 
 
+@pytest.mark.slow
 def test_beam_agreement_is_reported(exported, sample_spm, tokenizer):
     """Hugging Face ranks beams by log-prob / length ** alpha, not GNMT's penalty, and
     stops on its own rule: outputs may differ; the rate is printed (pytest -s)."""

@@ -8,22 +8,21 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import one_error_line, run_cli
 import torch
+from helpers.cli import one_error_line, run_cli
+from helpers.training import SAMPLE, TINY, fast_config, losses, train_cli
 from safetensors.torch import load_file
 
-from transcli.batching import BatchPlan, BatchStream, StreamPosition, collate
-from transcli.checkpoint import load_trained
-from transcli.distributed import Dist
-from transcli.encoded import EncodedSplit
-from transcli.errors import UserError
-from transcli.finetune import resolve_init
-from transcli.objective import LossSums, TeacherForcing
-from transcli.rundir import RUN_FILE, step_path
-from transcli.train import Trainer, train
-from transcli.vocab import PAD_ID
-from training import SAMPLE, TINY, fast_config, losses, train_cli
-
+from transcli.data.batching import BatchPlan, BatchStream, StreamPosition, collate
+from transcli.data.encoded import EncodedSplit
+from transcli.model.vocab import PAD_ID
+from transcli.rundir.checkpoints import load_trained
+from transcli.rundir.layout import RUN_FILE, step_path
+from transcli.system.errors import UserError
+from transcli.training.distributed import Dist
+from transcli.training.init_from import resolve_init
+from transcli.training.loop import Trainer, train
+from transcli.training.objective import LossSums, TeacherForcing
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -94,6 +93,7 @@ def test_another_vocabulary_is_refused(source_run, other_prepared, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
 def test_another_model_shape_is_one_line(source_run, prepared, tmp_path):
     result = run_cli(*train_cli(prepared, tmp_path / "x", "model.d_ff=48"),
                      "--init-from", source_run)

@@ -1,4 +1,4 @@
-"""The benchmarks' FLOP count and GPU peaks (bench/flops.py), against torch's own counter.
+"""The benchmarks' FLOP count and GPU peaks (bench/common.py), against torch's own counter.
 
 torch.utils.flop_counter.FlopCounterMode counts the FLOPs of every matrix product that
 actually runs, forward and backward, on the real model: an independent count of what
@@ -7,18 +7,13 @@ actually runs, forward and backward, on the real model: an independent count of 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from transcli.config import ModelConfig
-from transcli.model import Transformer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from flops import Lengths, dense_bf16_peak, mfu_text, training_flops  # noqa: E402
+from bench.common import Lengths, dense_bf16_peak, mfu_text, training_flops
+from transcli.config.schema import ModelConfig
+from transcli.model.transformer import Transformer
 
 VOCAB = 101
 

@@ -20,21 +20,22 @@ from typing import Iterator
 
 import pytest
 import torch
-from conftest import PAIRS
-from memorised import memorised_model, pad
+from helpers import PAIRS
+from helpers.memorised import memorised_model, pad
+from helpers.training import FAST, TINY, losses
 from safetensors.torch import load_file
-from training import FAST, TINY, losses
 
-from transcli.checkpoint import load_state
-from transcli.config import ModelConfig, load_config
-from transcli.model import Transformer
-from transcli.objective import TeacherForcing
-from transcli.rundir import METRICS_FILE, step_path
-from transcli.runlog import read_metrics
-from transcli.search import greedy_search
-from transcli.tokenizer import Tokenizer
-from transcli.train import train
-from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
+from transcli.config.loading import load_config
+from transcli.config.schema import ModelConfig
+from transcli.data.tokenizer import Tokenizer
+from transcli.inference.search import greedy_search
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
+from transcli.rundir.checkpoints import load_state
+from transcli.rundir.layout import METRICS_FILE, step_path
+from transcli.rundir.metrics import read_metrics
+from transcli.training.loop import train
+from transcli.training.objective import TeacherForcing
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(),
@@ -250,8 +251,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from transcli.config import load_config
-from transcli.model import Transformer
+from transcli.config.loading import load_config
+from transcli.model.transformer import Transformer
 
 dist.init_process_group("nccl")
 torch.cuda.set_device(0)

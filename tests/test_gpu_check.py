@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-GPU_CHECK = ROOT / "bench" / "gpu_check.py"
+GPU_CHECK = ("-m", "bench.gpu_check")
 NO_CUDA = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # no GPU, even on a GPU machine
 
 
@@ -27,7 +27,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("stage", ["check", "e2e"])
 def test_without_cuda_gpu_check_says_so_in_one_line(stage: str) -> None:
-    proc = run(str(GPU_CHECK), stage)
+    proc = run(*GPU_CHECK, stage)
     assert proc.returncode == 1
     assert proc.stdout == ""
     assert proc.stderr.startswith("gpu-check: no CUDA device here (torch ")
@@ -35,18 +35,18 @@ def test_without_cuda_gpu_check_says_so_in_one_line(stage: str) -> None:
 
 
 def test_without_torch_gpu_check_says_so_in_one_line() -> None:
-    proc = run("-S", str(GPU_CHECK), "check")  # -S: no site-packages, so no torch
+    proc = run("-S", *GPU_CHECK, "check")  # -S: no site-packages, so no torch
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith(f"gpu-check: {sys.executable} cannot import torch")
     assert proc.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_the_cli_and_the_gpu_benchmark_never_import_datasets() -> None:
     code = ("import sys\n"
-            "import transcli.cli, transcli.prepare, transcli.train, transcli.translate\n"
-            "import transcli.evaluate\n"
-            "sys.path.insert(0, 'bench')\n"
-            "import gpu_bench\n"
+            "import transcli.cli.app, transcli.data.prepare, transcli.training.loop\n"
+            "import transcli.inference.translator, transcli.inference.bleu\n"
+            "import bench.gpu_bench\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'datasets'))\n")
     proc = run("-c", code)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -56,7 +56,7 @@ def test_the_cli_and_the_gpu_benchmark_never_import_datasets() -> None:
 def prepare_without_datasets(dataset: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
     code = ("import sys\n"
             "sys.modules['datasets'] = None  # as if not installed\n"
-            "from transcli.cli import main\n"
+            "from transcli.cli.app import main\n"
             f"sys.argv = ['transcli', 'prepare', '--config', {str(ROOT / 'configs/tiny.yaml')!r},"
             f" '--dataset', {str(dataset)!r}, '--out', {str(out)!r}, *{list(args)!r}]\n"
             "main()\n")
@@ -86,8 +86,7 @@ def test_local_json_lines_need_no_datasets(tmp_path: Path) -> None:
 
 
 def gpu_bench():
-    sys.path.insert(0, str(ROOT / "bench"))
-    import gpu_bench
+    from bench import gpu_bench
 
     return gpu_bench
 

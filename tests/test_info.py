@@ -12,19 +12,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import one_error_line, run_cli
 import torch
 import yaml
+from helpers.cli import one_error_line, run_cli
+from helpers.training import fast_config
 
 import transcli as package
-from transcli.config import Config, DataConfig, SourceConfig, load_config
-from transcli.configkeys import SOURCE_PREFIX, config_keys, field_meanings
-from transcli.errors import UserError
-from transcli.info import run_info, stored_parameters
-from transcli.model import Transformer, count_parameters
-from transcli.rundir import METRICS_FILE, step_path
-from transcli.train import train
-from training import fast_config
+from transcli.config.keys import SOURCE_PREFIX, config_keys, field_meanings
+from transcli.config.loading import load_config
+from transcli.config.schema import Config, DataConfig, SourceConfig
+from transcli.model.transformer import Transformer, count_parameters
+from transcli.rundir.info import run_info, stored_parameters
+from transcli.rundir.layout import METRICS_FILE, step_path
+from transcli.system.errors import UserError
+from transcli.training.loop import train
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +36,7 @@ def trained(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_info_of_a_trained_run(trained, prepared):
     info = run_info(trained)
     cfg = load_config(trained / "config.yaml")

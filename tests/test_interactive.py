@@ -14,12 +14,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from memorised import memorised_model
+from helpers import PAIRS, ROOT
+from helpers.cli import one_error_line, run_cli
+from helpers.memorised import memorised_model
 
-from conftest import PAIRS, ROOT, one_error_line, run_cli
-from transcli.config import DecodeConfig
-from transcli.tokenizer import Tokenizer
-from transcli.translate import PROMPT, Translator
+from transcli.cli.translate import PROMPT
+from transcli.config.schema import DecodeConfig
+from transcli.data.tokenizer import Tokenizer
+from transcli.inference.translator import Translator
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # as conftest.run_cli runs transcli
@@ -75,6 +77,7 @@ class Terminal:
         os.kill(self.pid, 9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", [b"\x04", b"\x03"], ids=["ctrl-d", "ctrl-c"])
 def test_each_line_is_translated_as_enter_is_pressed(run_dir, tmp_path, key):
     run = run_dir
@@ -94,6 +97,7 @@ def test_each_line_is_translated_as_enter_is_pressed(run_dir, tmp_path, key):
     assert "Traceback" not in shown + rest and "Aborted" not in rest
 
 
+@pytest.mark.slow
 def test_stdin_at_a_terminal_with_stdout_to_a_pipe(run_dir):
     """Translations go to stdout, flushed line by line; the prompt goes to stderr."""
     run = run_dir
@@ -124,6 +128,7 @@ def test_split_sentences_translates_each_sentence(tiny_spm):
                                            SPANISH[3]]
 
 
+@pytest.mark.slow
 def test_split_sentences_flag(run_dir, tmp_path):
     run = run_dir
     result = run_cli("translate", "-m", run, "--split-sentences",
@@ -132,6 +137,7 @@ def test_split_sentences_flag(run_dir, tmp_path):
     assert result.stdout == f"{SPANISH[4]} {SPANISH[5]}\n"
 
 
+@pytest.mark.slow
 def test_n_best_above_the_beam_names_the_beam_size(run_dir, tmp_path):
     run = run_dir  # tiny.yaml: beam 2
     line = one_error_line(run_cli("translate", "-m", run, "--n-best", "3", stdin="Hi.\n"))

@@ -5,19 +5,26 @@ refusal when the estimate exceeds free memory."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT
+from helpers import ROOT
 
-from transcli import memory
-from transcli.config import ModelConfig, load_config
-from transcli.errors import UserError
-from transcli.memory import (TYPICAL_LENGTH, available_memory, check_training_memory,
-                             parameter_count, training_estimate)
-from transcli.model import Transformer, count_parameters
-from transcli.objective import TeacherForcing
-from transcli.vocab import PAD_ID
+from transcli.config.loading import load_config
+from transcli.config.schema import ModelConfig
+from transcli.model.transformer import Transformer, count_parameters
+from transcli.model.vocab import PAD_ID
+from transcli.system.errors import UserError
+from transcli.training import memory
+from transcli.training.memory import (
+    TYPICAL_LENGTH,
+    available_memory,
+    check_training_memory,
+    parameter_count,
+    training_estimate,
+)
+from transcli.training.objective import TeacherForcing
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -87,9 +94,20 @@ def test_estimate_scales_with_batch_and_precision() -> None:
     assert one.weights == 16 * parameter_count(cfg, 8000)  # fp32 weights, grads, 2 moments
 
 
-def test_available_memory_is_known_here() -> None:
+def test_available_memory_is_what_free_reports_here() -> None:
+    """`free -b`'s "available" column (procps reads MemAvailable itself), lowered to the
+    cgroup's room when the process runs under a memory limit."""
+    import subprocess
+
+    header, mem = subprocess.run(["free", "-b"], capture_output=True, text=True,
+                                 check=True).stdout.splitlines()[:2]
+    expected = int(mem.split()[header.split().index("available") + 1])
+    limit = Path("/sys/fs/cgroup/memory.max")
+    if limit.is_file() and limit.read_text().strip() != "max":
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+        expected = min(expected, int(limit.read_text()) - used)
     free = available_memory("cpu")
-    assert free is not None and 0 < free
+    assert free is not None and abs(free - expected) <= 0.05 * expected
 
 
 def test_a_run_too_big_for_the_machine_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,12 +6,13 @@ import math
 
 import pytest
 import torch
-from conftest import ROOT
+from helpers import ROOT
 
-from transcli.config import ModelConfig, load_config
-from transcli.kvcache import StepBuffers
-from transcli.model import Transformer, attention, count_parameters
-from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
+from transcli.config.loading import load_config
+from transcli.config.schema import ModelConfig
+from transcli.model.kvcache import StepBuffers
+from transcli.model.transformer import Transformer, attention, count_parameters
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = 97
 

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from transcli.objective import (
+from transcli.training.objective import (
     LossSums,
     decay_clock,
     label_smoothed_nll,

@@ -21,18 +21,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import PAIRS
-from memorised import UNSEEN, memorised_model, pad
+from helpers import PAIRS
+from helpers.memorised import UNSEEN, memorised_model, pad
 from torch import nn
 
-from transcli.batching import collate
-from transcli.config import ModelConfig
-from transcli.encoded import EncodedSplit, EncodedWriter
-from transcli.model import DecoderLayer, EncoderLayer, Transformer, sinusoidal_table
-from transcli.objective import label_smoothed_nll, noam_lr, output_loss
-from transcli.search import beam_search, length_penalty
-from transcli.tokenizer import Tokenizer
-from transcli.vocab import BOS_ID, EOS_ID, PAD_ID
+from transcli.config.schema import ModelConfig
+from transcli.data.batching import collate
+from transcli.data.encoded import EncodedSplit, EncodedWriter
+from transcli.data.tokenizer import Tokenizer
+from transcli.inference.search import beam_search, length_penalty
+from transcli.model.transformer import DecoderLayer, EncoderLayer, Transformer, sinusoidal_table
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
+from transcli.training.objective import label_smoothed_nll, noam_lr, output_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

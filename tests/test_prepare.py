@@ -16,14 +16,15 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
-from conftest import one_error_line, run_cli
-from conftest import TINY_CONFIG as TINY
+from helpers import TINY_CONFIG as TINY
+from helpers.cli import one_error_line, run_cli
 
-from transcli.config import Config, SourceConfig, load_config
-from transcli.encoded import EncodedSplit, load_manifest
-from transcli.errors import UserError
-from transcli.prepare import prepare
-from transcli.tokenizer import Tokenizer
+from transcli.config.loading import load_config
+from transcli.config.schema import Config, SourceConfig
+from transcli.data.encoded import EncodedSplit, load_manifest
+from transcli.data.prepare import prepare
+from transcli.data.tokenizer import Tokenizer
+from transcli.system.errors import UserError
 
 SETTINGS = ["data.vocab_size=120", "data.valid_size=5", "data.test_size=5"]
 
@@ -45,7 +46,8 @@ def corpus() -> list[tuple[str, str]]:
     return pairs
 
 
-def write_pair(folder: Path, pairs: list[tuple[str, str]], name: str = "corpus") -> tuple[Path, Path]:
+def write_pair(folder: Path, pairs: list[tuple[str, str]], name: str = "corpus"
+               ) -> tuple[Path, Path]:
     src, tgt = folder / f"{name}.en", folder / f"{name}.es"
     src.write_text("".join(f"{s}\n" for s, _ in pairs), encoding="utf-8")
     tgt.write_text("".join(f"{t}\n" for _, t in pairs), encoding="utf-8")
@@ -130,7 +132,8 @@ def test_tsv_ignores_extra_columns(tmp_path: Path) -> None:
 
 
 def _translation_rows(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    return [{"translation": {"en": s, "es": t, "fr": "-"}, "id": i} for i, (s, t) in enumerate(pairs)]
+    return [{"translation": {"en": s, "es": t, "fr": "-"}, "id": i}
+            for i, (s, t) in enumerate(pairs)]
 
 
 @pytest.mark.parametrize("shape", ["jsonl-translation", "csv-columns", "parquet-named-columns",
@@ -249,7 +252,8 @@ def test_carved_splits_share_no_english_with_train(tmp_path: Path) -> None:
 
 def test_normalisation_nfc_and_whitespace(tmp_path: Path) -> None:
     pairs = corpus()
-    decomposed = [(f"  {s}   ", unicodedata.normalize("NFD", t).replace(" ", " \t ")) for s, t in pairs]
+    decomposed = [(f"  {s}   ", unicodedata.normalize("NFD", t).replace(" ", " \t "))
+                  for s, t in pairs]
     out = tmp_path / "out"
     run_prepare(config(file_source(*write_pair(tmp_path, decomposed))), out)
     for line in lines(out / "valid.es") + lines(out / "test.es") + lines(out / "valid.en"):
@@ -288,7 +292,8 @@ def test_bpe_and_sampled_tokenizer_input(tmp_path: Path) -> None:
     assert manifest["tokenizer"]["model_type"] == "bpe"
     assert manifest["tokenizer"]["sampled"] == 150 < manifest["tokenizer"]["sentences"]
     run_prepare(cfg, tmp_path / "b")
-    assert (tmp_path / "a" / "spm.model").read_bytes() == (tmp_path / "b" / "spm.model").read_bytes()
+    spm_a, spm_b = (tmp_path / name / "spm.model" for name in ("a", "b"))
+    assert spm_a.read_bytes() == spm_b.read_bytes()
 
 
 # ----------------------------------------------------------------------------- determinism
@@ -301,7 +306,8 @@ def test_same_input_gives_byte_identical_output(tmp_path: Path) -> None:
     files = sorted(os.listdir(tmp_path / "one"))
     assert files == sorted(os.listdir(tmp_path / "two"))
     for name in files:
-        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+        one, two = tmp_path / "one" / name, tmp_path / "two" / name
+        assert one.read_bytes() == two.read_bytes(), name
     run_prepare(config(file_source(src, tgt), seed=2), tmp_path / "other-seed")
     assert lines(tmp_path / "one" / "valid.en") != lines(tmp_path / "other-seed" / "valid.en")
 
@@ -386,6 +392,7 @@ def test_skip_invalid_counts_instead_of_failing(tmp_path: Path, files: dict[str,
     assert manifest["counts"]["train"]["dropped"]["invalid_utf8"] == 1
 
 
+@pytest.mark.slow
 def test_out_holding_other_files_is_refused_and_never_emptied(tmp_path: Path) -> None:
     src, tgt = write_pair(tmp_path, corpus())
     out = tmp_path / "out"

@@ -7,15 +7,15 @@ import math
 
 import pytest
 import torch
-from conftest import PAIRS
+from helpers import PAIRS
 from torch import nn
 
-from transcli.config import DecodeConfig, ModelConfig
-from transcli.kvcache import StepBuffers
-from transcli.model import Transformer
-from transcli.quantize import Int8OutputProduct, quantize_int8
-from transcli.score import forced_logprobs
-from transcli.translate import Translator
+from transcli.config.schema import DecodeConfig, ModelConfig
+from transcli.inference.quantize import Int8OutputProduct, quantize_int8
+from transcli.inference.scoring import forced_logprobs
+from transcli.inference.translator import Translator
+from transcli.model.kvcache import StepBuffers
+from transcli.model.transformer import Transformer
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

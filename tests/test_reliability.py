@@ -32,20 +32,30 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 import pytest
-from conftest import PAIRS, ROOT, one_error_line
-from training import fast_config, train_cli, transcli_process, wait_for
+from helpers import PAIRS, ROOT
+from helpers.cli import one_error_line
+from helpers.training import fast_config, train_cli, transcli_process, wait_for
 
-from transcli.checkpoint import load_weights
-from transcli.config import load_config
-from transcli.encoded import MANIFEST_FILE, load_manifest
-from transcli.errors import UserError
-from transcli.files import output_file
-from transcli.locks import SCRATCH_LOCK, scratch_dir
-from transcli.model import Transformer
-from transcli.rundir import (CHECKPOINT_DIR, CONFIG_FILE, LOCK_FILE, METRICS_FILE, RUN_FILE,
-                             TENSORBOARD_DIR, TENSORBOARD_EVENTS, complete_steps, step_path)
-from transcli.runlog import read_metrics
-from transcli.train import train
+from transcli.config.loading import load_config
+from transcli.data.encoded import MANIFEST_FILE, load_manifest
+from transcli.model.transformer import Transformer
+from transcli.rundir.checkpoints import load_weights
+from transcli.rundir.layout import (
+    CHECKPOINT_DIR,
+    CONFIG_FILE,
+    LOCK_FILE,
+    METRICS_FILE,
+    RUN_FILE,
+    TENSORBOARD_DIR,
+    TENSORBOARD_EVENTS,
+    complete_steps,
+    step_path,
+)
+from transcli.rundir.metrics import read_metrics
+from transcli.system.errors import UserError
+from transcli.system.files import output_file
+from transcli.system.locks import SCRATCH_LOCK, scratch_dir
+from transcli.training.loop import train
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
@@ -172,6 +182,7 @@ def translate_args(run: Path, *args: str | Path) -> list[str | Path]:
 # ----------------------------------------------------------------------------- 1. outputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("victim", ["input", "hard link", "config", "checkpoint", "tokenizer"])
 def test_translate_never_writes_over_one_of_its_inputs(run: Path, lines: Path,
                                                        victim: str) -> None:
@@ -198,6 +209,7 @@ def test_evaluate_hyp_out_never_replaces_the_reference_or_source(run: Path, line
         assert target.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_outputs_write_through_fifos_devices_and_symlinks(run: Path, lines: Path,
                                                           tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
@@ -244,6 +256,7 @@ def test_replaced_outputs_keep_their_mode_and_new_ones_follow_the_umask(tmp_path
     assert old.read_text() == "written\n" and temp_files(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
 def test_a_write_past_a_size_limit_keeps_the_old_output(run: Path, tmp_path: Path,
                                                         command: str) -> None:
@@ -262,6 +275,7 @@ def test_a_write_past_a_size_limit_keeps_the_old_output(run: Path, tmp_path: Pat
     assert out.read_text() == "the user's previous output\n" and temp_files(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_full_filesystem_is_one_line_naming_the_output(run: Path, lines: Path,
                                                          tmp_path: Path) -> None:
     with small_filesystem(tmp_path / "small", "16k") as small:
@@ -276,6 +290,7 @@ def test_a_full_filesystem_is_one_line_naming_the_output(run: Path, lines: Path,
 # ----------------------------------------------------------------------------- 2. --force
 
 
+@pytest.mark.slow
 def test_train_force_never_deletes_a_users_files(prepared: Path, tmp_path: Path) -> None:
     """A dir that is not a run: --force writes beside the user's files but never over
     them; over a run it removes only what the run wrote."""
@@ -311,6 +326,7 @@ def test_train_force_never_deletes_a_users_files(prepared: Path, tmp_path: Path)
     assert (other / "notes.txt").read_text() == "mine" and complete_steps(other) == [2]
 
 
+@pytest.mark.slow
 def test_export_force_never_overwrites_a_users_file(sample_run: Path, tmp_path: Path) -> None:
     pytest.importorskip("ctranslate2")
     out = tmp_path / "out"
@@ -327,6 +343,7 @@ def test_export_force_never_overwrites_a_users_file(sample_run: Path, tmp_path: 
 # ----------------------------------------------------------------------------- 3. run dirs
 
 
+@pytest.mark.slow
 def test_one_trainer_per_run_dir(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     first = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
@@ -365,6 +382,7 @@ def test_a_failed_start_leaves_nothing_that_blocks_the_next(prepared: Path,
     assert complete_steps(run) == [2]
 
 
+@pytest.mark.slow
 def test_a_start_killed_before_the_first_save_is_taken_over(prepared: Path,
                                                             tmp_path: Path) -> None:
     run = tmp_path / "run"
@@ -484,6 +502,7 @@ def test_evaluate_with_a_closed_or_full_std_stream(tmp_path: Path, redirect: str
     ("<&-", "stdin is closed"),
     ("> /dev/full", "stdout: cannot write the translations (No space left on device)"),
 ])
+@pytest.mark.slow
 def test_translate_with_a_closed_or_full_std_stream(run: Path, lines: Path, redirect: str,
                                                     message: str) -> None:
     if "/dev/full" in redirect and not Path("/dev/full").exists():
@@ -495,6 +514,7 @@ def test_translate_with_a_closed_or_full_std_stream(run: Path, lines: Path, redi
     assert result.stderr.strip().splitlines()[-1].startswith(f"transcli: error: {message}")
 
 
+@pytest.mark.slow
 def test_a_closed_stderr_is_not_handed_to_an_output_file(run: Path, lines: Path,
                                                          tmp_path: Path) -> None:
     """`2>&-`: descriptor 2 is plugged, so the output file cannot land on it."""
@@ -505,6 +525,7 @@ def test_a_closed_stderr_is_not_handed_to_an_output_file(run: Path, lines: Path,
     assert out.read_text(encoding="utf-8").splitlines() == SPANISH
 
 
+@pytest.mark.slow
 def test_train_stops_with_one_line_when_a_write_fails(prepared: Path, tmp_path: Path) -> None:
     """Each of train's writes past a size limit: the file named, the last complete
     checkpoint intact and loadable, no temp file left."""
@@ -526,6 +547,7 @@ def _vocab(prepared: Path) -> int:
     return int(load_manifest(prepared)["vocab_size"])
 
 
+@pytest.mark.slow
 def test_train_on_a_full_filesystem(prepared: Path, tmp_path: Path) -> None:
     with small_filesystem(tmp_path / "small", "600k") as small:
         result = cli(*train_cli(prepared, small / "run", "train.max_steps=60",
@@ -535,6 +557,7 @@ def test_train_on_a_full_filesystem(prepared: Path, tmp_path: Path) -> None:
         assert [p for p in (small / "run").rglob(".*") if p.name != LOCK_FILE] == []
 
 
+@pytest.mark.slow
 def test_train_refuses_an_unwritable_run_dir_before_training(prepared: Path,
                                                              tmp_path: Path) -> None:
     run = tmp_path / "run"
@@ -571,6 +594,7 @@ def _wait_until(chunks: list[bytes], text: bytes, proc: subprocess.Popen,
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_translate_stopped_by_a_signal_leaves_no_output(run: Path, tmp_path: Path,
                                                         sig: int) -> None:
@@ -591,6 +615,7 @@ def test_translate_stopped_by_a_signal_leaves_no_output(run: Path, tmp_path: Pat
     assert not out.exists() and temp_files(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_prepare_during_sentencepiece_training_at_once(tmp_path: Path) -> None:
     """Sentencepiece's C++ trainer would hold Ctrl-C back until it is done."""
     rng = np.random.default_rng(0)
@@ -617,6 +642,7 @@ def test_ctrl_c_stops_prepare_during_sentencepiece_training_at_once(tmp_path: Pa
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["corpus.tsv"]
 
 
+@pytest.mark.slow
 def test_nohup_keeps_training_through_a_hangup(prepared: Path, tmp_path: Path) -> None:
     """A signal ignored at start (`nohup` ignores SIGHUP) stays ignored."""
     run = tmp_path / "run"

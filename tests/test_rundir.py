@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import TINY_CONFIG as TINY
+from helpers import TINY_CONFIG as TINY
 
-from transcli.config import load_config, save_config
-from transcli.rundir import CONFIG_FILE, load_run_config, train_config_path, write_run_files
-from transcli.tokenizer import TOKENIZER_FILE
-
+from transcli.config.loading import load_config, save_config
+from transcli.data.tokenizer import TOKENIZER_FILE
+from transcli.rundir.layout import CONFIG_FILE, load_run_config, train_config_path, write_run_files
 
 
 def test_the_config_train_reads(tmp_path: Path) -> None:

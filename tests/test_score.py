@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from memorised import UNSEEN, memorised_model
+from helpers import PAIRS
+from helpers.cli import one_error_line, run_cli
+from helpers.memorised import UNSEEN, memorised_model
 
-from conftest import PAIRS, one_error_line, run_cli
-from transcli.score import forced_logprobs
-from transcli.tokenizer import Tokenizer
-from transcli.vocab import BOS_ID, EOS_ID
+from transcli.data.tokenizer import Tokenizer
+from transcli.inference.scoring import forced_logprobs
+from transcli.model.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -82,6 +83,7 @@ def write(path: Path, lines: list[str]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_cli_tsv_in_input_order(run_dir, tiny_spm, pairs, tmp_path):
     run = run_dir
     english = ENGLISH[:6] + UNSEEN[:2] + ["", ENGLISH[3]]
@@ -101,6 +103,7 @@ def test_cli_tsv_in_input_order(run_dir, tiny_spm, pairs, tmp_path):
     assert again.returncode == 0 and out.read_text(encoding="utf-8") == result.stdout
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line(run_dir, tmp_path):
     run = run_dir
     src = write(tmp_path / "s.en", ENGLISH[:3])

@@ -9,18 +9,23 @@ decision. Scores are compared with a tolerance, token ids exactly.
 
 from __future__ import annotations
 
-
 import pytest
 import torch
-from conftest import PAIRS
-from memorised import TINY_CONFIG, pad
+from helpers import PAIRS
+from helpers.memorised import TINY_CONFIG, pad
 
-from transcli.config import load_config
-from transcli.kvcache import kept_in_place
-from transcli.model import Transformer
-from transcli.search import (Hypothesis, Stepper, beam_search, greedy_search,
-                             hypothesis_score, length_penalty)
-from transcli.vocab import BOS_ID, EOS_ID
+from transcli.config.loading import load_config
+from transcli.inference.search import (
+    Hypothesis,
+    Stepper,
+    beam_search,
+    greedy_search,
+    hypothesis_score,
+    length_penalty,
+)
+from transcli.model.kvcache import kept_in_place
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import BOS_ID, EOS_ID
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

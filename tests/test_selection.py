@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transcli.selection import CHUNK, FEW_ROWS, top_k
+from transcli.inference.selection import CHUNK, FEW_ROWS, top_k
 
 
 def expected(row: list[float], k: int) -> list[float]:
@@ -49,7 +49,7 @@ def test_masked_entries_and_ties_among_the_k() -> None:
     x[:, 500] = 3.0
     x[:, 999] = 1.0  # past the last whole chunk
     values, indices = top_k(x, 12)
-    for row, got, at in zip(x.tolist(), values.tolist(), indices.tolist()):
+    for got, at in zip(values.tolist(), indices.tolist()):
         assert got == [3.0] + [2.0] * 10 + [1.0]
         assert at[0] == 500 and sorted(at[1:11]) == list(range(10, 20)) and at[11] == 999
 

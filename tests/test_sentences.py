@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transcli.sentences import split_sentences
+from transcli.inference.sentences import split_sentences
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -17,18 +17,24 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.training import ENV, TINY, fast_config, losses, train_cli, transcli_process, wait_for
 from safetensors.torch import load_file
 
-from transcli.checkpoint import load_state, load_trained
-from transcli.config import load_config
-from transcli.errors import UserError
-from transcli.objective import label_smoothed_nll, noam_lr
-from transcli.rundir import (AVG_FILE, BEST_FILE, CHECKPOINT_DIR, CURVES_FILE, METRICS_FILE,
-                             complete_steps, step_path)
-from transcli.runlog import read_metrics
-from transcli.train import train
-from training import ENV, TINY, fast_config, losses, train_cli, transcli_process, wait_for
-
+from transcli.config.loading import load_config
+from transcli.rundir.checkpoints import load_state, load_trained
+from transcli.rundir.layout import (
+    AVG_FILE,
+    BEST_FILE,
+    CHECKPOINT_DIR,
+    CURVES_FILE,
+    METRICS_FILE,
+    complete_steps,
+    step_path,
+)
+from transcli.rundir.metrics import read_metrics
+from transcli.system.errors import UserError
+from transcli.training.loop import train
+from transcli.training.objective import label_smoothed_nll, noam_lr
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -65,6 +71,7 @@ def test_label_smoothed_loss_matches_a_hand_computation() -> None:
 # ----------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_tiny_config_memorises_32_pairs(prepared: Path, tmp_path: Path) -> None:
     cfg = load_config(TINY, ["train.label_smoothing=0", "train.valid_bleu_lines=0"])
     train(cfg, prepared, tmp_path / "run")
@@ -96,6 +103,7 @@ def test_run_dir_holds_everything_a_run_needs(prepared: Path, tmp_path: Path) ->
     assert cfg.model.d_model == 32 and tokenizer.vocab_size == model.vocab_size
 
 
+@pytest.mark.slow
 def test_resume_continues_exactly(prepared: Path, tmp_path: Path) -> None:
     """17 steps, resume to 40, equals 40 straight: mid-epoch, mid-log-interval, dropout on."""
     sets = ["model.dropout=0.1", "train.save_every=17"]
@@ -122,7 +130,7 @@ def test_early_stopping_after_patience_validations_without_progress(
 def test_bf16_autocast_on_cpu_trains_like_fp32(prepared: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     # bf16 even where the CPU lacks bf16 kernels (slow there, but this run is tiny).
-    monkeypatch.setattr("transcli.runtime.cpu_has_bf16", lambda: True)
+    monkeypatch.setattr("transcli.system.runtime.cpu_has_bf16", lambda: True)
     sets = ["train.max_steps=20", "train.valid_every=1000"]
     train(fast_config(*sets), prepared, tmp_path / "fp32")
     train(fast_config(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "bf16")
@@ -133,7 +141,7 @@ def test_bf16_autocast_on_cpu_trains_like_fp32(prepared: Path, tmp_path: Path,
 def test_bf16_on_a_cpu_without_bf16_kernels_trains_in_fp32(
         prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("transcli.runtime.cpu_has_bf16", lambda: False)
+    monkeypatch.setattr("transcli.system.runtime.cpu_has_bf16", lambda: False)
     sets = ["train.max_steps=10", "train.valid_every=1000"]
     train(fast_config(*sets), prepared, tmp_path / "fp32")
     train(fast_config(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "asked-bf16")
@@ -182,6 +190,7 @@ def test_a_changed_vocabulary_is_refused(prepared: Path, tmp_path: Path) -> None
         train(fast_config("train.max_steps=10"), prepared, run, resume=True)
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
@@ -201,6 +210,7 @@ def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: P
     assert f"resuming at step {step}" in err and complete_steps(run)[-1] == step + 5
 
 
+@pytest.mark.slow
 def test_sigkill_at_a_random_moment_leaves_a_resumable_run(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
@@ -218,6 +228,7 @@ def test_sigkill_at_a_random_moment_leaves_a_resumable_run(prepared: Path, tmp_p
     assert steps == sorted(set(steps))  # no step logged twice across the kill
 
 
+@pytest.mark.slow
 def test_two_ddp_processes_match_one_with_twice_the_accumulation(prepared: Path,
                                                                  tmp_path: Path) -> None:
     """torchrun + gloo on CPU: each rank takes every other batch of the same order."""

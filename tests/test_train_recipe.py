@@ -8,18 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.training import fast_config, losses
 from safetensors.torch import load_file
 
-from transcli.batching import StreamPosition, collate
-from transcli.checkpoint import load_state
-from transcli.ema import WeightAverage
-from transcli.encoded import EncodedSplit
-from transcli.rundir import AVG_FILE, CHECKPOINT_DIR, CURVES_FILE, METRICS_FILE, step_path
-from transcli.resegment import Resegmenter
-from transcli.runlog import read_metrics
-from transcli.tokenizer import Tokenizer
-from transcli.train import train
-from training import fast_config, losses
+from transcli.data.batching import StreamPosition, collate
+from transcli.data.encoded import EncodedSplit
+from transcli.data.resegment import Resegmenter
+from transcli.data.tokenizer import Tokenizer
+from transcli.rundir.checkpoints import load_state
+from transcli.rundir.layout import AVG_FILE, CHECKPOINT_DIR, CURVES_FILE, METRICS_FILE, step_path
+from transcli.rundir.metrics import read_metrics
+from transcli.training.ema import WeightAverage
+from transcli.training.loop import train
 
 RECIPE = ["model.dropout=0.1", "model.act_dropout=0.1", "train.ema_decay=0.9",
           "train.sample_alpha=0.1", "train.schedule=linear", "train.warmup_steps=10",
@@ -81,6 +81,7 @@ def test_weight_average_follows_the_formula() -> None:
     assert torch.allclose(model.weight, start + 2)
 
 
+@pytest.mark.slow
 def test_resume_is_exact_with_sampling_averaging_and_a_decaying_schedule(
         prepared: Path, tmp_path: Path) -> None:
     """Stopped by its time limit (as a user's sittings are), at whatever step that falls
@@ -121,6 +122,7 @@ def test_a_run_stopped_early_still_logs_its_last_steps_and_draws_curves(
     assert "time limit" in err and "undertrained" in err and "of the 1000 planned" in err
 
 
+@pytest.mark.slow
 def test_a_decay_in_minutes_ends_the_run_at_rate_zero_and_its_clock_survives_sittings(
         prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """train.decay_minutes: the linear decay follows the training clock (over sittings:

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.training import fast_config, train_cli, transcli_process, wait_for
 
-from transcli.checkpoint import load_state
-from transcli.errors import UserError
-from transcli.rundir import METRICS_FILE, complete_steps, state_path
-from transcli.train import train
-from training import fast_config, train_cli, transcli_process, wait_for
-
+from transcli.rundir.checkpoints import load_state
+from transcli.rundir.layout import METRICS_FILE, complete_steps, state_path
+from transcli.system.errors import UserError
+from transcli.training.loop import train
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
+@pytest.mark.slow
 def test_ctrl_c_after_the_log_reader_died_still_saves_and_exits_0(prepared: Path,
                                                                    tmp_path: Path) -> None:
     """`transcli train ... 2>&1 | tee log` and Ctrl-C: tee dies first, then every write
@@ -33,6 +33,7 @@ def test_ctrl_c_after_the_log_reader_died_still_saves_and_exits_0(prepared: Path
     assert complete_steps(run) and complete_steps(run)[-1] >= 5
 
 
+@pytest.mark.slow
 def test_sighup_finishes_the_step_and_saves(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",

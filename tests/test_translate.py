@@ -12,15 +12,18 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import PAIRS, ROOT, run_cli
-from memorised import TINY_CONFIG, UNSEEN, memorised_model
+from helpers import PAIRS, ROOT
+from helpers.cli import run_cli
+from helpers.memorised import TINY_CONFIG, UNSEEN, memorised_model
 
-from transcli.checkpoint import save_weights
-from transcli.config import DecodeConfig, load_config
-from transcli.errors import UserError
-from transcli.model import Transformer
-from transcli.tokenizer import Tokenizer
-from transcli.translate import Translator, token_batches, translate_file, translate_lines
+from transcli.cli.translate import translate_file
+from transcli.config.loading import load_config
+from transcli.config.schema import DecodeConfig
+from transcli.data.tokenizer import Tokenizer
+from transcli.inference.translator import Translator, token_batches, translate_lines
+from transcli.model.transformer import Transformer
+from transcli.rundir.checkpoints import save_weights
+from transcli.system.errors import UserError
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
@@ -134,6 +137,7 @@ def transcli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProc
     return run_cli("translate", *args, stdin=stdin, text=False)
 
 
+@pytest.mark.slow
 def test_cli_stdin_stdout_equals_files(run_dir, tmp_path):
     lines = ["", *ENGLISH[:6], "", "  ", UNSEEN[0], "Ünïcode\u2028inside a line\r"]
     text = ("\r\n".join(lines[:3]) + "\n" + "\n".join(lines[3:])).encode("utf-8")
@@ -170,6 +174,7 @@ def test_cli_error_is_one_line(tmp_path):
         f"transcli: error: {tmp_path / 'nowhere'}: run directory not found"]
 
 
+@pytest.mark.slow
 def test_cli_pipe_into_head(run_dir, tmp_path):
     """`cat big.txt | transcli translate | head -1`: more output than a pipe holds, so
     translate blocks on a write until the reader leaves; then exit 0, no traceback."""

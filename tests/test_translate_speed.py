@@ -9,13 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "bench"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    import translate_speed
+    from bench import translate_speed
 
     return translate_speed
 
@@ -39,12 +37,13 @@ def test_every_engine_runs_before_torch_in_one_round_and_after_it_in_the_next(be
         ["torch", "torch-int8", "ct2"]]
 
 
+@pytest.mark.slow
 def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
                                                    tmp_path: Path) -> None:
     if not bench.CORPORA.is_dir():
         pytest.skip(f"{bench.CORPORA} not found")
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "translate_speed.py"), "--model", str(sample_run),
+        [sys.executable, "-m", "bench.translate_speed", "--model", str(sample_run),
          "--checkpoint", "200", "--lines", "3", "--rounds", "2", "--threads", "1",
          "--engines", "torch", "torch-uncached", "--out", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -52,7 +51,7 @@ def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
     rows = [line.split() for line in proc.stdout.splitlines()
             if line.startswith(("torch ", "torch-uncached "))]
     assert len(rows) == 2 * len(bench.SETS) * len(bench.SEARCHES)
-    assert "OpenMP wait policy (transcli.waitpolicy): " in proc.stdout
+    assert "OpenMP wait policy (transcli.system.waitpolicy): " in proc.stdout
     for row in rows:
         assert float(row[4]) > 0  # sentences/s
         if row[0] == "torch":

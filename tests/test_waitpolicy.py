@@ -1,4 +1,4 @@
-"""transcli.waitpolicy: OpenMP threads spin on idle cores, sleep on busy ones."""
+"""transcli.system.waitpolicy: OpenMP threads spin on idle cores, sleep on busy ones."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from transcli.waitpolicy import busy_cores, choose, cpu_ticks
+from transcli.system.waitpolicy import busy_cores, choose, cpu_ticks
 
 STAT = """cpu  500 0 300 9000 100 0 0 0 0 0
 cpu0 100 0 100 4000 50 0 0 0 0 0
@@ -52,3 +52,15 @@ def test_busy_cores_make_threads_sleep() -> None:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
+
+
+def test_importing_transcli_does_no_work() -> None:
+    """Importing the package and its command line loads no torch and samples no CPU load:
+    the wait policy is chosen when a command starts."""
+    code = ("import os, sys\n"
+            "import transcli, transcli.cli.app\n"
+            "print('torch' in sys.modules, os.environ.get('OMP_WAIT_POLICY'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True).stdout.split()
+    assert out == ["False", "None"]

@@ -1,4 +1,4 @@
-from transcli.cli import main
+from transcli.cli.app import main
 
 if __name__ == "__main__":
     main()

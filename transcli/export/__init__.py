@@ -25,9 +25,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Optional
 
-from transcli.errors import UserError
-from transcli.files import describe_os_error
-from transcli.locks import scratch_dir
+from transcli.system.errors import UserError
+from transcli.system.files import describe_os_error
+from transcli.system.locks import scratch_dir
 
 FORMATS = {"ct2": "transcli.export.ct2", "hf": "transcli.export.hf"}
 EXPORT_FILE = "transcli-export.json"  # what was exported from where, and the files written
@@ -51,8 +51,8 @@ def format_module(name: str) -> ModuleType:
 def export_run(run_dir: Path, fmt: str, out: Path, checkpoint: str = "best",
                quantize: Optional[str] = None, force: bool = False) -> Path:
     """Export `checkpoint` of the run in `run_dir` to `out` in format `fmt`."""
-    from transcli.checkpoint import load_trained, resolve_checkpoint
-    from transcli.rundir import load_run_config
+    from transcli.rundir.checkpoints import load_trained, resolve_checkpoint
+    from transcli.rundir.layout import load_run_config
 
     module = format_module(fmt)
     module.check_options(quantize)

@@ -17,7 +17,7 @@ differently by default is set explicitly:
 - LayerNorm epsilon: torch's, not CTranslate2's default.
 
 Decoding options that differ in form (length penalty, per-sentence length limit)
-are mapped in `transcli.engines.ct2_options`.
+are mapped in `transcli.inference.engines.ct2_options`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import Any, Optional
 
 from torch import Tensor, nn
 
-from transcli.config import Config
-from transcli.errors import UserError
+from transcli.config.schema import Config
+from transcli.data.tokenizer import Tokenizer
 from transcli.export import require
-from transcli.model import Transformer
-from transcli.tokenizer import Tokenizer
-from transcli.vocab import BOS_ID, EOS_ID, UNK_ID
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import BOS_ID, EOS_ID, UNK_ID
+from transcli.system.errors import UserError
 
 EXTRA = "ct2"
 QUANTIZE = ("int8", "int16", "float16")
@@ -145,9 +145,9 @@ def cached_export(run_dir: Path, checkpoint: str, quantize: str = "none") -> Pat
     """The CTranslate2 export of a run's checkpoint that `--engine ct2` translates with,
     kept in the run dir (`rundir.ct2_cache_dir`) and made again when the checkpoint file
     has changed since (another size or modification time) or the exporter has."""
-    from transcli.checkpoint import load_trained, resolve_checkpoint
     from transcli.export import checkpoint_identity, publish, read_record
-    from transcli.rundir import ct2_cache_dir
+    from transcli.rundir.checkpoints import load_trained, resolve_checkpoint
+    from transcli.rundir.layout import ct2_cache_dir
 
     source = resolve_checkpoint(run_dir, checkpoint)
     weights = None if quantize == "none" else quantize

@@ -30,12 +30,12 @@ from typing import Any, Optional
 import torch
 from torch import Tensor, nn
 
-from transcli.config import Config
-from transcli.errors import UserError
+from transcli.config.schema import Config
+from transcli.data.tokenizer import Tokenizer
 from transcli.export import require
-from transcli.model import Transformer
-from transcli.tokenizer import Tokenizer
-from transcli.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from transcli.system.errors import UserError
 
 EXTRA = "hf"
 

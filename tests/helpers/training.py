@@ -1,0 +1,67 @@
+"""Helpers for tests that run the real `prepare` and `train` on a slice of data/sample.
+
+The FAST settings shrink the tiny config further and validate on 2 lines: each
+training run takes a second or two on one thread.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from helpers import ROOT
+from transcli.config.loading import load_config
+from transcli.config.schema import Config, SourceConfig
+from transcli.data.prepare import prepare
+from transcli.rundir.layout import METRICS_FILE
+from transcli.rundir.metrics import read_metrics
+
+TINY = ROOT / "configs" / "tiny.yaml"
+SAMPLE = ROOT / "data" / "sample"
+FAST = ["model.d_model=32", "model.d_ff=64", "model.heads=2", "model.enc_layers=1",
+        "model.dec_layers=1", "train.log_every=5", "train.valid_every=10",
+        "train.save_every=10", "train.valid_bleu_lines=2"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def prepare_sample(folder: Path, first: int, lines: int) -> Path:
+    """`transcli prepare` on sample lines [first, first + lines): 4 valid, 4 test, rest train."""
+    for lang in ("en", "es"):
+        text = (SAMPLE / f"train.{lang}").read_text(encoding="utf-8").splitlines()
+        (folder / f"corpus.{lang}").write_text("\n".join(text[first:first + lines]) + "\n",
+                                               encoding="utf-8")
+    cfg = load_config(TINY, ["data.valid_size=4", "data.test_size=4"])
+    cfg.data.train = [SourceConfig(src_file=str(folder / "corpus.en"),
+                                   tgt_file=str(folder / "corpus.es"))]
+    prepare(cfg, folder / "prepared", force=False)
+    return folder / "prepared"
+
+
+def fast_config(*sets: str) -> Config:
+    return load_config(TINY, FAST + list(sets))
+
+
+def train_cli(data: Path, out: Path, *extra_sets: str) -> list[str]:
+    """`transcli train` arguments; `extra_sets` come after FAST's and win over them."""
+    sets = [item for s in FAST + list(extra_sets) for item in ("--set", s)]
+    return ["train", "--config", str(TINY), "--data", str(data), "--out", str(out), *sets]
+
+
+def transcli_process(*args: str, **options) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "transcli", *args], env=ENV, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options)
+
+
+def losses(run: Path) -> list[tuple[int, float]]:
+    return [(r["step"], r["loss"]) for r in read_metrics(run / METRICS_FILE, "train")]
+
+
+def wait_for(path: Path, timeout: float = 60) -> None:
+    """Until `path` exists with some text in it (e.g. a training run's first log line)."""
+    deadline = time.time() + timeout
+    while not (path.is_file() and path.read_text().strip()):
+        assert time.time() < deadline, f"{path} never appeared"
+        time.sleep(0.05)

@@ -1,0 +1,1 @@
+"""The command line: the Typer app and one module per command."""

@@ -1,0 +1,51 @@
+"""The Typer app: every command, registered from its own module.
+
+Precedence: YAML file < command-line flags < `--set section.key=value`.
+Any `UserError` becomes one line on stderr and exit status 1 (`exits.py`).
+Command modules import the library inside their functions, so `--help` and a bad
+flag answer at once, and torch loads after `main` has chosen OpenMP's wait policy.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from transcli.cli import config, evaluate, explain, export, info, prepare, score, train, translate
+
+app = typer.Typer(
+    help="Train and run an English-to-Spanish Transformer.\n\nAn option whose default is a "
+    "config key, e.g. (train.max_steps), sets that key; left out, the config's value holds.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for command in (prepare.prepare, train.train, translate.translate, evaluate.evaluate,
+                score.score, explain.explain, info.info, config.config, export.export):
+    app.command(command.__name__)(command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from transcli import __version__
+
+        print(f"transcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Train and run an English-to-Spanish Transformer."""
+
+
+def main() -> None:
+    from transcli.cli.exits import run_command
+    from transcli.system import waitpolicy
+
+    # Before any command imports torch: OpenMP threads spin between parallel regions
+    # on idle cores and sleep where other processes need them.
+    waitpolicy.choose()
+    sys.exit(run_command(app))

@@ -1,0 +1,58 @@
+"""`transcli explain`: translate sentences and show where the model looked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from transcli.cli.options import (
+    CheckpointOpt,
+    Device,
+    ModelOpt,
+    SetOpt,
+    device_option,
+    with_decoding,
+)
+
+
+@with_decoding
+def explain(
+    *,
+    text: list[str] = typer.Argument(..., help="English sentence(s) to translate and explain."),
+    model: Path = ModelOpt,
+    out: Path = typer.Option(Path("attention"), "--out", "-o",
+                             help="Directory for the heatmaps and alignments."),
+    checkpoint: str = CheckpointOpt,
+    decoding: list[tuple[str, Any]],
+    device: Device = device_option(),
+    sets: Optional[list[str]] = SetOpt,
+) -> None:
+    """Translate sentences and show where the model looked (attention heatmaps).
+
+    Writes encoder-decoder attention heatmaps (PNG: all layers averaged, and one panel
+    per layer) and the alignment they imply (Pharaoh i-j) into --out; prints the pieces
+    and the aligned pairs.
+    """
+    explain_texts(model, checkpoint, text, out, [*decoding, ("decode.n_best", 1), *(sets or [])],
+                  device or "auto")
+
+
+def explain_texts(run_dir: Path, checkpoint: str, texts: list[str], folder: Path,
+                  overrides: list[str], device: str) -> None:
+    """`transcli explain`: translate `texts`, write their attention files into `folder`,
+    print each description and where its pictures are."""
+    from transcli.inference.attention import AttentionWriter
+    from transcli.inference.translator import load_translator
+
+    translator = load_translator(run_dir, checkpoint, overrides, device)
+    with AttentionWriter(folder, translator) as writer:
+        writer.translate(texts, 0)
+    for path in writer.written:
+        if path is None:
+            print("(empty line: nothing to explain)\n")
+            continue
+        print(path.read_text(encoding="utf-8") + f"pictures: {path.with_suffix('.png')}, "
+              f"{path.parent / (path.stem + '-layers.png')}\n")
+    translator.warn_truncated()

@@ -1,0 +1,28 @@
+"""`transcli info RUN`: what a run is, without loading its model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from transcli.rundir.info import format_info, run_info
+
+
+def info(
+    run: Path = typer.Argument(..., help="Run directory written by `train`."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """What a run is: model, training progress, checkpoints, config.
+
+    Parameters, vocabulary, model shape, steps and tokens trained, best validation,
+    checkpoints present, and the settings that differ from the defaults (--json: the
+    whole config).
+    """
+    print_info(run, json_out)
+
+
+def print_info(run: Path, as_json: bool) -> None:
+    info = run_info(run)
+    print(json.dumps(info, ensure_ascii=False, indent=1) if as_json else format_info(info))

@@ -1,0 +1,46 @@
+"""`transcli train`: a prepared dir in, a run dir out; `--resume` continues it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from transcli.cli.options import ConfigOpt, Device, SetOpt, device_option, setting
+from transcli.config.loading import load_config
+
+
+def train(
+    config: Optional[Path] = ConfigOpt,
+    data: Path = typer.Option(..., help="Directory written by `transcli prepare`."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run directory (checkpoints, logs)."),
+    resume: bool = typer.Option(
+        False, help="Continue the run in --out where it stopped (with its config.yaml when "
+        "--config is not given)."),
+    force: bool = typer.Option(False, help="Start afresh in an --out holding another run."),
+    max_steps: Optional[int] = setting("train.max_steps", "Stop after this many updates."),
+    save_every: Optional[int] = setting("train.save_every", "Checkpoint every N updates."),
+    valid_every: Optional[int] = setting("train.valid_every", "Validate every N updates."),
+    seed: Optional[int] = setting("train.seed", "Random seed."),
+    device: Device = device_option("train.device"),
+    init_from: Optional[str] = setting(
+        "train.init_from", "Fine-tune: start from another run's weights, RUN or "
+        "RUN/CHECKPOINT (best, last, avg, a step) or a weights file; same vocabulary and "
+        "model shape, new optimizer and schedule."),
+    sets: Optional[list[str]] = SetOpt,
+) -> None:
+    """Train the Transformer on a prepared dataset, with checkpoints and validation.
+
+    SIGINT/SIGTERM finish the current update, save and exit 0. Under
+    `torchrun --nproc_per_node N -m transcli train ...` each process trains on
+    every N-th batch (DistributedDataParallel).
+    """
+    from transcli.rundir.layout import train_config_path
+    from transcli.training.loop import train as run_train
+
+    flags = {"train.max_steps": max_steps, "train.save_every": save_every,
+             "train.valid_every": valid_every, "train.seed": seed, "train.device": device,
+             "train.init_from": init_from}
+    cfg = load_config(train_config_path(config, out, resume), sets, flags)
+    run_train(cfg, data_dir=data, run_dir=out, resume=resume, force=force)

@@ -1,0 +1,1 @@
+"""The YAML configuration: typed sections, loading and validation, the key list."""

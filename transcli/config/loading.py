@@ -1,0 +1,209 @@
+"""Reading a config: strict YAML, typed values, overrides from the command line.
+
+Every key is checked against its dataclass (`schema.py`): unknown keys (with a
+did-you-mean), keys given twice, wrong types and non-finite numbers are `UserError`s
+naming the file and the key. Overrides come typed from the command line's flags
+(`flags={"train.max_steps": 5}`) or as `--set section.key=value` text, and are checked
+the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import os
+import types
+import typing
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import yaml
+
+from transcli.config.schema import Config
+from transcli.system.errors import UserError
+
+# An override: `--set` text "section.key=value", or a (dotted key, typed value) pair.
+Override = Union[str, tuple[str, Any]]
+
+
+def load_config(path: str | Path | None, overrides: Sequence[Override] | None = None,
+                flags: Mapping[str, Any] | None = None) -> Config:
+    """Read a YAML config (or the defaults when `path` is None), apply the command line's
+    typed `flags` ({"train.max_steps": 5}; None means not given), then `overrides` in
+    order, and validate. Every problem is a `UserError` naming the file and key."""
+    origin = str(path) if path is not None else "defaults"
+    raw: dict[str, Any] = {}
+    if path is not None:
+        raw = _read_yaml(Path(path))
+    cfg = _build(Config, raw, origin, "")
+    given = [(key, value) for key, value in (flags or {}).items() if value is not None]
+    touched = []
+    for item in [*given, *(overrides or [])]:
+        if isinstance(item, str):
+            touched.append(apply_override(cfg, item))
+        else:
+            set_value(cfg, *item)
+            touched.append(item[0])
+    cfg.validate(origin, tuple(touched))
+    return cfg
+
+
+def save_config(cfg: Config, path: str | Path) -> None:
+    """Write the resolved config as YAML that `load_config` reads back to equal values."""
+    text = yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def apply_override(cfg: Config, item: str) -> str:
+    """Apply one `--set section.key=value` (the value is parsed as YAML, then typed);
+    returns the dotted key."""
+    if "=" not in item:
+        raise UserError(f"--set: '{item}' is not of the form section.key=value")
+    dotted, text = (part.strip() for part in item.split("=", 1))
+    try:
+        value = _parse_yaml(text) if text else None
+    except _DuplicateKey as exc:
+        raise UserError(f"--set: '{dotted}': {exc.problem}") from None
+    except yaml.YAMLError:  # not YAML: the text itself, e.g. a path with a colon
+        value = text
+    set_value(cfg, dotted, value, "--set")
+    return dotted
+
+
+def set_value(cfg: Config, dotted: str, value: Any, origin: str = "command line") -> None:
+    """Set one setting by its dotted name, typed and checked like a YAML value."""
+    parts = dotted.split(".")
+    target: Any = cfg
+    for depth, name in enumerate(parts):
+        where = ".".join(parts[: depth + 1])
+        if not dataclasses.is_dataclass(target):
+            raise UserError(f"{origin}: '{where}' does not name a setting")
+        fields = {f.name: f for f in dataclasses.fields(target)}
+        if name not in fields:
+            raise UserError(f"{origin}: unknown key '{where}'{_did_you_mean(name, fields)}")
+        if depth == len(parts) - 1:
+            hint = _resolved_hints(type(target))[name]
+            setattr(target, name, _coerce(value, hint, origin, where))
+        else:
+            target = getattr(target, name)
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error
+    (PyYAML silently keeps the last, so a forgotten earlier line would win unseen)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # unhashable: the base class reports it
+                break
+            if duplicate:
+                raise _DuplicateKey(None, None, f"duplicate key '{key}'", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+class _DuplicateKey(yaml.constructor.ConstructorError):
+    pass
+
+
+def _parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_StrictLoader)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read config: {exc}") from None
+    try:
+        raw = _parse_yaml(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "malformed YAML"
+        kind = "" if isinstance(exc, _DuplicateKey) else "malformed YAML: "
+        raise UserError(f"{path}:{where}: {kind}{problem}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: the top level must be a mapping of sections")
+    return raw
+
+
+def _build(cls: type, raw: Any, origin: str, prefix: str) -> Any:
+    """Turn a mapping into dataclass `cls`, checking keys and types recursively."""
+    if not isinstance(raw, dict):
+        raise UserError(f"{origin}: '{prefix.rstrip('.') or 'top level'}' must be a mapping, "
+                        f"got {_type_name(raw)}")
+    hints = _resolved_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    values = {}
+    for key, value in raw.items():
+        where = f"{prefix}{key}"
+        if key not in names:
+            raise UserError(f"{origin}: unknown key '{where}'{_did_you_mean(str(key), names)}")
+        values[key] = _coerce(value, hints[key], origin, where)
+    return cls(**values)
+
+
+def _coerce(value: Any, hint: Any, origin: str, where: str) -> Any:
+    """Check `value` against the type hint, converting only where lossless (int -> float)."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(value, inner[0], origin, where)
+    if typing.get_origin(hint) is list:
+        if not isinstance(value, list):
+            raise UserError(f"{origin}: '{where}' must be a list, got {_type_name(value)}")
+        return [_coerce(v, args[0], origin, f"{where}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(hint):
+        return value if isinstance(value, hint) else _build(hint, value, origin, f"{where}.")
+    if hint is float:
+        number = _float(value)
+        if number is not None:
+            if not math.isfinite(number):
+                raise UserError(f"{origin}: '{where}' must be a finite number, got {value!r}")
+            return number
+    if hint is str and isinstance(value, os.PathLike):  # a path flag
+        return os.fspath(value)
+    if isinstance(value, hint) and not (hint is int and isinstance(value, bool)):
+        return value
+    raise UserError(f"{origin}: '{where}' must be {hint.__name__}, "
+                    f"got {_type_name(value)} {value!r}")
+
+
+def _float(value: Any) -> Optional[float]:
+    """An int or float as float; also a string such as "1e-9", which YAML 1.1 reads as
+    text (no dot). None when `value` is no number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return value
+    try:
+        return float(value) if isinstance(value, (int, str)) else None
+    except ValueError:
+        return None
+    except OverflowError:  # an int beyond float's range
+        return math.inf
+
+
+def _resolved_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _did_you_mean(name: str, candidates: Any) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

@@ -1,0 +1,357 @@
+"""Typed configuration: one dataclass per YAML section, each with its bounds.
+
+A config has up to four sections (`model`, `data`, `train`, `decode`); each field's
+comment is its meaning in `transcli config --list` (`keys.py`). `Config.validate`
+checks every value; upper bounds catch values that can only be typos and would
+otherwise exhaust the machine (`accum_steps: 1000000000`). Reading YAML and applying
+overrides is `loading.py`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from transcli.config.formats import SourceKeyError, source_format
+from transcli.system.devices import DEVICES
+from transcli.system.errors import UserError
+
+# Far beyond any sensible setting, far below what would hang or exhaust the machine.
+MAX_LAYERS = 1000
+MAX_WIDTH = 1 << 16  # d_model, heads
+MAX_D_FF = 1 << 20
+MAX_POSITIONS = 1 << 16
+MAX_BATCH_TOKENS = 10_000_000
+MAX_ACCUM_STEPS = 10_000
+MAX_BEAM = 1000
+MAX_VOCAB = 1_000_000
+MAX_SENTENCE = 1_000_000  # data.max_chars, data.max_tokens
+MAX_THREADS = 4096
+SEED_LIMIT = 1 << 63  # seeds are in [0, 2^63): numpy and torch both take them
+
+SCHEDULES = ("noam", "linear", "cosine")  # learning-rate schedules (objective.learning_rate)
+
+
+@dataclass
+class ModelConfig:
+    """The Transformer's shape (Vaswani et al. 2017, table 3)."""
+
+    enc_layers: int = 6  # encoder layers (N in the paper)
+    dec_layers: int = 6  # decoder layers
+    d_model: int = 512  # width of embeddings and of every layer's input and output
+    d_ff: int = 2048  # inner width of the feed-forward networks
+    heads: int = 8  # attention heads per layer (d_model must divide by it)
+    dropout: float = 0.1  # on embeddings+positions and on every sub-layer output
+    attn_dropout: float = 0.0  # on attention weights (the paper uses none)
+    act_dropout: float = 0.0  # on the feed-forward network's ReLU output (the paper uses none)
+    pre_norm: bool = False  # False = the paper's post-norm: LayerNorm(x + Sublayer(x))
+    share_embeddings: bool = True  # one table for source and target (joint vocabulary)
+    tie_output: bool = True  # output projection = target embedding matrix
+    max_positions: int = 1024  # longest sequence the positional table covers
+
+    def validate(self) -> None:
+        for key, limit in (("enc_layers", MAX_LAYERS), ("dec_layers", MAX_LAYERS),
+                           ("d_model", MAX_WIDTH), ("d_ff", MAX_D_FF), ("heads", MAX_WIDTH),
+                           ("max_positions", MAX_POSITIONS)):
+            _within(self, key, 1, limit)
+        _require(self.d_model % self.heads == 0, "d_model",
+                 f"{self.d_model} is not divisible by heads={self.heads}")
+        for key in ("dropout", "attn_dropout", "act_dropout"):
+            _require(0.0 <= getattr(self, key) < 1.0, key, "must be in [0, 1)")
+
+
+@dataclass
+class SourceConfig:
+    """One parallel corpus. Which keys it may hold, and which format they make it,
+    is decided by `transcli.config.formats.FORMATS`, the one table of input formats."""
+
+    src_file: Optional[str] = None  # English side of two line-aligned files (.gz/.bz2/.xz too)
+    tgt_file: Optional[str] = None  # Spanish side, line-aligned with src_file
+    tsv: Optional[str] = None  # a TSV file: English<TAB>Spanish[<TAB>more columns]
+    dataset: Optional[str] = None  # hub name, local data file, or save_to_disk directory
+    subset: Optional[str] = None  # hub config name, e.g. "en-es"
+    split: str = "train"  # the dataset's split to read
+    src_column: Optional[str] = None  # two text columns instead of a `translation` column
+    tgt_column: Optional[str] = None  # the Spanish column, with src_column
+    file: Optional[str] = None  # one file of a format named by `format` or its suffix (.tmx)
+    format: Optional[str] = None  # files, tsv, dataset or tmx; inferred from the keys if omitted
+
+    def given(self) -> dict[str, Any]:
+        """The keys set to something other than their default."""
+        defaults = SourceConfig()
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != getattr(defaults, f.name)}
+
+    def validate(self) -> None:
+        try:
+            source_format(self.given())
+        except SourceKeyError as exc:
+            raise _Invalid(exc.key, str(exc)) from None
+
+
+@dataclass
+class DataConfig:
+    """What `prepare` reads, how it cleans and splits it, and the tokenizer it trains."""
+
+    src_lang: str = "en"  # source language code (names valid.en, test.en)
+    tgt_lang: str = "es"  # target language code
+    train: list[SourceConfig] = field(default_factory=list)  # corpora to train on (sources)
+    valid: Optional[SourceConfig] = None  # validation pairs (None: carve valid_size off train)
+    test: Optional[SourceConfig] = None  # test pairs (None: carve test_size off train)
+    valid_size: int = 1000  # pairs carved off train for validation when valid is None
+    test_size: int = 1000  # pairs carved off train for testing when test is None
+    max_tokens: int = 200  # whitespace-separated words per side
+    max_chars: int = 1000  # characters per side
+    max_ratio: float = 3.0  # longer side / shorter side, in words
+    vocab_size: int = 32000  # sentencepiece pieces, shared by both languages
+    tokenizer: str = "unigram"  # sentencepiece model type: unigram or bpe
+    # An existing sentencepiece model (a file, or a run or prepared dir holding spm.model)
+    # to encode with instead of training one: data for fine-tuning a run with
+    # `train --init-from` must share that run's vocabulary.
+    tokenizer_model: Optional[str] = None
+    character_coverage: float = 1.0  # 1.0 keeps ¿ ¡ ñ and accents
+    # Sentences sampled to train sentencepiece: its trainer's memory grows with the
+    # sentences it holds, so this bounds prepare's peak memory whatever the corpus size.
+    input_sentence_size: int = 1_000_000
+    skip_invalid: bool = False  # skip (and count) malformed lines instead of failing
+    seed: int = 1  # seeds the split, shuffling and sentencepiece's sample
+    out: str = "prepared"  # directory prepare writes
+
+    def validate(self) -> None:
+        for key in ("valid_size", "test_size"):
+            _require(getattr(self, key) >= 0, key, "must be >= 0")
+        _within(self, "max_tokens", 1, MAX_SENTENCE)
+        _within(self, "max_chars", 1, MAX_SENTENCE)
+        _require(self.input_sentence_size >= 1, "input_sentence_size", "must be at least 1")
+        _require(self.max_ratio >= 1.0, "max_ratio", "must be >= 1")
+        _within(self, "vocab_size", 8, MAX_VOCAB)
+        _seed(self, "seed")
+        _require(self.tokenizer in ("unigram", "bpe"), "tokenizer", "must be unigram or bpe")
+        _require(0.0 < self.character_coverage <= 1.0, "character_coverage", "must be in (0, 1]")
+        for key in ("src_lang", "tgt_lang"):  # they name files: valid.en, valid.es
+            _require(bool(re.fullmatch(r"[A-Za-z0-9_-]+", getattr(self, key))), key,
+                     "must be a language code (letters, digits, _ or -)")
+        _require(self.src_lang != self.tgt_lang, "tgt_lang", "must differ from src_lang")
+
+
+@dataclass
+class TrainConfig:
+    """The training recipe: batches, objective, optimiser, schedule, bookkeeping."""
+
+    batch_tokens: int = 25000  # per batch and per side, padding included
+    accum_steps: int = 1  # batches summed into one update
+    max_steps: int = 100_000  # stop after this many updates
+    max_minutes: float = 0.0  # also stop (and save) after this much wall time; 0: no limit
+    label_smoothing: float = 0.1  # epsilon of label smoothing (paper: 0.1)
+    lr_factor: float = 1.0  # Noam: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+    warmup_steps: int = 4000  # updates of linear learning-rate warm-up
+    # After warm-up: noam (step^-0.5), or linear / cosine decay to final_lr_scale x the
+    # peak at max_steps (a run that knows its length can end on a low learning rate).
+    schedule: str = "noam"
+    final_lr_scale: float = 0.0  # linear/cosine: the last learning rate, x the peak
+    # linear/cosine: the decay also ends, and the run stops, after this many minutes of
+    # training (wall time, over all sittings), if that comes before max_steps: the
+    # schedule fits whatever speed the machine has. 0: max_steps alone (exact resumes).
+    decay_minutes: float = 0.0
+    adam_beta1: float = 0.9  # Adam's first-moment decay
+    adam_beta2: float = 0.98  # Adam's second-moment decay (paper: 0.98)
+    adam_eps: float = 1e-9  # Adam's epsilon (paper: 1e-9)
+    clip_grad_norm: float = 0.0  # clip the gradients' global norm to this (0: no clipping)
+    seed: int = 1  # seeds initialisation, batch order and dropout
+    device: str = "auto"  # auto, cpu or cuda
+    precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32
+    cpu_precision: str = "fp32"  # on CPU: fp32, or bf16 autocast (fp32 without bf16 kernels)
+    compile: bool = False  # torch.compile the model
+    threads: int = 0  # CPU threads for torch (0: one per available core)
+    pad_multiple: int = 0  # pad batch lengths to a multiple of this (0: 8 on CUDA, 1 on CPU)
+    # Exponential moving average of the weights (0: off), e.g. 0.999: used for
+    # validation, `best` and `avg` checkpoints.
+    ema_decay: float = 0.0
+    # Subword regularisation (Kudo 2018): each epoch, training pairs are segmented anew
+    # by sentencepiece sampling with this smoothing alpha (0: off) among the nbest best
+    # segmentations (-1: all). Valid/test keep the deterministic segmentation.
+    sample_alpha: float = 0.0
+    sample_nbest: int = 64  # segmentations sampled among (-1: all); see sample_alpha
+    log_every: int = 100  # updates per line of metrics.jsonl
+    valid_every: int = 1000  # updates between validations
+    save_every: int = 1000  # updates between checkpoints
+    keep_last: int = 5  # last checkpoints kept besides the best
+    average_last: int = 5  # checkpoints averaged into `avg`
+    valid_bleu_lines: int = 500  # valid pairs decoded greedily for BLEU (0: none)
+    early_stop_metric: str = "bleu"  # what `best` and patience follow: bleu or loss
+    patience: int = 0  # validations without improvement before stopping (0: never)
+    # Start from another run's weights (fine-tuning): RUN (its best checkpoint) or
+    # RUN/CHECKPOINT (best, last, avg, a step) or a weights file; same vocabulary and
+    # model shape. A new optimizer and schedule; a resumed run ignores it.
+    init_from: Optional[str] = None
+    tensorboard: bool = False  # also log to RUN/tensorboard/ (needs `pip install tensorboard`)
+
+    def validate(self) -> None:
+        for key in ("max_steps", "warmup_steps", "log_every", "valid_every", "save_every",
+                    "keep_last", "average_last"):
+            _require(getattr(self, key) >= 1, key, "must be at least 1")
+        _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)
+        _within(self, "accum_steps", 1, MAX_ACCUM_STEPS)
+        _seed(self, "seed")
+        _require(self.max_minutes >= 0, "max_minutes", "must be >= 0")
+        _require(0.0 <= self.label_smoothing < 1.0, "label_smoothing", "must be in [0, 1)")
+        _require(self.lr_factor > 0, "lr_factor", "must be > 0")
+        _require(self.schedule in SCHEDULES, "schedule", f"must be one of {', '.join(SCHEDULES)}")
+        _require(0.0 <= self.final_lr_scale <= 1.0, "final_lr_scale", "must be in [0, 1]")
+        _require(self.decay_minutes >= 0, "decay_minutes", "must be >= 0")
+        _require(not self.decay_minutes or self.schedule != "noam", "decay_minutes",
+                 "needs schedule linear or cosine (noam has no end to reach)")
+        _require(0.0 <= self.ema_decay < 1.0, "ema_decay", "must be in [0, 1)")
+        _require(self.sample_alpha >= 0, "sample_alpha", "must be >= 0")
+        _require(self.sample_nbest == -1 or self.sample_nbest >= 1, "sample_nbest",
+                 "must be -1 (all segmentations) or at least 1")
+        _within(self, "threads", 0, MAX_THREADS)
+        _within(self, "pad_multiple", 0, MAX_POSITIONS)
+        _require(0.0 <= self.adam_beta1 < 1.0, "adam_beta1", "must be in [0, 1)")
+        _require(0.0 <= self.adam_beta2 < 1.0, "adam_beta2", "must be in [0, 1)")
+        _require(self.adam_eps > 0, "adam_eps", "must be > 0")
+        _require(self.clip_grad_norm >= 0, "clip_grad_norm", "must be >= 0")
+        _require(self.device in DEVICES, "device", f"must be one of {', '.join(DEVICES)}")
+        _require(self.precision in ("bf16", "fp16", "fp32"), "precision",
+                 "must be bf16, fp16 or fp32")
+        _require(self.cpu_precision in ("bf16", "fp32"), "cpu_precision", "must be bf16 or fp32")
+        _require(self.valid_bleu_lines >= 0, "valid_bleu_lines", "must be >= 0")
+        _require(self.early_stop_metric in ("bleu", "loss"), "early_stop_metric",
+                 "must be bleu or loss")
+        _require(self.patience >= 0, "patience", "must be >= 0")
+
+
+# `decode.strategy` names; each maps to a search function in `search.SEARCHES`.
+STRATEGIES = ("beam", "greedy", "sample")
+ENGINES = ("torch", "ct2")  # what runs the search: transcli's model, or a CTranslate2 export
+# The torch engine's float32 CPU products (transcli.inference.cpu_products).
+CPU_GEMMS = ("auto", "blas", "onednn")
+QUANTIZE = ("none", "int8")  # int8 weights: dynamically quantized (torch), or CTranslate2's
+
+
+@dataclass
+class DecodeConfig:
+    """Search settings for `translate` and `evaluate` (paper: beam 4, alpha 0.6, len + 50)."""
+
+    strategy: str = "beam"  # beam, greedy (= beam 1 when word_reward is 0) or sample
+    beam_size: int = 4  # hypotheses kept per step by beam search
+    length_penalty: float = 0.6  # GNMT alpha: score / ((5 + len) / 6) ** alpha
+    word_reward: float = 0.0  # added to the score per target token (Murray & Chiang 2018)
+    word_reward_bound: float = 0.0  # reward only up to this x source tokens (+ EOS); 0: no bound
+    max_len_a: float = 1.0  # max target length = a * source length + b
+    max_len_b: int = 50  # max target length = a * source length + b
+    batch_tokens: int = 4096  # source tokens per batch (before beams)
+    n_best: int = 1  # hypotheses per line (beam: <= beam_size; sample: independent samples)
+    temperature: float = 1.0  # sample: divide the log-probs by this before sampling
+    top_k: int = 0  # sample: only from the k most likely tokens (0: no limit)
+    top_p: float = 1.0  # sample: only from the smallest set of tokens with this much mass
+    seed: int = 1  # sample: line i of the input draws from a generator seeded by (seed, i)
+    engine: str = "torch"  # torch or ct2 (a CTranslate2 export cached in the run dir)
+    quantize: str = "none"  # none or int8
+    cpu_gemm: str = "auto"  # torch's float32 CPU products: blas, onednn, auto (use_onednn)
+    threads: int = 0  # CPU threads for torch (0: one per available core)
+    split_sentences: bool = False  # translate a multi-sentence line sentence by sentence
+
+    def validate(self) -> None:
+        _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
+        _within(self, "beam_size", 1, MAX_BEAM)
+        _require(self.length_penalty >= 0, "length_penalty", "must be >= 0")
+        _require(self.word_reward_bound >= 0, "word_reward_bound", "must be >= 0 (0: no bound)")
+        _require(self.max_len_a >= 0, "max_len_a", "must be >= 0")
+        _require(self.max_len_b >= 1, "max_len_b", "must be at least 1")
+        _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)
+        if self.strategy == "beam":
+            _require(1 <= self.n_best <= self.beam_size, "n_best",
+                     f"must be in [1, beam_size], got {self.n_best} with beam_size "
+                     f"{self.beam_size} (raise --beam-size or lower --n-best)")
+        elif self.strategy == "greedy":
+            _require(self.n_best == 1, "n_best", "must be 1 with strategy greedy")
+        else:
+            _require(self.n_best >= 1, "n_best", "must be at least 1")
+        _require(self.temperature > 0, "temperature", "must be > 0")
+        _require(self.top_k >= 0, "top_k", "must be >= 0 (0: no limit)")
+        _require(0.0 < self.top_p <= 1.0, "top_p", "must be in (0, 1]")
+        _seed(self, "seed")
+        _require(self.engine in ENGINES, "engine", f"must be one of {', '.join(ENGINES)}")
+        _require(self.word_reward == 0.0 or self.engine == "torch", "word_reward",
+                 "is applied by the torch engine only: CTranslate2's search has none "
+                 "(set decode.word_reward=0 to use --engine ct2)")
+        _require(self.quantize in QUANTIZE, "quantize", f"must be one of {', '.join(QUANTIZE)}")
+        _require(self.cpu_gemm in CPU_GEMMS, "cpu_gemm", f"must be one of {', '.join(CPU_GEMMS)}")
+        _within(self, "threads", 0, MAX_THREADS)
+        _require(not self.split_sentences or self.n_best == 1, "split_sentences",
+                 "gives the 1-best translation only: n_best must be 1")
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+    def validate(self, origin: str = "config", overridden: tuple[str, ...] = ()) -> None:
+        """Check every section; errors name the dotted key and `origin`, plus the command
+        line when an `overridden` key sits in the same section as the failing one."""
+        try:
+            _validate_tree(self, "")
+        except _Invalid as exc:
+            section = exc.key.rsplit(".", 1)[0]
+            by_flags = any(key.rsplit(".", 1)[0] == section for key in overridden)
+            where = f"{origin} + command-line overrides" if by_flags else origin
+            raise UserError(f"{where}: '{exc.key}' {exc}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def fingerprint(self, *sections: str) -> str:
+        """A short hash of the given sections (all when none), for refusing mismatched runs."""
+        data = self.to_dict()
+        picked = {k: data[k] for k in (sections or data.keys())}
+        blob = json.dumps(picked, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class _Invalid(Exception):
+    """Raised by `validate()` methods; carries the key relative to its section."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+def _require(ok: bool, key: str, message: str) -> None:
+    if not ok:
+        raise _Invalid(key, message)
+
+
+def _seed(section: Any, key: str) -> None:
+    value = getattr(section, key)
+    if not 0 <= value < SEED_LIMIT:
+        raise _Invalid(key, f"must be in [0, 2^63), got {value:,}")
+
+
+def _within(section: Any, key: str, low: int, high: int) -> None:
+    value = getattr(section, key)
+    if not low <= value <= high:
+        raise _Invalid(key, f"must be in [{low:,}, {high:,}], got {value:,}")
+
+
+def _validate_tree(obj: Any, prefix: str) -> None:
+    """Run every nested `validate()`; the `_Invalid` raised carries the full dotted key."""
+    try:
+        if hasattr(obj, "validate") and not isinstance(obj, Config):
+            obj.validate()
+    except _Invalid as exc:
+        raise _Invalid(prefix + exc.key, str(exc)) from None
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        items = enumerate(value) if isinstance(value, list) else [(None, value)]
+        for i, item in items:
+            if dataclasses.is_dataclass(item):
+                sub = f"{prefix}{f.name}" + (f"[{i}]" if i is not None else "")
+                _validate_tree(item, sub + ".")

@@ -1,0 +1,1 @@
+"""From raw parallel text to encoded splits, and the batches training reads."""

@@ -1,0 +1,270 @@
+"""Token-budget batches over memory-mapped encoded splits.
+
+Training cost follows padded positions, not sentences: a batch holds as many
+pairs as fit `batch_tokens` *padded* positions on each side, and pairs of
+similar length go together so padding stays small. Randomness comes only from a
+seeded numpy Generator per epoch, so the batch sequence is a pure function of
+(seed, epoch, index): a run resumed from `(epoch, index)` sees exactly the
+batches it would have seen, and every DDP rank agrees on the global sequence
+(rank r takes every world_size-th batch of it).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional
+
+import numpy as np
+import torch
+
+from transcli.data.encoded import EncodedSplit
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
+
+# ----------------------------------------------------------------------------- planning
+
+
+def pack_batches(order: np.ndarray, src_len: np.ndarray, tgt_len: np.ndarray,
+                 batch_tokens: int) -> list[np.ndarray]:
+    """Cut `order` (pair indices, already length-sorted) into consecutive batches whose
+    rows * longest row stays within `batch_tokens` on both sides. Lengths are row
+    lengths as fed to the model (with EOS/BOS). A pair longer than the budget alone
+    still gets a batch of its own."""
+    batches = []
+    start, count, max_s, max_t = 0, 0, 0, 0
+    for pos, (s, t) in enumerate(zip(src_len[order].tolist(), tgt_len[order].tolist())):
+        new_s, new_t = max(max_s, s), max(max_t, t)
+        if count and (count + 1) * max(new_s, new_t) > batch_tokens:
+            batches.append(order[start:pos])
+            start, count, new_s, new_t = pos, 0, s, t
+        count, max_s, max_t = count + 1, new_s, new_t
+    if count:
+        batches.append(order[start:])
+    return batches
+
+
+def length_sorted(indices: np.ndarray, src_len: np.ndarray, tgt_len: np.ndarray,
+                  rng: Optional[np.random.Generator] = None) -> np.ndarray:
+    """Indices sorted by target length, then source length; ties in random order when
+    `rng` is given, so equal-length pairs meet different neighbours each epoch.
+    (Sorting by the longer side instead mixes (10, 5) with (5, 10) and pads both
+    sides to 10: on en-es with 4096-token batches, 7% padding instead of 4.5%.)"""
+    if rng is not None:
+        indices = rng.permutation(indices)
+    keys = (src_len[indices], tgt_len[indices])  # np.lexsort: the last key is primary
+    return indices[np.lexsort(keys)]
+
+
+class BatchPlan:
+    """The batches of a split: per epoch, length-bucketed then shuffled from (seed, epoch).
+
+    Pairs whose rows exceed `max_len` positions (the model's positional table) are
+    left out and counted in `skipped`.
+    """
+
+    def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, batch_tokens: int,
+                 seed: int, max_len: int, shuffle: bool = True):
+        # Rows as the model sees them: src = ids + EOS, tgt_in/out = BOS/EOS + ids.
+        self.src_len = np.asarray(src_lengths, np.int64) + 1
+        self.tgt_len = np.asarray(tgt_lengths, np.int64) + 1
+        keep = (self.src_len <= max_len) & (self.tgt_len <= max_len)
+        self.indices = np.flatnonzero(keep)
+        self.skipped = int(len(keep) - len(self.indices))
+        self.batch_tokens = batch_tokens
+        self.seed = seed
+        self.shuffle = shuffle
+        self._cache: tuple[int, list[np.ndarray]] | None = None
+
+    def epoch(self, epoch: int) -> list[np.ndarray]:
+        """Batches of `epoch` (the last one is cached: epochs are visited in order)."""
+        if self._cache is None or self._cache[0] != epoch:
+            rng = np.random.default_rng([self.seed, epoch]) if self.shuffle else None
+            order = length_sorted(self.indices, self.src_len, self.tgt_len, rng)
+            batches = pack_batches(order, self.src_len, self.tgt_len, self.batch_tokens)
+            if rng is not None:
+                batches = [batches[i] for i in rng.permutation(len(batches))]
+            self._cache = (epoch, batches)
+        return self._cache[1]
+
+
+@dataclass
+class StreamPosition:
+    """Where the global batch sequence stands: the next batch is `epoch`'s `index`-th."""
+
+    epoch: int = 0
+    index: int = 0
+
+    def state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "index": self.index}
+
+
+class BatchStream:
+    """The endless global batch sequence, epoch after epoch; this rank's share of it.
+
+    Each pull advances the global position by `world` batches, so all ranks hold the
+    same position after the same number of pulls, and a single process with
+    world_size-times the accumulation sees the same batches per update.
+    """
+
+    def __init__(self, plan: BatchPlan, position: StreamPosition, rank: int = 0, world: int = 1):
+        if not plan.indices.size:
+            raise ValueError("no pair fits the model's max_positions")
+        self.plan = plan
+        self.position = StreamPosition(position.epoch, position.index)
+        self.rank = rank
+        self.world = world
+
+    def _advance(self) -> np.ndarray:
+        batches = self.plan.epoch(self.position.epoch)
+        batch = batches[self.position.index]
+        self.position.index += 1
+        if self.position.index >= len(batches):
+            self.position.epoch += 1
+            self.position.index = 0
+        return batch
+
+    def next(self) -> np.ndarray:
+        """This rank's next batch (pair indices)."""
+        mine = None
+        for r in range(self.world):
+            batch = self._advance()
+            if r == self.rank:
+                mine = batch
+        assert mine is not None
+        return mine
+
+
+# ----------------------------------------------------------------------------- collation
+
+
+@dataclass
+class Batch:
+    """Model-ready tensors. src = ids + EOS; teacher forcing: tgt_in = BOS + ids,
+    tgt_out = ids + EOS (tgt_in shifted left by one). All padded with PAD_ID."""
+
+    src: torch.Tensor  # [B, S]
+    tgt_in: torch.Tensor  # [B, T]
+    tgt_out: torch.Tensor  # [B, T]
+    src_tokens: int  # real (non-pad) positions
+    tgt_tokens: int
+
+    @property
+    def padded_positions(self) -> int:
+        return self.src.numel() + self.tgt_in.numel()
+
+    @property
+    def real_positions(self) -> int:
+        return self.src_tokens + self.tgt_tokens
+
+    def to(self, device: torch.device) -> Batch:
+        move = dict(device=device, non_blocking=True)
+        return Batch(self.src.to(**move), self.tgt_in.to(**move), self.tgt_out.to(**move),
+                     self.src_tokens, self.tgt_tokens)
+
+    def pin_memory(self) -> Batch:
+        return Batch(self.src.pin_memory(), self.tgt_in.pin_memory(),
+                     self.tgt_out.pin_memory(), self.src_tokens, self.tgt_tokens)
+
+
+def _padded_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, multiple: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows idx of a concatenated token array, padded to the longest + 1 column (room
+    for EOS/BOS) rounded up to `multiple`, gathered in one vectorised read."""
+    starts = offsets[idx]
+    lengths = offsets[idx + 1] - starts
+    cols = np.arange(-(-(int(lengths.max()) + 1) // multiple) * multiple)
+    real = cols[None, :] < lengths[:, None]
+    where = np.where(real, starts[:, None] + cols[None, :], 0)
+    if not tokens.size:  # every row empty: nothing to gather (index 0 does not exist)
+        tokens = np.full(1, PAD_ID, np.int64)
+    rows = np.where(real, tokens[where], PAD_ID).astype(np.int64)
+    return rows, lengths
+
+
+def rows_from_lists(seqs: list[list[int]], multiple: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """`_padded_rows` for sequences held as lists (e.g. freshly encoded text)."""
+    lengths = np.fromiter(map(len, seqs), np.int64, len(seqs))
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    flat = np.fromiter((i for seq in seqs for i in seq), np.int64, int(offsets[-1]))
+    return _padded_rows(flat, offsets, np.arange(len(seqs)), multiple)
+
+
+def collate(split: EncodedSplit, idx: np.ndarray, multiple: int = 1) -> Batch:
+    """Pairs `idx` of `split` as one padded batch; lengths padded to a `multiple`."""
+    return assemble(_padded_rows(split.src_tokens, split.src_offsets, idx, multiple),
+                    _padded_rows(split.tgt_tokens, split.tgt_offsets, idx, multiple))
+
+
+def assemble(source: tuple[np.ndarray, np.ndarray], target: tuple[np.ndarray, np.ndarray]
+             ) -> Batch:
+    """A batch from padded (rows, lengths) of each side: EOS after each source, and
+    teacher forcing's shift: tgt_in = BOS + ids, tgt_out = ids + EOS."""
+    (src, src_lengths), (body, tgt_lengths) = source, target
+    rows = np.arange(len(src))
+    src[rows, src_lengths] = EOS_ID
+    tgt_in = np.concatenate([np.full((len(body), 1), BOS_ID, np.int64), body[:, :-1]], axis=1)
+    tgt_out = body
+    tgt_out[rows, tgt_lengths] = EOS_ID
+    return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out),
+                 int(src_lengths.sum()) + len(src), int(tgt_lengths.sum()) + len(body))
+
+
+def plain_batches(split: EncodedSplit, batch_tokens: int, max_len: int) -> Iterator[Batch]:
+    """Every pair of `split` once, length-sorted, no shuffling (validation)."""
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, batch_tokens, 0, max_len,
+                     shuffle=False)
+    for idx in plan.epoch(0):
+        yield collate(split, idx)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+MakeBatch = Callable[[np.ndarray, StreamPosition], Batch]
+
+
+class BackgroundLoader:
+    """Builds the stream's batches in a thread, a few ahead of the training loop.
+
+    Numpy gathers and torch copies release the GIL, so this overlaps with compute.
+    `make_batch(pair indices, stream position before the pull)` collates one batch (the
+    position identifies it, e.g. to seed subword sampling). `next()` returns (batch,
+    position after it): the loop checkpoints the position of what it consumed, not of
+    what was prefetched.
+    """
+
+    def __init__(self, make_batch: MakeBatch, stream: BatchStream, prefetch: int = 8,
+                 pin_memory: bool = False):
+        self.make_batch = make_batch
+        self.stream = stream
+        self.pin = pin_memory
+        self.queue: queue.Queue = queue.Queue(maxsize=prefetch)
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._work, name="batch-loader", daemon=True)
+        self.thread.start()
+
+    def _work(self) -> None:
+        try:
+            while not self.stop_event.is_set():
+                before = StreamPosition(self.stream.position.epoch, self.stream.position.index)
+                batch = self.make_batch(self.stream.next(), before)
+                item = (batch.pin_memory() if self.pin else batch, self.stream.position.state())
+                while not self.stop_event.is_set():
+                    try:
+                        self.queue.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            self.queue.put((exc, None))
+
+    def next(self) -> tuple[Batch, dict[str, int]]:
+        item, position = self.queue.get()
+        if isinstance(item, BaseException):
+            raise item
+        return item, position
+
+    def close(self) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=5)

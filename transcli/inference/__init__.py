@@ -1,0 +1,1 @@
+"""Translating with a trained model: searches, the translator, engines, scoring."""

@@ -1,0 +1,269 @@
+"""Where the model looks while it translates: encoder-decoder attention as pictures and
+as an alignment (`translate --attention DIR`, `transcli explain`).
+
+Each line is translated as `translate` does it (the run's search and settings); then the
+decoder runs teacher-forced over the chosen translation with every layer's
+cross-attention keeping its weights (`model.CrossAttention.keep_weights`, off
+everywhere else, so training and plain translation do not pay for it). That gives,
+per decoder layer and head, how much each target piece (row) attended to each source
+piece (column) when it was predicted; rows sum to 1.
+
+Written per input line N (counted from 1) into DIR:
+    line-0000N.png          heads and layers averaged, the alignment marked
+    line-0000N-layers.png   one panel per decoder layer (heads averaged)
+    line-0000N.txt          the pieces with their indices, and the aligned pairs
+    alignments.txt          one line per input line: the Pharaoh `i-j` pairs
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import torch
+from torch import Tensor
+
+from transcli.config.schema import DecodeConfig
+from transcli.inference.engines import TorchEngine, eval_mode
+from transcli.inference.search import Hypothesis
+from transcli.model.transformer import CrossAttention, Transformer
+from transcli.model.vocab import BOS_ID, EOS_ID
+from transcli.system.errors import UserError
+from transcli.system.files import atomic_path, describe_os_error, output_file
+
+ALIGNMENTS_FILE = "alignments.txt"
+TITLE_CHARS = 90  # longer texts are cut in picture titles
+FIGURE_WIDTH = 24.0  # inches the per-layer panels of one row may take together
+
+
+@dataclass
+class Attention:
+    """The cross-attention of one translation."""
+
+    source: list[str]  # source pieces, then "</s>"
+    target: list[str]  # target pieces, then "</s>" when the translation ended
+    layers: Tensor  # [layers, len(target), len(source)], heads averaged; rows sum to 1
+
+    @property
+    def mean(self) -> Tensor:
+        """Layers and heads averaged: [len(target), len(source)], rows sum to 1."""
+        return self.layers.mean(dim=0)
+
+    def alignment(self) -> list[tuple[int, int]]:
+        """Pharaoh pairs (source piece i, target piece j), indices from 0, one per target
+        piece: the source piece it attended to most (`mean`'s row argmax). The
+        end-of-sentence token is left out on both sides: models park attention on the
+        source `</s>`, which stands for no text."""
+        text_rows = [j for j, piece in enumerate(self.target) if piece != "</s>"]
+        columns = len(self.source) - 1  # the source always ends with </s>
+        if not columns:
+            return []
+        best = self.mean[:, :columns].argmax(dim=1).tolist()
+        return [(best[j], j) for j in text_rows]
+
+
+def pharaoh(pairs: list[tuple[int, int]]) -> str:
+    return " ".join(f"{i}-{j}" for i, j in pairs)
+
+
+@contextlib.contextmanager
+def kept_weights(model: Transformer) -> Iterator[list[CrossAttention]]:
+    """Every decoder layer's cross-attention keeps its weights inside the block."""
+    modules = [layer.cross_attn for layer in model.decoder]
+    for module in modules:
+        module.keep_weights = True
+    try:
+        yield modules
+    finally:
+        for module in modules:
+            module.keep_weights, module.weights = False, None
+
+
+@torch.inference_mode()
+def cross_attention(model: Transformer, source: list[int], target: list[int]) -> Tensor:
+    """[layers, heads, len(target), len(source)]: the attention of the decoder fed BOS +
+    `target[:-1]` (so row j is the step that predicted `target[j]`) on the encoder
+    output of `source` (ids with EOS)."""
+    device = next(model.parameters()).device
+    src = torch.tensor([source], device=device)
+    tgt_in = torch.tensor([[BOS_ID] + target[:-1]], device=device)
+    with eval_mode(model), kept_weights(model) as modules:
+        model.decode_hidden(tgt_in, model.encode(src))
+        return torch.stack([module.weights[0] for module in modules]).float().cpu()
+
+
+def explain(model: Transformer, piece: Any, source: list[int], hypothesis: Hypothesis
+            ) -> Attention:
+    """The `Attention` of one translation; `piece` maps an id to its piece."""
+    target = hypothesis.tokens + ([EOS_ID] if hypothesis.eos else [])  # never empty
+    weights = cross_attention(model, source, target)
+    return Attention([piece(i) for i in source], [piece(i) for i in target],
+                     weights.mean(dim=1))
+
+
+# ----------------------------------------------------------------------------- pictures
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    return pyplot
+
+
+def _panel_size(attention: Attention) -> tuple[float, float]:
+    """Inches for one heatmap: about a third of an inch per piece, within limits."""
+    width = min(24.0, max(4.0, 0.36 * len(attention.source) + 1.6))
+    height = min(24.0, max(3.0, 0.32 * len(attention.target) + 1.6))
+    return width, height
+
+
+def _heatmap(ax: Any, matrix: Tensor, attention: Attention, labels: bool = True) -> Any:
+    """Rows: translation pieces; columns: source pieces; one colour scale, 0 to 1, for
+    every panel so that they compare."""
+    image = ax.imshow(matrix.numpy(), cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto",
+                      interpolation="nearest")
+    ax.set_xticks(range(len(attention.source)), attention.source, rotation=60, ha="right",
+                  rotation_mode="anchor", fontsize=9)
+    ax.set_yticks(range(len(attention.target)), attention.target, fontsize=9)
+    if labels:
+        ax.set_xlabel("source pieces (English)")
+        ax.set_ylabel("translation pieces (Spanish)")
+    return image
+
+
+def _title(english: str, spanish: str) -> str:
+    def cut(text: str) -> str:
+        return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 1] + "…"
+
+    return f"{cut(english)}\n→ {cut(spanish)}"
+
+
+def plot_mean(attention: Attention, title: str, path: Path) -> None:
+    """One heatmap of the attention averaged over layers and heads, the alignment's
+    pairs circled in red."""
+    plt = _pyplot()
+    width, height = _panel_size(attention)
+    fig, ax = plt.subplots(figsize=(width + 1.2, height + 0.8), layout="constrained")
+    image = _heatmap(ax, attention.mean, attention)
+    pairs = attention.alignment()
+    ax.scatter([i for i, _ in pairs], [j for _, j in pairs], s=60, facecolors="none",
+               edgecolors="red", linewidths=1.2, label="alignment")
+    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label="attention weight")
+    ax.set_title(title + "\n(all decoder layers and heads averaged)", fontsize=10)
+    _save(fig, path)
+
+
+def plot_layers(attention: Attention, title: str, path: Path) -> None:
+    """One heatmap per decoder layer (heads averaged), up to three per row."""
+    plt = _pyplot()
+    count = attention.layers.size(0)
+    width, height = _panel_size(attention)
+    columns = max(1, min(count, 3, int(FIGURE_WIDTH // width)))  # long sentences: fewer
+    rows = math.ceil(count / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(columns * width + 1.0, rows * height + 0.8),
+                             squeeze=False, layout="constrained")
+    image = None
+    for index, ax in enumerate(axes.flat):
+        if index >= count:
+            ax.axis("off")
+            continue
+        image = _heatmap(ax, attention.layers[index], attention, labels=index % columns == 0)
+        ax.set_title(f"decoder layer {index + 1} (heads averaged)", fontsize=10)
+    fig.suptitle(title, fontsize=10)
+    fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.02, pad=0.01,
+                 label="attention weight")
+    _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> None:
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=100)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write the picture ({describe_os_error(exc)})") from None
+    finally:
+        _pyplot().close(fig)
+
+
+def describe(attention: Attention, english: str, spanish: str) -> str:
+    """The text beside the pictures: pieces with their indices, then the aligned pairs."""
+    pairs = attention.alignment()
+    lines = [f"English: {english}", f"Spanish: {spanish}",
+             "source pieces: " + " ".join(f"{i}:{p}" for i, p in enumerate(attention.source)),
+             "target pieces: " + " ".join(f"{j}:{p}" for j, p in enumerate(attention.target)),
+             f"alignment (source-target): {pharaoh(pairs)}"]
+    lines += [f"  {attention.source[i]} -> {attention.target[j]}" for i, j in pairs]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def check_decode(decode: DecodeConfig) -> None:
+    """Refuse the settings attention cannot be shown for (before any model is loaded)."""
+    if decode.engine != "torch":
+        raise UserError("--attention needs the torch engine (decode.engine=torch): "
+                        "CTranslate2 does not expose the attention weights")
+    if decode.split_sentences:
+        raise UserError("--attention and --split-sentences do not go together: each "
+                        "picture shows one translation of one input line")
+
+
+class AttentionWriter:
+    """Translates lines like `Translator.translate_nbest` and writes each line's
+    pictures, description and alignment into `folder` (see the module doc)."""
+
+    def __init__(self, folder: Path, translator: Any):
+        check_decode(translator.decode)
+        assert isinstance(translator.engine, TorchEngine)
+        self.folder = Path(folder)
+        self.translator = translator
+        self.written: list[Optional[Path]] = []  # the last call's description files
+        self._stack = contextlib.ExitStack()
+        self._alignments: Any = None
+
+    def __enter__(self) -> AttentionWriter:
+        if self.folder.exists() and not self.folder.is_dir():
+            raise UserError(f"{self.folder}: --attention must name a directory, not a file")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"{self.folder}: cannot create the attention directory "
+                            f"({describe_os_error(exc)})") from None
+        self._alignments = self._stack.enter_context(
+            output_file(self.folder / ALIGNMENTS_FILE, what="alignments"))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.__exit__(*exc)
+
+    def translate(self, lines: list[str], first: int) -> list[list[tuple[str, float]]]:
+        """Translations of `lines` (input lines first, first + 1, ...), as
+        `Translator.translate_nbest`; the best one of each line is explained."""
+        translator = self.translator
+        sources, found = translator.search_lines(lines, range(first, first + len(lines)))
+        results = translator.texts(found)
+        model = translator.engine.model
+        self.written = []
+        for index, (line, source, hyps, texts) in enumerate(zip(lines, sources, found, results)):
+            if not hyps:
+                self._alignments.write(b"\n")
+                self.written.append(None)
+                continue
+            attention = explain(model, translator.tokenizer.sp.IdToPiece, source, hyps[0])
+            stem = self.folder / f"line-{first + index + 1:05d}"
+            title = _title(line.strip(), texts[0][0])
+            plot_mean(attention, title, stem.with_suffix(".png"))
+            plot_layers(attention, title, stem.parent / f"{stem.name}-layers.png")
+            with atomic_path(stem.with_suffix(".txt")) as tmp:
+                tmp.write_text(describe(attention, line.strip(), texts[0][0]), encoding="utf-8")
+            self._alignments.write((pharaoh(attention.alignment()) + "\n").encode())
+            self.written.append(stem.with_suffix(".txt"))
+        self._alignments.flush()
+        return results

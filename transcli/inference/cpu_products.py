@@ -1,0 +1,153 @@
+"""Inference's float32 matrix products on the CPU: through oneDNN, or through the BLAS.
+
+torch's CPU `F.linear` in float32 goes to the BLAS it was built with (MKL in the x86
+wheels). On AMD CPUs with AVX512, oneDNN, which torch also ships, does the same products
+much faster; on an AVX2-only AMD CPU it was a little slower (README, "Benchmarks":
+`bench/translate_speed.py`). `decode.cpu_gemm: auto` (the default) therefore takes oneDNN
+on AMD CPUs with AVX512 only, as CTranslate2 takes oneDNN on every CPU but Intel's; `blas`
+and `onednn` choose. Only work without autograd and without autocast takes these paths:
+training, and bf16 validation, keep torch's own kernels.
+
+oneDNN keeps memory for every input shape it has met, so `linear` pads the rows to one of
+a few sizes (`bucket`): a long translation job's memory stays bounded.
+
+With the BLAS, a product of few rows -- a decoding step near the end of a batch, when
+most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
+(`blas_linear`): the same sums, which MKL did faster that way round for 2 to 32 rows
+(`bench/step_speed.py`; README, "Benchmarks").
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from transcli.model.kvcache import StepBuffers
+from transcli.model.transformer import output_product as model_output_product
+
+
+def _onednn_available() -> bool:
+    return (torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+
+
+ONEDNN = _onednn_available()
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (e.g. AuthenticAMD, GenuineIntel); "" where Linux's
+    /proc/cpuinfo does not say."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def use_onednn(cpu_gemm: str) -> bool:
+    """Whether the torch engine's float32 CPU products go through oneDNN, for
+    `decode.cpu_gemm` blas, onednn or auto (oneDNN on AMD CPUs with AVX512)."""
+    if cpu_gemm == "auto":
+        return (ONEDNN and torch.backends.cpu.get_cpu_capability() == "AVX512"
+                and cpu_vendor() == "AuthenticAMD")
+    return cpu_gemm == "onednn"
+
+
+def bucket(rows: int) -> int:
+    """`rows` rounded up to one of 8 sizes per power of two (at most 12.5% more)."""
+    step = 1 << max(0, rows.bit_length() - 4)
+    return -(-rows // step) * step
+
+
+FEW_ROWS = 32  # products of 2 to this many rows go weight-first (`blas_linear`)
+
+
+def _cpu_inference(x: Tensor, weight: Tensor) -> bool:
+    """Whether x Wᵀ is float32 CPU work outside autograd and autocast."""
+    return (x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
+            and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu"))
+
+
+def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """`F.linear(x, weight, bias)`, through oneDNN for float32 CPU inference. The rows are
+    padded to a `bucket` size: oneDNN keeps memory for every shape it meets."""
+    if ONEDNN and _cpu_inference(x, weight):
+        flat = x.reshape(-1, x.size(-1))
+        rows, extra = flat.size(0), bucket(flat.size(0)) - flat.size(0)
+        padded = F.pad(flat, (0, 0, 0, extra)) if extra else flat
+        out = torch.ops.mkldnn._linear_pointwise(padded, weight, bias, "none", [], "")
+        return out[:rows].reshape(*x.shape[:-1], weight.size(0))
+    return F.linear(x, weight, bias)
+
+
+def output_product(hidden: Tensor, weight: Tensor,
+                   buffers: Optional[StepBuffers] = None) -> Tensor:
+    """The Transformer's output product (`model.output_product`) through `linear`; oneDNN
+    makes its own result tensor, so it takes no memory from `buffers`."""
+    return linear(hidden, weight)
+
+
+def _weight_first(x: Tensor, weight: Tensor) -> bool:
+    """Whether `blas_linear` computes x Wᵀ weight-first: float32 CPU inference on 2 to
+    `FEW_ROWS` rows."""
+    return 1 < x.numel() // x.size(-1) <= FEW_ROWS and _cpu_inference(x, weight)
+
+
+def blas_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """`F.linear(x, weight, bias)` through the BLAS; for float32 CPU inference on 2 to
+    `FEW_ROWS` rows computed as (W xᵀ)ᵀ, weight first, and made contiguous again (one row
+    goes to a matrix-vector product either way, faster the usual way round)."""
+    if not _weight_first(x, weight):
+        return F.linear(x, weight, bias)
+    flat = x.reshape(-1, x.size(-1))
+    y_t = (torch.mm(weight, flat.t()) if bias is None
+           else torch.addmm(bias[:, None], weight, flat.t()))
+    return y_t.t().contiguous().view(*x.shape[:-1], weight.size(0))
+
+
+def blas_output_product(hidden: Tensor, weight: Tensor,
+                        buffers: Optional[StepBuffers] = None) -> Tensor:
+    """The Transformer's output product (`model.output_product`) in `blas_linear`'s
+    order, into the step's `buffers` ("logits", for hidden [rows, d_model]) if given."""
+    if buffers is None:
+        return blas_linear(hidden, weight)
+    if not _weight_first(hidden, weight):
+        return model_output_product(hidden, weight, buffers)
+    out = buffers.get("logits", hidden.size(0), weight.size(0), hidden)
+    return out.copy_(torch.mm(weight, hidden.t()).t())
+
+
+class OneDnnLinear(nn.Linear):
+    """An `nn.Linear` whose forward is `linear`: the same parameters and state dict."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return linear(x, self.weight, self.bias)
+
+
+class BlasLinear(nn.Linear):
+    """An `nn.Linear` whose forward is `blas_linear`: the same parameters and state dict."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return blas_linear(x, self.weight, self.bias)
+
+
+def cpu_linears(model: nn.Module, onednn: bool) -> nn.Module:
+    """Every plain `nn.Linear` of `model` made an `OneDnnLinear` (with `onednn`) or a
+    `BlasLinear`, in place (a class swap: the parameters are the same objects), and the
+    Transformer's tied output product the matching one. For translation models only:
+    quantization (`torch.ao.quantization.quantize_dynamic`) recognises plain `nn.Linear`
+    alone."""
+    kind, product = (OneDnnLinear, output_product) if onednn else (BlasLinear,
+                                                                   blas_output_product)
+    for module in model.modules():
+        if type(module) is nn.Linear:
+            module.__class__ = kind
+        if hasattr(module, "output_product"):
+            module.output_product = product
+    return model

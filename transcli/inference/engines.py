@@ -1,0 +1,152 @@
+"""What runs the search under `Translator`: transcli's own model, or CTranslate2.
+
+An engine takes one batch of encoded sources (ids + EOS), each sentence's maximum
+target length (EOS included) and index in the input, and returns each sentence's
+hypotheses, best first. Everything else -- encoding, token-budget batches, input
+order, empty lines, n-best output -- is `Translator`'s, the same for every engine.
+
+- `TorchEngine`: the strategy `decode.strategy` names (`search.SEARCHES`) on the
+  torch model (with int8 weights for `decode.quantize: int8`, `quantize.quantize_int8`).
+- `Ct2Engine`: `ctranslate2.Translator.translate_batch` on the sentencepiece pieces
+  of a CTranslate2 export (`export.ct2`), made on first use and cached in the run dir
+  (`cached_ct2_export`). Greedy search gives transcli's output; beam search and
+  sampling are CTranslate2's own (see `ct2_options`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Iterator, Protocol, Sequence
+
+import torch
+from torch import nn
+
+from transcli.config.schema import DecodeConfig
+from transcli.data.tokenizer import Tokenizer
+from transcli.inference.search import Hypothesis, hypothesis_score, search
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import EOS_ID, PAD_ID
+from transcli.system.errors import UserError
+
+
+class Engine(Protocol):
+    max_positions: int  # longest source (EOS included) and target the model takes
+
+    def search(self, sources: list[list[int]], max_len: list[int],
+               indices: Sequence[int]) -> list[list[Hypothesis]]: ...
+
+
+class TorchEngine:
+    """The torch model and the registered search strategies."""
+
+    def __init__(self, model: Transformer, decode: DecodeConfig,
+                 device: str | torch.device | None = None, cached: bool = True):
+        self.model = model
+        self.decode = decode
+        self.device = torch.device(device) if device else next(model.parameters()).device
+        self.cached = cached  # False: re-run the decoder over each prefix (reference, bench)
+        self.max_positions = model.cfg.max_positions
+
+    @torch.inference_mode()
+    def search(self, sources: list[list[int]], max_len: list[int],
+               indices: Sequence[int]) -> list[list[Hypothesis]]:
+        src = torch.full((len(sources), max(map(len, sources))), PAD_ID, dtype=torch.long)
+        for row, ids in enumerate(sources):
+            src[row, :len(ids)] = torch.tensor(ids)
+        with eval_mode(self.model):
+            return search(self.model, src.to(self.device), max_len, self.decode, self.cached,
+                          indices)
+
+
+@contextlib.contextmanager
+def eval_mode(model: nn.Module) -> Iterator[None]:
+    """Dropout off while decoding; the training loop's model goes back to training after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+class Ct2Engine:
+    """A CTranslate2 model directory, fed sentencepiece pieces."""
+
+    def __init__(self, model_dir: Path, tokenizer: Tokenizer, decode: DecodeConfig,
+                 max_positions: int, device: str | torch.device = "cpu"):
+        from transcli.export import require
+
+        ctranslate2 = require("ctranslate2", "ct2")
+        self.ctranslate2 = ctranslate2
+        self.decode = decode
+        self.max_positions = max_positions
+        self.sp = tokenizer.sp
+        try:
+            self.translator = ctranslate2.Translator(
+                str(model_dir), device=torch.device(device).type, compute_type="default",
+                intra_threads=torch.get_num_threads())
+        except (RuntimeError, ValueError) as exc:  # e.g. a CTranslate2 build without CUDA
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{model_dir}: CTranslate2 cannot load the model ({reason})") from None
+
+    def search(self, sources: list[list[int]], max_len: list[int],
+               indices: Sequence[int]) -> list[list[Hypothesis]]:
+        # CTranslate2 appends </s> itself (the export sets add_source_eos).
+        pieces = [[self.sp.IdToPiece(i) for i in ids[:-1]] for ids in sources]
+        results = self._translate(pieces, max(max_len))
+        # One length limit per call: sentences whose output ran past their own limit
+        # are translated again with it (rare: the limit is a * length + b).
+        over = [i for i, (result, limit) in enumerate(zip(results, max_len))
+                if any(len(h) > limit for h in result.hypotheses)]
+        for limit in sorted({max_len[i] for i in over}):
+            group = [i for i in over if max_len[i] == limit]
+            for i, result in zip(group, self._translate([pieces[i] for i in group], limit)):
+                results[i] = result
+        return [self._hypotheses(result) for result in results]
+
+    def _translate(self, pieces: list[list[str]], max_len: int) -> list[Any]:
+        if self.decode.strategy == "sample":
+            self.ctranslate2.set_random_seed(self.decode.seed)
+        return self.translator.translate_batch(pieces, **ct2_options(self.decode, max_len))
+
+    def _hypotheses(self, result: Any) -> list[Hypothesis]:
+        """transcli's hypotheses, scored as transcli scores them, best first."""
+        alpha = self.decode.length_penalty
+        found = []
+        for pieces, ct2_score in zip(result.hypotheses, result.scores):
+            ids = [self.sp.PieceToId(piece) for piece in pieces]
+            eos = bool(ids) and ids[-1] == EOS_ID
+            # CTranslate2 divides by length ** alpha (EOS counted): undo it, then GNMT.
+            logprob = ct2_score * len(ids) ** alpha
+            found.append(Hypothesis(ids[:-1] if eos else ids, logprob,
+                                    hypothesis_score(logprob, len(ids), alpha), eos))
+        return sorted(found, key=lambda h: (h.eos, h.score), reverse=True)
+
+
+def ct2_options(decode: DecodeConfig, max_len: int) -> dict[str, Any]:
+    """`translate_batch` options for transcli's decode settings, as close as CTranslate2
+    allows. Where it differs:
+
+    - length penalty: CTranslate2 ranks finished beams by log-prob / length ** alpha,
+      transcli by GNMT's log-prob / ((5 + length) / 6) ** alpha; the same alpha is
+      passed (both grow with alpha; alpha = 0 is the same raw log-prob) and the
+      returned hypotheses are re-scored the GNMT way;
+    - beam stopping: CTranslate2 stops a sentence once `beam_size` hypotheses have
+      finished (`patience` 1), transcli once no live beam can beat the finished ones,
+      so beam results may differ (the tests report the agreement rate);
+    - length limit: one per call (`Ct2Engine.search` re-runs the few sentences that
+      ran past their own);
+    - sampling: CTranslate2's own generator, seeded once per batch, so a line's
+      sample depends on its batch (transcli's torch sampler seeds each line).
+    """
+    options: dict[str, Any] = dict(
+        max_decoding_length=max_len, min_decoding_length=0, max_input_length=0,
+        return_scores=True, return_end_token=True, num_hypotheses=decode.n_best,
+        length_penalty=decode.length_penalty, beam_size=1)
+    if decode.strategy == "beam":
+        options["beam_size"] = decode.beam_size
+    elif decode.strategy == "sample":
+        options.update(sampling_topk=decode.top_k, sampling_topp=decode.top_p,
+                       sampling_temperature=decode.temperature)
+    return options

@@ -1,0 +1,376 @@
+"""Search strategies over a batch of source sentences: greedy, beam and sampling.
+
+`decode.strategy` names one of them in `SEARCHES`, all with one signature (see
+`Search`); `search` runs the one a config asks for.
+
+The encoder runs once per batch. Each step feeds one token per live sequence to
+the decoder, which reuses cached keys/values (`model.step`); `cached=False`
+re-runs the decoder over the whole prefix instead, the reference that tests and
+the benchmark compare against. Search works on one tensor of sentences x beams;
+sentences that finish are dropped from it, so a batch gets cheaper as it goes
+and no sentence's result depends on the others in its batch.
+
+Scores are log-probabilities divided by the GNMT length penalty
+((5 + len) / 6) ** alpha (Wu et al. 2016), plus an optional reward per token,
+`decode.word_reward` * len (Murray & Chiang 2018), where len counts the EOS token.
+Beam search compares hypotheses of different lengths by this score; a weak model's
+beams end early, and the reward counters that bias toward short translations. With
+`decode.word_reward_bound` = r > 0, the reward counts at most r x (source tokens) + 1
+tokens (Yang et al. 2018's bounded reward): it lengthens short outputs without paying
+for junk beyond a plausible length, and beam search can stop once a sentence is past it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from transcli.config.schema import DecodeConfig
+from transcli.inference import selection
+from transcli.model.kvcache import DecoderState, StepBuffers
+from transcli.model.transformer import Memory, Transformer
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Hypothesis:
+    """One translation of one sentence, as target ids without BOS/EOS."""
+
+    tokens: list[int]
+    logprob: float  # sum of the token log-probabilities, EOS included when emitted
+    score: float  # what search ranks by: `hypothesis_score`
+    eos: bool  # False when the search stopped at the maximum length
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT: ((5 + length) / 6) ** alpha; alpha = 0 compares raw log-probabilities."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def hypothesis_score(logprob: float, length: int, alpha: float, reward: float = 0.0,
+                     bound: float = math.inf) -> float:
+    """What search ranks hypotheses of `length` tokens (EOS included) by:
+    logprob / length_penalty(length, alpha) + reward * min(length, bound)."""
+    return logprob / length_penalty(length, alpha) + reward * min(length, bound)
+
+
+def reward_bounds(src: Tensor, ratio: float) -> list[float]:
+    """Per sentence of `src` [batch, src_len] (EOS-terminated, padded): the length up to
+    which the word reward counts, ratio x (source tokens without EOS) + 1 for the target's
+    EOS; no bound when `ratio` is 0."""
+    if ratio == 0.0:
+        return [math.inf] * src.size(0)
+    return [ratio * (n - 1) + 1 for n in (src != PAD_ID).sum(dim=1).tolist()]
+
+
+class Stepper:
+    """The decoder as search sees it: feed the newest tokens, get next-token log-probs;
+    `reorder` selects/repeats batch rows (expand to beams, follow beams, drop finished)."""
+
+    def __init__(self, model: Transformer, memory: Memory, cached: bool = True):
+        self.model = model
+        self.cached = cached
+        self.state: DecoderState | None = model.start_decoding(memory) if cached else None
+        if self.state is not None:  # every search reads a step's log-probs before the next
+            self.state.buffers = StepBuffers()
+        self.memory = memory  # used by the uncached path only
+        self.prefix: Tensor | None = None
+
+    def step(self, tokens: Tensor) -> Tensor:
+        if self.state is not None:
+            return self.model.step(tokens, self.state)
+        new = tokens[:, None]
+        self.prefix = new if self.prefix is None else torch.cat([self.prefix, new], dim=1)
+        return self.model.decode(self.prefix, self.memory, last_only=True)[:, 0]
+
+    def drop(self, keep: Tensor) -> Tensor:
+        """Keep the rows where `keep` (bool) is True; returns the kept rows' index in their
+        new order (`DecoderState.drop`; the uncached path keeps their order)."""
+        if self.state is not None:
+            return self.state.drop(keep)
+        index = keep.nonzero().squeeze(1)
+        self.reorder(index)
+        return index
+
+    def reorder(self, index: Tensor) -> None:
+        if self.state is not None:
+            self.state.reorder(index)
+            return
+        self.memory = Memory(self.memory.states.index_select(0, index),
+                             self.memory.mask.index_select(0, index))
+        if self.prefix is not None:
+            self.prefix = self.prefix.index_select(0, index)
+
+
+def _limits(max_len: int | list[int] | Tensor, src: Tensor, model: Transformer) -> Tensor:
+    """Per-sentence maximum target length (EOS included), capped so that BOS plus
+    every fed token fits the model's positional table."""
+    limit = torch.as_tensor(max_len, dtype=torch.long, device=src.device)
+    limit = limit.expand(src.size(0)) if limit.dim() == 0 else limit
+    return limit.clamp(1, model.cfg.max_positions)
+
+
+def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Tensor,
+                  length_penalty_alpha: float = 0.0, cached: bool = True,
+                  word_reward: float = 0.0, reward_bound: float = 0.0) -> list[Hypothesis]:
+    """The most likely next token at every step, for each sentence of `src` [batch, src_len].
+
+    `max_len` (one for all, or one per sentence) bounds the target tokens, EOS included;
+    `length_penalty_alpha`, `word_reward` and `reward_bound` only affect the reported
+    score, so that it matches beam search's.
+    """
+    limit = _limits(max_len, src, model)
+    stepper = Stepper(model, model.encode(src, packed=True), cached)
+    return _one_path(stepper, limit, length_penalty_alpha,
+                     (word_reward, reward_bounds(src, reward_bound)),
+                     _most_likely)
+
+
+def _most_likely(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
+    """Greedy's pick: each row's largest log-prob and its token (the first on a tie)."""
+    value, token = selection.top_k(logp, 1)
+    return value[:, 0], token[:, 0]
+
+
+Pick = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
+
+
+Reward = tuple[float, list[float]]  # word reward, and the length it counts up to per row
+
+
+def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
+              pick: Pick) -> list[Hypothesis]:
+    """One hypothesis per row, extended by `pick(log-probs [live, V], rows [live])` ->
+    (log-prob, token) per live row until EOS or the row's `limit`."""
+    batch, device = limit.size(0), limit.device
+    out = torch.zeros(batch, int(limit.max()), dtype=torch.long, device=device)
+    logprob = torch.zeros(batch, dtype=torch.float64, device=device)
+    length = limit.clone()
+    ended = torch.zeros(batch, dtype=torch.bool, device=device)
+    rows = torch.arange(batch, device=device)  # the row each live sequence fills
+    tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)
+    for step in range(1, int(limit.max()) + 1):
+        best_logp, best = pick(stepper.step(tokens), rows)
+        out[rows, step - 1] = best
+        logprob[rows] += best_logp.double()
+        eos = best == EOS_ID
+        ended[rows] = eos
+        done = eos | (step >= limit[rows])
+        length[rows[done]] = step
+        if bool(done.all()):
+            break
+        if bool(done.any()):
+            live = stepper.drop(~done)
+            rows, best = rows[live], best[live]
+        tokens = best
+    per_token, bounds = reward
+    hyps = []
+    for ids, lp, n, e, b in zip(out.tolist(), logprob.tolist(), length.tolist(),
+                                ended.tolist(), bounds):
+        hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
+                               hypothesis_score(lp, n, alpha, per_token, b), e))
+    return hyps
+
+
+def sample_probs(logp: Tensor, temperature: float = 1.0, top_k: int = 0,
+                 top_p: float = 1.0) -> Tensor:
+    """The distribution sampling draws from, per row of next-token log-probs [rows, V]:
+    softmax(logp / temperature), cut to the `top_k` most likely tokens (0: all) and
+    renormalised, then cut to the nucleus (Holtzman et al. 2020): the fewest most likely
+    tokens whose mass reaches `top_p`; renormalised. The order is Hugging Face's."""
+    probs = torch.softmax(logp.double() / temperature, dim=-1)
+    if 0 < top_k < probs.size(-1):
+        kth = probs.topk(top_k, dim=-1).values[:, -1:]
+        probs = probs.masked_fill(probs < kth, 0.0)  # ties with the k-th stay
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    if top_p < 1.0:
+        ordered, order = probs.sort(dim=-1, descending=True)
+        mass_before = ordered.cumsum(dim=-1) - ordered  # kept while the mass so far < top_p
+        probs = probs.scatter(-1, order, ordered.masked_fill(mass_before >= top_p, 0.0))
+    return probs / probs.sum(dim=-1, keepdim=True)
+
+
+def sample_seed(seed: int, index: int, sample: int) -> str:
+    """The seed of one sample of one input line: a function of nothing else, so the
+    line's translation does not depend on its batch or on the lines around it."""
+    return f"{seed}/{index}/{sample}"
+
+
+def _sampler(decode: DecodeConfig, seeds: list[str]) -> Pick:
+    """Ancestral sampling by inverse CDF: one uniform draw per row and step, each row
+    with its own generator (`random.Random`, the same on every platform and device)."""
+    generators = [random.Random(seed) for seed in seeds]
+
+    def pick(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
+        probs = sample_probs(logp, decode.temperature, decode.top_k, decode.top_p)
+        draws = torch.tensor([generators[r].random() for r in rows.tolist()],
+                             dtype=torch.float64, device=logp.device)
+        cdf = probs.cumsum(dim=-1)
+        # The first token whose cumulative mass exceeds the draw (never one of mass 0).
+        token = (cdf <= draws[:, None] * cdf[:, -1:]).sum(dim=-1).clamp(max=probs.size(-1) - 1)
+        return logp.gather(1, token[:, None])[:, 0], token
+
+    return pick
+
+
+# ----------------------------------------------------------------------------- the registry
+# Every strategy has this signature: the model, a padded batch of sources, the maximum
+# target length of each, the decode settings, whether to use the decoder cache, and each
+# sentence's index in the input (which seeds sampling). It returns each sentence's
+# hypotheses, best first. A new strategy is one such function, its name in SEARCHES and in
+# `config.STRATEGIES`, and a test.
+
+Search = Callable[[Transformer, Tensor, list[int], DecodeConfig, bool, Sequence[int]],
+                  list[list[Hypothesis]]]
+
+
+def greedy(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
+           cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
+    """`greedy_search` (one hypothesis per sentence)."""
+    return [[h] for h in greedy_search(model, src, max_len, decode.length_penalty, cached,
+                                       decode.word_reward, decode.word_reward_bound)]
+
+
+def beam(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
+         cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
+    """`beam_search` with `decode.beam_size` beams and `decode.n_best` hypotheses."""
+    return beam_search(model, src, decode.beam_size, decode.length_penalty, max_len,
+                       decode.n_best, cached, decode.word_reward, decode.word_reward_bound)
+
+
+def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
+           cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
+    """`decode.n_best` independent samples per sentence, best score first; token by token
+    from `sample_probs`, line `indices[i]`'s j-th sample seeded by `sample_seed`."""
+    n = decode.n_best
+    limit = _limits(max_len, src, model).repeat_interleave(n)
+    stepper = Stepper(model, model.encode(src, packed=True), cached)
+    if n > 1:
+        stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(n))
+    seeds = [sample_seed(decode.seed, index, j) for index in indices for j in range(n)]
+    bounds = [b for b in reward_bounds(src, decode.word_reward_bound) for _ in range(n)]
+    found = _one_path(stepper, limit, decode.length_penalty, (decode.word_reward, bounds),
+                      _sampler(decode, seeds))
+    return [sorted(found[i:i + n], key=lambda h: h.score, reverse=True)
+            for i in range(0, len(found), n)]
+
+
+SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy, "sample": sample}
+
+
+def search(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
+           cached: bool = True, indices: Sequence[int] | None = None) -> list[list[Hypothesis]]:
+    """Run the strategy `decode.strategy` names over a batch; `indices` default to 0..n-1."""
+    return SEARCHES[decode.strategy](model, src, max_len, decode, cached,
+                                     range(src.size(0)) if indices is None else indices)
+
+
+def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_alpha: float,
+                max_len: int | list[int] | Tensor, n_best: int = 1,
+                cached: bool = True, word_reward: float = 0.0,
+                reward_bound: float = 0.0) -> list[list[Hypothesis]]:
+    """Beam search for each sentence of `src` [batch, src_len]; returns its `n_best` best
+    hypotheses, best first.
+
+    Every step ranks the 2K best continuations of a sentence's K live beams by log-prob. EOS
+    among the top K of them finishes that hypothesis (length-penalised score); the first K
+    that are not EOS stay live, so the beam stays full. A sentence is done when it has
+    `n_best` finished hypotheses and its best live one, scored at the current length, does
+    not beat the n_best-th of them: log-probs only fall, so with alpha = 0 nothing live
+    could ever win; with alpha > 0 a longer hypothesis might in principle still overtake
+    after normalisation (the rule of Hugging Face's default search; it makes beam 1 the same
+    as greedy, unless a word reward keeps beam 1 going past EOS). At its maximum length a
+    sentence's live beams end unfinished. Finished hypotheses rank before unfinished ones. A
+    `word_reward` adds that much per token to every score (`hypothesis_score`): candidates
+    of one step all have the same length, so it only changes which finished hypothesis wins,
+    and when a sentence is settled: its best live beam is credited with the reward of every
+    step left up to its limit, so a hypothesis that ended first cannot stop the search while
+    a longer one could still beat it. `reward_bound` > 0 caps the tokens the reward
+    counts per sentence (`reward_bounds`), and with it that credit.
+    """
+    bounds = reward_bounds(src, reward_bound)
+
+    def score(logprob: float, length: int, sentence: int) -> float:
+        return hypothesis_score(logprob, length, length_penalty_alpha, word_reward,
+                                bounds[sentence])
+
+    def still_to_earn(step: int, most: int, sentence: int) -> float:
+        """The reward a live beam at `step` may still earn before its limit `most`."""
+        b = bounds[sentence]
+        return max(word_reward, 0.0) * max(0.0, min(most, b) - min(step, b))
+
+    limit = _limits(max_len, src, model)
+    batch, k, device = src.size(0), beam_size, src.device
+    stepper = Stepper(model, model.encode(src, packed=True), cached)
+    stepper.reorder(torch.arange(batch, device=device).repeat_interleave(k))
+    sent = torch.arange(batch, device=device)  # sentence of each live group of k beams
+    scores = torch.full((batch, k), NEG_INF, dtype=torch.float64, device=device)
+    scores[:, 0] = 0.0  # all beams start equal: let only the first one expand at step 1
+    history = torch.zeros(batch, k, 0, dtype=torch.long, device=device)
+    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    positions = torch.arange(2 * k, device=device)
+    for step in range(1, int(limit.max()) + 1):
+        n = sent.size(0)
+        logp = stepper.step(tokens)  # [n * k, vocab]
+        vocab = logp.size(-1)
+        # The 2K best overall lie among each beam's 2K best.
+        top_logp, top_tok = selection.top_k(logp, min(2 * k, vocab))
+        top_logp, top_tok = top_logp.view(n, k, -1), top_tok.view(n, k, -1)
+        cand = (scores[:, :, None] + top_logp.double()).view(n, -1)
+        cand_scores, cand_idx = cand.topk(min(2 * k, cand.size(1)), dim=-1)
+        cand_beam = cand_idx // top_tok.size(-1)
+        cand_tok = top_tok.view(n, -1).gather(1, cand_idx)
+        is_eos = cand_tok == EOS_ID
+
+        # Finish hypotheses whose EOS ranks among the top K of this step.
+        ends = (is_eos[:, :k] & (cand_scores[:, :k] > NEG_INF)).nonzero()
+        if ends.numel():
+            i_idx, j_idx = ends[:, 0], ends[:, 1]
+            ended_tokens = history[i_idx, cand_beam[i_idx, j_idx]].tolist()
+            ended_scores = cand_scores[i_idx, j_idx].tolist()
+            for s, ids, lp in zip(sent[i_idx].tolist(), ended_tokens, ended_scores):
+                finished[s].append(Hypothesis(ids, lp, score(lp, step, s), True))
+
+        # Keep the first K candidates that are not EOS (each beam gives at most one EOS).
+        width = cand_scores.size(1)
+        keep = (is_eos.long() * width + positions[:width]).topk(
+            k, dim=-1, largest=False).indices
+        beam = cand_beam.gather(1, keep)
+        tokens = cand_tok.gather(1, keep)
+        scores = cand_scores.gather(1, keep)
+        history = torch.cat([history.gather(1, beam[:, :, None].expand_as(history)),
+                             tokens[:, :, None]], dim=2)
+
+        limits = limit[sent].tolist()
+        live = []
+        for i, (s, best, most) in enumerate(zip(sent.tolist(), scores[:, 0].tolist(), limits)):
+            if step >= most:
+                finished[s].extend(
+                    Hypothesis(ids, lp, score(lp, step, s), False)
+                    for ids, lp in zip(history[i].tolist(), scores[i].tolist()) if lp > NEG_INF)
+            elif not _settled(finished[s], n_best,
+                              score(best, step, s) + still_to_earn(step, most, s)):
+                live.append(i)
+        if not live:
+            break
+        live_idx = torch.tensor(live, dtype=torch.long, device=device)
+        stepper.reorder((live_idx[:, None] * k + beam[live_idx]).view(-1))
+        sent, scores, history = sent[live_idx], scores[live_idx], history[live_idx]
+        tokens = tokens[live_idx].view(-1)
+    return [sorted(hyps, key=lambda h: (h.eos, h.score), reverse=True)[:n_best]
+            for hyps in finished]
+
+
+def _settled(finished: list[Hypothesis], n_best: int, best_live: float) -> bool:
+    """Whether `n_best` finished hypotheses all score at least `best_live`."""
+    if len(finished) < n_best:
+        return False
+    return sorted((h.score for h in finished), reverse=True)[n_best - 1] >= best_live

@@ -1,0 +1,184 @@
+"""Translating lines with a trained model.
+
+`Translator` holds a model in memory and turns a list of lines into translations:
+lines are encoded, sorted by length into token-budget batches, searched by an
+engine (`engines.py`: the strategy `decode.strategy` names on the torch model, or
+CTranslate2) and put back in input order; empty lines stay empty. `translate`,
+`evaluate` and `serve` build one from a run dir (`load_translator`), the training
+loop from the model it trains.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from tqdm import tqdm
+
+from transcli.config.schema import DecodeConfig
+from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.inference.cpu_products import cpu_linears, use_onednn
+from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
+from transcli.inference.quantize import quantize_int8
+from transcli.inference.search import Hypothesis
+from transcli.inference.sentences import split_sentences
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import EOS_ID
+from transcli.rundir.checkpoints import load_trained
+from transcli.rundir.layout import load_run_config
+from transcli.system.devices import pick_device
+from transcli.system.runtime import inference_setup
+
+CHUNK_LINES = 1000  # lines read, translated and written at a time
+
+
+class Translator:
+    """An engine (transcli's model, or CTranslate2), its tokenizer and search settings:
+    lines in, lines out.
+
+    Nothing here touches the disk, so the training loop can call it for
+    validation BLEU as often as it likes.
+    """
+
+    def __init__(self, model: Transformer | Engine, tokenizer: Tokenizer, decode: DecodeConfig,
+                 device: str | torch.device | None = None, *, cached: bool = True):
+        """`model`: a Transformer (searched by `TorchEngine` on `device`, with the decoder
+        cache unless `cached` is False) or any other `Engine`."""
+        self.engine = (TorchEngine(model, decode, device, cached)
+                       if isinstance(model, torch.nn.Module) else model)
+        self.tokenizer = tokenizer
+        self.decode = decode
+        self.truncated = 0  # input lines cut to fit the model's positions, so far
+        self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
+
+    def translate(self, lines: list[str], first: int = 0) -> list[str]:
+        """The best translation of each line, in input order."""
+        return [hyps[0][0] for hyps in self.translate_nbest(lines, first)]
+
+    def translate_nbest(self, lines: list[str], first: int = 0) -> list[list[tuple[str, float]]]:
+        """Up to `decode.n_best` (text, score) pairs per line, best first; an empty
+        line gets empty hypotheses with score 0. `first` is the index of `lines[0]` in
+        the whole input: sampling seeds each line by its index.
+
+        With `decode.split_sentences` each line's sentences (`sentences.split_sentences`)
+        are translated apart and their translations joined by a space, scored by the
+        sum of their scores (n_best is 1 then)."""
+        indices = range(first, first + len(lines))
+        if not self.decode.split_sentences:
+            return self.texts(self.search_lines(lines, indices)[1])
+        parts = [split_sentences(line) for line in lines]
+        # Every sentence of line i is seeded by i: a line's samples do not depend on others.
+        found = iter(self.texts(self.search_lines(
+            [s for part in parts for s in part],
+            [index for index, part in zip(indices, parts) for _ in part])[1]))
+        joined = []
+        for part in parts:
+            best = [next(found)[0] for _ in part]
+            joined.append([(" ".join(text for text, _ in best), sum(score for _, score in best))])
+        return joined
+
+    def search_lines(self, lines: list[str], indices: Sequence[int]
+                     ) -> tuple[list[list[int]], list[list[Hypothesis]]]:
+        """Each line's source ids (with EOS; [] for a blank line) and its hypotheses, best
+        first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling)."""
+        sources = self._encode(lines)
+        found: list[list[Hypothesis]] = [[] for _ in lines]
+        todo = [i for i, ids in enumerate(sources) if ids]
+        for batch in token_batches([len(sources[i]) for i in todo], self.decode.batch_tokens):
+            picked = [todo[j] for j in batch]
+            for i, hyps in zip(picked, self._search([sources[i] for i in picked],
+                                                    [indices[i] for i in picked])):
+                found[i] = hyps
+        return sources, found
+
+    def texts(self, found: list[list[Hypothesis]]) -> list[list[tuple[str, float]]]:
+        """(text, score) of each hypothesis; a line without any gets n_best empty ones."""
+        texts = iter(self.tokenizer.decode([h.tokens for hyps in found for h in hyps]))
+        empty = [("", 0.0)] * self.decode.n_best
+        return [[(next(texts), h.score) for h in hyps] if hyps else list(empty)
+                for hyps in found]
+
+    def warn_truncated(self) -> None:
+        """One line on stderr if any input was cut to fit the model (never a crash)."""
+        if self.truncated:
+            print(f"transcli: warning: {self.truncated} input line(s) longer than the model's "
+                  f"{self.engine.max_positions} positions were truncated to fit",
+                  file=sys.stderr)
+
+    def _encode(self, lines: list[str]) -> list[list[int]]:
+        """Source ids + EOS per line ([] for a blank line), cut to the positional table."""
+        room = self.engine.max_positions - 1  # one position is EOS's
+        sources = []
+        for ids, line in zip(self.tokenizer.encode(lines), lines):
+            if not line.strip() or not ids:
+                sources.append([])
+                continue
+            if len(ids) > room:
+                ids = ids[:room]
+                self.truncated += 1
+            sources.append(ids + [EOS_ID])
+        return sources
+
+    def _search(self, sources: list[list[int]], indices: list[int]) -> list[list[Hypothesis]]:
+        """One batch through the engine; max target length per sentence is
+        a * (source tokens without EOS) + b, EOS included, within the model's positions."""
+        d = self.decode
+        max_len = [max(1, min(int(d.max_len_a * (len(ids) - 1) + d.max_len_b),
+                              self.engine.max_positions)) for ids in sources]
+        found = self.engine.search(sources, max_len, indices)
+        self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
+        return found
+
+
+def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
+    """Indices into `lengths`, longest first, grouped so that each batch's padded size
+    (sentences x longest) stays within `budget` (a longer sentence goes alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= budget:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def load_translator(run_dir: str | Path, checkpoint: str = "best",
+                    overrides: list[str] | None = None, device: str = "auto") -> Translator:
+    """A Translator for a run dir's checkpoint, with the run's `decode` settings and the
+    engine `decode.engine` names. On the CPU it sets torch's threads to `decode.threads`."""
+    target = pick_device(device)
+    cfg = load_run_config(run_dir, overrides)
+    inference_setup(target, cfg.decode.threads)
+    if cfg.decode.engine == "ct2":
+        from transcli.export.ct2 import cached_export
+
+        model_dir = cached_export(Path(run_dir), checkpoint, cfg.decode.quantize)
+        tokenizer = Tokenizer(Path(run_dir) / TOKENIZER_FILE)
+        engine = Ct2Engine(model_dir, tokenizer, cfg.decode, cfg.model.max_positions, target)
+        return Translator(engine, tokenizer, cfg.decode)
+    model, tokenizer, cfg = load_trained(run_dir, checkpoint, target, overrides)
+    if cfg.decode.quantize == "int8":
+        model = quantize_int8(model)
+    elif target.type == "cpu":
+        model = cpu_linears(model, use_onednn(cfg.decode.cpu_gemm))
+    return Translator(model, tokenizer, cfg.decode, target)
+
+
+def translate_lines(run_dir: Path, checkpoint: str, lines: list[str], overrides: list[str],
+                    device: str, progress: bool = False) -> list[str]:
+    """Translate in-memory lines with a run dir's model (used by `evaluate --model`),
+    with a progress bar on stderr when `progress`."""
+    translator = load_translator(run_dir, checkpoint, overrides, device)
+    translations: list[str] = []
+    with tqdm(total=len(lines), unit="line", file=sys.stderr, disable=not progress) as bar:
+        for first in range(0, len(lines), CHUNK_LINES):
+            chunk = lines[first:first + CHUNK_LINES]
+            translations += translator.translate(chunk, first)
+            bar.update(len(chunk))
+    translator.warn_truncated()
+    return translations
+
+

@@ -1,0 +1,1 @@
+"""The Transformer of the paper and its decode-time cache; no data or CLI code."""

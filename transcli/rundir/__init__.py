@@ -1,0 +1,1 @@
+"""The run directory: its layout, checkpoints, metrics log and what `info` reads."""

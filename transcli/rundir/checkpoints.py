@@ -1,0 +1,227 @@
+"""Run-dir checkpoints: safetensors weights, training state, averaging, loading a model.
+
+Weights are safetensors files and training state is loaded with
+`torch.load(weights_only=True)` (tensors and plain containers only): loading
+never unpickles arbitrary objects. Weights are written before state, each
+atomically, so "the latest checkpoint" is the newest step that has both.
+The file names are `rundir`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file as st_load_file
+from safetensors.torch import save_file as st_save_file
+from safetensors.torch import save_model as st_save_model
+
+from transcli.config.schema import Config
+from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.model.transformer import Transformer, upgrade_parameter_names
+from transcli.rundir.layout import (
+    CHECKPOINT_DIR,
+    STATE_PATTERN,
+    STEP_PATTERN,
+    complete_steps,
+    load_run_config,
+    state_path,
+    step_checkpoints,
+    step_path,
+)
+from transcli.system.errors import UserError
+from transcli.system.files import (
+    RecordingWriter,
+    atomic_path,
+    cannot_write,
+    is_temp_file,
+    write_failure,
+)
+
+
+def save_weights(model: torch.nn.Module, path: str | Path) -> None:
+    """Atomically write the model's weights (tied tensors stored once)."""
+    with atomic_path(path, "weights") as tmp, _safetensors_errors(path, "weights"):
+        st_save_model(_unwrap(model), str(tmp))
+
+
+@contextlib.contextmanager
+def _safetensors_errors(path: str | Path, what: str) -> Iterator[None]:
+    """safetensors reports a full disk as its own error type: one line naming `path`."""
+    try:
+        yield
+    except SafetensorError as exc:
+        if write_failure(exc) is None:
+            raise
+        raise cannot_write(path, what, exc) from None
+
+
+def load_weights(model: torch.nn.Module, path: str | Path) -> None:
+    """Load weights into `model`, refusing with one line a file of another shape or
+    vocabulary, or one holding non-finite values. Checkpoints written before the
+    residual blocks had names load too."""
+    module = _unwrap(model)
+    try:
+        weights = upgrade_parameter_names(st_load_file(str(path)))
+    except (SafetensorError, OSError) as exc:
+        raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
+    expected = module.state_dict()
+    _fill_tied(weights, expected)
+    problem = _mismatch(weights, expected)
+    if problem:
+        raise UserError(f"{path}: checkpoint does not match the model config/vocabulary "
+                        f"({problem})")
+    bad = next((name for name, t in weights.items() if not torch.isfinite(t).all()), None)
+    if bad:
+        raise UserError(f"{path}: checkpoint holds NaN or infinite values ({bad})")
+    module.load_state_dict(weights, strict=True)
+
+
+def _fill_tied(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
+    """Tied tensors (one embedding for source, target and output) are stored once:
+    give every alias in the model the stored tensor of its group."""
+    groups: dict[int, list[str]] = {}
+    for name, tensor in expected.items():
+        groups.setdefault(tensor.data_ptr(), []).append(name)
+    for names in groups.values():
+        stored = [name for name in names if name in weights]
+        for name in names:
+            if stored:
+                weights.setdefault(name, weights[stored[0]])
+
+
+def _mismatch(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> str:
+    """The first difference in names, shapes or dtypes, or '' when they agree."""
+    missing = sorted(expected.keys() - weights.keys())
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        return f"missing {missing[0]}{more}"
+    unexpected = sorted(weights.keys() - expected.keys())
+    if unexpected:
+        return f"unexpected {unexpected[0]}"
+    for name, tensor in expected.items():
+        if weights[name].shape != tensor.shape:
+            return (f"{name}: shape {tuple(weights[name].shape)} in the file, "
+                    f"{tuple(tensor.shape)} in the model")
+        if not weights[name].is_floating_point():
+            return f"{name}: dtype {weights[name].dtype} is not a floating-point type"
+    return ""
+
+
+def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, step: int) -> None:
+    """Weights, then training state: a kill between the two leaves the previous
+    checkpoint as the latest complete one."""
+    save_weights(model, step_path(Path(run_dir), step))
+    with atomic_path(state_path(Path(run_dir), step), "training state") as tmp, \
+            open(tmp, "wb") as handle:
+        writer = RecordingWriter(handle)
+        try:
+            torch.save(state, writer)
+        except RuntimeError:  # torch's wrapping of a failed write
+            if writer.os_error is None:
+                raise
+            raise writer.os_error from None
+
+
+def load_state(run_dir: str | Path, step: int) -> dict:
+    """Training state of `step`, read without unpickling arbitrary objects."""
+    path = state_path(Path(run_dir), step)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises assorted types for corrupt or unsafe files
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{path}: unreadable training state ({reason})") from None
+
+
+def discard_after(run_dir: str | Path, step: int) -> None:
+    """Remove step files newer than `step` and temp files left by a kill: a resumed
+    run recreates them, and stale ones would pass for its progress."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        match = STEP_PATTERN.match(path.name) or STATE_PATTERN.match(path.name)
+        stale = match is not None and int(match.group(1)) > step
+        if stale or is_temp_file(path.name):
+            path.unlink(missing_ok=True)
+
+
+def prune_checkpoints(run_dir: str | Path, keep_last: int) -> None:
+    """Keep the newest `keep_last` complete steps (best/avg are separate files) and
+    drop every other step file older than the newest one."""
+    kept = set(complete_steps(run_dir)[-keep_last:])
+    if not kept:
+        return
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    for path in folder.glob("step-*"):
+        match = STEP_PATTERN.match(path.name) or STATE_PATTERN.match(path.name)
+        if match and int(match.group(1)) not in kept and int(match.group(1)) < max(kept):
+            path.unlink(missing_ok=True)
+
+
+def average_checkpoints(paths: list[Path], out: Path) -> None:
+    """Element-wise mean of weight files (Vaswani et al. average the last 5 or 20),
+    accumulated in float64 and stored in the files' own dtypes."""
+    total: dict[str, torch.Tensor] = {}
+    for path in paths:
+        weights = st_load_file(str(path))
+        for name, tensor in weights.items():
+            total[name] = total[name] + tensor.double() if name in total else tensor.double()
+    averaged = {name: (value / len(paths)).to(weights[name].dtype)
+                for name, value in total.items()}
+    with safe_open(str(paths[-1]), framework="pt") as handle:
+        metadata = handle.metadata()  # names of tied tensors stored once
+    with atomic_path(out, "averaged weights") as tmp, _safetensors_errors(out, "averaged weights"):
+        st_save_file(averaged, str(tmp), metadata=metadata)
+
+
+def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
+    """`best`, `last`, `avg`, a step number or a path -> an existing weights file.
+
+    `best` falls back to `last` for runs that never validated.
+    """
+    run_dir = Path(run_dir)
+    if name in ("best", "avg"):
+        path = run_dir / CHECKPOINT_DIR / f"{name}.safetensors"
+        if path.is_file():
+            return path
+        if name == "avg":
+            raise UserError(f"{path}: no averaged checkpoint in this run")
+        name = "last"
+    if name == "last":
+        steps = step_checkpoints(run_dir)
+        if not steps:
+            raise UserError(f"{run_dir}: no checkpoints found in {CHECKPOINT_DIR}/")
+        return steps[-1][1]
+    if name.isdigit():
+        path = step_path(run_dir, int(name))
+        if not path.is_file():
+            raise UserError(f"{run_dir}: no checkpoint of step {int(name)} in {CHECKPOINT_DIR}/")
+        return path
+    path = Path(name)
+    if not path.is_file():
+        raise UserError(f"{path}: checkpoint not found (use best, last, avg, a step number "
+                        f"or a file path)")
+    return path
+
+
+def load_trained(run_dir: str | Path, checkpoint: str = "best",
+                 device: str | torch.device = "cpu",
+                 overrides: list[str] | None = None) -> tuple[Transformer, Tokenizer, Config]:
+    """Everything `translate` needs from a run dir: the model in eval mode, the
+    tokenizer it was trained with, and the run's config (with `overrides` applied)."""
+    run_dir = Path(run_dir)
+    cfg = load_run_config(run_dir, overrides)
+    tokenizer = Tokenizer(run_dir / TOKENIZER_FILE)
+    model = Transformer(cfg.model, tokenizer.vocab_size)
+    load_weights(model, resolve_checkpoint(run_dir, checkpoint))
+    return model.to(device).eval(), tokenizer, cfg
+
+
+def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The plain module inside DistributedDataParallel / torch.compile wrappers."""
+    model = getattr(model, "module", model)
+    return getattr(model, "_orig_mod", model)

@@ -1,0 +1,1 @@
+"""Files, streams, locks, signals and the machine: what every command stands on."""

@@ -1,0 +1,254 @@
+"""Reading and writing user files safely: one place for the rules every command keeps.
+
+- An OS error names the file: `open_checked` turns it into a one-line `UserError`,
+  and so do `atomic_path` and `output_file` for errors while writing.
+- Outputs appear whole or not at all (`atomic_path`, `output_file`): a temp file
+  beside the target, fsynced and renamed over it. A replaced file keeps its
+  permission bits; a new one gets the usual `0o666 & ~umask`.
+- An output is never one of the command's own inputs, and never replaces what is
+  not a regular file: a FIFO or character device (`/dev/stdout`, `/dev/null`) is
+  written through, a symlink is followed to its target.
+- Only '\\n' ends a line of text we translate or count (`source_lines`, `count_lines`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+from typing import IO, Any, BinaryIO, Iterable, Iterator, Optional
+
+from transcli.system.errors import UserError, WriteFailed
+
+BLOCK = 1 << 20
+
+
+def describe_os_error(exc: OSError) -> str:
+    """`No space left on device`, not `[Errno 28] No space left on device: '/x/y'`."""
+    return exc.strerror or type(exc).__name__
+
+
+def open_checked(path: str | Path, mode: str = "rb", what: str = "read", **options: Any) -> IO:
+    """`open()` whose failures are one line naming the file and what was being done."""
+    path = Path(path)
+    try:
+        return open(path, mode, **options)
+    except FileNotFoundError:
+        if "r" in mode:
+            raise UserError(f"{path}: file not found") from None
+        raise UserError(f"{path}: cannot {what}: its directory does not exist") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, not a file") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot {what} ({describe_os_error(exc)})") from None
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, what: str = "file") -> Iterator[Path]:
+    """Yield a temp path beside `path`; on success fsync it and rename it over `path`.
+
+    A kill at any instant leaves either the old file or the new one, never half of one.
+    The temp name starts with '.' and ends with '.tmp' (`is_temp_file`), so that a run
+    killed mid-write can find and remove it. Mode: as the replaced file, else umask's.
+    An OS error while writing it (disk full, no permission) is one line naming `path`
+    and the `what` it holds; one about another file (read in the block) is left as it is.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise cannot_write(path, what, exc) from None
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        with open(tmp_path, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(tmp_path, _mode_for(path))
+        os.replace(tmp_path, path)
+    except OSError as exc:
+        if exc.filename not in (None, str(tmp_path), str(path)):
+            raise
+        raise cannot_write(path, what, exc) from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp_path.unlink(missing_ok=True)
+
+
+def cannot_write(path: str | Path, what: str, exc: BaseException) -> WriteFailed:
+    """The one line for a failed write of `path`."""
+    reason = write_failure(exc) or str(exc) or type(exc).__name__
+    return WriteFailed(f"{path}: cannot write the {what} ({reason})")
+
+
+def write_failure(exc: BaseException) -> Optional[str]:
+    """What went wrong at the OS level while writing, as `strerror`, or None when `exc`
+    is no I/O failure: an OSError, or safetensors' error, which reports the OS error
+    only inside its message ("... (os error 28)")."""
+    if isinstance(exc, OSError):
+        return describe_os_error(exc)
+    code = re.search(r"\(os error (\d+)\)", str(exc))
+    return os.strerror(int(code.group(1))) if code else None
+
+
+class RecordingWriter:
+    """A binary file for libraries that turn an OSError from `write` into their own
+    error type (torch.save raises `RuntimeError: unexpected pos`): the OSError is kept in
+    `os_error`, so that the caller can raise it instead and tell a full disk from a bug."""
+
+    def __init__(self, handle: BinaryIO):
+        self.handle = handle
+        self.os_error: Optional[OSError] = None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.handle.write(data)
+        except OSError as exc:
+            self.os_error = exc
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.handle.flush()
+        except OSError as exc:
+            self.os_error = exc
+            raise
+
+
+def is_temp_file(name: str) -> bool:
+    """Whether `name` is one of `atomic_path`'s temp files (left behind by a kill)."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str = "output",
+                stdout: Optional[BinaryIO] = None) -> Iterator[BinaryIO]:
+    """A binary handle for one output of a command, by the rules in the module doc.
+
+    `name` "-" is `stdout` (when given): a reader that leaves (`| head`) ends the
+    block quietly, any other failure is one line. `inputs` are the command's input
+    files: naming one of them as the output is refused before anything is written,
+    since the atomic rename would destroy the input. Errors while writing are one line
+    naming the file.
+    """
+    if stdout is not None and str(name) == "-":
+        with _writing_stdout(what):
+            yield stdout
+            stdout.flush()
+        return
+    path = Path(name)
+    check_output(path, inputs, what)
+    try:
+        kind: Optional[int] = os.stat(path).st_mode  # follows symlinks
+    except FileNotFoundError:
+        kind = None
+    except OSError as exc:
+        raise cannot_write(path, what, exc) from None
+    if kind is not None and not stat.S_ISREG(kind):  # FIFO, device: write through it
+        try:
+            with open(path, "wb") as handle:
+                yield handle
+        except OSError as exc:
+            if exc.filename not in (None, str(path)):
+                raise
+            raise cannot_write(path, what, exc) from None
+        return
+    with atomic_path(os.path.realpath(path), what) as tmp, open(tmp, "wb") as handle:
+        yield handle
+
+
+def check_output(path: Path, inputs: Iterable[str | Path] = (), what: str = "output") -> None:
+    """Refuse an output that is a directory or one of the command's `inputs`."""
+    for source in inputs:
+        if str(source) != "-" and same_file(path, Path(source)):
+            raise UserError(f"{path}: is also an input of this command ({source}); "
+                            f"refusing to write the {what} over it")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory; the {what} needs a file name")
+
+
+@contextlib.contextmanager
+def _writing_stdout(what: str) -> Iterator[None]:
+    from transcli.system.streams import silence_stdout
+
+    try:
+        yield
+    except BrokenPipeError:  # the reader left: it wants no more
+        silence_stdout()
+    except OSError as exc:
+        silence_stdout()
+        raise UserError(f"stdout: cannot write the {what} ({describe_os_error(exc)})") from None
+
+
+def write_text_output(name: str | Path, text: str, inputs: Iterable[str | Path] = (),
+                      what: str = "output") -> None:
+    """`output_file` for text already in memory (UTF-8, '\\n' line ends)."""
+    with output_file(name, inputs, what) as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def count_lines(path: Path) -> Optional[int]:
+    """Lines in a file, a last line without newline included (fast: byte counting);
+    None for a pipe or device, which must not be read twice."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise UserError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({describe_os_error(exc)})") from None
+    if stat.S_ISDIR(mode):
+        raise UserError(f"{path}: is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        return None
+    count, last = 0, b"\n"
+    with open_checked(path, "rb", buffering=BLOCK) as handle:
+        try:
+            for block in iter(lambda: handle.read(BLOCK), b""):
+                count += block.count(b"\n")
+                last = block[-1:]
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read ({describe_os_error(exc)})") from None
+    return count + (last != b"\n")
+
+
+def source_lines(handle: BinaryIO, name: str) -> Iterator[str]:
+    """Lines to translate, as `translate` and `evaluate --model` read them: only '\\n'
+    ends a line (odd characters inside a line never shift the order), a CRLF's '\\r'
+    and a first-line byte-order mark are dropped, and bad UTF-8 is a one-line error."""
+    try:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UserError(f"{name}: line {number} is not valid UTF-8") from None
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            yield line.rstrip("\n").removesuffix("\r")
+    except OSError as exc:
+        raise UserError(f"{name}: cannot read input ({describe_os_error(exc)})") from None
+
+
+def read_source_file(path: Path) -> list[str]:
+    """Every line of a source file, by `source_lines`' rules."""
+    with open_checked(path, "rb") as handle:
+        return list(source_lines(handle, str(path)))

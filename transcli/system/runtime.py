@@ -1,0 +1,99 @@
+"""Process-wide settings of the machine transcli runs on: torch's threads, the device
+and its precision, and how freed memory is kept or handed back. (How OpenMP's threads
+wait is chosen before torch loads: transcli.system.waitpolicy.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+from typing import Optional
+
+import torch
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, e.g. under taskset or a
+    container's cpuset), not all the machine has."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def set_threads(threads: int) -> int:
+    """Give torch `threads` intra-op threads (0: one per available core); returns the count."""
+    count = threads or min(available_cores(), torch.get_num_threads())
+    torch.set_num_threads(count)
+    return count
+
+
+def inference_setup(device: torch.device, threads: int) -> None:
+    """Before a model for translating or scoring loads onto `device`: on the CPU,
+    `threads` torch threads (0: one per available core)."""
+    if device.type == "cpu":
+        set_threads(threads)
+
+
+def cpu_has_bf16() -> bool:
+    """Whether torch has bf16 kernels for this CPU (oneDNN's check: AVX512 or AMX). On
+    others (AVX2-only x86, for one) bf16 autocast still runs, but through conversions that
+    make training many times slower than fp32 (README, "The CPU recipe")."""
+    return (torch.backends.mkldnn.is_available()
+            and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()))
+
+
+def training_precision(device_type: str, precision: str, cpu_precision: str) -> str:
+    """What training runs in: `precision` on CUDA; `cpu_precision` on the CPU, except that
+    bf16 becomes fp32 on a CPU without bf16 kernels (`cpu_has_bf16`)."""
+    if device_type == "cuda":
+        return precision
+    return "fp32" if cpu_precision == "bf16" and not cpu_has_bf16() else cpu_precision
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """Mixed precision: matmuls in bf16/fp16, weights, softmax and loss in fp32."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device.type, dtype=dtype)
+
+
+# mallopt(3) parameters
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_HEAP_UP_TO = 1 << 30  # bytes: larger blocks are still mapped on their own
+
+
+def keep_freed_memory() -> None:
+    """Serve tensors of up to 1 GiB from the heap and keep freed blocks there (glibc only).
+
+    By default glibc maps each large block afresh and unmaps it when freed, so every
+    training step page-faults its big activations into memory again (README,
+    "Benchmarks"). `release_freed_memory` still hands the kept blocks back now and then.
+    """
+    if _LIBC is not None:
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, _HEAP_UP_TO)
+        _LIBC.mallopt(_M_TRIM_THRESHOLD, _HEAP_UP_TO)
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed by earlier batches back to the OS (glibc only).
+
+    Every batch has another shape, and glibc keeps the freed blocks: without this,
+    a long CPU run's resident memory keeps growing (README, "Benchmarks").
+    """
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _load_libc() -> Optional[ctypes.CDLL]:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+    except OSError:  # not glibc (macOS, musl): nothing to trim
+        return None
+
+
+_LIBC = _load_libc()

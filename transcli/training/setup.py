@@ -1,0 +1,118 @@
+"""What a training run is built from, checked before the run dir is written: the
+device, the run dir's lock, the vocabulary, the batches, the net each batch is fed to."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from transcli.config.schema import Config, TrainConfig
+from transcli.data.batching import BatchPlan, MakeBatch, collate
+from transcli.data.encoded import EncodedSplit
+from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import PAD_ID
+from transcli.rundir.checkpoints import discard_after
+from transcli.rundir.layout import LOCK_FILE, write_run_files
+from transcli.rundir.metrics import MetricsLog
+from transcli.system.devices import pick_device
+from transcli.system.errors import UserError
+from transcli.system.locks import DirLock
+from transcli.training.distributed import Dist
+from transcli.training.objective import TeacherForcing
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path, dist: Dist) -> Iterator[None]:
+    """Rank 0 holds the run dir's lock (`locks.DirLock`) for the life of the run, taken
+    before anything is read or written there; when it cannot, every rank stops."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir}: --out is a file, not a directory")
+    lock, problem = None, None
+    if dist.main:
+        try:
+            lock = DirLock(run_dir, LOCK_FILE, "training process")
+        except UserError as exc:
+            problem = exc
+    refused = dist.sum_on_cpu(torch.tensor([float(problem is not None)]))[0] > 0
+    if refused:
+        raise problem or UserError(f"{run_dir}: rank 0 could not lock the run dir")
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def training_device(name: str, dist: Dist) -> torch.device:
+    device = pick_device(name)
+    if device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+        torch.cuda.set_device(device)
+        torch.set_float32_matmul_precision("high")  # TF32 matmuls
+        torch.backends.cudnn.allow_tf32 = True
+    return device
+
+
+def open_run_dir(cfg: Config, identity: dict[str, Any], data_dir: Path, run_dir: Path,
+                 dist: Dist, resume: bool, start: int, log: MetricsLog) -> None:
+    """Rank 0, once every check has passed: clear what a resume redoes (or a new run
+    replaces), record the run, cut the metrics back to `start`."""
+    dist.barrier()
+    if dist.main:
+        if resume:
+            discard_after(run_dir, start)
+        write_run_files(run_dir, cfg, identity, data_dir, fresh=not resume)
+        if resume:
+            log.resume(start)
+    dist.barrier()
+
+
+def checked_vocab(manifest: dict[str, Any], tokenizer: Tokenizer, data_dir: Path) -> int:
+    vocab = tokenizer.vocab_size
+    if manifest.get("vocab_size", vocab) != vocab:
+        raise UserError(f"{data_dir}: manifest.json says vocab_size "
+                        f"{manifest['vocab_size']} but {TOKENIZER_FILE} has {vocab}")
+    return vocab
+
+
+def training_batches(cfg: Config, data_dir: Path, manifest: dict[str, Any], vocab: int,
+                     tokenizer: Tokenizer, rank: int, device: torch.device
+                     ) -> tuple[BatchPlan, MakeBatch]:
+    """The train split's length-bucketed batch plan, and how one of its batches is made."""
+    split = EncodedSplit(data_dir, "train", vocab)
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
+                     cfg.train.seed, cfg.model.max_positions)
+    if not plan.indices.size:
+        raise UserError(f"{data_dir}: no training pair fits model.max_positions="
+                        f"{cfg.model.max_positions}")
+    return plan, batch_maker(cfg, data_dir, manifest, split, tokenizer, rank, device)
+
+
+def training_net(model: Transformer, tc: TrainConfig, dist: Dist, device: torch.device
+                 ) -> tuple[Optional[DistributedDataParallel], torch.nn.Module]:
+    """What each micro-batch is fed to: the teacher-forced loss, wrapped in DDP when
+    several processes train (returned too, for `no_sync`), compiled when asked."""
+    net: torch.nn.Module = TeacherForcing(model, tc.label_smoothing, PAD_ID)
+    ddp = DistributedDataParallel(net, device_ids=[device.index] if device.index is not None
+                                  else None) if dist.world > 1 else None
+    return ddp, torch.compile(ddp or net) if tc.compile else ddp or net
+
+
+def batch_maker(cfg: Config, data_dir: Path, manifest: dict[str, Any], split: EncodedSplit,
+                tokenizer: Tokenizer, rank: int, device: torch.device) -> MakeBatch:
+    """How the loader collates a batch: the encoded ids, or (subword regularisation)
+    the train text segmented anew; lengths padded to `train.pad_multiple`."""
+    tc = cfg.train
+    multiple = tc.pad_multiple or (8 if device.type == "cuda" else 1)
+    if not tc.sample_alpha:
+        return lambda idx, _: collate(split, idx, multiple)
+    from transcli.data.resegment import Resegmenter
+
+    return Resegmenter(data_dir, (manifest["src_lang"], manifest["tgt_lang"]), split, tokenizer,
+                       tc.sample_alpha, tc.sample_nbest, tc.seed, rank,
+                       cfg.model.max_positions, multiple)

@@ -1,0 +1,94 @@
+"""Validation during training: valid loss, greedy BLEU, and the best/patience policy.
+
+The valid split's loss uses the training objective (`objective.output_loss`); BLEU
+decodes the first `train.valid_bleu_lines` valid sentences greedily with the cached
+decoder. "Best" follows `train.early_stop_metric`: BLEU, or the valid NLL for `loss`
+and for runs that decode no BLEU lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import torch
+
+from transcli.config.schema import Config
+from transcli.data.batching import plain_batches
+from transcli.data.encoded import EncodedSplit
+from transcli.data.tokenizer import Tokenizer
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import PAD_ID
+from transcli.system.errors import UserError
+from transcli.system.files import open_checked
+from transcli.training.objective import LossSums, TeacherForcing
+from transcli.training.state import Best
+
+
+class ValidationSet:
+    """The valid split's batches for loss, and the first lines of its text for BLEU."""
+
+    def __init__(self, cfg: Config, data_dir: Path, manifest: dict[str, Any]):
+        self.cfg = cfg
+        split = EncodedSplit(data_dir, "valid", manifest["vocab_size"])
+        self.batches = list(plain_batches(split, cfg.train.batch_tokens,
+                                          cfg.model.max_positions)) if len(split) else []
+        self.sources: list[str] = []
+        self.references: list[str] = []
+        lines = cfg.train.valid_bleu_lines
+        if lines and self.batches:
+            self.sources = _read_lines(data_dir / f"valid.{manifest['src_lang']}", lines)
+            self.references = _read_lines(data_dir / f"valid.{manifest['tgt_lang']}", lines)
+
+    def scores(self, model: Transformer, tokenizer: Tokenizer, device: torch.device,
+               autocast: Callable[[], contextlib.AbstractContextManager]) -> dict[str, float]:
+        """valid_loss, valid_nll, valid_ppl, valid_acc (and valid_bleu) of `model`."""
+        objective = TeacherForcing(model, self.cfg.train.label_smoothing, PAD_ID)
+        sums = torch.zeros(4, dtype=torch.float64, device=device)
+        with torch.no_grad():
+            for batch in self.batches:
+                batch = batch.to(device)
+                with autocast():
+                    sums += objective(batch.src, batch.tgt_in, batch.tgt_out).double()
+        scores = {f"valid_{key}": value for key, value in LossSums.of(sums).means().items()}
+        if self.sources:
+            scores["valid_bleu"] = greedy_bleu(model, tokenizer, self.cfg, self.sources,
+                                               self.references, device)
+        return scores
+
+
+def greedy_bleu(model: Transformer, tokenizer: Tokenizer, cfg: Config, sources: list[str],
+                references: list[str], device: torch.device) -> float:
+    """sacreBLEU of greedy translations (cached decoder): cheap enough to run often."""
+    from transcli.inference.bleu import score
+    from transcli.inference.translator import Translator
+
+    decode_cfg = replace(cfg.decode, strategy="greedy", beam_size=1, n_best=1)
+    hypotheses = Translator(model, tokenizer, decode_cfg, device).translate(sources)
+    return score(hypotheses, [references], ter=False).bleu
+
+
+def judge(best: Best, step: int, scores: dict[str, float], metric: str,
+          patience: int) -> tuple[Best, bool, Optional[str]]:
+    """The early-stopping record after a validation at `step`: (new record, whether this
+    is the best so far, the reason to stop or None)."""
+    higher_better = "valid_bleu" in scores and metric == "bleu"
+    value = scores["valid_bleu"] if higher_better else scores["valid_nll"]
+    if best.value is None or (value > best.value if higher_better else value < best.value):
+        return Best(value, step, 0), True, None
+    stale = Best(best.value, best.step, best.stale + 1)
+    if patience and stale.stale >= patience:
+        name = "BLEU" if higher_better else "NLL"
+        return stale, False, (f"early stop: no better valid {name} in {stale.stale} "
+                              f"validations (best {stale.value:.4g} at step {stale.step})")
+    return stale, False, None
+
+
+def _read_lines(path: Path, limit: int) -> list[str]:
+    if not path.is_file():
+        raise UserError(f"{path}: valid text for BLEU not found (re-run `transcli prepare`, "
+                        f"or set train.valid_bleu_lines=0)")
+    with open_checked(path, "r", encoding="utf-8") as handle:
+        return [line.rstrip("\n") for _, line in zip(range(limit), handle)]
