@@ -126,7 +126,7 @@ def test_beam_agreement_is_reported(exported, sample_spm, tokenizer):
     theirs = ct2_search(load(exported), tokenizer, english, 5, 0.6)
     agreement = sum(a == b for a, b in zip(ours, theirs)) / len(ours)
     print(f"\nbeam 5, alpha 0.6: CTranslate2 = transcli on {agreement:.1%} of {len(ours)} lines")
-    assert agreement >= 0.8
+    assert agreement >= 0.9
 
 
 @pytest.mark.parametrize("variant", [["model.pre_norm=true"],

@@ -151,7 +151,7 @@ def test_beam_agreement_is_reported(exported, sample_spm, tokenizer):
                        do_sample=False)
     agreement = sum(a == b for a, b in zip(ours, theirs)) / len(ours)
     print(f"\nbeam 5, alpha 0.6: transformers = transcli on {agreement:.1%} of {len(ours)} lines")
-    assert agreement >= 0.8
+    assert agreement >= 0.9
 
 
 @pytest.mark.parametrize("variant", [["model.tie_output=false"],

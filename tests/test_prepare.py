@@ -338,7 +338,7 @@ BAD_INPUTS = {
                      ["corpus.en.missing: file not found"]),
     "directory as file": (["--tsv", "{tmp}"], ["is a directory"]),
     "invalid UTF-8": (["--src-file", "{latin1}", "--tgt-file", "{tgt}"],
-                      ["latin1.en:7: invalid UTF-8", "--skip-invalid"]),
+                      ["latin1.en: line 7 is not valid UTF-8", "--skip-invalid"]),
     "TSV line without tab": (["--tsv", "{tsv}"], ["notab.tsv:2: no tab"]),
     "nothing left": (["--src-file", "{blank_en}", "--tgt-file", "{blank_es}"],
                      ["nothing left to train on", "empty 2"]),

@@ -46,8 +46,18 @@ def tokens(found: list[list[Hypothesis]]) -> list[list[list[int]]]:
     return [[h.tokens for h in hyps] for hyps in found]
 
 
-def test_every_strategy_is_registered():
-    assert set(SEARCHES) == set(STRATEGIES)
+def test_every_strategy_name_runs_the_function_of_that_name(tiny_spm):
+    """decode.strategy's table names each search; `search` runs the function of that name
+    (a name without one would fail at import)."""
+    assert list(SEARCHES) == list(STRATEGIES)
+    assert all(SEARCHES[name].__name__ == name for name in STRATEGIES)
+    model = memorised_model(tiny_spm, tuple(PAIRS))
+    src = pad([[5, 6, EOS_ID]])
+    for name in STRATEGIES:
+        with torch.inference_mode():
+            by_name = search(model, src, [8], DecodeConfig(strategy=name))
+            direct = SEARCHES[name](model, src, [8], DecodeConfig(strategy=name), True, [0])
+        assert tokens(by_name) == tokens(direct)
 
 
 def test_beam_one_without_strategy_key_is_greedy(tiny_spm):

@@ -113,8 +113,8 @@ def test_errors_name_the_file(run_dir, tmp_path):
     (tmp_path / "in.txt").write_text("Hello.\n", encoding="utf-8")
     cases = [
         (tmp_path / "no-run", "last", tmp_path / "in.txt", "no-run: run directory not found"),
-        (run_dir, "last", tmp_path / "missing.txt", "missing.txt: cannot read input"),
-        (run_dir, "last", tmp_path, "cannot read input"),
+        (run_dir, "last", tmp_path / "missing.txt", "missing.txt: file not found"),
+        (run_dir, "last", tmp_path, "is a directory, not a file"),
     ]
     for model, checkpoint, source, message in cases:
         with pytest.raises(UserError, match=message):

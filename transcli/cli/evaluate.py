@@ -16,7 +16,8 @@ from transcli.cli.options import CheckpointOpt, Device, SetOpt, device_option, w
 from transcli.config.loading import Override
 from transcli.inference.bleu import check_line_counts, format_text, read_scored_lines, score
 from transcli.system.errors import UserError
-from transcli.system.files import check_output, read_source_file, write_text_output
+from transcli.system.files import check_output, write_text_output
+from transcli.system.text import read_text_file
 
 
 @with_decoding
@@ -61,7 +62,7 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
         assert src is not None
         from transcli.rundir.layout import run_inputs
 
-        sources = read_source_file(src)
+        sources = read_text_file(src)
         check_line_counts(src, len(sources), ref, references)
         outputs_inputs = [*ref, src, *run_inputs(model, checkpoint)]
         if hyp_out is not None:

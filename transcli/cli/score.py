@@ -13,7 +13,8 @@ from tqdm import tqdm
 
 from transcli.cli.options import CheckpointOpt, Device, ModelOpt, device_option, setting
 from transcli.system.errors import UserError
-from transcli.system.files import count_lines, open_checked, output_file, source_lines
+from transcli.system.files import output_file
+from transcli.system.text import count_lines, open_text, text_lines
 
 
 def score(
@@ -30,7 +31,9 @@ def score(
 
     One TSV line per pair, in input order: line index (from 0), total log-prob,
     log-prob per token, target tokens (end of sentence included). For filtering
-    corpora and checking references.
+    corpora and checking references. A pair with a blank side, or too long for the
+    model, is kept but not scored: nan in both score columns, as translate keeps a
+    blank line blank (keep the scored ones with awk -F'\\t' '$2 != "nan"').
     """
     score_files(model, checkpoint, src, tgt, output, batch_tokens, device or "auto")
 
@@ -54,18 +57,20 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     if budget < 1:
         raise UserError(f"--batch-tokens {budget}: must be at least 1")
     too_long = 0
-    with open_checked(src) as src_handle, open_checked(tgt) as tgt_handle, \
+    with open_text(src) as src_handle, open_text(tgt) as tgt_handle, \
             output_file(output, [src, tgt, *run_inputs(run_dir, checkpoint)], "scores",
                         sys.stdout.buffer) as out, \
             tqdm(total=pairs, unit="pair", file=sys.stderr) as progress:
         first = 0
-        for chunk in _chunks(source_lines(src_handle, str(src)),
-                             source_lines(tgt_handle, str(tgt)), CHUNK_LINES):
-            scores = forced_logprobs(model, tokenizer.encode([s for s, _ in chunk]),
-                                     tokenizer.encode([t for _, t in chunk]), budget)
-            too_long += sum(math.isnan(total) for total, _ in scores)
-            out.write("".join(f"{first + i}\t{total:.4f}\t{total / tokens:.4f}\t{tokens}\n"
-                              for i, (total, tokens) in enumerate(scores)).encode())
+        lines = _pairs(text_lines(src_handle, src), text_lines(tgt_handle, tgt), src, tgt)
+        while chunk := list(itertools.islice(lines, CHUNK_LINES)):
+            scored = [i for i, (s, t) in enumerate(chunk) if s.strip() and t.strip()]
+            found = forced_logprobs(model, tokenizer.encode([chunk[i][0] for i in scored]),
+                                    tokenizer.encode([chunk[i][1] for i in scored]), budget)
+            too_long += sum(math.isnan(total) for total, _ in found)
+            scores = dict(zip(scored, found))
+            out.write("".join(_row(first + i, *scores.get(i, (math.nan, 0)))
+                              for i in range(len(chunk))).encode())
             out.flush()
             first += len(chunk)
             progress.update(len(chunk))
@@ -74,22 +79,36 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
               f"{cfg.model.max_positions} positions were not scored (nan)", file=sys.stderr)
 
 
-def _count_pairs(src: Path, tgt: Path) -> int:
-    """The number of pairs: both files must have the same, non-zero number of lines."""
+def _row(index: int, total: float, tokens: int) -> str:
+    """One TSV line; a pair that was not scored (a blank side, too long) has nan scores."""
+    per_token = total / tokens if tokens else math.nan
+    return f"{index}\t{total:.4f}\t{per_token:.4f}\t{tokens}\n"
+
+
+def _count_pairs(src: Path, tgt: Path) -> Optional[int]:
+    """The number of pairs when both files can be counted up front (plain files), which
+    must then have the same, non-zero number of lines; None for pipes and compressed files
+    (`_pairs` checks their counts as it reads)."""
     counts = [count_lines(path) for path in (src, tgt)]
     if None in counts:
-        raise UserError(f"{src if counts[0] is None else tgt}: --src and --tgt must be "
-                        f"regular files")
+        return None
     if counts[0] != counts[1]:
         raise UserError(f"line counts differ: {src} has {counts[0]} lines, "
                         f"{tgt} has {counts[1]}")
     if not counts[0]:
         raise UserError(f"{src} and {tgt} are empty: no pairs to score")
-    return int(counts[0])  # type: ignore[arg-type]
+    return counts[0]
 
 
-def _chunks(sources: Iterator[str], targets: Iterator[str], size: int
-            ) -> Iterator[list[tuple[str, str]]]:
-    pairs = zip(sources, targets)
-    while chunk := list(itertools.islice(pairs, size)):
-        yield chunk
+def _pairs(sources: Iterator[str], targets: Iterator[str], src: Path, tgt: Path
+           ) -> Iterator[tuple[str, str]]:
+    """The line pairs, in order; files of different lengths are an error once one ends."""
+    count = 0
+    for count, (source, target) in enumerate(itertools.zip_longest(sources, targets), 1):
+        if source is None or target is None:
+            shorter = src if source is None else tgt
+            raise UserError(f"line counts differ: {shorter} ends after {count - 1} lines, "
+                            f"the other file goes on")
+        yield source, target
+    if not count:
+        raise UserError(f"{src} and {tgt} are empty: no pairs to score")

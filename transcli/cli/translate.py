@@ -26,8 +26,8 @@ from transcli.cli.options import (
     setting,
     with_decoding,
 )
-from transcli.system.errors import UserError
-from transcli.system.files import count_lines, output_file, source_lines
+from transcli.system.files import output_file
+from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:
     from transcli.inference.attention import AttentionWriter
@@ -117,7 +117,7 @@ def translate_typed(model_dir: Path, checkpoint: str, output: str, overrides: li
     with _open_output(output, run_inputs(model_dir, checkpoint)) as out, \
             _attention_writer(attention, translator) as writer:
         try:
-            for index, line in enumerate(source_lines(_typed(PROMPT), "<stdin>")):
+            for index, line in enumerate(text_lines(_typed(PROMPT), "<stdin>")):
                 out.write(_translated(translator, writer, [line], index))
                 out.flush()
         except KeyboardInterrupt:
@@ -172,18 +172,15 @@ def _nbest_tsv(results: list[list[tuple[str, float]]], first: int) -> str:
 
 @contextlib.contextmanager
 def _open_input(name: str) -> Iterator[tuple[Iterator[str], int | None]]:
-    """Lines of a file or stdin, and the file's line count (None for stdin: no progress
-    bar). Only '\\n' ends a line, so odd characters inside a line never shift the order."""
+    """Lines of a file or stdin (`system.text`'s rule), and the file's line count (None for
+    stdin or a compressed file: no total in the progress bar)."""
     if name == "-":
-        yield source_lines(sys.stdin.buffer, "<stdin>"), None
+        yield text_lines(sys.stdin.buffer, "<stdin>"), None
         return
     path = Path(name)
-    try:
-        handle = open(path, "rb")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read input ({exc.strerror or exc})") from None
-    with handle:
-        yield source_lines(handle, str(path)), count_lines(path)
+    total = count_lines(path)
+    with open_text(path) as handle:
+        yield text_lines(handle, path), total
 
 
 def _open_output(name: str, inputs: Sequence[str | Path] = ()

@@ -33,7 +33,12 @@ MAX_SENTENCE = 1_000_000  # data.max_chars, data.max_tokens
 MAX_THREADS = 4096
 SEED_LIMIT = 1 << 63  # seeds are in [0, 2^63): numpy and torch both take them
 
-SCHEDULES = ("noam", "linear", "cosine")  # learning-rate schedules (objective.learning_rate)
+# train.schedule's names, each the function of that name in transcli.training.objective.
+SCHEDULES = {
+    "noam": "the paper's: after warm-up, decay with the inverse square root of the step",
+    "linear": "after warm-up, straight down to final_lr_scale x the peak at the end",
+    "cosine": "after warm-up, down to final_lr_scale x the peak along half a cosine",
+}
 
 
 @dataclass
@@ -225,8 +230,12 @@ class TrainConfig:
         _require(self.patience >= 0, "patience", "must be >= 0")
 
 
-# `decode.strategy` names; each maps to a search function in `search.SEARCHES`.
-STRATEGIES = ("beam", "greedy", "sample")
+# decode.strategy's names, each the function of that name in transcli.inference.search.
+STRATEGIES = {
+    "beam": "beam search: decode.beam_size hypotheses kept per step, n_best returned",
+    "greedy": "the most likely token at each step (beam 1 without a word reward)",
+    "sample": "tokens drawn from the model's distribution (temperature, top_k, top_p, seed)",
+}
 ENGINES = ("torch", "ct2")  # what runs the search: transcli's model, or a CTranslate2 export
 # The torch engine's float32 CPU products (transcli.inference.cpu_products).
 CPU_GEMMS = ("auto", "blas", "onednn")

@@ -43,8 +43,8 @@ from transcli.data.tokenizer import (
     write_vocab,
 )
 from transcli.system.errors import UserError
-from transcli.system.files import count_lines
 from transcli.system.locks import scratch_dir
+from transcli.system.text import count_lines
 
 FORMAT = "transcli-prepared/1"
 DROP, TRAIN, VALID, TEST = 0, 1, 2, 3  # a pair's fate

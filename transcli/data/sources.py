@@ -21,21 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Collection, Iterator, Mapping, Optional
 
 from transcli.config.formats import FORMATS, data_suffix, source_format
-from transcli.data.cleaning import (
-    INVALID_UTF8,
-    MALFORMED,
-    NO_TAB,
-    Pair,
-    decode_line,
-    invalid_utf8_message,
-    line_count,
-    open_raw,
-    raw_lines,
-    reading,
-)
+from transcli.data.cleaning import INVALID_UTF8, MALFORMED, NO_TAB, Pair
 from transcli.data.hub import import_datasets
 from transcli.system.errors import UserError
 from transcli.system.files import open_checked
+from transcli.system.text import count_lines, decoded, invalid_utf8, open_text, raw_lines, reading
 
 if TYPE_CHECKING:  # config validates sources with `source_format`
     from transcli.config.schema import DataConfig, SourceConfig
@@ -119,7 +109,7 @@ class FilePairSource(Source):
         super().__init__(config, data)
         self.src_path = Path(str(config.src_file))
         self.tgt_path = Path(str(config.tgt_file))
-        src_lines, tgt_lines = line_count(self.src_path), line_count(self.tgt_path)
+        src_lines, tgt_lines = count_lines(self.src_path), count_lines(self.tgt_path)
         if src_lines is not None and tgt_lines is not None and src_lines != tgt_lines:
             self._mismatch(src_lines, tgt_lines)
         self.total = src_lines if tgt_lines is not None else None
@@ -129,7 +119,7 @@ class FilePairSource(Source):
                         f"{tgt_lines}: the two files must be line-aligned")
 
     def __iter__(self) -> Iterator[Pair]:
-        with open_raw(self.src_path) as src_handle, open_raw(self.tgt_path) as tgt_handle:
+        with open_text(self.src_path) as src_handle, open_text(self.tgt_path) as tgt_handle:
             src_file = raw_lines(src_handle, self.src_path)
             tgt_file = raw_lines(tgt_handle, self.tgt_path)
             for number, (src_raw, tgt_raw) in enumerate(zip_longest(src_file, tgt_file), 1):
@@ -137,12 +127,12 @@ class FilePairSource(Source):
                     rest = 1 + sum(1 for _ in (src_file if tgt_raw is None else tgt_file))
                     shorter, longer = number - 1, number - 1 + rest
                     self._mismatch(*((longer, shorter) if tgt_raw is None else (shorter, longer)))
-                src, tgt = decode_line(src_raw), decode_line(tgt_raw)
+                src, tgt = decoded(src_raw, number == 1), decoded(tgt_raw, number == 1)
                 if src is not None and tgt is not None:
                     yield src, tgt
                     continue
                 path, raw = (self.src_path, src_raw) if src is None else (self.tgt_path, tgt_raw)
-                self._invalid(INVALID_UTF8, invalid_utf8_message(raw, path, number))
+                self._invalid(INVALID_UTF8, invalid_utf8(raw, path, number))
 
 
 class TsvSource(Source):
@@ -158,15 +148,15 @@ class TsvSource(Source):
     def __init__(self, config: SourceConfig, data: DataConfig):
         super().__init__(config, data)
         self.path = Path(str(config.tsv))
-        self.total = line_count(self.path)
+        self.total = count_lines(self.path)
         self.header_words = HEADER_WORDS | {data.src_lang.lower(), data.tgt_lang.lower()}
 
     def __iter__(self) -> Iterator[Pair]:
-        with open_raw(self.path) as handle:
+        with open_text(self.path) as handle:
             for number, raw in enumerate(raw_lines(handle, self.path), 1):
-                line = decode_line(raw)
+                line = decoded(raw, number == 1)
                 if line is None:
-                    self._invalid(INVALID_UTF8, invalid_utf8_message(raw, self.path, number))
+                    self._invalid(INVALID_UTF8, invalid_utf8(raw, self.path, number))
                 elif "\t" in line:
                     src, tgt = line.split("\t", 2)[:2]
                     if number == 1 and self._header(src, tgt):
@@ -206,7 +196,7 @@ class TmxSource(Source):
     def __iter__(self) -> Iterator[Pair]:
         from xml.etree.ElementTree import ParseError, iterparse
 
-        with open_raw(self.path) as handle, reading(self.path):
+        with open_text(self.path) as handle, reading(self.path):
             body = None
             units = 0
             try:
@@ -304,7 +294,7 @@ class JsonLinesSource(DatasetSource):
     def __init__(self, config: SourceConfig, data: DataConfig):
         Source.__init__(self, config, data)
         self.path = Path(str(config.dataset)).expanduser()
-        self.total = line_count(self.path)
+        self.total = count_lines(self.path)
         first = self._first_record()
         self.layout = None if first is None else pick_layout(
             str(self.path), list(first), lambda: _translation_languages(first["translation"]),
@@ -320,12 +310,12 @@ class JsonLinesSource(DatasetSource):
 
     def _records(self, report: bool = True) -> Iterator[tuple[str, Any]]:
         """(where, parsed line) per non-blank line; lines that do not parse are reported."""
-        with open_raw(self.path) as handle:
+        with open_text(self.path) as handle:
             for number, raw in enumerate(raw_lines(handle, self.path), 1):
-                line = decode_line(raw)
+                line = decoded(raw, number == 1)
                 if line is None:
                     if report:
-                        self._invalid(INVALID_UTF8, invalid_utf8_message(raw, self.path, number))
+                        self._invalid(INVALID_UTF8, invalid_utf8(raw, self.path, number))
                 elif line.strip():
                     try:
                         yield f"{self.path}:{number}", json.loads(line)

@@ -16,8 +16,8 @@ import sentencepiece as spm
 
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from transcli.system.errors import UserError
-from transcli.system.files import count_lines
 from transcli.system.signals import wait_in_thread
+from transcli.system.text import count_lines
 
 TOKENIZER_FILE = "spm.model"  # name of the model file inside prepared and run dirs
 VOCAB_FILE = "spm.vocab"  # human-readable piece list written beside it

@@ -2,19 +2,20 @@
 
 `score` only computes, never prints (`evaluate` prints, the training loop keeps
 validation BLEU), and imports sacreBLEU when first called so that importing this
-module stays cheap. Files are read exactly as the `sacrebleu` command reads them, so
-the figures are the ones `sacrebleu REF... -i HYP -m bleu chrf ter` prints for the
-same files.
+module stays cheap. Files are read as the `sacrebleu` command reads them (only '\\n'
+ends a line, each line right-stripped), so the figures are the ones
+`sacrebleu REF... -i HYP -m bleu chrf ter` prints for the same files (which it
+un-gzips too; transcli also reads .bz2 and .xz).
 """
 
 from __future__ import annotations
 
-import gzip
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from transcli.system.errors import UserError
+from transcli.system.text import read_text_file
 
 # sacreBLEU's own default width: one decimal, as the `sacrebleu` command prints.
 TEXT_WIDTH = 1
@@ -94,36 +95,12 @@ def score(hyps: list[str], refs: list[list[str]], ter: bool = True) -> Scores:
     return Scores(metrics=results, lines=len(hyps), nrefs=len(refs))
 
 
-def read_lines(path: Path) -> list[str]:
-    """The lines of a strict UTF-8 file, without their '\\n'.
-
-    As in the `sacrebleu` command (which opens files with newline='\\n' and
-    un-gzips names ending in .gz), only '\\n' ends a line: a missing final
-    newline adds no line, an empty line stays an empty line, and a stray '\\r'
-    or other Unicode line break inside a line never shifts the alignment.
-    """
-    try:
-        data = path.read_bytes()
-        if path.name.endswith(".gz"):
-            data = gzip.decompress(data)
-    except (OSError, EOFError) as exc:
-        raise UserError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
-    pieces = data.split(b"\n")
-    if pieces[-1] == b"":
-        pieces.pop()  # text after the last '\n', if any, is a line; nothing is not
-    lines = []
-    for number, raw in enumerate(pieces, start=1):
-        try:
-            lines.append(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise UserError(f"{path}: line {number} is not valid UTF-8") from None
-    return lines
-
-
 def read_scored_lines(path: Path) -> list[str]:
-    """Hypotheses or references as sacreBLEU scores them: each line `rstrip()`ped,
-    which is what the `sacrebleu` command does (it also drops the '\\r' of CRLF)."""
-    return [line.rstrip() for line in read_lines(path)]
+    """Hypotheses or references as sacreBLEU scores them: each line, read by transcli's
+    one rule (`system.text`: only '\\n' ends a line, .gz/.bz2/.xz decompressed, strict
+    UTF-8) with a byte-order mark kept, then `rstrip()`ped, as the `sacrebleu` command
+    does."""
+    return [line.rstrip() for line in read_text_file(path, keep_bom=True)]
 
 
 def check_line_counts(name: Path, count: int, refs: list[Path],

@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 
-from transcli.config.schema import DecodeConfig
+from transcli.config.schema import STRATEGIES, DecodeConfig
 from transcli.inference import selection
 from transcli.model.kvcache import DecoderState, StepBuffers
 from transcli.model.transformer import Memory, Transformer
@@ -224,8 +224,8 @@ def _sampler(decode: DecodeConfig, seeds: list[str]) -> Pick:
 # Every strategy has this signature: the model, a padded batch of sources, the maximum
 # target length of each, the decode settings, whether to use the decoder cache, and each
 # sentence's index in the input (which seeds sampling). It returns each sentence's
-# hypotheses, best first. A new strategy is one such function, its name in SEARCHES and in
-# `config.STRATEGIES`, and a test.
+# hypotheses, best first. A new strategy is one such function, named as its name and
+# meaning in `config.schema.STRATEGIES` say, and a test.
 
 Search = Callable[[Transformer, Tensor, list[int], DecodeConfig, bool, Sequence[int]],
                   list[list[Hypothesis]]]
@@ -262,7 +262,8 @@ def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
             for i in range(0, len(found), n)]
 
 
-SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy, "sample": sample}
+# Each of decode.strategy's names is the function of that name above.
+SEARCHES: dict[str, Search] = {name: globals()[name] for name in STRATEGIES}
 
 
 def search(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,

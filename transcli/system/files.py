@@ -8,7 +8,7 @@
 - An output is never one of the command's own inputs, and never replaces what is
   not a regular file: a FIFO or character device (`/dev/stdout`, `/dev/null`) is
   written through, a symlink is followed to its target.
-- Only '\\n' ends a line of text we translate or count (`source_lines`, `count_lines`).
+Reading text lines has its own rule, in `text.py`.
 """
 
 from __future__ import annotations
@@ -205,50 +205,3 @@ def write_text_output(name: str | Path, text: str, inputs: Iterable[str | Path] 
     """`output_file` for text already in memory (UTF-8, '\\n' line ends)."""
     with output_file(name, inputs, what) as handle:
         handle.write(text.encode("utf-8"))
-
-
-def count_lines(path: Path) -> Optional[int]:
-    """Lines in a file, a last line without newline included (fast: byte counting);
-    None for a pipe or device, which must not be read twice."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise UserError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({describe_os_error(exc)})") from None
-    if stat.S_ISDIR(mode):
-        raise UserError(f"{path}: is a directory, not a file")
-    if not stat.S_ISREG(mode):
-        return None
-    count, last = 0, b"\n"
-    with open_checked(path, "rb", buffering=BLOCK) as handle:
-        try:
-            for block in iter(lambda: handle.read(BLOCK), b""):
-                count += block.count(b"\n")
-                last = block[-1:]
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read ({describe_os_error(exc)})") from None
-    return count + (last != b"\n")
-
-
-def source_lines(handle: BinaryIO, name: str) -> Iterator[str]:
-    """Lines to translate, as `translate` and `evaluate --model` read them: only '\\n'
-    ends a line (odd characters inside a line never shift the order), a CRLF's '\\r'
-    and a first-line byte-order mark are dropped, and bad UTF-8 is a one-line error."""
-    try:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise UserError(f"{name}: line {number} is not valid UTF-8") from None
-            if number == 1:
-                line = line.removeprefix("\ufeff")
-            yield line.rstrip("\n").removesuffix("\r")
-    except OSError as exc:
-        raise UserError(f"{name}: cannot read input ({describe_os_error(exc)})") from None
-
-
-def read_source_file(path: Path) -> list[str]:
-    """Every line of a source file, by `source_lines`' rules."""
-    with open_checked(path, "rb") as handle:
-        return list(source_lines(handle, str(path)))

@@ -4,17 +4,19 @@ Two implementations of one loss: `label_smoothed_nll` from log-probabilities (th
 reference, plain autograd) and `output_loss`, which applies the output layer itself
 chunk by chunk and computes its gradients in the same pass, so the [tokens, V]
 logits of a batch never exist whole and no log-softmax is stored for backward.
-Tests hold the two equal; training uses the second (`bench/train_speed.py`).
+Tests hold the two equal; training uses the second (`python -m bench.train_speed`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor
+
+from transcli.config.schema import SCHEDULES
 
 ROWS_PER_CHUNK = 1024  # target positions whose logits exist at once in `output_loss`
 
@@ -29,6 +31,28 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
+# After warm-up, each schedule is a function of update `step`, the `peak` reached at update
+# `warmup`, the share of the decay done (`progress`, 0 to 1) and the `final` scale.
+
+
+def noam(step: int, warmup: int, peak: float, progress: float, final: float) -> float:
+    """The paper's: step^-0.5, which continues the warm-up's peak at `warmup`."""
+    return peak * math.sqrt(warmup / step)
+
+
+def linear(step: int, warmup: int, peak: float, progress: float, final: float) -> float:
+    return peak * (final + (1.0 - final) * (1.0 - progress))
+
+
+def cosine(step: int, warmup: int, peak: float, progress: float, final: float) -> float:
+    return peak * (final + (1.0 - final) * 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+
+# Each of train.schedule's names is the function of that name above.
+DECAYS: dict[str, Callable[[int, int, float, float, float], float]] = {
+    name: globals()[name] for name in SCHEDULES}
+
+
 def learning_rate(schedule: str, step: int, d_model: int, warmup: int, factor: float,
                   total: int, final: float = 0.0, clock: float = 0.0) -> float:
     """The learning rate of update `step` (1-based).
@@ -38,17 +62,11 @@ def learning_rate(schedule: str, step: int, d_model: int, warmup: int, factor: f
     to `final` x peak at update `total` (a run that knows its length ends on a low rate),
     or sooner when `clock`, the share of a time budget spent since warm-up, runs ahead.
     """
-    if schedule == "noam" or step <= warmup:
+    if step <= warmup:
         return noam_lr(step, d_model, warmup, factor)
     peak = noam_lr(warmup, d_model, warmup, factor)
     progress = min(1.0, max((step - warmup) / max(1, total - warmup), clock))
-    if schedule == "linear":
-        shape = 1.0 - progress
-    elif schedule == "cosine":
-        shape = 0.5 * (1.0 + math.cos(math.pi * progress))
-    else:
-        raise ValueError(f"unknown schedule {schedule!r}")
-    return peak * (final + (1.0 - final) * shape)
+    return DECAYS[schedule](step, warmup, peak, progress, final)
 
 
 def decay_clock(seconds: float, warmup_seconds: float, budget_minutes: float) -> float:

@@ -22,7 +22,7 @@ from transcli.data.tokenizer import Tokenizer
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import PAD_ID
 from transcli.system.errors import UserError
-from transcli.system.files import open_checked
+from transcli.system.text import read_text_file
 from transcli.training.objective import LossSums, TeacherForcing
 from transcli.training.state import Best
 
@@ -90,5 +90,4 @@ def _read_lines(path: Path, limit: int) -> list[str]:
     if not path.is_file():
         raise UserError(f"{path}: valid text for BLEU not found (re-run `transcli prepare`, "
                         f"or set train.valid_bleu_lines=0)")
-    with open_checked(path, "r", encoding="utf-8") as handle:
-        return [line.rstrip("\n") for _, line in zip(range(limit), handle)]
+    return read_text_file(path, limit)
