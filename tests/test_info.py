@@ -48,14 +48,24 @@ def test_info_of_a_trained_run(trained, prepared):
     best = [r for r in records if r.get("best")][-1]
     assert info["best_valid"]["step"] == best["step"]
     assert info["best_valid"]["valid_bleu"] == best["valid_bleu"]
-    assert info["checkpoints"] == {"steps": [10, 20], "resumable": [10, 20], "best": True,
-                                   "avg": True}
+    assert info["checkpoints"] == {"steps": [10, 20], "resume_from": 20, "best": True,
+                                   "avg": True, "keep_last": 2}
+    folder = trained / "checkpoints"
+    sizes = {path.name: path.stat().st_size for path in folder.iterdir()}
+    assert info["disk"]["step weights"] == sizes["step-0000010.safetensors"] + sizes[
+        "step-0000020.safetensors"]
+    assert info["disk"]["training state"] == sizes["step-0000020.state.pt"]
+    assert "step-0000010.state.pt" not in sizes  # one state: the one --resume reads
+    assert sum(info["disk"].values()) == sum(p.stat().st_size for p in trained.rglob("*")
+                                             if p.is_file())
     assert info["changed"]["model.d_model"] == 32 and "model.pre_norm" not in info["changed"]
     assert info["origin"]["data_dir"] == str(prepared.resolve())
     result = run_cli("info", trained)
     assert result.returncode == 0, result.stderr
     assert "parameters:" in result.stdout and f"{info['parameters']:,}" in result.stdout
     assert "20 updates" in result.stdout and "model.d_model: 32" in result.stdout
+    assert "--resume continues from step 20" in result.stdout
+    assert "training state for --resume" in result.stdout
     as_json = run_cli("info", trained, "--json")
     assert json.loads(as_json.stdout)["parameters"] == info["parameters"]
 

@@ -673,3 +673,14 @@ def test_source_flags_are_checked_by_the_format_table(tmp_path: Path, args: list
     result = transcli("prepare", "--config", str(TINY), "--out", str(tmp_path / "out"),
                       *[arg.format(tmp=tmp_path) for arg in args])
     assert one_error_line(result) == f"transcli: error: {expected.format(tmp=tmp_path)}"
+
+
+def test_the_summary_says_why_pairs_were_dropped_in_words() -> None:
+    from collections import Counter
+
+    from transcli.data.prepare import _drop_summary
+
+    said = _drop_summary(Counter({"decontaminated": 4, "duplicate": 1200, "empty": 0}))
+    assert said == ("1,200 duplicates, 4 whose English is also in valid or test (left out of "
+                    "train so that those scores stay honest)")
+    assert _drop_summary(Counter()) == "none"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from transcli.rundir.layout import (
     CURVES_FILE,
     METRICS_FILE,
     complete_steps,
+    step_checkpoints,
     step_path,
 )
 from transcli.rundir.metrics import read_metrics
@@ -85,7 +87,8 @@ def test_run_dir_holds_everything_a_run_needs(prepared: Path, tmp_path: Path) ->
     run = tmp_path / "run"
     train(fast_config("train.max_steps=30", "train.keep_last=2", "train.average_last=2"),
           prepared, run)
-    assert complete_steps(run) == [20, 30]  # keep_last
+    # keep_last step weights; one training state, the newest: all --resume reads
+    assert [s for s, _ in step_checkpoints(run)] == [20, 30] and complete_steps(run) == [30]
     weights = [load_file(step_path(run, s)) for s in (20, 30)]
     avg = load_file(run / CHECKPOINT_DIR / AVG_FILE)
     assert all(torch.allclose(avg[k], (weights[0][k] + weights[1][k]) / 2) for k in avg)
@@ -199,12 +202,14 @@ def test_sigterm_finishes_the_step_saves_and_exits_0(prepared: Path, tmp_path: P
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    assert "SIGTERM received" in err and "--resume" in err
+    assert "SIGTERM received" in err
     step = complete_steps(run)[-1]
     assert step >= 5 and json.loads((run / METRICS_FILE).read_text().splitlines()[-1])
-    # Without --config, --resume takes the run's own config.yaml (FAST's small model).
-    proc = transcli_process("train", "--data", str(prepared), "--out", str(run), "--resume",
-                     "--max-steps", str(step + 5))
+    # The command the last line gives, as the user would paste it. Without --config,
+    # --resume takes the run's own config.yaml (FAST's small model).
+    command = shlex.split(err.strip().splitlines()[-1].split("continue with: ", 1)[1])
+    assert command[:2] == ["transcli", "train"] and "--resume" in command
+    proc = transcli_process(*command[1:], "--max-steps", str(step + 5))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert f"resuming at step {step}" in err and complete_steps(run)[-1] == step + 5

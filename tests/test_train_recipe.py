@@ -147,3 +147,42 @@ def test_a_decay_in_minutes_ends_the_run_at_rate_zero_and_its_clock_survives_sit
     assert f"end of the {decay}-minute decay" in capsys.readouterr().err
     train(fast_config(*sets), prepared, run, resume=True)
     assert "nothing to do" in capsys.readouterr().err
+
+
+def test_the_progress_bar_aims_at_the_clock_s_end_from_a_resumed_sitting_s_start() -> None:
+    """A run with a 60-minute decay resumed after 30 minutes and 3,000 updates: before its
+    first update the bar already ends near step 6,000 (the run's pace so far), not at the
+    100,000-update cap; once the sitting has a pace of its own, that one counts."""
+    from tqdm import tqdm
+
+    from transcli.config.schema import TrainConfig
+    from transcli.training.loop import expected_end
+    from transcli.training.state import Progress
+
+    tc = TrainConfig(max_steps=100_000, schedule="linear", decay_minutes=60)
+    p = Progress(step=3000, seconds=1800.0)
+    with tqdm(total=tc.max_steps, initial=p.step, disable=True) as bar:
+        expected_end(bar, p, 3000, 0.0, tc)
+        assert bar.total == 6000
+        p.step, p.seconds = 3100, 1810.0  # this sitting: 100 updates in 10 s
+        expected_end(bar, p, 3000, 10.0, tc)
+        assert bar.total == 3100 + int(1790 * 10)  # capped by the decay's seconds left
+        fresh = Progress()
+        bar.total = tc.max_steps
+        expected_end(bar, fresh, 0, 0.0, tc)  # nothing known yet: the cap stays
+        assert bar.total == tc.max_steps
+
+
+def test_a_stop_says_the_command_that_continues_the_run(tmp_path: Path) -> None:
+    from transcli.config.schema import TrainConfig
+    from transcli.training.loop import ending
+
+    tc = TrainConfig(max_steps=1000)
+    resume = "transcli train --data 'my data' --out run --resume"
+    for reason in ("SIGINT", "time limit of 5 min"):
+        line = ending(reason, 40, tc, tmp_path, resume)
+        assert line.endswith(f"continue with: {resume}") or f"continue with: {resume}." in line
+    assert "continue" not in ending("finished", 1000, tc, tmp_path, resume)
+    early = ending("early stop: no better valid BLEU in 2 validations", 80, tc, tmp_path, resume)
+    assert early.startswith("early stop") and "continue" not in early
+    assert "undertrained" in ending("time limit of 5 min", 40, tc, tmp_path, resume)

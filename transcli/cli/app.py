@@ -13,6 +13,7 @@ import sys
 import typer
 
 from transcli.cli import config, evaluate, explain, export, info, prepare, score, train, translate
+from transcli.cli.serve import serve
 
 app = typer.Typer(
     help="Train and run an English-to-Spanish Transformer.\n\nAn option whose default is a "
@@ -20,10 +21,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: examples keep their line breaks, flags show no type
 )
 
 for command in (prepare.prepare, train.train, translate.translate, evaluate.evaluate,
-                score.score, explain.explain, info.info, config.config, export.export):
+                score.score, explain.explain, info.info, config.config, export.export, serve):
     app.command(command.__name__)(command)
 
 

@@ -24,6 +24,12 @@ def config(
 
     --list: every key with its type, default and meaning. Without it: the defaults, or
     --config with --set applied, as the YAML `train` would run with.
+
+    Examples:
+
+    \b
+      transcli config --list
+      transcli config -c configs/cpu-1h.yaml --set train.max_minutes=30
     """
     print_config(list_keys, config, list(sets or []))
 

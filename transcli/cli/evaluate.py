@@ -38,6 +38,12 @@ def evaluate(
     translating --src first with --model.
 
     With --model: a progress bar on stderr, and translate's decoding options.
+
+    Examples:
+
+    \b
+      transcli evaluate --hyp news.es --ref news.ref.es
+      transcli evaluate -m run --src test.en --ref test.es --hyp-out test.hyp.es --json
     """
     evaluate_cli(ref=ref, hyp=hyp, model=model, src=src, checkpoint=checkpoint,
                  hyp_out=hyp_out, as_json=json_out, device=device or "auto",

@@ -34,6 +34,12 @@ def explain(
     Writes encoder-decoder attention heatmaps (PNG: all layers averaged, and one panel
     per layer) and the alignment they imply (Pharaoh i-j) into --out; prints the pieces
     and the aligned pairs.
+
+    Examples:
+
+    \b
+      transcli explain -m run "I like trees." "Where is the station?"
+      transcli explain -m run --out pictures --greedy "The dog sleeps under the table."
     """
     explain_texts(model, checkpoint, text, out, [*decoding, ("decode.n_best", 1), *(sets or [])],
                   device or "auto")

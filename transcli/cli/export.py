@@ -20,13 +20,19 @@ def export(
     quantize: Optional[str] = typer.Option(
         None, help="ct2 weights: int8, int16 or float16 (default: float32)."),
     force: bool = typer.Option(
-        False, help="Write into a non-empty --out: replaces the files an export writes, "
+        False, "--force", help="Write into a non-empty --out: replaces the files an export writes, "
         "never deletes others."),
 ) -> None:
     """Export a checkpoint for another inference library: CTranslate2 or transformers.
 
     The exported model gives transcli's greedy translations; what a format cannot
     represent exactly is refused. Needs the package's ct2 or hf extra (see the README).
+
+    Examples:
+
+    \b
+      transcli export -m run --format ct2 --out run-ct2 --checkpoint avg --quantize int8
+      transcli export -m run --format hf --out run-hf
     """
     from transcli.export import export_run
 

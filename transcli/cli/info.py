@@ -19,6 +19,12 @@ def info(
     Parameters, vocabulary, model shape, steps and tokens trained, best validation,
     checkpoints present, and the settings that differ from the defaults (--json: the
     whole config).
+
+    Examples:
+
+    \b
+      transcli info run
+      transcli info run --json | python -m json.tool
     """
     print_info(run, json_out)
 

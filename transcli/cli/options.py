@@ -59,7 +59,8 @@ def _decoding_parameters() -> list[inspect.Parameter]:
 
     return [
         option("greedy", bool, typer.Option(
-            False, help="Greedy search (same output as --beam-size 1 without --word-reward).")),
+            False, "--greedy",
+            help="Greedy search (same output as --beam-size 1 without --word-reward).")),
         option("strategy", Optional[str], setting(
             "decode.strategy", "beam, greedy or sample (decode.temperature, top_k, top_p, seed).")),
         option("beam_size", Optional[int], setting(

@@ -36,17 +36,25 @@ def prepare(
         show_default="from the suffix"),
     out: Optional[Path] = setting("data.out", "Output directory.", "--out", "-o"),
     force: bool = typer.Option(
-        False, help="Write into a non-empty --out: replaces an earlier prepare's files, "
+        False, "--force", help="Write into a non-empty --out: replaces an earlier prepare's files, "
         "never deletes others."),
     skip_invalid: bool = typer.Option(
-        False, help="Skip and count malformed lines instead of stopping."),
+        False, "--skip-invalid", help="Skip and count malformed lines instead of stopping."),
     tokenizer_model: Optional[Path] = setting(
         "data.tokenizer_model", "Encode with this sentencepiece model (a file, or a run or "
         "prepared dir) instead of training one: data to fine-tune that run on.",
         "--tokenizer-model"),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
-    """Read a parallel corpus, clean and split it, train sentencepiece, encode everything."""
+    """Read a parallel corpus, clean and split it, train sentencepiece, encode everything.
+
+    Examples:
+
+    \b
+      transcli prepare -c configs/cpu-1h.yaml --src-file train.en --tgt-file train.es --out prep
+      transcli prepare -c configs/cpu-1h.yaml --tsv pairs.tsv --out prep
+      transcli prepare -c configs/cpu-1h.yaml --file memory.tmx --out prep
+    """
     from transcli.data.prepare import prepare as run_prepare
 
     source = source_from_flags({

@@ -32,8 +32,14 @@ def score(
     One TSV line per pair, in input order: line index (from 0), total log-prob,
     log-prob per token, target tokens (end of sentence included). For filtering
     corpora and checking references. A pair with a blank side, or too long for the
-    model, is kept but not scored: nan in both score columns, as translate keeps a
-    blank line blank (keep the scored ones with awk -F'\\t' '$2 != "nan"').
+    model, is kept but not scored: nan in both score columns (as translate keeps a
+    blank line blank), which the example below leaves out before sorting.
+
+    Examples:
+
+    \b
+      transcli score -m run --src corpus.en --tgt corpus.es -o scores.tsv
+      awk -F'\\t' '$2 != "nan"' scores.tsv | sort -t$'\\t' -k3,3g | head   # least likely
     """
     score_files(model, checkpoint, src, tgt, output, batch_tokens, device or "auto")
 

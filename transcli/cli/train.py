@@ -7,18 +7,22 @@ from typing import Optional
 
 import typer
 
-from transcli.cli.options import ConfigOpt, Device, SetOpt, device_option, setting
+from transcli.cli.options import Device, SetOpt, device_option, setting
 from transcli.config.loading import load_config
 
 
 def train(
-    config: Optional[Path] = ConfigOpt,
+    config: Optional[Path] = typer.Option(
+        None, "--config", "-c", help="YAML config file. Without it (and without --resume): "
+        "the paper's base model and recipe, meant for a GPU; on a laptop use "
+        "configs/cpu-1h.yaml (the recipes are in configs/, listed in the README)."),
     data: Path = typer.Option(..., help="Directory written by `transcli prepare`."),
     out: Path = typer.Option(..., "--out", "-o", help="Run directory (checkpoints, logs)."),
     resume: bool = typer.Option(
-        False, help="Continue the run in --out where it stopped (with its config.yaml when "
-        "--config is not given)."),
-    force: bool = typer.Option(False, help="Start afresh in an --out holding another run."),
+        False, "--resume", help="Continue the run in --out where it stopped (with its "
+        "config.yaml when --config is not given)."),
+    force: bool = typer.Option(False, "--force",
+                               help="Start afresh in an --out holding another run."),
     max_steps: Optional[int] = setting("train.max_steps", "Stop after this many updates."),
     save_every: Optional[int] = setting("train.save_every", "Checkpoint every N updates."),
     valid_every: Optional[int] = setting("train.valid_every", "Validate every N updates."),
@@ -32,9 +36,16 @@ def train(
 ) -> None:
     """Train the Transformer on a prepared dataset, with checkpoints and validation.
 
-    SIGINT/SIGTERM finish the current update, save and exit 0. Under
-    `torchrun --nproc_per_node N -m transcli train ...` each process trains on
-    every N-th batch (DistributedDataParallel).
+    Ctrl-C, SIGTERM and SIGHUP finish the current update, save and exit 0; --resume
+    continues exactly. Under `torchrun --nproc_per_node N -m transcli train ...` each
+    process trains on every N-th batch (DistributedDataParallel).
+
+    Examples:
+
+    \b
+      transcli train -c configs/cpu-1h.yaml --data prep --out run   # an hour on a laptop
+      transcli train --data prep --out run --resume                 # continue it
+      transcli train -c configs/cpu-1h.yaml --data prep --out run --set train.max_minutes=10
     """
     from transcli.rundir.layout import train_config_path
     from transcli.training.loop import train as run_train

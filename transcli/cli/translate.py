@@ -60,6 +60,14 @@ def translate(
     files and pipes are read in chunks. Defaults come from the run's config (decode
     section). An empty line gives an empty line; a line too long for the model is
     truncated, with one warning at the end.
+
+    Examples:
+
+    \b
+      transcli translate -m run -i news.en -o news.es
+      echo "I like trees." | transcli translate -m run --greedy
+      transcli translate -m run --checkpoint avg --beam-size 5 -i news.en.gz -o news.es
+      transcli translate -m run                      # at a terminal: type, press Enter
     """
     overrides = [*decoding, *([("decode.n_best", n_best)] if n_best is not None else []),
                  *(sets or [])]

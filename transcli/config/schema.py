@@ -184,7 +184,9 @@ class TrainConfig:
     log_every: int = 100  # updates per line of metrics.jsonl
     valid_every: int = 1000  # updates between validations
     save_every: int = 1000  # updates between checkpoints
-    keep_last: int = 5  # last checkpoints kept besides the best
+    # Step weights kept (for `avg` and for translating with a step), besides best and avg;
+    # only the newest step keeps its training state, all --resume reads.
+    keep_last: int = 5
     average_last: int = 5  # checkpoints averaged into `avg`
     valid_bleu_lines: int = 500  # valid pairs decoded greedily for BLEU (0: none)
     early_stop_metric: str = "bleu"  # what `best` and patience follow: bleu or loss

@@ -30,6 +30,15 @@ DUPLICATE = "duplicate"
 DECONTAMINATED = "decontaminated"
 DROP_REASONS = (INVALID_UTF8, NO_TAB, MALFORMED, EMPTY, TOO_LONG_CHARS, TOO_LONG_TOKENS, RATIO,
                 DUPLICATE, DECONTAMINATED)
+# How prepare's summary says each reason, after the count.
+DROP_WORDS = {
+    INVALID_UTF8: "not UTF-8", NO_TAB: "without a tab", MALFORMED: "malformed",
+    EMPTY: "with an empty side", TOO_LONG_CHARS: "over data.max_chars",
+    TOO_LONG_TOKENS: "over data.max_tokens", RATIO: "with a length ratio over data.max_ratio",
+    DUPLICATE: "duplicates",
+    DECONTAMINATED: "whose English is also in valid or test (left out of train so that "
+                    "those scores stay honest)",
+}
 
 # C0/C1 controls and byte-order marks (also mid-file, from concatenated files): spaces.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ufeff]")

@@ -32,7 +32,14 @@ import numpy as np
 from tqdm import tqdm
 
 from transcli.config.schema import Config, DataConfig, SourceConfig
-from transcli.data.cleaning import DECONTAMINATED, DROP_REASONS, DUPLICATE, Cleaner, normalise
+from transcli.data.cleaning import (
+    DECONTAMINATED,
+    DROP_REASONS,
+    DROP_WORDS,
+    DUPLICATE,
+    Cleaner,
+    normalise,
+)
 from transcli.data.encoded import MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files
 from transcli.data.sources import Source, open_source, preload_source, source_label
 from transcli.data.tokenizer import (
@@ -385,12 +392,14 @@ def _report(out: Path, manifest: dict[str, Any]) -> None:
     sizes = ", ".join(f"{s} {manifest['splits'][s]['pairs']}" for s in SPLITS)
     train = manifest["counts"]["train"]
     print(f"prepared {out}: {sizes} pairs; vocab {manifest['vocab_size']}; "
-          f"train read {train['read']}, dropped {_drop_summary(Counter(train['dropped']))}",
+          f"train read {train['read']:,}, dropped {_drop_summary(Counter(train['dropped']))}",
           file=sys.stderr)
 
 
 def _drop_summary(dropped: Counter) -> str:
-    parts = [f"{reason} {dropped[reason]}" for reason in DROP_REASONS if dropped.get(reason)]
+    """The pairs dropped, in words: "12 duplicates, 3 over data.max_tokens"."""
+    parts = [f"{dropped[reason]:,} {DROP_WORDS[reason]}" for reason in DROP_REASONS
+             if dropped.get(reason)]
     return ", ".join(parts) or "none"
 
 

@@ -10,6 +10,7 @@ The file names are `rundir`'s.
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -150,15 +151,24 @@ def discard_after(run_dir: str | Path, step: int) -> None:
 
 
 def prune_checkpoints(run_dir: str | Path, keep_last: int) -> None:
-    """Keep the newest `keep_last` complete steps (best/avg are separate files) and
-    drop every other step file older than the newest one."""
-    kept = set(complete_steps(run_dir)[-keep_last:])
-    if not kept:
+    """What a run keeps once step N is complete (weights and state saved): the weights
+    of the newest `keep_last` steps (for `avg` and for translating with a step), and
+    one training state, N's, which is all `--resume` reads (a state holds the optimizer's
+    moments, twice the weights' size). best/avg are separate files; nothing newer than
+    N is touched (a write may be under way)."""
+    steps = complete_steps(run_dir)
+    if not steps:
         return
+    newest = steps[-1]
+    weights = [step for step, _ in step_checkpoints(run_dir) if step <= newest]
+    kept = set(weights[-keep_last:])
     folder = Path(run_dir) / CHECKPOINT_DIR
     for path in folder.glob("step-*"):
-        match = STEP_PATTERN.match(path.name) or STATE_PATTERN.match(path.name)
-        if match and int(match.group(1)) not in kept and int(match.group(1)) < max(kept):
+        if match := STATE_PATTERN.match(path.name):
+            if int(match.group(1)) < newest:
+                path.unlink(missing_ok=True)
+        elif (match := STEP_PATTERN.match(path.name)) and int(match.group(1)) not in kept \
+                and int(match.group(1)) < newest:
             path.unlink(missing_ok=True)
 
 
@@ -181,7 +191,8 @@ def average_checkpoints(paths: list[Path], out: Path) -> None:
 def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
     """`best`, `last`, `avg`, a step number or a path -> an existing weights file.
 
-    `best` falls back to `last` for runs that never validated.
+    `best` falls back to the newest step for runs that have not validated yet, and says
+    so on stderr: the user asked for one checkpoint and gets another.
     """
     run_dir = Path(run_dir)
     if name in ("best", "avg"):
@@ -190,7 +201,10 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
             return path
         if name == "avg":
             raise UserError(f"{path}: no averaged checkpoint in this run")
-        name = "last"
+        last = resolve_checkpoint(run_dir, "last")
+        print(f"transcli: note: {run_dir} has no best checkpoint yet (it is written at the "
+              f"first validation): using the newest, {last.name}", file=sys.stderr)
+        return last
     if name == "last":
         steps = step_checkpoints(run_dir)
         if not steps:

@@ -9,6 +9,8 @@ has not logged or saved anything yet is reported as such, not refused.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any, Optional
 
 from safetensors import SafetensorError, safe_open
 
-from transcli.config.schema import Config
+from transcli.config.schema import Config, SourceConfig
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.rundir.layout import (
     AVG_FILE,
@@ -25,6 +27,8 @@ from transcli.rundir.layout import (
     CONFIG_FILE,
     METRICS_FILE,
     RUN_FILE,
+    STATE_PATTERN,
+    STEP_PATTERN,
     complete_steps,
     load_run_config,
     step_checkpoints,
@@ -69,12 +73,29 @@ def run_info(run: Path) -> dict[str, Any]:
         "best_valid": _pick(best[-1], "step", "valid_bleu", "valid_nll", "valid_ppl")
         if best else None,
         "last_valid": _pick(valid[-1], "step", "valid_bleu", "valid_nll") if valid else None,
-        "checkpoints": {"steps": steps, "resumable": complete_steps(run),
-                        "best": BEST_FILE in extra, "avg": AVG_FILE in extra},
+        "checkpoints": {"steps": steps, "resume_from": (complete_steps(run) or [None])[-1],
+                        "best": BEST_FILE in extra, "avg": AVG_FILE in extra,
+                        "keep_last": cfg.train.keep_last},
+        "disk": disk_use(run),
         "origin": _origin(run),
         "config": cfg.to_dict(),
         "changed": changed_settings(cfg),
     }
+
+
+def disk_use(run: Path) -> dict[str, int]:
+    """Bytes the run dir holds, by what they are for."""
+    use = dict.fromkeys(("step weights", "training state", "best and avg", "other"), 0)
+    for path in run.rglob("*"):
+        with contextlib.suppress(OSError):
+            if not path.is_file() or path.is_symlink():
+                continue
+            kind = ("step weights" if STEP_PATTERN.match(path.name)
+                    else "training state" if STATE_PATTERN.match(path.name)
+                    else "best and avg" if path.parent.name == CHECKPOINT_DIR
+                    and path.name in (BEST_FILE, AVG_FILE) else "other")
+            use[kind] += path.stat().st_size
+    return use
 
 
 def _vocab_size(run: Path) -> Optional[int]:
@@ -128,6 +149,7 @@ def format_info(info: dict[str, Any]) -> str:
     rows.append(("best validation", _validation(info["best_valid"]) if info["best_valid"]
                  else "none yet"))
     rows.append(("checkpoints", _checkpoints(info["checkpoints"])))
+    rows.append(("disk", _disk(info["disk"], info["checkpoints"]["keep_last"])))
     origin = info["origin"]
     if origin.get("data_dir"):
         rows.append(("data", f"{origin['data_dir']} (data hash "
@@ -145,11 +167,13 @@ def format_info(info: dict[str, Any]) -> str:
 
 
 def _compact(value: Any) -> Any:
-    """A source's keys without the unset (null) ones: {"tsv": "a.tsv", "split": "train"}."""
+    """A source's keys without those at their defaults: {"tsv": "a.tsv"}, not the unset
+    ones nor `split: train`, which only a dataset source reads."""
     if isinstance(value, list):
         return [_compact(item) for item in value]
     if isinstance(value, dict):
-        return {k: v for k, v in value.items() if v is not None}
+        defaults = dataclasses.asdict(SourceConfig())
+        return {k: v for k, v in value.items() if v != defaults.get(k)}
     return value
 
 
@@ -178,4 +202,18 @@ def _checkpoints(checkpoints: dict[str, Any]) -> str:
     steps = checkpoints["steps"]
     parts = [f"steps {', '.join(map(str, steps))}" if steps else "no step checkpoints"]
     parts += [name for name in ("best", "avg") if checkpoints[name]]
+    if checkpoints["resume_from"] is not None:
+        parts.append(f"--resume continues from step {checkpoints['resume_from']}")
     return "; ".join(parts)
+
+
+def _disk(use: dict[str, int], keep_last: int) -> str:
+    """What the run dir's bytes are for: weights of the last `keep_last` steps, the one
+    training state --resume reads, best/avg, and the rest (logs, tokenizer, exports)."""
+    def mb(size: int) -> str:
+        return f"{size / 1e6:,.1f} MB"
+
+    return (f"{mb(sum(use.values()))}: step weights {mb(use['step weights'])} (the last "
+            f"train.keep_last={keep_last}), training state for --resume "
+            f"{mb(use['training state'])}, best and avg {mb(use['best and avg'])}, "
+            f"other {mb(use['other'])}")

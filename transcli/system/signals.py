@@ -86,10 +86,11 @@ def wait_in_thread(function: Callable[[], T], name: str = "worker") -> T:
 
 
 class StopSignals:
-    """Records the first stop signal in `received`; a second one raises SystemExit."""
+    """Records the first stop signal in `received`; a second one raises SystemExit, saying
+    `then` (what to type to go on)."""
 
-    def __init__(self, what: str = "training"):
-        self.what = what
+    def __init__(self, what: str = "training", then: str = "continue with --resume"):
+        self.what, self.then = what, then
         self.received: Optional[str] = None
         self._previous: dict[int, Any] = {}
 
@@ -103,7 +104,7 @@ class StopSignals:
         name = signal.Signals(signum).name
         if self.received:
             print(f"transcli: second {name}: stopping {self.what} now; the latest "
-                  f"checkpoint is intact (continue with --resume)", file=sys.stderr)
+                  f"checkpoint is intact ({self.then})", file=sys.stderr)
             raise SystemExit(128 + signum)
         self.received = name
 

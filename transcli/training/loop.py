@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ from transcli.rundir.layout import (
     run_identity,
     start_step,
     state_path,
+    step_checkpoints,
     step_path,
 )
 from transcli.rundir.metrics import MetricsLog
@@ -132,7 +134,7 @@ def agree(batches: list[Batch], dist: Dist, seconds: float,
 class Trainer:
     def __init__(self, cfg: Config, data_dir: Path, run_dir: Path, dist: Dist,
                  device: torch.device, resume: bool, force: bool):
-        self.cfg, self.tc, self.run_dir = cfg, cfg.train, run_dir
+        self.cfg, self.tc, self.run_dir, self.data_dir = cfg, cfg.train, run_dir, data_dir
         self.dist, self.device = dist, device
         # decided once: bf16 asked for on a CPU without bf16 kernels runs in fp32
         self.run_precision = training_precision(device.type, self.tc.precision,
@@ -192,9 +194,10 @@ class Trainer:
         loader = BackgroundLoader(self.make_batch, stream, pin_memory=self.device.type == "cuda")
         bar = tqdm(total=tc.max_steps, initial=p.step, unit="step", dynamic_ncols=True,
                    disable=not self.dist.main, mininterval=1.0, file=sys.stderr)
+        expected_end(bar, p, self.sitting[0], 0.0, tc)
         reason = "finished"
         try:
-            with StopSignals() as signals:
+            with StopSignals(then=f"continue with: {self._resume_command()}") as signals:
                 while p.step < tc.max_steps:
                     pulled = [loader.next() for _ in range(tc.accum_steps)]
                     batches = [batch for batch, _ in pulled]
@@ -258,7 +261,7 @@ class Trainer:
             record = self._log_line()
             bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
                             tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
-            expected_end(bar, p, self.sitting[0], time.perf_counter() - self.started, tc)
+        expected_end(bar, p, self.sitting[0], time.perf_counter() - self.started, tc)
         if self.valid is not None and p.step % tc.valid_every == 0:
             self._validate()
         if p.step % tc.save_every == 0 or p.step == tc.max_steps:
@@ -332,15 +335,20 @@ class Trainer:
             return
         if p.interval.tokens:
             self._log_line(partial=True)
-        steps = complete_steps(self.run_dir)[-self.tc.average_last:]
+        steps = [s for s, _ in step_checkpoints(self.run_dir)][-self.tc.average_last:]
         if steps and not self.opt.ema:
             average_checkpoints([step_path(self.run_dir, s) for s in steps],
                                 self.run_dir / CHECKPOINT_DIR / AVG_FILE)
         self.log.plot()
-        self._say(ending(reason, p.step, self.tc, self.run_dir))
+        self._say(ending(reason, p.step, self.tc, self.run_dir, self._resume_command()))
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         return autocast(self.device, self.run_precision)
+
+    def _resume_command(self) -> str:
+        """The command line that continues this run where it stops."""
+        return (f"transcli train --data {shlex.quote(str(self.data_dir))} "
+                f"--out {shlex.quote(str(self.run_dir))} --resume")
 
     def _say(self, message: str) -> None:
         if self.dist.main:
@@ -388,25 +396,33 @@ def saved_steps(run_dir: Path) -> str:
 
 def expected_end(bar: tqdm, p: Progress, sitting_start: int, elapsed: float, tc: Any) -> None:
     """Point the progress bar (and its ETA) at the step a time budget (the sitting's
-    max_minutes, the run's decay_minutes) will stop at, when that comes before max_steps;
-    the pace is this sitting's."""
+    max_minutes, the run's decay_minutes) will stop at, when that comes before max_steps.
+    The pace is this sitting's; before its first update, the run's so far (a resume)."""
     left = [tc.max_minutes * 60 - elapsed] if tc.max_minutes else []
     left += [tc.decay_minutes * 60 - p.seconds] if tc.decay_minutes else []
-    if left and p.step > sitting_start and elapsed > 0:
-        reachable = p.step + min(left) * (p.step - sitting_start) / elapsed
+    if p.step > sitting_start and elapsed > 0:
+        pace = (p.step - sitting_start) / elapsed
+    elif p.step and p.seconds > 0:
+        pace = p.step / p.seconds
+    else:
+        return
+    if left:
+        reachable = p.step + max(0.0, min(left)) * pace
         bar.total = max(p.step, min(tc.max_steps, int(reachable)))
 
 
-def ending(reason: str, step: int, tc: Any, run_dir: Path) -> str:
-    """The run's last line: why it stopped, where the checkpoint is, what to expect."""
+def ending(reason: str, step: int, tc: Any, run_dir: Path, resume: str) -> str:
+    """The run's last line: why it stopped, where the checkpoint is, and, when the run is
+    not over, the command (`resume`) that continues it."""
     where = f"checkpoint step {step} saved in {run_dir / CHECKPOINT_DIR}"
-    if reason in ("SIGINT", "SIGTERM", "SIGHUP"):
-        return f"{reason} received: stopped after step {step}; {where}; continue with --resume"
-    if reason == "finished":
-        return f"finished at step {step}; {where}"
-    message = f"{reason}: stopped after step {step}; {where}"
+    if reason == "finished" or reason.startswith(("end of the", "early stop")):
+        done = "finished" if reason == "finished" else reason
+        return f"{done} at step {step}; {where}"
+    said = f"{reason} received" if reason in ("SIGINT", "SIGTERM", "SIGHUP") else reason
+    message = f"{said}: stopped after step {step}; {where}; continue with: {resume}"
     if reason.startswith("time limit") and step < tc.max_steps / 2 and not tc.decay_minutes:
         message += (f". Warning: that is {step} of the {tc.max_steps} planned updates "
                     f"({100 * step / tc.max_steps:.0f}%): the model is undertrained and will "
-                    f"translate poorly; continue with --resume or raise train.max_minutes")
+                    f"translate poorly until it trains longer (the command above, or a "
+                    f"larger train.max_minutes: --set train.max_minutes=N)")
     return message

@@ -1,0 +1,417 @@
+"""`transcli serve`: LibreTranslate's API over a real server (`python -m transcli serve` on
+a free localhost port) with the tiny memorised run, checked against `transcli translate`.
+
+Three servers: one shared by the module (answers, batching, the error table), one with an
+API key and tight limits (403, 503, 504), one stopped by SIGTERM with requests in flight.
+The batcher's merging (sampling seeds, split sentences, int8 alone) is also checked in
+process, where the number of model calls can be seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from helpers import PAIRS, ROOT
+from helpers.cli import one_error_line, run_cli
+from helpers.memorised import UNSEEN
+from libretranslatepy import LibreTranslateAPI
+
+from transcli.inference.translator import load_translator
+from transcli.serve.batcher import Batcher
+from transcli.serve.limits import Limits
+
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # as helpers.cli.run_cli runs transcli
+ENGLISH = [en for en, _ in PAIRS]
+MULTI = f"{ENGLISH[0]} {ENGLISH[1]} {UNSEEN[1]}"  # three sentences on one line
+LINES = [*ENGLISH, *UNSEEN, MULTI, ""]
+MAX_CHARS = 2000
+
+
+class Server:
+    """`transcli serve -m RUN --port 0 FLAGS` as a subprocess: its address is read from
+    the line it prints once listening (no port is guessed); stderr goes to a file."""
+
+    def __init__(self, run_dir: Path, folder: Path, *flags: str):
+        self.log = folder / "serve.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "transcli", "serve", "-m", str(run_dir),
+                 "--checkpoint", "last", "--port", "0", *flags],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
+                env=ONE_THREAD)
+        try:
+            self.host, self.port = self._address(deadline=time.monotonic() + 90)
+            self.url = f"http://{self.host}:{self.port}"
+            assert self.request("GET", "/health")[0] == 200
+        except BaseException:
+            self.stop()
+            raise
+
+    def _address(self, deadline: float) -> tuple[str, int]:
+        while time.monotonic() < deadline:
+            found = re.search(r"serving on http://([\d.]+):(\d+)", self.stderr())
+            if found:
+                return found.group(1), int(found.group(2))
+            assert self.process.poll() is None, f"serve ended early:\n{self.stderr()}"
+            time.sleep(0.05)
+        raise AssertionError(f"serve did not start in time:\n{self.stderr()}")
+
+    def stderr(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def request(self, method: str, path: str, body: Any = None,
+                headers: dict[str, str] | None = None, timeout: float = 60
+                ) -> tuple[int, Any, dict[str, str]]:
+        """(status, decoded JSON body, headers); a dict or list body is sent as JSON."""
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+            headers = {"Content-Type": "application/json", **(headers or {})}
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            connection.request(method, path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            return response.status, json.loads(response.read()), dict(response.getheaders())
+        finally:
+            connection.close()
+
+    def translate(self, q: str | list[str], **fields: Any) -> tuple[int, Any]:
+        status, body, _ = self.request("POST", "/translate",
+                                       {"q": q, "source": "en", "target": "es", **fields})
+        return status, body
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def offline(run_dir: Path) -> dict[str, str]:
+    """`transcli translate`'s output for each of LINES (the run's own decode settings)."""
+    result = run_cli("translate", "-m", run_dir, "--checkpoint", "last",
+                     stdin="".join(line + "\n" for line in LINES))
+    assert result.returncode == 0, result.stderr
+    return dict(zip(LINES, result.stdout.split("\n")))
+
+
+@pytest.fixture(scope="module")
+def server(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The module's server: the run's decode settings, --max-chars MAX_CHARS."""
+    started = Server(run_dir, tmp_path_factory.mktemp("serve"), "--max-chars", str(MAX_CHARS))
+    yield started
+    started.stop()
+
+
+def assert_error(status: int, body: Any, expected: int) -> None:
+    """LibreTranslate's error shape: {"error": one line}."""
+    assert status == expected, body
+    assert isinstance(body, dict) and list(body) == ["error"], body
+    assert isinstance(body["error"], str) and body["error"].strip(), body
+    assert "\n" not in body["error"] and "Traceback" not in body["error"]
+
+
+# ----------------------------------------------------------------------------- answers
+
+
+@pytest.mark.slow
+def test_libretranslatepy_gets_translates_output(server, offline):
+    client = LibreTranslateAPI(server.url)
+    assert [client.translate(line, "en", "es") for line in LINES] == \
+        [offline[line] for line in LINES]
+    assert client.languages() == [{"code": "en", "name": "English", "targets": ["es"]},
+                                  {"code": "es", "name": "Spanish", "targets": []}]
+
+
+@pytest.mark.slow
+def test_lists_lines_and_auto_source(server, offline):
+    """A list gets a list; a text's lines are translated apart and joined by newlines
+    (CRLF as LF, as `translate` reads a file); "auto" is English, said as LibreTranslate
+    says what it detected."""
+    status, body = server.translate([ENGLISH[2], f"{ENGLISH[3]}\r\n\n{UNSEEN[0]}", ""])
+    assert status == 200
+    assert body == {"translatedText": [
+        offline[ENGLISH[2]], f"{offline[ENGLISH[3]]}\n\n{offline[UNSEEN[0]]}", ""]}
+    status, body = server.translate(ENGLISH[4], source="auto")
+    assert status == 200
+    assert body == {"translatedText": offline[ENGLISH[4]],
+                    "detectedLanguage": {"confidence": 100.0, "language": "en"}}
+    status, body = server.translate([ENGLISH[4]], source="auto", format="text")
+    assert body["detectedLanguage"] == [{"confidence": 100.0, "language": "en"}]
+
+
+@pytest.mark.slow
+def test_form_bodies(server, offline):
+    status, body, _ = server.request(
+        "POST", "/translate", f"q={ENGLISH[5]}&source=en&target=es".encode(),
+        {"Content-Type": "application/x-www-form-urlencoded"})
+    assert (status, body) == (200, {"translatedText": offline[ENGLISH[5]]})
+    boundary = "transcli-test"
+    parts = "".join(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+                    f"{value}\r\n" for name, value in
+                    (("q", ENGLISH[6]), ("source", "en"), ("target", "es")))
+    status, body, _ = server.request(
+        "POST", "/translate", f"{parts}--{boundary}--\r\n".encode(),
+        {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert (status, body) == (200, {"translatedText": offline[ENGLISH[6]]})
+
+
+@pytest.mark.slow
+def test_32_concurrent_clients_get_offline_translations(server, offline):
+    """32 threads at once, each with its own lines (strings through libretranslatepy,
+    lists as JSON): every answer is the offline one, and the server merged requests."""
+    before = server.request("GET", "/health")[1]
+    start = threading.Barrier(32)
+
+    def client(number: int) -> list[tuple[Any, Any]]:
+        mine = [LINES[(number + k) % len(LINES)] for k in range(3)]
+        start.wait()
+        if number % 2:
+            lt = LibreTranslateAPI(server.url)
+            return [(lt.translate(line), offline[line]) for line in mine]
+        return [(server.translate(mine)[1]["translatedText"], [offline[m] for m in mine])]
+
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        answers = [pair for pairs in pool.map(client, range(32)) for pair in pairs]
+    assert all(got == expected for got, expected in answers)
+    after = server.request("GET", "/health")[1]
+    requests = after["answered"] - before["answered"]
+    assert requests == 16 * 3 + 16
+    assert after["model_calls"] - before["model_calls"] < requests
+
+
+@pytest.mark.slow
+def test_health_languages_and_openapi(server):
+    status, health, _ = server.request("GET", "/health")
+    assert status == 200 and health["status"] == "ok" and health["waiting"] == 0
+    status, spec, _ = server.request("GET", "/openapi.json")
+    assert status == 200 and {"/translate", "/languages", "/health"} <= set(spec["paths"])
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    connection.request("GET", "/docs")
+    assert connection.getresponse().status == 200
+    connection.close()
+
+
+# ----------------------------------------------------------------------------- refusals
+
+GOOD = {"q": "x", "source": "en", "target": "es"}
+JSON = {"Content-Type": "application/json"}
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+BAD_REQUESTS = [  # (method, path, body, headers, status)
+    ("POST", "/translate", b'{"q": "x", "sour', JSON, 400),  # malformed JSON
+    ("POST", "/translate", b'["x"]', JSON, 400),  # not an object
+    ("POST", "/translate", b'{"q": "\xff", "source": "en", "target": "es"}', JSON, 400),
+    ("POST", "/translate", b"[" * 100_000, JSON, 413),  # over the body limit
+    ("POST", "/translate", b"[" * 50_000, JSON, 400),  # nested too deeply
+    ("POST", "/translate", {"source": "en", "target": "es"}, None, 400),
+    ("POST", "/translate", {**GOOD, "q": ""}, None, 400),
+    ("POST", "/translate", {**GOOD, "q": []}, None, 400),
+    ("POST", "/translate", {"q": "x", "target": "es"}, None, 400),
+    ("POST", "/translate", {"q": "x", "source": "en"}, None, 400),
+    ("POST", "/translate", {**GOOD, "q": 3}, None, 400),
+    ("POST", "/translate", {**GOOD, "q": ["a", 3]}, None, 400),
+    ("POST", "/translate", {**GOOD, "q": {"text": "a"}}, None, 400),
+    ("POST", "/translate", {**GOOD, "source": "fr"}, None, 400),
+    ("POST", "/translate", {**GOOD, "source": 7}, None, 400),
+    ("POST", "/translate", {**GOOD, "target": "de"}, None, 400),
+    ("POST", "/translate", {**GOOD, "target": "en"}, None, 400),
+    ("POST", "/translate", {**GOOD, "format": "html"}, None, 400),
+    ("POST", "/translate", {**GOOD, "format": "markdown"}, None, 400),
+    ("POST", "/translate", {**GOOD, "alternatives": 3}, None, 400),
+    ("POST", "/translate", {**GOOD, "alternatives": "many"}, None, 400),
+    ("POST", "/translate", {**GOOD, "q": "x" * (MAX_CHARS + 1)}, None, 413),
+    ("POST", "/translate", {**GOOD, "q": ["x" * 1000] * 3}, None, 413),
+    ("POST", "/translate", b"q=x&q=y&source=en&target=es", FORM, 400),
+    ("POST", "/translate", b"q=%FF&source=en&target=es", FORM, 400),
+    ("POST", "/translate", b"q=x&source=en&target=es", {"Content-Type": "text/plain"}, 400),
+    ("POST", "/translate", b"q=x&source=en&target=es", None, 400),  # no Content-Type
+    ("POST", "/translate", b"--b\r\nContent-Disposition: form-data; name=\"q\"; "
+     b"filename=\"a.txt\"\r\n\r\nx\r\n--b--\r\n",
+     {"Content-Type": "multipart/form-data; boundary=b"}, 400),  # a file
+    ("GET", "/translate", None, None, 405),
+    ("GET", "/nowhere", None, None, 404),
+]
+
+
+@pytest.mark.slow
+def test_bad_requests_get_one_line_json_errors(server):
+    for method, path, body, headers, expected in BAD_REQUESTS:
+        status, answer, _ = server.request(method, path, body, headers)
+        assert_error(status, answer, expected)
+    assert server.translate("x")[0] == 200  # still serving
+
+
+@pytest.mark.slow
+def test_the_access_log_has_one_line_per_request_and_no_traceback(server):
+    before = server.stderr().count('"POST /translate"')
+    for _ in range(3):
+        server.translate("x")
+    server.request("GET", "/nowhere")
+    deadline = time.monotonic() + 10
+    while server.stderr().count('"POST /translate"') < before + 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    log = server.stderr()
+    assert "Traceback" not in log
+    assert re.search(r'^\S+ \S+ 127\.0\.0\.1 "POST /translate" 200 [\d.]+ ms$', log, re.M)
+    assert re.search(r'^\S+ \S+ 127\.0\.0\.1 "GET /nowhere" 404 [\d.]+ ms$', log, re.M)
+
+
+# ----------------------------------------------------------------------------- limits
+
+
+@pytest.mark.slow
+def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
+    """--api-key: a missing or wrong key is 403 "Invalid API key". Then long requests
+    at once on a server that translates one at a time: one is translated, one waits (the
+    queue holds 1), the others are refused at once with 503; the first two run past
+    --timeout and get 504. Then the server answers again."""
+    key = "s3cret"
+    server = Server(run_dir, tmp_path, "--api-key", key, "--no-batching", "--max-queue", "1",
+                    "--timeout", "0.3", "--max-chars", "100000")
+    try:
+        for fields in ({}, {"api_key": "wrong"}, {"api_key": ""}, {"api_key": 1}):
+            assert_error(*server.translate("x", **fields), 403)
+        assert server.translate("x", api_key="wrong")[1] == {"error": "Invalid API key"}
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            LibreTranslateAPI(server.url).translate(ENGLISH[0])
+        assert refused.value.code == 403
+        assert LibreTranslateAPI(server.url, api_key=key).translate(ENGLISH[0]) == \
+            offline[ENGLISH[0]]
+
+        long = ENGLISH * 80  # 1280 lines: seconds of work for the model
+        start = threading.Barrier(6)
+
+        def send(_: int) -> tuple[int, Any, dict[str, str]]:
+            start.wait()
+            return server.request("POST", "/translate",
+                                  {"q": "\n".join(long), "source": "en", "target": "es",
+                                   "api_key": key})
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(send, range(6)))
+        for status, body, _ in answers:
+            assert status in (503, 504), (status, body)
+            assert_error(status, body, status)
+        statuses = sorted(status for status, _, _ in answers)
+        assert statuses[0] == 503 and statuses[-1] == 504
+        assert all(headers.get("retry-after") == "1" for status, _, headers in answers
+                   if status == 503)
+        deadline = time.monotonic() + 60  # the abandoned work ends, then it answers again
+        while server.translate(ENGLISH[1], api_key=key)[0] != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert "Traceback" not in server.stderr()
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_sigterm_finishes_requests_in_flight_then_exits_0(run_dir, tmp_path, offline):
+    server = Server(run_dir, tmp_path)
+    try:
+        lines = ENGLISH * 20  # 320 lines per request: a model call each
+
+        def send(_: int) -> tuple[int, Any]:
+            return server.translate("\n".join(lines))
+
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            pending = [pool.submit(send, n) for n in range(3)]
+            deadline = time.monotonic() + 30
+            while server.request("GET", "/health")[1]["waiting"] < 1:  # one runs, one waits
+                assert time.monotonic() < deadline, "the requests never queued"
+                time.sleep(0.01)
+            server.process.send_signal(signal.SIGTERM)
+            answers = [future.result(timeout=120) for future in pending]
+        assert server.process.wait(timeout=60) == 0
+        expected = "\n".join(offline[line] for line in lines)
+        assert answers == [(200, {"translatedText": expected})] * 3
+        log = server.stderr()
+        assert "SIGTERM: finishing" in log and log.rstrip().endswith("transcli: stopped")
+        assert "Traceback" not in log
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((server.host, server.port), timeout=5).close()
+    finally:
+        server.stop()
+
+
+# ----------------------------------------------------------------------------- startup
+
+
+@pytest.mark.slow
+def test_bad_startup_is_one_error_line(run_dir, tmp_path):
+    error = one_error_line(run_cli("serve", "-m", tmp_path / "nowhere"))
+    assert error.endswith("run directory not found")
+    error = one_error_line(run_cli("serve", "-m", run_dir, "--host", "no.such.host.invalid"))
+    assert "--host no.such.host.invalid" in error
+    error = one_error_line(run_cli("serve", "-m", run_dir, "--host", "192.0.2.1"))
+    assert error.startswith("transcli: error: cannot listen on 192.0.2.1 port 5000")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        error = one_error_line(run_cli("serve", "-m", run_dir, "--port", port))
+    assert error.endswith("address already in use: another server has this port")
+    error = one_error_line(run_cli("serve", "-m", run_dir, "--beam-size", "3",
+                                   "--set", "decode.n_best=2"))
+    assert "decode.n_best=2" in error
+    error = one_error_line(run_cli("serve", "-m", run_dir, "--timeout", "0"))
+    assert "--timeout" in error
+
+
+# ----------------------------------------------------------------------------- the batcher
+
+
+def batched(run_dir: Path, overrides: list[str], requests: list[list[str]],
+            wait: float = 0.5) -> tuple[list[list[str]], list[list[str]], Batcher]:
+    """The requests sent at once through a `Batcher` (in this process), and each request
+    translated alone by the same translator, as `transcli translate` would."""
+    batcher = Batcher(lambda: load_translator(run_dir, "last", overrides, "cpu"),
+                      Limits(max_batch_wait=wait))
+    batcher.start()
+
+    async def send_all() -> list[list[str]]:
+        return list(await asyncio.gather(*(batcher.translate(lines) for lines in requests)))
+
+    try:
+        answers = asyncio.run(send_all())
+    finally:
+        batcher.stop()
+    assert batcher.translator is not None
+    alone = [batcher.translator.translate(lines, 0) for lines in requests]
+    return answers, alone, batcher
+
+
+REQUESTS = [[ENGLISH[0], "", UNSEEN[2]], [MULTI, ENGLISH[3]], [UNSEEN[0]], ENGLISH[5:9]]
+
+
+@pytest.mark.parametrize("overrides", [
+    ["decode.strategy=sample", "decode.temperature=2.0"],  # seeds: a line's index
+    ["decode.split_sentences=true"],
+    ["decode.strategy=greedy"],
+], ids=["sample", "split-sentences", "greedy"])
+def test_merged_requests_are_answered_as_alone(run_dir, one_thread_per_module, overrides):
+    answers, alone, batcher = batched(run_dir, overrides, REQUESTS)
+    assert batcher.merging and batcher.model_calls == 1 and batcher.answered == 4
+    assert answers == alone
+
+
+def test_int8_translates_each_request_alone(run_dir, one_thread_per_module):
+    answers, alone, batcher = batched(run_dir, ["decode.quantize=int8"], REQUESTS)
+    assert not batcher.merging and batcher.model_calls == 4
+    assert answers == alone
+

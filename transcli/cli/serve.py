@@ -1,0 +1,66 @@
+"""`transcli serve`: a run's model behind LibreTranslate's HTTP API (docs/SERVE.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from transcli.cli.options import (
+    CheckpointOpt,
+    Device,
+    ModelOpt,
+    SetOpt,
+    device_option,
+    with_decoding,
+)
+
+
+@with_decoding
+def serve(
+    *,
+    model: Path = ModelOpt,
+    checkpoint: str = CheckpointOpt,
+    host: str = typer.Option(
+        "127.0.0.1", help="Address to listen on; 0.0.0.0 (or ::) opens it to the network."),
+    port: int = typer.Option(5000, min=0, max=65535, help="Port (0: any free one; the "
+                             "address is printed on stderr)."),
+    api_key: Optional[str] = typer.Option(
+        None, envvar="TRANSCLI_API_KEY", show_envvar=True,
+        help="Answer only requests whose api_key field is this (403 otherwise)."),
+    max_chars: int = typer.Option(10_000, help="Characters per request, all texts together "
+                                  "(413 above)."),
+    max_queue: int = typer.Option(64, help="Requests waiting for the model; more are "
+                                  "refused with 503."),
+    timeout: float = typer.Option(30.0, help="Seconds a request may wait and be translated "
+                                  "(504 after)."),
+    max_batch_wait: float = typer.Option(
+        5.0, help="Milliseconds a request waits for others to share its model batch."),
+    no_batching: bool = typer.Option(
+        False, "--no-batching", help="Translate each request alone (for comparison)."),
+    decoding: list[tuple[str, Any]],
+    device: Device = device_option(),
+    sets: Optional[list[str]] = SetOpt,
+) -> None:
+    """Serve the model over HTTP with LibreTranslate's API (POST /translate, GET /languages).
+
+    Concurrent requests share model batches; every answer is what `transcli translate`
+    gives for the same lines and options. The model loads before the server listens, so
+    GET /health answering means ready. SIGINT or SIGTERM finishes the requests in flight,
+    then exits 0.
+
+    Examples:
+
+    \b
+      transcli serve -m run --greedy
+      curl -s localhost:5000/translate -H 'Content-Type: application/json' \\
+           -d '{"q": "Where is the station?", "source": "en", "target": "es"}'
+    """
+    from transcli.serve.limits import Limits
+    from transcli.serve.server import serve as run_server
+
+    limits = Limits(max_chars=max_chars, max_queue=max_queue, timeout=timeout,
+                    max_batch_wait=max_batch_wait / 1000, batching=not no_batching)
+    run_server(model, checkpoint, [*decoding, *(sets or [])], device or "auto", host, port,
+               limits, api_key)

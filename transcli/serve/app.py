@@ -1,0 +1,143 @@
+"""The HTTP routes: LibreTranslate's `POST /translate` and `GET /languages`, `GET /health`,
+and the pages FastAPI makes of them (`/docs`, `/openapi.json`).
+
+Every error is `{"error": "one line"}` with a 4xx or 5xx status (LibreTranslate's shape),
+unknown paths and wrong methods included; a request never sees a traceback. One
+access-log line per request goes to stderr (`AccessLog`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import Any, Optional
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from transcli import __version__
+from transcli.serve.batcher import Batcher, QueueFull
+from transcli.serve.limits import Limits
+from transcli.serve.protocol import (
+    LANGUAGES,
+    ApiError,
+    ErrorResponse,
+    Language,
+    TranslateAnswer,
+    TranslateRequest,
+    TranslateResponse,
+    check_api_key,
+    join_lines,
+    read_fields,
+    split_lines,
+    translate_request,
+)
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": meaning} for status, meaning in (
+        (400, "Invalid request (fields, types, languages, format)"),
+        (403, "Invalid API key"),
+        (413, "More characters than --max-chars"),
+        (503, "Too many requests waiting (--max-queue); try again shortly"),
+        (504, "Not translated within --timeout seconds"))}
+
+# The body's two encodings, both described by the one model.
+REQUEST_BODY = {"requestBody": {"required": True, "content": {
+    media: {"schema": TranslateRequest.model_json_schema()}
+    for media in ("application/json", "application/x-www-form-urlencoded")}}}
+
+
+def create_app(batcher: Batcher, limits: Limits, api_key: Optional[str],
+               model_name: str) -> ASGIApp:
+    """The routes over `batcher`'s model, wrapped in the access log."""
+    app = FastAPI(title="transcli", version=__version__,
+                  description=f"English to Spanish with the transcli model {model_name}, "
+                  "through LibreTranslate's API.")
+
+    @app.post("/translate", response_model=TranslateResponse, responses=ERRORS,
+              openapi_extra=REQUEST_BODY)
+    async def translate(request: Request) -> JSONResponse:
+        """Translate English text (or a list of texts) to Spanish, line by line."""
+        fields = await read_fields(request, limits.body_bytes())
+        check_api_key(fields, api_key)
+        checked = translate_request(fields, limits.max_chars)
+        lines, counts = split_lines(checked.texts)
+        try:
+            translated = await batcher.translate(lines)
+        except QueueFull:
+            raise ApiError(503, f"Slowdown: {limits.max_queue} requests are waiting; "
+                                f"try again shortly") from None
+        except asyncio.TimeoutError:
+            raise ApiError(504, f"not translated within {limits.timeout:g} s: the server "
+                                f"is busy; try again later") from None
+        return JSONResponse(TranslateAnswer(checked, join_lines(translated, counts)).body())
+
+    @app.get("/languages", response_model=list[Language])
+    async def languages() -> JSONResponse:
+        """The languages, each with the targets it translates to (LibreTranslate's shape)."""
+        return JSONResponse(LANGUAGES)
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        """Up means ready (the server listens only once the model is loaded); requests
+        waiting for the model, and requests answered in how many model calls."""
+        return JSONResponse({"status": "ok", "model": model_name, "waiting": batcher.waiting,
+                             "answered": batcher.answered, "model_calls": batcher.model_calls})
+
+    @app.exception_handler(ApiError)
+    async def refused(request: Request, exc: ApiError) -> JSONResponse:
+        # A full queue clears within moments: say when to come back.
+        headers = {"Retry-After": "1"} if exc.status == 503 else None
+        return JSONResponse({"error": exc.message}, exc.status, headers=headers)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": "Invalid request"}, 400)
+
+    return AccessLog(app)
+
+
+class AccessLog:
+    """ASGI middleware: one line per request on stderr (time, client, request line,
+    status, milliseconds), written when the answer has been sent."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500  # what the client gets if the app fails before answering
+
+        async def logged(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, logged)
+        finally:
+            print(access_line(scope, status, time.perf_counter() - start), file=sys.stderr,
+                  flush=True)
+
+
+def access_line(scope: Scope, status: int, seconds: float) -> str:
+    """`2025-01-31 12:00:00 127.0.0.1 "POST /translate" 200 12.3 ms`; the path as sent,
+    still %-encoded, so it cannot break the line."""
+    client = scope.get("client")
+    host = client[0] if client else "-"
+    raw = scope.get("raw_path")
+    path = raw.decode("ascii", "backslashreplace") if raw else scope["path"]
+    when = time.strftime("%Y-%m-%d %H:%M:%S")
+    return f'{when} {host} "{scope["method"]} {path}" {status} {seconds * 1000:.1f} ms'

@@ -1,0 +1,221 @@
+"""The model's one worker thread, and the queue that merges requests into model batches.
+
+torch must not run one model from several threads at once, and the event loop must stay
+free to take requests, so a single worker thread owns the `Translator`: it loads it
+(torch's thread count is set per thread, so the loading thread is the one that
+translates), then takes jobs, one request's lines each, from a queue.
+
+Batching. When the worker is free it takes the oldest job and, for up to
+`Limits.max_batch_wait` after that job arrived, every job that joins the queue, while
+their source tokens stay within `decode.batch_tokens` (a larger job goes alone); what
+was waiting while the model ran is taken at once. The merged lines are one
+`Translator.search_lines` call, which cuts them into token-budget batches as
+`translate` does.
+
+Batching never changes a translation. A line's index, which seeds sampling, is its
+index in its own request, so a request is answered as `transcli translate` answers a
+file of its lines. Merging relies on the torch engine's float32 search not depending on
+a line's batch-mates (tests/test_translate.py checks it); int8 weights (one input scale
+per batch) and CTranslate2 (one sampling seed per batch) do depend on them, so there, as
+with `batching=False`, each request is translated alone, in `translate`'s chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+from transcli.inference.sentences import split_sentences
+from transcli.inference.translator import CHUNK_LINES, Translator
+from transcli.serve.limits import Limits
+
+WARM_UP = ["Hello."]  # translated once after loading: the first request is not slower
+
+
+class QueueFull(Exception):
+    """More requests are waiting than `Limits.max_queue`."""
+
+
+@dataclass(eq=False)
+class Job:
+    """One request's lines, and where its translations go."""
+
+    lines: list[str]
+    future: asyncio.Future[list[str]]
+    loop: asyncio.AbstractEventLoop
+    arrived: float = field(default_factory=time.monotonic)
+
+    def settle(self, result: list[str] | BaseException) -> None:
+        """Hand the result (or error) to the waiting request, from any thread; a request
+        that timed out meanwhile has stopped waiting and gets nothing."""
+        def deliver() -> None:
+            if self.future.done():
+                return
+            if isinstance(result, BaseException):
+                self.future.set_exception(result)
+            else:
+                self.future.set_result(result)
+
+        self.loop.call_soon_threadsafe(deliver)
+
+
+class Batcher:
+    """The worker thread and its queue: `start`, then `translate` from the event loop,
+    then `stop`."""
+
+    def __init__(self, load: Callable[[], Translator], limits: Limits):
+        self._load = load
+        self.limits = limits
+        self.translator: Translator | None = None
+        self._queue: collections.deque[Job] = collections.deque()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._ready = threading.Event()
+        self._load_error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name="transcli-model", daemon=True)
+        self.merging = False  # set once the translator is loaded
+        self.answered = 0  # requests translated so far
+        self.model_calls = 0  # ... in this many model calls (fewer: batching at work)
+
+    # ------------------------------------------------------------------ the event loop's side
+
+    def start(self) -> None:
+        """Load the model in the worker thread and wait until it has translated once; a
+        loading error (a `UserError`) is raised here. The wait stays interruptible."""
+        self._thread.start()
+        while not self._ready.wait(0.2):
+            pass
+        if self._load_error is not None:
+            raise self._load_error
+
+    @property
+    def waiting(self) -> int:
+        """Requests queued for the model (not counting those it is translating)."""
+        return len(self._queue)
+
+    async def translate(self, lines: list[str]) -> list[str]:
+        """The translations of one request's lines. Raises `QueueFull` when
+        `Limits.max_queue` requests are waiting, and `TimeoutError` after `Limits.timeout`
+        seconds (the job then leaves the queue, or its result is dropped)."""
+        loop = asyncio.get_running_loop()
+        job = Job(lines, loop.create_future(), loop)
+        with self._cond:
+            if len(self._queue) >= self.limits.max_queue:
+                raise QueueFull
+            self._queue.append(job)
+            self._cond.notify()
+        try:
+            return await asyncio.wait_for(job.future, self.limits.timeout)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            self._withdraw(job)
+            raise
+
+    def stop(self) -> None:
+        """Translate what is queued, then end the worker (waits for it; a worker still
+        loading the model, when a signal stopped `start`, is left to end with the process)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._ready.is_set():
+            self._thread.join()
+        if self.translator is not None:
+            self.translator.warn_truncated()
+
+    def _withdraw(self, job: Job) -> None:
+        with self._cond:
+            try:
+                self._queue.remove(job)
+            except ValueError:  # already taken by the worker
+                pass
+
+    # ------------------------------------------------------------------ the worker thread
+
+    def _work(self) -> None:
+        try:
+            self.translator = self._load()
+            self.translator.translate(WARM_UP)
+            decode = self.translator.decode
+            self.merging = (self.limits.batching and decode.engine == "torch"
+                            and decode.quantize == "none")
+        except BaseException as exc:  # handed to `start`, in the main thread
+            self._load_error = exc
+            return
+        finally:
+            self._ready.set()
+        while (jobs := self._next_jobs()) is not None:
+            self._run(jobs)
+
+    def _next_jobs(self) -> list[Job] | None:
+        """The next model call's jobs (module doc); None once stopping with none left."""
+        with self._cond:
+            while not self._queue and not self._stopping:
+                self._cond.wait()
+            if not self._queue:
+                return None
+            first = self._queue.popleft()
+        if not self.merging:
+            return [first]
+        jobs, tokens = [first], self._tokens(first)
+        deadline = first.arrived + self.limits.max_batch_wait
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping and time.monotonic() < deadline:
+                    self._cond.wait(deadline - time.monotonic())
+                if not self._queue:
+                    return jobs
+                job = self._queue[0]
+            cost = self._tokens(job)  # outside the lock: requests keep arriving meanwhile
+            if tokens + cost > self.translator.decode.batch_tokens:  # type: ignore[union-attr]
+                return jobs
+            with self._cond:
+                if self._queue and self._queue[0] is job:  # not withdrawn meanwhile
+                    self._queue.popleft()
+                    jobs.append(job)
+                    tokens += cost
+
+    def _tokens(self, job: Job) -> int:
+        """Source tokens of a job's lines, EOS included (as `Translator` counts them)."""
+        ids = self.translator.tokenizer.encode(job.lines)  # type: ignore[union-attr]
+        return sum(len(line) + 1 for line in ids if line)
+
+    def _run(self, jobs: list[Job]) -> None:
+        """Translate the jobs and settle each; an error fails these jobs, not the server."""
+        try:
+            results = self._merged(jobs) if self.merging else [self._alone(jobs[0])]
+        except Exception as exc:  # a bug or out of memory: say it, answer 500, go on
+            traceback.print_exc(file=sys.stderr)
+            for job in jobs:
+                job.settle(exc)
+            return
+        self.model_calls += 1
+        self.answered += len(jobs)
+        for job, result in zip(jobs, results):
+            job.settle(result)
+
+    def _alone(self, job: Job) -> list[str]:
+        """One request as `transcli translate` runs a file of its lines: in its chunks."""
+        translator = self.translator
+        assert translator is not None
+        return [text for first in range(0, len(job.lines), CHUNK_LINES)
+                for text in translator.translate(job.lines[first:first + CHUNK_LINES], first)]
+
+    def _merged(self, jobs: list[Job]) -> list[list[str]]:
+        """All jobs' lines in one `search_lines` call, each line seeded by its index in its
+        own request; with `decode.split_sentences`, each sentence is searched apart and a
+        line's translations joined by a space, as `Translator.translate_nbest` does."""
+        translator = self.translator
+        assert translator is not None
+        split = translator.decode.split_sentences
+        parts = [[split_sentences(line) if split else [line] for line in job.lines]
+                 for job in jobs]
+        segments = [s for job in parts for line in job for s in line]
+        indices = [index for job in parts for index, line in enumerate(job) for _ in line]
+        found = translator.texts(translator.search_lines(segments, indices)[1])
+        texts = iter(hyps[0][0] for hyps in found)
+        return [[" ".join(next(texts) for _ in line) for line in job] for job in parts]

@@ -1,0 +1,130 @@
+"""Starting and stopping `transcli serve`.
+
+In order: the run's config is checked and the port taken (a bad run dir, host or port
+is a one-line error before anything slow); the worker thread loads the model and
+translates once; only then does uvicorn listen, so `/health` answering means ready.
+
+Uvicorn runs its event loop in a thread of its own; the main thread waits and takes the
+stop signals (`transcli.cli.exits` turns them into `Interrupted`). The first SIGINT or
+SIGTERM stops taking connections, lets the requests in flight (queued ones included)
+finish and returns, so the command exits 0; a second one stops at once (128 + N).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from transcli.export import require
+from transcli.serve.batcher import Batcher
+from transcli.serve.limits import Limits
+from transcli.system.errors import UserError
+
+if TYPE_CHECKING:
+    from transcli.config.schema import DecodeConfig
+
+BACKLOG = 128  # connections the kernel holds while the server is busy
+
+
+def serve(run_dir: Path, checkpoint: str, overrides: list, device: str, host: str, port: int,
+          limits: Limits, api_key: Optional[str]) -> None:
+    """Serve the run's model on host:port until a stop signal (module doc)."""
+    from transcli.rundir.layout import load_run_config
+
+    check_decode(load_run_config(run_dir, overrides).decode)
+    sock = bind(host, port)
+    require("fastapi", "serve")  # a missing extra is one line too
+    uvicorn = require("uvicorn", "serve")
+    from transcli.inference.translator import load_translator
+    from transcli.serve.app import create_app
+
+    batcher = Batcher(lambda: load_translator(run_dir, checkpoint, overrides, device), limits)
+    try:
+        batcher.start()
+        app = create_app(batcher, limits, api_key, Path(run_dir).name)
+        config = uvicorn.Config(app, access_log=False, log_level="warning",
+                                backlog=BACKLOG, timeout_keep_alive=5)
+        run_until_stopped(uvicorn.Server(config), sock, batcher)
+    finally:
+        sock.close()
+    # Only after a graceful stop: an error or a second signal ends the process at once,
+    # and the worker thread with it.
+    batcher.stop()
+    say("stopped")
+
+
+def check_decode(decode: DecodeConfig) -> None:
+    """One translation per line is what a client gets: refuse n-best settings."""
+    if decode.n_best != 1:
+        raise UserError(f"decode.n_best={decode.n_best}: serve gives one translation per "
+                        f"line; set decode.n_best=1")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port (port 0: a free one), not yet listening: connections
+    are refused until the model is loaded and uvicorn listens."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise UserError(f"--host {host}: not an address of this machine ({reason})") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        reason = ("address already in use: another server has this port"
+                  if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc))
+        raise UserError(f"cannot listen on {host} port {port}: {reason}") from None
+    return sock
+
+
+def run_until_stopped(server: object, sock: socket.socket, batcher: Batcher) -> None:
+    """Run uvicorn's `server` on `sock` in a thread until a stop signal, then let it finish
+    the requests in flight (a second signal is not caught: it stops at once)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            server.run(sockets=[sock])  # type: ignore[attr-defined]
+        except BaseException as exc:  # SystemExit included: uvicorn's way to give up
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="transcli-http", daemon=True)
+    thread.start()
+    announced = False
+    try:
+        while thread.is_alive():
+            thread.join(0.1)
+            if not announced and server.started:  # type: ignore[attr-defined]
+                announce(sock, batcher)
+                announced = True
+    except KeyboardInterrupt as exc:  # `Interrupted` for SIGTERM and SIGHUP too
+        say(f"{exc or 'SIGINT'}: finishing {batcher.waiting} queued request(s) and those "
+            f"being answered, then stopping (again to stop at once)")
+        server.should_exit = True  # type: ignore[attr-defined]
+        try:
+            thread.join()
+        except KeyboardInterrupt:
+            server.force_exit = True  # type: ignore[attr-defined]
+            raise
+        return
+    if failed:
+        raise UserError(f"the HTTP server stopped: {failed[0]!r}")
+
+
+def announce(sock: socket.socket, batcher: Batcher) -> None:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    mode = "batching" if batcher.merging else "one request per model call"
+    say(f"serving on http://{shown}:{port} ({mode}; Ctrl-C stops)")
+
+
+def say(message: str) -> None:
+    print(f"transcli: {message}", file=sys.stderr, flush=True)
