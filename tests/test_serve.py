@@ -39,6 +39,7 @@ ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # as helpers.cli.run_cli ru
 ENGLISH = [en for en, _ in PAIRS]
 MULTI = f"{ENGLISH[0]} {ENGLISH[1]} {UNSEEN[1]}"  # three sentences on one line
 LINES = [*ENGLISH, *UNSEEN, MULTI, ""]
+TEXTS = LINES[:-1]  # libretranslatepy's texts: LibreTranslate refuses an empty q
 MAX_CHARS = 2000
 
 
@@ -131,8 +132,8 @@ def assert_error(status: int, body: Any, expected: int) -> None:
 @pytest.mark.slow
 def test_libretranslatepy_gets_translates_output(server, offline):
     client = LibreTranslateAPI(server.url)
-    assert [client.translate(line, "en", "es") for line in LINES] == \
-        [offline[line] for line in LINES]
+    assert [client.translate(text, "en", "es") for text in TEXTS] == \
+        [offline[text] for text in TEXTS]
     assert client.languages() == [{"code": "en", "name": "English", "targets": ["es"]},
                                   {"code": "es", "name": "Spanish", "targets": []}]
 
@@ -178,7 +179,7 @@ def test_32_concurrent_clients_get_offline_translations(server, offline):
     start = threading.Barrier(32)
 
     def client(number: int) -> list[tuple[Any, Any]]:
-        mine = [LINES[(number + k) % len(LINES)] for k in range(3)]
+        mine = [TEXTS[(number + k) % len(TEXTS)] for k in range(3)]
         start.wait()
         if number % 2:
             lt = LibreTranslateAPI(server.url)

@@ -156,6 +156,17 @@ def test_cli_stdin_stdout_equals_files(run_dir, tmp_path):
     assert out[7:9] == ["", ""]
 
 
+def test_without_best_the_checkpoint_used_is_named(run_dir):
+    """The run has no best yet (it never validated): translate uses its newest step and
+    says so, where asking for it by name says nothing."""
+    default = transcli("-m", str(run_dir), stdin=f"{ENGLISH[0]}\n".encode())
+    assert default.returncode == 0 and default.stdout.decode() == SPANISH[0] + "\n"
+    assert "no best checkpoint yet" in default.stderr.decode()
+    assert "step-0000200.safetensors" in default.stderr.decode()
+    named = transcli("-m", str(run_dir), "--checkpoint", "last", stdin=f"{ENGLISH[0]}\n".encode())
+    assert named.stdout == default.stdout and "best" not in named.stderr.decode()
+
+
 def test_cli_nbest_tsv(run_dir):
     result = transcli("-m", str(run_dir), "--checkpoint", "last", "--beam-size", "3",
                       "--n-best", "2", stdin=f"{ENGLISH[4]}\n\n{ENGLISH[5]}\n".encode())

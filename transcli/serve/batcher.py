@@ -62,7 +62,10 @@ class Job:
             else:
                 self.future.set_result(result)
 
-        self.loop.call_soon_threadsafe(deliver)
+        try:
+            self.loop.call_soon_threadsafe(deliver)
+        except RuntimeError:  # the event loop has closed: the server was stopped at once
+            pass
 
 
 class Batcher:

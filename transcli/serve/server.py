@@ -89,19 +89,22 @@ def run_until_stopped(server: object, sock: socket.socket, batcher: Batcher) -> 
     """Run uvicorn's `server` on `sock` in a thread until a stop signal, then let it finish
     the requests in flight (a second signal is not caught: it stops at once)."""
     failed: list[BaseException] = []
+    finished = threading.Event()
 
     def run() -> None:
         try:
             server.run(sockets=[sock])  # type: ignore[attr-defined]
         except BaseException as exc:  # SystemExit included: uvicorn's way to give up
             failed.append(exc)
+        finally:
+            finished.set()
 
-    thread = threading.Thread(target=run, name="transcli-http", daemon=True)
-    thread.start()
+    # The main thread waits on an Event, not `Thread.join`: a signal that interrupts a
+    # join leaves the thread marked finished while it still runs (CPython 3.11).
+    threading.Thread(target=run, name="transcli-http", daemon=True).start()
     announced = False
     try:
-        while thread.is_alive():
-            thread.join(0.1)
+        while not finished.wait(0.1):
             if not announced and server.started:  # type: ignore[attr-defined]
                 announce(sock, batcher)
                 announced = True
@@ -110,7 +113,8 @@ def run_until_stopped(server: object, sock: socket.socket, batcher: Batcher) -> 
             f"being answered, then stopping (again to stop at once)")
         server.should_exit = True  # type: ignore[attr-defined]
         try:
-            thread.join()
+            while not finished.wait(0.1):
+                pass
         except KeyboardInterrupt:
             server.force_exit = True  # type: ignore[attr-defined]
             raise
