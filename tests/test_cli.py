@@ -41,8 +41,18 @@ def _help(command: str) -> str:
 
 
 def _option_line(text: str, option: str) -> str:
-    return next(line for line in text.splitlines()
-                if line.strip("│ *").startswith(f"{option} "))
+    """The help entry of `option`: its names and its help, continuation lines joined."""
+    entries: list[list[str]] = []
+    for line in text.split("Options:", 1)[1].splitlines():
+        if line.startswith("  -"):
+            entries.append([line.strip()])
+        elif entries and line.strip():
+            entries[-1].append(line.strip())
+    for entry in entries:
+        names = entry[0].split("  ")[0].split()
+        if option in (name.strip(",") for name in names):
+            return " ".join(entry)
+    raise AssertionError(f"{option} not in the help")
 
 
 @pytest.mark.parametrize("command, option, default", [

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from transcli.export import require
-from transcli.serve.batcher import Batcher
 from transcli.serve.limits import Limits
 from transcli.system.errors import UserError
 
 if TYPE_CHECKING:
     from transcli.config.schema import DecodeConfig
+    from transcli.serve.batcher import Batcher
 
 BACKLOG = 128  # connections the kernel holds while the server is busy
 
@@ -39,8 +39,9 @@ def serve(run_dir: Path, checkpoint: str, overrides: list, device: str, host: st
     sock = bind(host, port)
     require("fastapi", "serve")  # a missing extra is one line too
     uvicorn = require("uvicorn", "serve")
-    from transcli.inference.translator import load_translator
+    from transcli.inference.translator import load_translator  # torch loads here
     from transcli.serve.app import create_app
+    from transcli.serve.batcher import Batcher
 
     batcher = Batcher(lambda: load_translator(run_dir, checkpoint, overrides, device), limits)
     try:
