@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from helpers import CT2_INT8_EXACT, PAIRS, ROOT
@@ -18,10 +19,11 @@ from helpers.memorised import TINY_CONFIG, UNSEEN, memorised_model, sample_pairs
 
 from transcli.cli.evaluate import evaluate_cli
 from transcli.config.loading import load_config, save_config
-from transcli.data.tokenizer import TOKENIZER_FILE
-from transcli.export import EXPORT_FILE, read_record
+from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.export import EXPORT_FILE, file_digest, read_record
+from transcli.inference.engines import Ct2Engine
 from transcli.inference.quantize import Int8OutputProduct
-from transcli.inference.translator import load_translator
+from transcli.inference.translator import Translator, load_translator
 from transcli.model.transformer import Transformer
 from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
@@ -63,7 +65,7 @@ def test_ct2_engine_gives_the_torch_greedy_output(sample_copy):
     assert torch_out[1::2] == [""] * 200 and len(set(torch_out[::2])) > 100
     cache = sample_copy / "ct2-step-0000200-float32"
     assert (cache / "model.bin").is_file()
-    assert read_record(cache)["source"] == str((step_path(sample_copy, 200)).resolve())
+    assert read_record(cache)["source_sha256"] == file_digest(step_path(sample_copy, 200))
 
 
 def test_onednn_products_give_the_blas_output(sample_copy):
@@ -91,9 +93,31 @@ def test_cache_is_reused_then_refreshed_when_the_checkpoint_changes(memorised_ru
     torch.manual_seed(5)  # the checkpoint is overwritten, as training does to best/last
     save_weights(Transformer(load_config(TINY_CONFIG).model, 120), step_path(memorised_run, 200))
     translator = load_translator(memorised_run, "last", overrides, "cpu")
-    assert read_record(cache)["source_mtime_ns"] == step_path(memorised_run, 200).stat().st_mtime_ns
+    assert read_record(cache)["source_sha256"] == file_digest(step_path(memorised_run, 200))
     assert translator.translate(ENGLISH[:3]) != SPANISH[:3]  # the new weights
     assert sorted(p.name for p in memorised_run.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_damaged_cache_of_the_same_size_and_time_is_made_again(memorised_run):
+    """NaN written over the cached model's weights, size and modification time kept: the
+    content hash tells, and the export is made again (it used to translate to garbage)."""
+    overrides = ["decode.engine=ct2", "decode.beam_size=1"]
+    load_translator(memorised_run, "last", overrides, "cpu")
+    model = memorised_run / "ct2-step-0000200-float32" / "model.bin"
+    before = model.stat()
+    data = bytearray(model.read_bytes())
+    middle = len(data) // 2 // 4 * 4  # inside the weights, which are most of the file
+    data[middle:middle + 4096] = np.full(1024, np.nan, dtype=np.float32).tobytes()
+    model.write_bytes(bytes(data))
+    os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
+    cfg = load_config(memorised_run / "config.yaml", overrides)
+    tokenizer = Tokenizer(memorised_run / "spm.model")
+    damaged = Translator(Ct2Engine(model.parent, tokenizer, cfg.decode, cfg.model.max_positions,
+                                   torch.device("cpu")), tokenizer, cfg.decode)
+    assert damaged.translate(ENGLISH[:3]) != SPANISH[:3]  # what the damage would do
+    translator = load_translator(memorised_run, "last", overrides, "cpu")
+    assert translator.translate(ENGLISH[:3]) == SPANISH[:3]
+    assert model.read_bytes() != bytes(data)
 
 
 @pytest.mark.parametrize("engine", ["torch", "ct2"])

@@ -341,7 +341,7 @@ BAD_INPUTS = {
                       ["latin1.en: line 7 is not valid UTF-8", "--skip-invalid"]),
     "TSV line without tab": (["--tsv", "{tsv}"], ["notab.tsv:2: no tab"]),
     "nothing left": (["--src-file", "{blank_en}", "--tgt-file", "{blank_es}"],
-                     ["nothing left to train on", "empty 2"]),
+                     ["nothing left to train on", "2 with an empty side"]),
     "unknown hub dataset": (["--dataset", "no-such-owner/no-such-dataset"],
                             ["dataset 'no-such-owner/no-such-dataset'", "hub is unreachable"]),
     "unknown column": (["--dataset", "{jsonl}", "--src-column", "english", "--tgt-column", "es"],

@@ -372,6 +372,19 @@ def test_bad_startup_is_one_error_line(run_dir, tmp_path):
     assert "decode.n_best=2" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--timeout", "0"))
     assert "--timeout" in error
+    error = one_error_line(run_cli("serve", "-m", run_dir, "--api-key", ""))
+    assert "--api-key is empty" in error
+
+
+def test_serve_takes_translates_decoding_options():
+    """The decoding group is shared with `translate` (`options.with_decoding`)."""
+    from transcli.cli.options import DECODING
+
+    text = run_cli("serve", "--help", env={"COLUMNS": "250"}).stdout
+    flags = [f"--{parameter.name.replace('_', '-')}" for parameter in DECODING]
+    assert {"--engine", "--int8", "--greedy", "--beam-size"} <= set(flags)
+    for flag in [*flags, "--checkpoint", "--device", "--set"]:
+        assert re.search(rf"^\s+(-\w, )?{flag}\b", text, re.M), flag
 
 
 # ----------------------------------------------------------------------------- the batcher

@@ -44,9 +44,15 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 def main() -> None:
+    from transcli.cli.boundary import outside_problem, text_streams
     from transcli.cli.exits import run_command
     from transcli.system import waitpolicy
 
+    text_streams()
+    problem = outside_problem(sys.argv)
+    if problem:
+        print(f"transcli: error: {problem}", file=sys.stderr)
+        sys.exit(1)
     # Before any command imports torch: OpenMP threads spin between parallel regions
     # on idle cores and sleep where other processes need them.
     waitpolicy.choose()

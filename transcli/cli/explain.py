@@ -10,11 +10,13 @@ import typer
 from transcli.cli.options import (
     CheckpointOpt,
     Device,
+    ForceOpt,
     ModelOpt,
     SetOpt,
     device_option,
     with_decoding,
 )
+from transcli.system.files import OutputFolder
 
 
 @with_decoding
@@ -23,7 +25,9 @@ def explain(
     text: list[str] = typer.Argument(..., help="English sentence(s) to translate and explain."),
     model: Path = ModelOpt,
     out: Path = typer.Option(Path("attention"), "--out", "-o",
-                             help="Directory for the heatmaps and alignments."),
+                             help="Directory for the heatmaps and alignments (empty or new, "
+                             "unless --force)."),
+    force: bool = ForceOpt,
     checkpoint: str = CheckpointOpt,
     decoding: list[tuple[str, Any]],
     device: Device = device_option(),
@@ -42,18 +46,19 @@ def explain(
       transcli explain -m run --out pictures --greedy "The dog sleeps under the table."
     """
     explain_texts(model, checkpoint, text, out, [*decoding, ("decode.n_best", 1), *(sets or [])],
-                  device or "auto")
+                  device or "auto", force)
 
 
 def explain_texts(run_dir: Path, checkpoint: str, texts: list[str], folder: Path,
-                  overrides: list[str], device: str) -> None:
+                  overrides: list[str], device: str, force: bool = False) -> None:
     """`transcli explain`: translate `texts`, write their attention files into `folder`,
     print each description and where its pictures are."""
-    from transcli.inference.attention import AttentionWriter
+    from transcli.inference.attention import RECORD_FILE, AttentionWriter
     from transcli.inference.translator import load_translator
 
+    OutputFolder(folder, RECORD_FILE, "attention files", force).check("--out")
     translator = load_translator(run_dir, checkpoint, overrides, device)
-    with AttentionWriter(folder, translator) as writer:
+    with AttentionWriter(folder, translator, force, "--out") as writer:
         writer.translate(texts, 0)
     for path in writer.written:
         if path is None:

@@ -49,7 +49,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     """Write `index<TAB>total<TAB>per_token<TAB>tokens` for every line pair of `src` and
     `tgt` to `output` (a path, or - for stdout), in input order."""
     from transcli.inference.scoring import forced_logprobs
-    from transcli.inference.translator import CHUNK_LINES
+    from transcli.inference.translator import CHUNK_LINES, fitting_chars
     from transcli.rundir.checkpoints import load_trained
     from transcli.rundir.layout import run_inputs
     from transcli.system.devices import pick_device
@@ -63,17 +63,19 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     if budget < 1:
         raise UserError(f"--batch-tokens {budget}: must be at least 1")
     too_long = 0
+    cap = fitting_chars(cfg.model.max_positions)
     with open_text(src) as src_handle, open_text(tgt) as tgt_handle, \
             output_file(output, [src, tgt, *run_inputs(run_dir, checkpoint)], "scores",
                         sys.stdout.buffer) as out, \
-            tqdm(total=pairs, unit="pair", file=sys.stderr) as progress:
+            tqdm(total=pairs, unit="pair", file=sys.stderr, disable=not pairs) as progress:
         first = 0
         lines = _pairs(text_lines(src_handle, src), text_lines(tgt_handle, tgt), src, tgt)
         while chunk := list(itertools.islice(lines, CHUNK_LINES)):
-            scored = [i for i, (s, t) in enumerate(chunk) if s.strip() and t.strip()]
+            fits = [max(len(s), len(t)) <= cap for s, t in chunk]  # else never tokenized
+            scored = [i for i, (s, t) in enumerate(chunk) if s.strip() and t.strip() and fits[i]]
             found = forced_logprobs(model, tokenizer.encode([chunk[i][0] for i in scored]),
                                     tokenizer.encode([chunk[i][1] for i in scored]), budget)
-            too_long += sum(math.isnan(total) for total, _ in found)
+            too_long += sum(math.isnan(total) for total, _ in found) + fits.count(False)
             scores = dict(zip(scored, found))
             out.write("".join(_row(first + i, *scores.get(i, (math.nan, 0)))
                               for i in range(len(chunk))).encode())

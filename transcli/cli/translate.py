@@ -20,13 +20,14 @@ from tqdm import tqdm
 from transcli.cli.options import (
     CheckpointOpt,
     Device,
+    ForceOpt,
     ModelOpt,
     SetOpt,
     device_option,
     setting,
     with_decoding,
 )
-from transcli.system.files import output_file
+from transcli.system.files import OutputFolder, output_file
 from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ def translate(
         "size, or K samples."),
     attention: Optional[Path] = typer.Option(
         None, help="Write each line's encoder-decoder attention heatmaps (PNG) and "
-        "alignment (Pharaoh i-j) into this directory."),
+        "alignment (Pharaoh i-j) into this directory (empty or new, unless --force)."),
+    force: bool = ForceOpt,
     device: Device = device_option(),
     sets: Optional[list[str]] = SetOpt,
 ) -> None:
@@ -71,28 +73,30 @@ def translate(
     """
     overrides = [*decoding, *([("decode.n_best", n_best)] if n_best is not None else []),
                  *(sets or [])]
-    translate_file(model, checkpoint, input, output, overrides, device or "auto", attention)
+    translate_file(model, checkpoint, input, output, overrides, device or "auto", attention,
+                   force)
 
 
 def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
-                   overrides: list[str], device: str, attention: Path | None = None) -> None:
+                   overrides: list[str], device: str, attention: Path | None = None,
+                   force: bool = False) -> None:
     """Translate `input` (a path or - for stdin) into `output` (a path or - for stdout),
     one line per input line. With decode.n_best > 1 each input line gives n_best TSV
     lines: line index (from 0), hypothesis, score. With `attention`, each line's
     cross-attention heatmaps and alignment are written there (`AttentionWriter`).
     Stdin at a terminal is translated line by line as it is typed (`translate_typed`)."""
     if input == "-" and sys.stdin.isatty():
-        translate_typed(model_dir, checkpoint, output, overrides, device, attention)
+        translate_typed(model_dir, checkpoint, output, overrides, device, attention, force)
         return
     from transcli.inference.translator import CHUNK_LINES, load_translator
     from transcli.rundir.layout import run_inputs
 
     with _open_input(input) as (lines, total):
-        _check_attention(attention, model_dir, overrides)
+        _check_attention(attention, model_dir, overrides, force)
         translator = load_translator(model_dir, checkpoint, overrides, device)
         inputs = [input, *run_inputs(model_dir, checkpoint)]
         with _open_output(output, inputs) as out, \
-                _attention_writer(attention, translator) as writer, \
+                _attention_writer(attention, translator, force) as writer, \
                 tqdm(total=total, unit="line", file=sys.stderr, disable=not total) as progress:
             first = 0
             while chunk := list(itertools.islice(lines, CHUNK_LINES)):
@@ -107,14 +111,14 @@ PROMPT = "en> "
 
 
 def translate_typed(model_dir: Path, checkpoint: str, output: str, overrides: list[str],
-                    device: str, attention: Path | None = None) -> None:
+                    device: str, attention: Path | None = None, force: bool = False) -> None:
     """The interactive mode: a prompt on stderr, each line translated and written out
     (flushed) as soon as Enter is pressed. Ctrl-D or Ctrl-C ends the session quietly
     (exit status 0); an output file then holds every line translated so far."""
     from transcli.inference.translator import load_translator
     from transcli.rundir.layout import run_inputs
 
-    _check_attention(attention, model_dir, overrides)
+    _check_attention(attention, model_dir, overrides, force)
     try:
         translator = load_translator(model_dir, checkpoint, overrides, device)
     except KeyboardInterrupt:
@@ -123,7 +127,7 @@ def translate_typed(model_dir: Path, checkpoint: str, output: str, overrides: li
     print("transcli: type English and press Enter to translate; Ctrl-D or Ctrl-C ends",
           file=sys.stderr)
     with _open_output(output, run_inputs(model_dir, checkpoint)) as out, \
-            _attention_writer(attention, translator) as writer:
+            _attention_writer(attention, translator, force) as writer:
         try:
             for index, line in enumerate(text_lines(_typed(PROMPT), "<stdin>")):
                 out.write(_translated(translator, writer, [line], index))
@@ -155,22 +159,25 @@ def _translated(translator: Translator, writer: AttentionWriter | None, lines: l
     return "".join(hyps[0][0] + "\n" for hyps in results).encode()
 
 
-def _check_attention(folder: Path | None, run_dir: Path, overrides: list[str]) -> None:
-    """Refuse --attention with settings it cannot work with, before loading the model."""
+def _check_attention(folder: Path | None, run_dir: Path, overrides: list[str],
+                     force: bool) -> None:
+    """Refuse --attention with settings it cannot work with, or a folder it may not
+    write into, before loading the model."""
     if folder is not None:
-        from transcli.inference.attention import check_decode
+        from transcli.inference.attention import RECORD_FILE, check_decode
         from transcli.rundir.layout import load_run_config
 
         check_decode(load_run_config(run_dir, overrides).decode)
+        OutputFolder(folder, RECORD_FILE, "attention files", force).check("--attention")
 
 
-def _attention_writer(folder: Path | None, translator: Translator
+def _attention_writer(folder: Path | None, translator: Translator, force: bool
                       ) -> contextlib.AbstractContextManager[AttentionWriter | None]:
     if folder is None:
         return contextlib.nullcontext()
     from transcli.inference.attention import AttentionWriter
 
-    return AttentionWriter(folder, translator)
+    return AttentionWriter(folder, translator, force)
 
 
 def _nbest_tsv(results: list[list[tuple[str, float]]], first: int) -> str:

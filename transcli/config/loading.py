@@ -22,6 +22,10 @@ import yaml
 
 from transcli.config.schema import Config
 from transcli.system.errors import UserError
+from transcli.system.files import describe_os_error
+
+MAX_CONFIG_BYTES = 1 << 20  # far beyond any config; a bound on what is read
+MAX_DEPTH = 32  # a config nests four levels (data.train[0].tsv)
 
 # An override: `--set` text "section.key=value", or a (dotted key, typed value) pair.
 Override = Union[str, tuple[str, Any]]
@@ -63,7 +67,7 @@ def apply_override(cfg: Config, item: str) -> str:
     dotted, text = (part.strip() for part in item.split("=", 1))
     try:
         value = _parse_yaml(text) if text else None
-    except _DuplicateKey as exc:
+    except (_DuplicateKey, _TooDeep) as exc:
         raise UserError(f"--set: '{dotted}': {exc.problem}") from None
     except yaml.YAMLError:  # not YAML: the text itself, e.g. a path with a colon
         value = text
@@ -111,17 +115,41 @@ class _DuplicateKey(yaml.constructor.ConstructorError):
     pass
 
 
+class _TooDeep(yaml.YAMLError):
+    def __init__(self, mark: Any):
+        super().__init__()
+        self.problem, self.problem_mark = f"nested deeper than {MAX_DEPTH} levels", mark
+
+
 def _parse_yaml(text: str) -> Any:
+    """The YAML value of `text`; nesting is checked first, on the parser's flat event
+    stream, since composing thousands of levels exhausts Python's recursion."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _TooDeep(event.start_mark)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
     return yaml.load(text, Loader=_StrictLoader)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise UserError(f"{path}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read config: {exc}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read config ({describe_os_error(exc)})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise UserError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB: not a config file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise UserError(f"{path}: line {line} is not valid UTF-8") from None
     try:
         raw = _parse_yaml(text)
     except yaml.YAMLError as exc:

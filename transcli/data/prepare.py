@@ -50,6 +50,7 @@ from transcli.data.tokenizer import (
     write_vocab,
 )
 from transcli.system.errors import UserError
+from transcli.system.files import check_parents
 from transcli.system.locks import scratch_dir
 from transcli.system.text import count_lines
 
@@ -67,6 +68,7 @@ def prepare(cfg: Config, out: Path, force: bool) -> None:
                         "(or list sources under data.train in the config)")
     names = output_names(data)
     check_out(out, force, names)  # fail before the work; checked again before installing
+    check_parents(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -18,17 +18,23 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Collection, Iterator, Mapping, Optional
+from typing import Any, Callable, ClassVar, Collection, Iterator, Mapping, Optional
 
 from transcli.config.formats import FORMATS, data_suffix, source_format
-from transcli.data.cleaning import INVALID_UTF8, MALFORMED, NO_TAB, Pair
+from transcli.config.schema import DataConfig, SourceConfig
+from transcli.data.cleaning import INVALID_UTF8, MALFORMED, NO_TAB, TOO_LONG_CHARS, Pair
 from transcli.data.hub import import_datasets
 from transcli.system.errors import UserError
 from transcli.system.files import open_checked
-from transcli.system.text import count_lines, decoded, invalid_utf8, open_text, raw_lines, reading
-
-if TYPE_CHECKING:  # config validates sources with `source_format`
-    from transcli.config.schema import DataConfig, SourceConfig
+from transcli.system.text import (
+    CutLine,
+    count_lines,
+    decoded,
+    invalid_utf8,
+    open_text,
+    raw_lines,
+    reading,
+)
 
 # Words a TSV header row is made of (besides the configured language codes).
 HEADER_WORDS = {"source", "target", "src", "tgt", "text", "sentence", "sentences",
@@ -73,6 +79,11 @@ class Source:
     def __iter__(self) -> Iterator[Pair]:
         raise NotImplementedError
 
+    def _too_long(self) -> None:
+        """A record over the reading limit (`MAX_LINE_BYTES`): dropped as too long, like
+        any pair over `data.max_chars`, without being read whole."""
+        self.skipped[TOO_LONG_CHARS] += 1
+
     def _invalid(self, reason: str, message: str) -> None:
         if not self.skip_invalid:
             raise UserError(f"{message}; pass --skip-invalid to skip and count such lines")
@@ -88,6 +99,12 @@ class Source:
                 return None
             if not isinstance(value, str):
                 self._invalid(MALFORMED, f"{where}: '{lang}' is {type(value).__name__}, not text")
+                return None
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:  # JSON's \ud800 escapes decode to lone surrogates
+                self._invalid(INVALID_UTF8, f"{where}: '{lang}' holds {value[exc.start]!r}, "
+                                            f"half of a UTF-16 pair, not text")
                 return None
         return src, tgt
 
@@ -127,6 +144,9 @@ class FilePairSource(Source):
                     rest = 1 + sum(1 for _ in (src_file if tgt_raw is None else tgt_file))
                     shorter, longer = number - 1, number - 1 + rest
                     self._mismatch(*((longer, shorter) if tgt_raw is None else (shorter, longer)))
+                if isinstance(src_raw, CutLine) or isinstance(tgt_raw, CutLine):
+                    self._too_long()
+                    continue
                 src, tgt = decoded(src_raw, number == 1), decoded(tgt_raw, number == 1)
                 if src is not None and tgt is not None:
                     yield src, tgt
@@ -155,7 +175,9 @@ class TsvSource(Source):
         with open_text(self.path) as handle:
             for number, raw in enumerate(raw_lines(handle, self.path), 1):
                 line = decoded(raw, number == 1)
-                if line is None:
+                if isinstance(raw, CutLine):
+                    self._too_long()
+                elif line is None:
                     self._invalid(INVALID_UTF8, invalid_utf8(raw, self.path, number))
                 elif "\t" in line:
                     src, tgt = line.split("\t", 2)[:2]
@@ -196,21 +218,27 @@ class TmxSource(Source):
     def __iter__(self) -> Iterator[Pair]:
         from xml.etree.ElementTree import ParseError, iterparse
 
-        with open_text(self.path) as handle, reading(self.path):
-            body = None
+        with open_text(self.path) as raw, reading(self.path):
+            handle = _UnitBound(raw, self.path)
+            open_elements: list[Any] = []  # from the root to the current element
             units = 0
             try:
                 for event, element in iterparse(handle, events=("start", "end")):
-                    tag = _local_name(element.tag)
                     if event == "start":
-                        body = element if tag == "body" else body
-                    elif tag == "tu":
+                        open_elements.append(element)
+                        handle.unit = handle.unit or _local_name(element.tag) == "tu"
+                        continue
+                    open_elements.pop()
+                    if _local_name(element.tag) == "tu":
                         units += 1
+                        handle.unit = False
                         pair = self._unit(element, units)
-                        if body is not None:
-                            body.clear()  # finished units: memory stays one unit's worth
                         if pair is not None:
                             yield pair
+                    # A finished element outside a unit (a unit itself included) is
+                    # dropped from its parent: memory stays one unit's worth, <body> or not.
+                    if open_elements and not handle.unit:
+                        open_elements[-1].remove(element)
             except ParseError as exc:
                 line = exc.position[0]
                 raise UserError(f"{self.path}:{line}: not valid TMX/XML "
@@ -225,6 +253,26 @@ class TmxSource(Source):
                 segments.setdefault(re.split(r"[-_]", lang)[0].lower(), _segment_text(seg))
         src, tgt = (segments.get(lang.lower()) for lang in self.langs)
         return self._sides(src, tgt, self.langs, f"{self.path}: translation unit {number}")
+
+
+class _UnitBound:
+    """A TMX file read through a bound: one translation unit may span at most
+    `MAX_UNIT_BYTES` of the file, since the XML parser holds a unit whole."""
+
+    MAX_UNIT_BYTES = 64 << 20
+
+    def __init__(self, handle: Any, path: Path):
+        self.handle, self.path = handle, path
+        self.unit = False  # inside a <tu>: the parser's caller says so
+        self.since = 0  # bytes read since the caller last left a unit
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.since = self.since + len(data) if self.unit else 0
+        if self.since > self.MAX_UNIT_BYTES:
+            raise UserError(f"{self.path}: a translation unit runs over "
+                            f"{self.MAX_UNIT_BYTES >> 20} MiB of the file: not a sentence pair")
+        return data
 
 
 def _local_name(tag: Any) -> str:
@@ -313,7 +361,10 @@ class JsonLinesSource(DatasetSource):
         with open_text(self.path) as handle:
             for number, raw in enumerate(raw_lines(handle, self.path), 1):
                 line = decoded(raw, number == 1)
-                if line is None:
+                if isinstance(raw, CutLine):
+                    if report:
+                        self._too_long()
+                elif line is None:
                     if report:
                         self._invalid(INVALID_UTF8, invalid_utf8(raw, self.path, number))
                 elif line.strip():

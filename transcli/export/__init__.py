@@ -16,6 +16,7 @@ directory is touched.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -26,7 +27,7 @@ from types import ModuleType
 from typing import Any, Callable, Optional
 
 from transcli.system.errors import UserError
-from transcli.system.files import describe_os_error
+from transcli.system.files import check_parents, describe_os_error
 from transcli.system.locks import scratch_dir
 
 FORMATS = {"ct2": "transcli.export.ct2", "hf": "transcli.export.hf"}
@@ -74,6 +75,12 @@ def checkpoint_identity(path: Path) -> dict[str, Any]:
             "source_mtime_ns": stat.st_mtime_ns}
 
 
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's content, in hex."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def read_record(directory: Path) -> dict[str, Any]:
     """A directory's `EXPORT_FILE`, or {} when it has none (or an unreadable one)."""
     try:
@@ -96,7 +103,9 @@ def publish(out: Path, record: dict[str, Any], fill: Callable[[Path], None], *,
             tmp.mkdir()
             fill(tmp)
             files = sorted(p.name for p in tmp.iterdir())
-            (tmp / EXPORT_FILE).write_text(json.dumps({**record, "files": files}, indent=2)
+            hashes = {name: file_digest(tmp / name) for name in files if (tmp / name).is_file()}
+            (tmp / EXPORT_FILE).write_text(json.dumps({**record, "files": files,
+                                                       "sha256": hashes}, indent=2)
                                            + "\n", encoding="utf-8")
             if owned:
                 _swap(tmp, out)
@@ -117,6 +126,7 @@ def _check_destination(out: Path, force: bool) -> None:
 
 
 def _make_parent(out: Path) -> None:
+    check_parents(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

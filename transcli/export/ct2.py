@@ -142,22 +142,58 @@ def _set_ffn(spec: Any, ffn: nn.Module, norm: nn.LayerNorm) -> None:
 
 
 def cached_export(run_dir: Path, checkpoint: str, quantize: str = "none") -> Path:
-    """The CTranslate2 export of a run's checkpoint that `--engine ct2` translates with,
-    kept in the run dir (`rundir.ct2_cache_dir`) and made again when the checkpoint file
-    has changed since (another size or modification time) or the exporter has."""
-    from transcli.export import checkpoint_identity, publish, read_record
+    """The CTranslate2 export of a run's checkpoint that `--engine ct2` translates with.
+
+    It is kept in the run dir (`rundir.layout.ct2_cache_dir`), or, when the run dir is
+    read-only, in the user's cache folder under the checkpoint's content hash. It is
+    trusted only if the checkpoint's content and every cached file's content hash as
+    recorded when it was made (a damaged cache would translate to garbage); otherwise it
+    is made again."""
+    from transcli.export import file_digest, publish, read_record
     from transcli.rundir.checkpoints import load_trained, resolve_checkpoint
-    from transcli.rundir.layout import ct2_cache_dir
 
     source = resolve_checkpoint(run_dir, checkpoint)
     weights = None if quantize == "none" else quantize
-    target = ct2_cache_dir(run_dir, source, weights or "float32")
     record = {"format": "ct2", "exporter": EXPORTER_VERSION, "quantize": weights,
-              **checkpoint_identity(source)}
-    old = read_record(target)
-    if all(old.get(key) == value for key, value in record.items()) and all(
-            (target / name).is_file() for name in old.get("files", [])):
+              "source_sha256": file_digest(source)}
+    target = _cache_dir(Path(run_dir), source, weights or "float32", record["source_sha256"])
+    if _intact(target, record, read_record(target)):
         return target
     model, tokenizer, cfg = load_trained(run_dir, str(source), "cpu")
-    publish(target, record, lambda tmp: write(model, tokenizer, cfg, tmp, weights), owned=True)
+    try:
+        publish(target, record, lambda tmp: write(model, tokenizer, cfg, tmp, weights),
+                owned=True)
+    except UserError as exc:
+        if target.is_relative_to(run_dir):
+            raise
+        raise UserError(f"{run_dir} is read-only and the cache folder cannot be written "
+                        f"({exc}); set XDG_CACHE_HOME to a writable folder") from None
     return target
+
+
+def _cache_dir(run_dir: Path, source: Path, weights: str, digest: str) -> Path:
+    """The run dir's cache when the run dir takes writes, else the user's cache folder
+    ($XDG_CACHE_HOME, or ~/.cache), named by the checkpoint's content."""
+    import os
+
+    from transcli.rundir.layout import ct2_cache_dir
+
+    if os.access(run_dir, os.W_OK):
+        return ct2_cache_dir(run_dir, source, weights)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "transcli" / "ct2" / f"{digest[:32]}-{weights}"
+
+
+def _intact(target: Path, record: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether `target` holds the export `record` describes, every file as it was written."""
+    from transcli.export import file_digest
+
+    if any(old.get(key) != value for key, value in record.items()):
+        return False
+    hashes = old.get("sha256")
+    if not isinstance(hashes, dict) or set(hashes) != set(old.get("files", [])):
+        return False
+    try:
+        return all(file_digest(target / name) == digest for name, digest in hashes.items())
+    except OSError:
+        return False

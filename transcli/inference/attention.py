@@ -13,6 +13,8 @@ Written per input line N (counted from 1) into DIR:
     line-0000N-layers.png   one panel per decoder layer (heads averaged)
     line-0000N.txt          the pieces with their indices, and the aligned pairs
     alignments.txt          one line per input line: the Pharaoh `i-j` pairs
+    transcli-attention.json the files written and their content hashes, so that a
+                            later run with --force replaces them and nothing else
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from transcli.inference.search import Hypothesis
 from transcli.model.transformer import CrossAttention, Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID
 from transcli.system.errors import UserError
-from transcli.system.files import atomic_path, describe_os_error, output_file
+from transcli.system.files import OutputFolder, atomic_path, describe_os_error, output_file
 
 ALIGNMENTS_FILE = "alignments.txt"
+RECORD_FILE = "transcli-attention.json"  # the files transcli wrote into the folder
 TITLE_CHARS = 90  # longer texts are cut in picture titles
 FIGURE_WIDTH = 24.0  # inches the per-layer panels of one row may take together
 
@@ -219,29 +222,31 @@ class AttentionWriter:
     """Translates lines like `Translator.translate_nbest` and writes each line's
     pictures, description and alignment into `folder` (see the module doc)."""
 
-    def __init__(self, folder: Path, translator: Any):
+    def __init__(self, folder: Path, translator: Any, force: bool = False,
+                 option: str = "--attention"):
+        """`force`: write into a non-empty `folder`, replacing the files an earlier run
+        wrote there (`RECORD_FILE` lists them) and never another file."""
         check_decode(translator.decode)
         assert isinstance(translator.engine, TorchEngine)
         self.folder = Path(folder)
+        self.output = OutputFolder(self.folder, RECORD_FILE, "attention files", force)
+        self.option = option
         self.translator = translator
         self.written: list[Optional[Path]] = []  # the last call's description files
         self._stack = contextlib.ExitStack()
         self._alignments: Any = None
 
     def __enter__(self) -> AttentionWriter:
-        if self.folder.exists() and not self.folder.is_dir():
-            raise UserError(f"{self.folder}: --attention must name a directory, not a file")
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"{self.folder}: cannot create the attention directory "
-                            f"({describe_os_error(exc)})") from None
+        self.output.open(self.option)
+        self._alignments_path, = self.output.claim(ALIGNMENTS_FILE)
         self._alignments = self._stack.enter_context(
-            output_file(self.folder / ALIGNMENTS_FILE, what="alignments"))
+            output_file(self._alignments_path, what="alignments"))
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stack.__exit__(*exc)
+        if self._alignments_path.is_file():
+            self.output.done(self._alignments_path)
 
     def translate(self, lines: list[str], first: int) -> list[list[tuple[str, float]]]:
         """Translations of `lines` (input lines first, first + 1, ...), as
@@ -257,13 +262,16 @@ class AttentionWriter:
                 self.written.append(None)
                 continue
             attention = explain(model, translator.tokenizer.sp.IdToPiece, source, hyps[0])
-            stem = self.folder / f"line-{first + index + 1:05d}"
+            stem = f"line-{first + index + 1:05d}"
+            mean, layers, text = self.output.claim(f"{stem}.png", f"{stem}-layers.png",
+                                                   f"{stem}.txt")
             title = _title(line.strip(), texts[0][0])
-            plot_mean(attention, title, stem.with_suffix(".png"))
-            plot_layers(attention, title, stem.parent / f"{stem.name}-layers.png")
-            with atomic_path(stem.with_suffix(".txt")) as tmp:
+            plot_mean(attention, title, mean)
+            plot_layers(attention, title, layers)
+            with atomic_path(text) as tmp:
                 tmp.write_text(describe(attention, line.strip(), texts[0][0]), encoding="utf-8")
             self._alignments.write((pharaoh(attention.alignment()) + "\n").encode())
-            self.written.append(stem.with_suffix(".txt"))
+            self.output.done(mean, layers, text)
+            self.written.append(text)
         self._alignments.flush()
         return results

@@ -108,14 +108,17 @@ class Translator:
                   file=sys.stderr)
 
     def _encode(self, lines: list[str]) -> list[list[int]]:
-        """Source ids + EOS per line ([] for a blank line), cut to the positional table."""
+        """Source ids + EOS per line ([] for a blank line), cut to the positional table.
+        A line too long to fit however it is split is cut before sentencepiece sees it,
+        so a huge line costs no more than one that just fills the table."""
         room = self.engine.max_positions - 1  # one position is EOS's
+        chars = fitting_chars(self.engine.max_positions)
         sources = []
-        for ids, line in zip(self.tokenizer.encode(lines), lines):
+        for ids, line in zip(self.tokenizer.encode([line[:chars] for line in lines]), lines):
             if not line.strip() or not ids:
                 sources.append([])
                 continue
-            if len(ids) > room:
+            if len(ids) > room or len(line) > chars:
                 ids = ids[:room]
                 self.truncated += 1
             sources.append(ids + [EOS_ID])
@@ -130,6 +133,13 @@ class Translator:
         found = self.engine.search(sources, max_len, indices)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
+
+
+def fitting_chars(positions: int) -> int:
+    """Characters past which a line cannot fit in `positions` tokens: the pieces of the
+    tokenizers transcli trains are at most 16 characters long (sentencepiece's default),
+    so the first `positions` pieces never reach beyond; 64 leaves room for others."""
+    return 64 * positions
 
 
 def token_batches(lengths: list[int], budget: int) -> list[list[int]]:

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from transcli import __version__
-from transcli.serve.batcher import Batcher, QueueFull
+from transcli.serve.batcher import Batcher, QueueFull, TranslationFailed
 from transcli.serve.limits import Limits
 from transcli.serve.protocol import (
     LANGUAGES,
@@ -42,6 +42,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (400, "Invalid request (fields, types, languages, format)"),
         (403, "Invalid API key"),
         (413, "More characters than --max-chars"),
+        (500, "The model failed (the server log has the traceback)"),
         (503, "Too many requests waiting (--max-queue); try again shortly"),
         (504, "Not translated within --timeout seconds"))}
 
@@ -74,6 +75,8 @@ def create_app(batcher: Batcher, limits: Limits, api_key: Optional[str],
         except asyncio.TimeoutError:
             raise ApiError(504, f"not translated within {limits.timeout:g} s: the server "
                                 f"is busy; try again later") from None
+        except TranslationFailed as exc:
+            raise ApiError(500, f"Cannot translate text: {exc}") from None
         return JSONResponse(TranslateAnswer(checked, join_lines(translated, counts)).body())
 
     @app.get("/languages", response_model=list[Language])
@@ -101,6 +104,11 @@ def create_app(batcher: Batcher, limits: Limits, api_key: Optional[str],
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"error": "Invalid request"}, 400)
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, exc: Exception) -> JSONResponse:
+        # A bug: the client gets the error shape; uvicorn logs the traceback on stderr.
+        return JSONResponse({"error": "Internal server error"}, 500)
 
     return AccessLog(app)
 

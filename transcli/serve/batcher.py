@@ -42,6 +42,11 @@ class QueueFull(Exception):
     """More requests are waiting than `Limits.max_queue`."""
 
 
+class TranslationFailed(Exception):
+    """The model call of a request raised (a bug, or out of memory); the worker printed
+    the traceback and goes on with the next requests."""
+
+
 @dataclass(eq=False)
 class Job:
     """One request's lines, and where its translations go."""
@@ -165,6 +170,7 @@ class Batcher:
         if not self.merging:
             return [first]
         jobs, tokens = [first], self._tokens(first)
+        budget = self.translator.decode.batch_tokens  # type: ignore[union-attr]
         deadline = first.arrived + self.limits.max_batch_wait
         while True:
             with self._cond:
@@ -174,7 +180,7 @@ class Batcher:
                     return jobs
                 job = self._queue[0]
             cost = self._tokens(job)  # outside the lock: requests keep arriving meanwhile
-            if tokens + cost > self.translator.decode.batch_tokens:  # type: ignore[union-attr]
+            if tokens + cost > budget:
                 return jobs
             with self._cond:
                 if self._queue and self._queue[0] is job:  # not withdrawn meanwhile
@@ -183,9 +189,13 @@ class Batcher:
                     tokens += cost
 
     def _tokens(self, job: Job) -> int:
-        """Source tokens of a job's lines, EOS included (as `Translator` counts them)."""
-        ids = self.translator.tokenizer.encode(job.lines)  # type: ignore[union-attr]
-        return sum(len(line) + 1 for line in ids if line)
+        """Source tokens of a job's lines, EOS included, each line cut to the model's
+        positions (as `Translator` counts them)."""
+        translator = self.translator
+        assert translator is not None
+        room = translator.engine.max_positions - 1
+        return sum(min(len(ids), room) + 1
+                   for ids in translator.tokenizer.encode(job.lines) if ids)
 
     def _run(self, jobs: list[Job]) -> None:
         """Translate the jobs and settle each; an error fails these jobs, not the server."""
@@ -193,8 +203,9 @@ class Batcher:
             results = self._merged(jobs) if self.merging else [self._alone(jobs[0])]
         except Exception as exc:  # a bug or out of memory: say it, answer 500, go on
             traceback.print_exc(file=sys.stderr)
+            reason = (str(exc).strip().splitlines() or [""])[0]
             for job in jobs:
-                job.settle(exc)
+                job.settle(TranslationFailed(f"{type(exc).__name__}: {reason}"))
             return
         self.model_calls += 1
         self.answered += len(jobs)

@@ -17,7 +17,7 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from transcli.export import require
 from transcli.serve.limits import Limits
@@ -30,21 +30,25 @@ if TYPE_CHECKING:
 BACKLOG = 128  # connections the kernel holds while the server is busy
 
 
-def serve(run_dir: Path, checkpoint: str, overrides: list, device: str, host: str, port: int,
-          limits: Limits, api_key: Optional[str]) -> None:
-    """Serve the run's model on host:port until a stop signal (module doc)."""
+def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, host: str,
+          port: int, limits: Limits, api_key: Optional[str]) -> None:
+    """Serve the run's model on host:port until a stop signal (module doc); `overrides`
+    are the config's, as `load_translator` takes them."""
     from transcli.rundir.layout import load_run_config
 
     check_decode(load_run_config(run_dir, overrides).decode)
-    sock = bind(host, port)
+    if api_key is not None and not api_key.strip():
+        raise UserError("--api-key is empty: give a key, or leave the option out")
     require("fastapi", "serve")  # a missing extra is one line too
     uvicorn = require("uvicorn", "serve")
-    from transcli.inference.translator import load_translator  # torch loads here
-    from transcli.serve.app import create_app
-    from transcli.serve.batcher import Batcher
-
-    batcher = Batcher(lambda: load_translator(run_dir, checkpoint, overrides, device), limits)
+    sock = bind(host, port)
     try:
+        from transcli.inference.translator import load_translator  # torch loads here
+        from transcli.serve.app import create_app
+        from transcli.serve.batcher import Batcher
+
+        batcher = Batcher(lambda: load_translator(run_dir, checkpoint, overrides, device),
+                          limits)
         batcher.start()
         app = create_app(batcher, limits, api_key, Path(run_dir).name)
         config = uvicorn.Config(app, access_log=False, log_level="warning",

@@ -14,6 +14,8 @@ Reading text lines has its own rule, in `text.py`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import re
 import stat
@@ -57,6 +59,7 @@ def atomic_path(path: str | Path, what: str = "file") -> Iterator[Path]:
     and the `what` it holds; one about another file (read in the block) is left as it is.
     """
     path = Path(path)
+    check_parents(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -158,6 +161,7 @@ def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str =
         return
     path = Path(name)
     check_output(path, inputs, what)
+    check_parents(path)
     try:
         kind: Optional[int] = os.stat(path).st_mode  # follows symlinks
     except FileNotFoundError:
@@ -205,3 +209,89 @@ def write_text_output(name: str | Path, text: str, inputs: Iterable[str | Path] 
     """`output_file` for text already in memory (UTF-8, '\\n' line ends)."""
     with output_file(name, inputs, what) as handle:
         handle.write(text.encode("utf-8"))
+
+
+class OutputFolder:
+    """A folder a command fills file by file, with a record (`record`, JSON: each file
+    written and its content's SHA-256) so that a later run knows which files are
+    transcli's: those still as it wrote them.
+
+    A non-empty folder is refused unless `force`; then the recorded files still as
+    recorded are removed, and a name the command is about to write is refused if a file
+    of that name remains: a user's file is never replaced or removed."""
+
+    def __init__(self, folder: Path, record: str, what: str, force: bool):
+        self.folder, self.record, self.what, self.force = Path(folder), record, what, force
+        self.written: dict[str, str] = {}  # name: SHA-256 of what this run wrote
+        self.claimed: set[str] = set()
+
+    def check(self, option: str) -> None:
+        """Refuse a folder this command may not write into (`option` names it), before
+        any work is done."""
+        folder = self.folder
+        if folder.exists() and not folder.is_dir():
+            raise UserError(f"{folder}: {option} must name a directory, not a file")
+        check_parents(folder)
+        try:
+            entries = any(folder.iterdir()) if folder.is_dir() else False
+        except OSError as exc:
+            raise UserError(f"{folder}: cannot read the folder ({describe_os_error(exc)})") \
+                from None
+        if entries and not self.force:
+            raise UserError(f"{folder}: not empty; pass --force to replace the {self.what} "
+                            f"transcli wrote there (other files are kept), or give another "
+                            f"{option}")
+
+    def open(self, option: str) -> None:
+        """Check the folder, create it, remove what an earlier run of ours left there."""
+        self.check(option)
+        for name, digest in self._previous().items():
+            path = self.folder / name
+            with contextlib.suppress(OSError):
+                if path.is_file() and not path.is_symlink() and _sha256(path) == digest:
+                    path.unlink()
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"{self.folder}: cannot create the folder "
+                            f"({describe_os_error(exc)})") from None
+        (self.folder / self.record).unlink(missing_ok=True)
+
+    def claim(self, *names: str) -> list[Path]:
+        """The paths to write `names` to; refused if a file of one of them is there."""
+        for name in names:
+            if name not in self.claimed and os.path.lexists(self.folder / name):
+                raise UserError(f"{self.folder / name}: exists and was not written by "
+                                f"transcli; refusing to overwrite it, even with --force")
+        self.claimed.update(names)
+        return [self.folder / name for name in names]
+
+    def done(self, *paths: Path) -> None:
+        """Record claimed files once written whole."""
+        self.written.update({path.name: _sha256(path) for path in paths})
+        with atomic_path(self.folder / self.record, "record of the files written") as tmp:
+            tmp.write_text(json.dumps(self.written, indent=0, sort_keys=True), encoding="utf-8")
+
+    def _previous(self) -> dict[str, str]:
+        """What an earlier run recorded (plain names in this folder only)."""
+        try:
+            record = json.loads((self.folder / self.record).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(record, dict):
+            return {}
+        return {name: digest for name, digest in record.items() if isinstance(digest, str)
+                and isinstance(name, str) and "/" not in name and name not in ("", ".", "..")}
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def check_parents(path: Path) -> None:
+    """Refuse, naming it, a regular file where one of `path`'s parent folders should be
+    (`out/sub` when `out` is a file): mkdir would only say "File exists"."""
+    for parent in reversed(Path(path).parents):
+        if parent.exists() and not parent.is_dir():
+            raise UserError(f"{parent}: is a file, so {path} cannot be created under it")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from transcli.system.errors import UserError
-from transcli.system.files import describe_os_error
+from transcli.system.files import check_parents, describe_os_error
 
 SCRATCH_LOCK = ".lock"  # inside each scratch dir
 
@@ -36,6 +36,7 @@ class DirLock:
         self.directory = Path(directory)
         self.path = self.directory / name
         self.created = False
+        check_parents(self.directory)
         try:
             self.created = not self.directory.exists()
             self.directory.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,9 @@ evaluate, validation).
 - A line that is not UTF-8 is a one-line error naming the file, the line and the byte
   (`text_lines`); readers that may skip such lines (prepare's `--skip-invalid`) get None
   for it from `decoded` and say the same with `invalid_utf8`.
+- A line longer than `MAX_LINE_BYTES` is cut there as it is read (`raw_lines` yields
+  its start as a `CutLine` and reads past the rest), so memory stays bounded whatever one
+  line holds; each command says what it does with a cut line.
 - Line counts (`count_lines`, for progress bars) come from plain files only: a pipe or a
   compressed file would have to be read twice.
 """
@@ -29,6 +32,7 @@ from transcli.system.errors import UserError
 from transcli.system.files import BLOCK, describe_os_error, open_checked
 
 BOM = "\ufeff"
+MAX_LINE_BYTES = 4 << 20  # beyond any sentence a model takes (65,536 positions at most)
 DECOMPRESSORS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 _READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 
@@ -59,19 +63,39 @@ def reading(name: str | Path) -> Iterator[None]:
         raise UserError(f"{name}: cannot read ({reason or type(exc).__name__})") from None
 
 
-def raw_lines(handle: Iterable[bytes], name: str | Path) -> Iterator[bytes]:
-    """The handle's lines as bytes, read errors reported by `reading`."""
+class CutLine(bytes):
+    """The first `MAX_LINE_BYTES` of a longer line; the rest was read past, never held."""
+
+
+def raw_lines(handle: BinaryIO | Iterable[bytes], name: str | Path,
+              limit: Optional[int] = None) -> Iterator[bytes]:
+    """The handle's lines as bytes, each at most `limit` long (a longer one comes as its
+    start, a `CutLine`; `MAX_LINE_BYTES` by default); read errors reported by `reading`.
+    Lines that come already split (typed at a terminal) are taken as they are."""
+    limit = limit or MAX_LINE_BYTES
     with reading(name):
-        yield from handle
+        if not hasattr(handle, "readline"):
+            yield from handle
+            return
+        while line := handle.readline(limit):
+            if len(line) < limit or line.endswith(b"\n"):
+                yield line
+                continue
+            while (rest := handle.readline(limit)) and not rest.endswith(b"\n"):
+                pass
+            yield CutLine(line)
 
 
 def decoded(raw: bytes, first: bool = False) -> Optional[str]:
     """A raw line's text without its line end (and, on the `first` line, without a
-    byte-order mark); None if it is not UTF-8."""
+    byte-order mark); None if it is not UTF-8. A `CutLine` may end inside a character,
+    whose bytes are left out."""
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    except UnicodeDecodeError as exc:
+        if not isinstance(raw, CutLine) or exc.start < len(raw) - 3:
+            return None
+        text = raw[:exc.start].decode("utf-8")
     if first:
         text = text.removeprefix(BOM)
     return text.removesuffix("\n").removesuffix("\r")
@@ -89,7 +113,7 @@ def invalid_utf8(raw: bytes, name: str | Path, number: int) -> str:
             f"of the line)")
 
 
-def text_lines(handle: Iterable[bytes], name: str | Path, keep_bom: bool = False
+def text_lines(handle: BinaryIO | Iterable[bytes], name: str | Path, keep_bom: bool = False
                ) -> Iterator[str]:
     """The lines of a binary handle by the module's rule; bad UTF-8 is a `UserError`.
     `keep_bom`: a first-line byte-order mark stays (as the `sacrebleu` command reads it)."""
