@@ -241,7 +241,7 @@ def read_only_mount(folder: Path) -> list[str]:
     """A shell prefix that runs a command with `folder` mounted read-only (in a mount
     namespace of its own); skips the test where this machine does not allow it."""
     prefix = ["unshare", "-m", "sh", "-c",
-              'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && shift && exec "$@"',
+              'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"',
               str(folder)]
     probe = subprocess.run([*prefix, "sh", "-c", f'! touch "{folder}/probe" 2>/dev/null'],
                            capture_output=True)
