@@ -374,6 +374,8 @@ def test_bad_startup_is_one_error_line(run_dir, tmp_path):
     assert "--timeout" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--api-key", ""))
     assert "--api-key is empty" in error
+    error = one_error_line(run_cli("serve", "-m", run_dir, "--checkpoint", "999", "--port", "0"))
+    assert "999" in error  # raised while the worker thread loads the model
 
 
 def test_serve_takes_translates_decoding_options():

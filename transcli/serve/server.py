@@ -24,6 +24,8 @@ from transcli.serve.limits import Limits
 from transcli.system.errors import UserError
 
 if TYPE_CHECKING:
+    from uvicorn import Server
+
     from transcli.config.schema import DecodeConfig
     from transcli.serve.batcher import Batcher
 
@@ -90,7 +92,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_until_stopped(server: object, sock: socket.socket, batcher: Batcher) -> None:
+def run_until_stopped(server: Server, sock: socket.socket, batcher: Batcher) -> None:
     """Run uvicorn's `server` on `sock` in a thread until a stop signal, then let it finish
     the requests in flight (a second signal is not caught: it stops at once)."""
     failed: list[BaseException] = []
@@ -98,7 +100,7 @@ def run_until_stopped(server: object, sock: socket.socket, batcher: Batcher) -> 
 
     def run() -> None:
         try:
-            server.run(sockets=[sock])  # type: ignore[attr-defined]
+            server.run(sockets=[sock])
         except BaseException as exc:  # SystemExit included: uvicorn's way to give up
             failed.append(exc)
         finally:
@@ -110,18 +112,18 @@ def run_until_stopped(server: object, sock: socket.socket, batcher: Batcher) -> 
     announced = False
     try:
         while not finished.wait(0.1):
-            if not announced and server.started:  # type: ignore[attr-defined]
+            if not announced and server.started:
                 announce(sock, batcher)
                 announced = True
     except KeyboardInterrupt as exc:  # `Interrupted` for SIGTERM and SIGHUP too
         say(f"{exc or 'SIGINT'}: finishing {batcher.waiting} queued request(s) and those "
             f"being answered, then stopping (again to stop at once)")
-        server.should_exit = True  # type: ignore[attr-defined]
+        server.should_exit = True
         try:
             while not finished.wait(0.1):
                 pass
         except KeyboardInterrupt:
-            server.force_exit = True  # type: ignore[attr-defined]
+            server.force_exit = True
             raise
         return
     if failed:
