@@ -137,3 +137,27 @@ def test_background_loader_yields_the_stream_in_order_with_positions(split: Enco
     finally:
         loader.close()
     assert not loader.thread.is_alive()
+
+
+@pytest.mark.parametrize("multiple", [1, 8])
+def test_collated_batches_keep_the_budget_after_rounding_to_a_multiple(
+        split: EncodedSplit, multiple: int) -> None:
+    """The padded tensors collation builds, lengths rounded up to `multiple`, stay within
+    the budget on each side: the plan counts the rounding (CUDA pads to 8)."""
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, 300, 1, 1000, multiple=multiple)
+    batches = plan.epoch(0)
+    for idx in batches:
+        batch = collate(split, idx, multiple)
+        assert batch.src.shape[1] % multiple == 0 and batch.tgt_in.shape[1] % multiple == 0
+        assert len(idx) == 1 or max(batch.src.numel(), batch.tgt_in.numel()) <= 300
+    unaware = BatchPlan(split.src_lengths, split.tgt_lengths, 300, 1, 1000)
+    if multiple > 1:  # budgeting unrounded lengths overshoots once rounded
+        assert any(collate(split, idx, multiple).tgt_in.numel() > 300
+                   for idx in unaware.epoch(0))
+
+
+def test_a_batch_lists_its_real_target_rows(split: EncodedSplit) -> None:
+    batch = collate(split, np.arange(7), 8)
+    flat = batch.tgt_out.reshape(-1)
+    assert batch.rows.tolist() == (flat != PAD_ID).nonzero().flatten().tolist()
+    assert len(batch.rows) == batch.tgt_tokens

@@ -330,3 +330,34 @@ def test_translate_and_evaluate_on_cuda_give_the_cpu_output(memorised_runs: dict
         ["--hyp", str(tmp_path / "cpu.es")]))
     scores = ("bleu", "chrf", "ter", "sacrebleu", "lines")
     assert {k: on_device[k] for k in scores} == {k: on_cpu[k] for k in scores}
+
+
+def test_steady_updates_never_wait_for_the_gpu(prepared: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between log lines, saves and validations an update is queued on the GPU without
+    one host synchronisation: loss, token counts and gradient norm stay on the device,
+    a non-finite update is skipped there, the next batch is copied from pinned memory.
+    torch raises on any synchronising call once sync debug mode is "error"."""
+    from transcli.training.loop import Trainer
+
+    plain = Trainer._update
+    synced: list[int] = []
+
+    def guarded(self: Trainer, batches, agreed) -> None:
+        if self.progress.step < 3:  # the first updates warm up kernels and the allocator
+            return plain(self, batches, agreed)
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            plain(self, batches, agreed)
+        except RuntimeError as exc:
+            synced.append(self.progress.step)
+            raise AssertionError(f"update {self.progress.step} synchronised: {exc}") from None
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+    monkeypatch.setattr(Trainer, "_update", guarded)
+    cfg = load_config(TINY, ON_DEVICE + ["train.max_steps=20", "train.log_every=1000",
+                                         "train.save_every=1000", "train.valid_every=1000",
+                                         "train.ema_decay=0.9"])
+    train(cfg, prepared, tmp_path / "run")
+    assert not synced

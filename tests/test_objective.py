@@ -101,3 +101,31 @@ def test_a_time_budget_ends_the_decay_when_it_runs_ahead_of_the_steps() -> None:
     assert decay_clock(330.0, 60.0, budget_minutes=0) == 0.0  # no budget: steps alone
     assert decay_clock(30.0, 60.0, 10) == 0.0
     assert decay_clock(700.0, 700.0, 10) == 1.0  # warm-up outlasted the budget
+
+
+def test_the_loss_over_real_rows_only_equals_the_loss_over_every_row() -> None:
+    """TeacherForcing given the batch's real rows (`Batch.rows`) skips padding before the
+    output layer: the same sums and gradients as scoring every row with padding masked."""
+    from transcli.config.schema import ModelConfig
+    from transcli.data.batching import assemble, rows_from_lists
+    from transcli.model.transformer import Transformer
+    from transcli.model.vocab import PAD_ID
+    from transcli.training.objective import TeacherForcing
+
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(enc_layers=1, dec_layers=1, d_model=16, d_ff=32, heads=2,
+                                    dropout=0.0), 50).double()
+    g = torch.Generator().manual_seed(1)
+    seqs = [torch.randint(4, 50, (n,), generator=g).tolist() for n in (3, 9, 1, 6)]
+    batch = assemble(rows_from_lists(seqs[::-1]), rows_from_lists(seqs, 8))
+    assert len(batch.rows) < batch.tgt_out.numel()  # there is padding to skip
+    net = TeacherForcing(model, 0.1, PAD_ID)
+    results = []
+    for rows in (None, batch.rows):
+        model.zero_grad()
+        sums = net(batch.src, batch.tgt_in, batch.tgt_out, rows)
+        sums[0].backward()
+        results.append((sums.detach(), [p.grad.clone() for p in model.parameters()]))
+    (full, full_grads), (real, real_grads) = results
+    assert torch.allclose(full, real, rtol=1e-6, atol=1e-6)
+    assert all(torch.allclose(a, b, rtol=1e-6, atol=1e-9) for a, b in zip(full_grads, real_grads))

@@ -8,6 +8,7 @@ flag answer at once, and torch loads after `main` has chosen OpenMP's wait polic
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -54,6 +55,8 @@ def main() -> None:
         print(f"transcli: error: {problem}", file=sys.stderr)
         sys.exit(1)
     # Before any command imports torch: OpenMP threads spin between parallel regions
-    # on idle cores and sleep where other processes need them.
+    # on idle cores and sleep where other processes need them; on a GPU, memory is
+    # reserved in segments that grow, so batches of changing shapes do not fragment it.
     waitpolicy.choose()
+    os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     sys.exit(run_command(app))

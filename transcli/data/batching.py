@@ -25,17 +25,23 @@ from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 # ----------------------------------------------------------------------------- planning
 
 
+def padded_length(length: int, multiple: int) -> int:
+    """A row length rounded up to a multiple of `multiple`, as `collate` pads it."""
+    return -(-length // multiple) * multiple
+
+
 def pack_batches(order: np.ndarray, src_len: np.ndarray, tgt_len: np.ndarray,
-                 batch_tokens: int) -> list[np.ndarray]:
+                 batch_tokens: int, multiple: int = 1) -> list[np.ndarray]:
     """Cut `order` (pair indices, already length-sorted) into consecutive batches whose
-    rows * longest row stays within `batch_tokens` on both sides. Lengths are row
+    rows x longest row, rounded up to `multiple` as collation pads it, stays within
+    `batch_tokens` on both sides: the budget counts what is allocated. Lengths are row
     lengths as fed to the model (with EOS/BOS). A pair longer than the budget alone
     still gets a batch of its own."""
     batches = []
     start, count, max_s, max_t = 0, 0, 0, 0
     for pos, (s, t) in enumerate(zip(src_len[order].tolist(), tgt_len[order].tolist())):
         new_s, new_t = max(max_s, s), max(max_t, t)
-        if count and (count + 1) * max(new_s, new_t) > batch_tokens:
+        if count and (count + 1) * padded_length(max(new_s, new_t), multiple) > batch_tokens:
             batches.append(order[start:pos])
             start, count, new_s, new_t = pos, 0, s, t
         count, max_s, max_t = count + 1, new_s, new_t
@@ -60,11 +66,12 @@ class BatchPlan:
     """The batches of a split: per epoch, length-bucketed then shuffled from (seed, epoch).
 
     Pairs whose rows exceed `max_len` positions (the model's positional table) are
-    left out and counted in `skipped`.
+    left out and counted in `skipped`. `multiple`: collation pads lengths to it, and the
+    budget counts that padding.
     """
 
     def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, batch_tokens: int,
-                 seed: int, max_len: int, shuffle: bool = True):
+                 seed: int, max_len: int, shuffle: bool = True, multiple: int = 1):
         # Rows as the model sees them: src = ids + EOS, tgt_in/out = BOS/EOS + ids.
         self.src_len = np.asarray(src_lengths, np.int64) + 1
         self.tgt_len = np.asarray(tgt_lengths, np.int64) + 1
@@ -74,6 +81,7 @@ class BatchPlan:
         self.batch_tokens = batch_tokens
         self.seed = seed
         self.shuffle = shuffle
+        self.multiple = multiple
         self._cache: tuple[int, list[np.ndarray]] | None = None
 
     def epoch(self, epoch: int) -> list[np.ndarray]:
@@ -81,7 +89,8 @@ class BatchPlan:
         if self._cache is None or self._cache[0] != epoch:
             rng = np.random.default_rng([self.seed, epoch]) if self.shuffle else None
             order = length_sorted(self.indices, self.src_len, self.tgt_len, rng)
-            batches = pack_batches(order, self.src_len, self.tgt_len, self.batch_tokens)
+            batches = pack_batches(order, self.src_len, self.tgt_len, self.batch_tokens,
+                                   self.multiple)
             if rng is not None:
                 batches = [batches[i] for i in rng.permutation(len(batches))]
             self._cache = (epoch, batches)
@@ -141,13 +150,16 @@ class BatchStream:
 @dataclass
 class Batch:
     """Model-ready tensors. src = ids + EOS; teacher forcing: tgt_in = BOS + ids,
-    tgt_out = ids + EOS (tgt_in shifted left by one). All padded with PAD_ID."""
+    tgt_out = ids + EOS (tgt_in shifted left by one). All padded with PAD_ID. `rows`:
+    the flat indices of tgt_out's real positions, found on the host, so that the output
+    layer and the loss skip padding without asking the device which rows are real."""
 
     src: torch.Tensor  # [B, S]
     tgt_in: torch.Tensor  # [B, T]
     tgt_out: torch.Tensor  # [B, T]
     src_tokens: int  # real (non-pad) positions
     tgt_tokens: int
+    rows: torch.Tensor  # [tgt_tokens] int64
 
     @property
     def padded_positions(self) -> int:
@@ -160,11 +172,12 @@ class Batch:
     def to(self, device: torch.device) -> Batch:
         move = dict(device=device, non_blocking=True)
         return Batch(self.src.to(**move), self.tgt_in.to(**move), self.tgt_out.to(**move),
-                     self.src_tokens, self.tgt_tokens)
+                     self.src_tokens, self.tgt_tokens, self.rows.to(**move))
 
     def pin_memory(self) -> Batch:
         return Batch(self.src.pin_memory(), self.tgt_in.pin_memory(),
-                     self.tgt_out.pin_memory(), self.src_tokens, self.tgt_tokens)
+                     self.tgt_out.pin_memory(), self.src_tokens, self.tgt_tokens,
+                     self.rows.pin_memory())
 
 
 def _padded_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, multiple: int
@@ -206,8 +219,10 @@ def assemble(source: tuple[np.ndarray, np.ndarray], target: tuple[np.ndarray, np
     tgt_in = np.concatenate([np.full((len(body), 1), BOS_ID, np.int64), body[:, :-1]], axis=1)
     tgt_out = body
     tgt_out[rows, tgt_lengths] = EOS_ID
+    real_rows = np.flatnonzero(tgt_out.reshape(-1) != PAD_ID)
     return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out),
-                 int(src_lengths.sum()) + len(src), int(tgt_lengths.sum()) + len(body))
+                 int(src_lengths.sum()) + len(src), int(tgt_lengths.sum()) + len(body),
+                 torch.from_numpy(real_rows))
 
 
 def plain_batches(split: EncodedSplit, batch_tokens: int, max_len: int) -> Iterator[Batch]:

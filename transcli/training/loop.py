@@ -71,7 +71,14 @@ from transcli.training.setup import (
     training_device,
     training_net,
 )
-from transcli.training.state import Interval, Progress, check_state, rng_state, set_rng_state
+from transcli.training.state import (
+    Interval,
+    Progress,
+    Tally,
+    check_state,
+    rng_state,
+    set_rng_state,
+)
 from transcli.training.validation import ValidationSet, judge
 
 RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not per log line)
@@ -165,8 +172,10 @@ class Trainer:
         open_run_dir(cfg, identity, data_dir, run_dir, dist, resume, start, self.log)
         self.saved_step, self.saved_seconds = start, self.progress.seconds
         self.stop_reason: Optional[str] = None  # rank 0's decision: early stop, time limit
-        self.last: dict[str, float] = {}  # the latest update's loss, lr and gradient norm
-        self.paused = 0.0  # seconds of validation inside the current log interval
+        self.tally = Tally(device)  # the updates' sums, on the device until read
+        self.lr = 0.0  # the latest update's learning rate
+        self.grad_norm = math.nan  # the gradient norm of the latest update read
+        self.paused = 0.0  # seconds of validation and saving inside the current log interval
         self.interval_start = self.started = time.perf_counter()
         self.sitting = (self.progress.step, self.progress.seconds)  # where this sitting began
 
@@ -219,7 +228,9 @@ class Trainer:
         self._finish(reason)
 
     def _update(self, batches: list[Batch], agreed: Agreed) -> None:
-        """Forward/backward every batch, then one optimizer step (unless non-finite)."""
+        """Forward/backward every batch, then one optimizer step, all queued on the device
+        without waiting for it: an update whose loss or gradient is not finite is skipped
+        there (`Optimization.step`) and reported when the tally is next read."""
         p = self.progress
         torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
         self.net.train()
@@ -229,35 +240,46 @@ class Trainer:
             batch = batch.to(self.device)
             with no_sync(self.ddp, last=i == len(batches) - 1):
                 with self._autocast():
-                    stats = self.net(batch.src, batch.tgt_in, batch.tgt_out)
+                    stats = self.net(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
                 self.opt.backward(stats[0] * scale)
             sums += stats.detach()
         norm = self.opt.grad_norm()
-        values = torch.cat([self.dist.sum(sums), norm.reshape(1).float()]).tolist()  # one sync
-        update, grad_norm = LossSums.of(values), values[4]
-        check_finite(update.loss / update.tokens, grad_norm, self.opt.scaler is not None,
-                     p.step + 1, self.run_dir)
+        sums = self.dist.sum(sums)
+        bad = ~torch.isfinite(sums[0])
+        if self.opt.scaler is None:  # fp16's GradScaler skips overflowing steps by itself
+            bad |= ~torch.isfinite(norm)
         p.seconds = self.sitting[1] + agreed.seconds
-        lr = self.opt.step(p.step + 1, decay_clock(p.seconds, p.warmup_seconds,
-                                                   self.tc.decay_minutes))
+        self.lr = self.opt.step(p.step + 1, decay_clock(p.seconds, p.warmup_seconds,
+                                                        self.tc.decay_minutes), skip=bad)
         p.step += 1
+        self.tally.add(sums, norm, bad, p.step)
         if p.step == self.tc.warmup_steps:
             p.warmup_seconds = p.seconds
             if self.tc.decay_minutes and p.seconds >= self.tc.decay_minutes * 60:
                 self._say(f"warning: the warm-up took {p.seconds / 60:.1f} min, longer than "
                           f"train.decay_minutes={self.tc.decay_minutes:g}; the run stops here")
-        p.tgt_tokens += int(update.tokens)
-        p.src_tokens += int(agreed.real - update.tokens)
-        p.interval.add_update(update, agreed.padded, agreed.real)
-        self.last = {"lr": lr, "grad_norm": grad_norm, "loss": update.loss / update.tokens}
+        p.tgt_tokens += int(agreed.tgt_tokens)  # counted on the host, from the batches
+        p.src_tokens += int(agreed.real - agreed.tgt_tokens)
+        p.interval.padded += agreed.padded
+        p.interval.real += agreed.real
+
+    def _settle(self) -> None:
+        """Read the device's tally into the log interval (the one wait for the device in
+        a log interval); stop if an update was not finite."""
+        sums, self.grad_norm, bad_step = self.tally.read()
+        LossSums.add(self.progress.interval, sums)
+        if bad_step:
+            raise UserError(f"step {bad_step}: the loss or the gradient norm was not finite "
+                            f"(nan or inf): training diverged; that update was not applied "
+                            f"and training stopped; {saved_steps(self.run_dir)}. Try a lower "
+                            f"train.lr_factor or set train.clip_grad_norm")
 
     def _after_update(self, bar: tqdm) -> None:
         p, tc = self.progress, self.tc
-        bar.set_postfix(loss=f"{self.last['loss']:.3f}", lr=f"{self.last['lr']:.2e}",
-                        refresh=False)
         if p.step % RELEASE_EVERY == 0:
             release_freed_memory()
         if p.step % tc.log_every == 0:
+            self._settle()
             record = self._log_line()
             bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
                             tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
@@ -284,7 +306,7 @@ class Trainer:
         p, iv = self.progress, self.progress.interval
         elapsed = max(time.perf_counter() - self.interval_start - self.paused, 1e-9)
         record = {"step": p.step, "split": "train", "epoch": p.position.epoch, **iv.means(),
-                  "lr": self.last["lr"], "grad_norm": self.last["grad_norm"],
+                  "lr": self.lr, "grad_norm": self.grad_norm,
                   "tokens_per_s": iv.tokens / elapsed, "pad_frac": 1.0 - iv.real / iv.padded,
                   "tgt_tokens": p.tgt_tokens, "src_tokens": p.src_tokens}
         self.log.append({**record, "partial": True} if partial else record)
@@ -296,6 +318,7 @@ class Trainer:
         """Rank 0: valid loss and greedy BLEU (of the averaged weights when there are
         any), the best checkpoint, the early-stopping count."""
         assert self.valid is not None
+        self._settle()
         started = time.perf_counter()
         p, tc = self.progress, self.tc
         self.model.eval()
@@ -316,6 +339,8 @@ class Trainer:
         self.paused += time.perf_counter() - started
 
     def _save(self) -> None:
+        started = time.perf_counter()
+        self._settle()  # what is saved comes from finite updates only
         if self.dist.main:
             state = {**self.progress.state(), **self.opt.state(), "rng": rng_state(),
                      "world_size": self.dist.world}
@@ -325,9 +350,11 @@ class Trainer:
                 with self.opt.averaged():
                     save_weights(self.model, self.run_dir / CHECKPOINT_DIR / AVG_FILE)
         self.saved_step, self.saved_seconds = self.progress.step, self.progress.seconds
+        self.paused += time.perf_counter() - started  # tokens/s counts training only
 
     def _finish(self, reason: str) -> None:
         p = self.progress
+        self._settle()
         if self.saved_step != p.step or (self.tc.decay_minutes
                                          and self.saved_seconds != p.seconds):
             self._save()  # the decay's clock must keep this sitting's last seconds too
@@ -372,18 +399,6 @@ class Trainer:
                 f"left out), {len(t.plan.epoch(p.position.epoch))} batches of <= "
                 f"{t.tc.batch_tokens} tokens per epoch, "
                 f"{t.tc.accum_steps * t.dist.world} per update")
-
-
-def check_finite(loss: float, grad_norm: float, scaled: bool, step: int, run_dir: Path) -> None:
-    """Refuse to apply an update that would poison the weights (fp16's GradScaler
-    skips overflowing steps by itself, so only the loss is checked there)."""
-    bad = None if math.isfinite(loss) else f"loss is {loss}"
-    if bad is None and not math.isfinite(grad_norm) and not scaled:
-        bad = f"gradient norm is {grad_norm}"
-    if bad:
-        raise UserError(f"step {step}: {bad}: training diverged and stopped before applying "
-                        f"the update; {saved_steps(run_dir)}. Try a lower train.lr_factor or "
-                        f"set train.clip_grad_norm")
 
 
 def saved_steps(run_dir: Path) -> str:

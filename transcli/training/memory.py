@@ -22,7 +22,7 @@ from typing import Any, Optional
 from transcli.config.schema import Config, ModelConfig
 from transcli.system.errors import UserError
 from transcli.system.runtime import training_precision
-from transcli.training.objective import ROWS_PER_CHUNK
+from transcli.training.objective import chunk_rows
 
 FP32 = 4
 # Attention weights grow with the padded sentence length, which batching decides later;
@@ -65,9 +65,10 @@ def parameter_count(model: ModelConfig, vocab_size: int) -> int:
 
 
 def training_estimate(model: ModelConfig, vocab_size: int, batch_tokens: int,
-                      activation_bytes: int = FP32) -> MemoryEstimate:
-    """Peak training memory for batches of `batch_tokens` per side; `activation_bytes`
-    is 2 under bf16/fp16 autocast (the loss's logits stay fp32)."""
+                      activation_bytes: int = FP32, device_type: str = "cpu") -> MemoryEstimate:
+    """Peak training memory for batches of `batch_tokens` padded positions per side (the
+    batch plan counts padding in that budget); `activation_bytes` is 2 under bf16/fp16
+    autocast (the loss's logits stay fp32), whose chunk size depends on `device_type`."""
     d, heads = model.d_model, model.heads
     length = min(model.max_positions, TYPICAL_LENGTH)
     drop = 1 if model.dropout > 0 else 0  # each dropout site keeps its mask
@@ -82,7 +83,7 @@ def training_estimate(model: ModelConfig, vocab_size: int, batch_tokens: int,
         weights=4 * FP32 * parameter_count(model, vocab_size),
         positions=FP32 * model.max_positions * d,
         activations=activation_bytes * batch_tokens * (per_src + per_tgt),
-        output_layer=FP32 * vocab_size * (2 * min(batch_tokens, ROWS_PER_CHUNK) + d))
+        output_layer=FP32 * vocab_size * (2 * min(batch_tokens, chunk_rows(device_type)) + d))
 
 
 def available_memory(device: str = "cpu") -> Optional[int]:
@@ -111,7 +112,8 @@ def check_training_memory(cfg: Config, vocab_size: int, device: str | Any = "cpu
     precision = training_precision("cuda" if device.startswith("cuda") else "cpu",
                                    cfg.train.precision, cfg.train.cpu_precision)
     estimate = training_estimate(cfg.model, vocab_size, cfg.train.batch_tokens,
-                                 2 if precision in ("bf16", "fp16") else FP32)
+                                 2 if precision in ("bf16", "fp16") else FP32,
+                                 "cuda" if device.startswith("cuda") else "cpu")
     free = available_memory(device)
     if free is not None and estimate.total * processes > free:
         m = cfg.model

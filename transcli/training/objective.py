@@ -18,7 +18,13 @@ from torch import Tensor
 
 from transcli.config.schema import SCHEDULES
 
-ROWS_PER_CHUNK = 1024  # target positions whose logits exist at once in `output_loss`
+# Target positions whose [rows, vocab] logits exist at once in `output_loss`, by device:
+# on the CPU a chunk that stays in cache; on a GPU large enough to keep it busy.
+CHUNK_ROWS = {"cpu": 1024, "cuda": 4096}
+
+
+def chunk_rows(device_type: str) -> int:
+    return CHUNK_ROWS.get(device_type, CHUNK_ROWS["cpu"])
 
 
 # ----------------------------------------------------------------------------- schedules
@@ -170,8 +176,9 @@ class _LinearSmoothedNLL(torch.autograd.Function):
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) \
             if wants_grad else None
         sums = torch.zeros(4, dtype=torch.float32, device=hidden.device)
-        for start in range(0, h.size(0), ROWS_PER_CHUNK):
-            rows = slice(start, start + ROWS_PER_CHUNK)
+        step = chunk_rows(h.device.type)
+        for start in range(0, h.size(0), step):
+            rows = slice(start, start + step)
             grad = _chunk(h[rows], w, t[rows], eps, pad_id, sums, wants_grad)
             if grad is not None:
                 grad_h[rows] = grad @ w
@@ -227,8 +234,13 @@ class TeacherForcing(torch.nn.Module):
         self.label_smoothing = label_smoothing
         self.pad_id = pad_id
 
-    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
-        """[loss, nll, tokens, correct] sums, as `output_loss`."""
+    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor,
+                rows: Optional[Tensor] = None) -> Tensor:
+        """[loss, nll, tokens, correct] sums, as `output_loss`. `rows`: the flat indices
+        of tgt_out's real positions (`Batch.rows`): only they reach the output layer."""
         hidden = self.model.decode_hidden(tgt_in, self.model.encode(src))
+        if rows is not None:
+            hidden = hidden.reshape(-1, hidden.size(-1)).index_select(0, rows)
+            tgt_out = tgt_out.reshape(-1).index_select(0, rows)
         return output_loss(hidden, self.model.output_weight, tgt_out, self.label_smoothing,
                            self.pad_id)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -46,9 +46,11 @@ class Optimization:
         return torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                               self.tc.clip_grad_norm or math.inf)
 
-    def step(self, step: int, clock: float = 0.0) -> float:
+    def step(self, step: int, clock: float = 0.0, skip: Optional[torch.Tensor] = None) -> float:
         """Apply update `step` (1-based) at the schedule's rate, `clock` being the share
-        of train.decay_minutes spent (objective.decay_clock); returns the rate."""
+        of train.decay_minutes spent (objective.decay_clock); returns the rate. `skip`, a
+        boolean on the device, leaves weights and Adam's state as they were where it is
+        true: the fused kernel reads it there, so the host never waits for it."""
         tc = self.tc
         lr = learning_rate(tc.schedule, step, self.d_model, tc.warmup_steps, tc.lr_factor,
                            tc.max_steps, tc.final_lr_scale, clock)
@@ -57,7 +59,13 @@ class Optimization:
         if self.scaler:
             self.scaler.step(self.adam)
             self.scaler.update()
-        else:
+        elif skip is None:
+            self.adam.step()
+        elif self.adam.defaults.get("fused"):
+            self.adam.found_inf = skip.float()  # read by the fused kernel
+            self.adam.step()
+            del self.adam.found_inf
+        elif not skip.item():  # unfused Adam takes no such flag: one wait for the device
             self.adam.step()
         self.adam.zero_grad(set_to_none=True)
         if self.ema:

@@ -86,7 +86,8 @@ def training_batches(cfg: Config, data_dir: Path, manifest: dict[str, Any], voca
     """The train split's length-bucketed batch plan, and how one of its batches is made."""
     split = EncodedSplit(data_dir, "train", vocab)
     plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
-                     cfg.train.seed, cfg.model.max_positions)
+                     cfg.train.seed, cfg.model.max_positions,
+                     multiple=pad_multiple(cfg.train, device))
     if not plan.indices.size:
         raise UserError(f"{data_dir}: no training pair fits model.max_positions="
                         f"{cfg.model.max_positions}")
@@ -103,12 +104,18 @@ def training_net(model: Transformer, tc: TrainConfig, dist: Dist, device: torch.
     return ddp, torch.compile(ddp or net) if tc.compile else ddp or net
 
 
+def pad_multiple(tc: TrainConfig, device: torch.device) -> int:
+    """What batch lengths are padded to: train.pad_multiple, or by default 8 on CUDA
+    (tensor cores want aligned widths) and 1 on the CPU."""
+    return tc.pad_multiple or (8 if device.type == "cuda" else 1)
+
+
 def batch_maker(cfg: Config, data_dir: Path, manifest: dict[str, Any], split: EncodedSplit,
                 tokenizer: Tokenizer, rank: int, device: torch.device) -> MakeBatch:
     """How the loader collates a batch: the encoded ids, or (subword regularisation)
     the train text segmented anew; lengths padded to `train.pad_multiple`."""
     tc = cfg.train
-    multiple = tc.pad_multiple or (8 if device.type == "cuda" else 1)
+    multiple = pad_multiple(tc, device)
     if not tc.sample_alpha:
         return lambda idx, _: collate(split, idx, multiple)
     from transcli.data.resegment import Resegmenter

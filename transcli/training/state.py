@@ -36,6 +36,29 @@ class Interval(LossSums):
         self.real += real
 
 
+class Tally:
+    """What updates add up on the device between two reads, so that an update never
+    waits for the device: [loss, nll, tokens, correct] sums, the latest gradient norm,
+    and the first update whose loss or gradient was not finite (0: none)."""
+
+    def __init__(self, device: torch.device):
+        self.values = torch.zeros(6, dtype=torch.float64, device=device)
+
+    def add(self, sums: torch.Tensor, grad_norm: torch.Tensor, bad: torch.Tensor,
+            step: int) -> None:
+        v = self.values
+        v[:4] += sums.double()
+        v[4] = grad_norm.double()
+        v[5] = torch.where((v[5] == 0) & bad, float(step), v[5])
+
+    def read(self) -> tuple[LossSums, float, int]:
+        """(sums since the last read, latest gradient norm, first non-finite update or 0)."""
+        values = self.values.tolist()
+        self.values[:4].zero_()
+        self.values[5] = 0
+        return LossSums.of(values), values[4], int(values[5])
+
+
 @dataclass
 class Best:
     """The early-stopping record: best validation so far and validations since."""

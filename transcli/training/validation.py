@@ -51,11 +51,13 @@ class ValidationSet:
             for batch in self.batches:
                 batch = batch.to(device)
                 with autocast():
-                    sums += objective(batch.src, batch.tgt_in, batch.tgt_out).double()
+                    sums += objective(batch.src, batch.tgt_in, batch.tgt_out,
+                                      batch.rows).double()
         scores = {f"valid_{key}": value for key, value in LossSums.of(sums).means().items()}
-        if self.sources:
-            scores["valid_bleu"] = greedy_bleu(model, tokenizer, self.cfg, self.sources,
-                                               self.references, device)
+        if self.sources:  # decoded in the training precision on a GPU, in fp32 on the CPU
+            with autocast() if device.type == "cuda" else contextlib.nullcontext():
+                scores["valid_bleu"] = greedy_bleu(model, tokenizer, self.cfg, self.sources,
+                                                   self.references, device)
         return scores
 
 
