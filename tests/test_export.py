@@ -96,7 +96,7 @@ def test_an_empty_out_directory_is_used(run, tmp_path):
 def test_unwritable_out_is_one_line(run, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    with pytest.raises(UserError, match="cannot write the export"):
+    with pytest.raises(UserError, match="file: is a file, so .*file/out cannot be created"):
         export_run(run, "ct2", blocker / "out", "last")
     with pytest.raises(UserError, match="--out is a file"):
         export_run(run, "ct2", blocker, "last")
