@@ -1,13 +1,14 @@
 """The stages behind bench/gpu_check.py, which imports this once CUDA is known to be there
 (the CPU tests import it too: nothing here touches CUDA at import).
 
-Throughput (`check`): each setting (batch tokens x eager / compiled) trains base in bf16
-through `transcli.training.loop.train` in a fresh process (`gpu_check.py measure`), so its peak
+Throughput (`check`): each setting (a config at a batch size, eager or compiled; by
+default base at 25,000 tokens and small at 4,096) trains in bf16 through
+`transcli.training.loop.train` in a fresh process (`gpu_check measure`), so its peak
 memory and recompile count are its own; inductor's on-disk cache is shared, so the first
 compiled setting pays most of the compilation. Tokens/s come from the run's
-metrics.jsonl, leaving out a warm-up of training seconds (compilation, the recompile that
-a second batch shape triggers, and the first few hundred updates: on an H200 base ran at a
-quarter of its later speed over its first 100 updates and half over the next 100).
+metrics.jsonl, leaving out a warm-up of training seconds (compilation, the recompiles
+new batch shapes trigger, and the first few hundred updates, which run slower while the
+allocator grows).
 
 End to end (`e2e`): `transcli train` for a set number of minutes, then `transcli evaluate
 --device cuda` on dev.tatoeba and dev.newstest2012 (sacreBLEU, as bench/quality.py).
@@ -42,9 +43,10 @@ from transcli.training.loop import train
 
 BENCH = ROOT / "bench"
 BASE = ROOT / "configs" / "base.yaml"
-CARRY = ROOT / "gpu-carry"  # ignored by git; named in the device tool's `carry`
+CARRY = ROOT / "gpu-carry"  # ignored by git: prepared data to copy to a GPU machine
 CARRIED_DATA = CARRY / "base-data"
 CARRIED_CORPUS = CARRY / "corpus"
+SETTINGS = ["base:25000", "small:4096"]  # config:batch_tokens, what `check` times
 SHARED_CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
 EVAL_SETS = ("dev.tatoeba", "dev.newstest2012")
 RESULT = "RESULT "  # prefix of a `measure` process's one line of JSON
@@ -128,24 +130,38 @@ def corpus_with(names: list[str]) -> Optional[Path]:
     return None
 
 
-def base_data(explicit: Optional[Path], report: Report) -> Path:
-    """The corpus prepared with configs/base.yaml: given, carried, or prepared here now."""
+def carried_data(config: str) -> Path:
+    """Where `make gpu-carry` puts the corpus prepared with configs/<config>.yaml."""
+    return CARRY / f"{config}-data"
+
+
+def base_data(explicit: Optional[Path], report: Report, config: str = "base") -> Path:
+    """The corpus prepared with configs/<config>.yaml: given, carried, or prepared now."""
     if explicit is not None:
         if not (explicit / "manifest.json").is_file():
             fail(f"{explicit}: not a prepared dir (no manifest.json)")
         return explicit
-    if (CARRIED_DATA / "manifest.json").is_file():
-        return CARRIED_DATA
+    out = carried_data(config)
+    if (out / "manifest.json").is_file():
+        return out
     corpus = corpus_with(["train.en", "train.es"])
     if corpus is None:
-        fail(f"no prepared data in {CARRIED_DATA} and no train.en/train.es in {CARRIED_CORPUS} "
-             f"or {SHARED_CORPUS}: run `make gpu-carry` beforehand and carry gpu-carry "
-             f"(README, section GPUs), or give --data")
-    report.say(f"preparing {corpus}/train.{{en,es}} with configs/base.yaml into {CARRIED_DATA}")
+        fail(f"no prepared data in {out} and no train.en/train.es in {CARRIED_CORPUS} or "
+             f"{SHARED_CORPUS}: run `make gpu-carry` beforehand and copy gpu-carry/ along "
+             f"(docs/GPU.md), or give --data")
+    report.say(f"preparing {corpus}/train.{{en,es}} with configs/{config}.yaml into {out}")
     started = time.perf_counter()
-    prepared_dir("base", corpus=corpus, out=CARRIED_DATA)
+    prepared_dir(config, corpus=corpus, out=out)
     report.say(f"  prepared in {time.perf_counter() - started:.0f} s")
-    return CARRIED_DATA
+    return out
+
+
+def parse_setting(text: str) -> tuple[str, int]:
+    """"small:4096" -> ("small", 4096); a config of configs/."""
+    name, _, tokens = text.partition(":")
+    if not (ROOT / "configs" / f"{name}.yaml").is_file() or not tokens.isdigit():
+        fail(f"--settings {text}: give CONFIG:BATCH_TOKENS with a config of configs/")
+    return name, int(tokens)
 
 
 # ----------------------------------------------------------------------------- check
@@ -158,24 +174,27 @@ def check(args: argparse.Namespace) -> int:
     info = report.results["device"] = device_summary()
     report.say(f"gpu-check on {describe(info)}")
     ok = args.no_tests or run_tests(report)
-    data = base_data(args.data, report)
-    report.say(f"\nthroughput: {BASE.relative_to(ROOT)}, bf16, data {data}; each setting "
-               f"trains for a warm-up ({WARMUP_S:g} s; compiled, that + a compile "
-               f"allowance) + {args.seconds:g} s, measured after the warm-up")
+    settings = [parse_setting(text) for text in args.settings]
+    data = {name: base_data(args.data if name == "base" else None, report, name)
+            for name in dict.fromkeys(name for name, _ in settings)}
+    report.say(f"\nthroughput in bf16; each setting trains for a warm-up ({WARMUP_S:g} s; "
+               f"compiled, that + a compile allowance) + {args.seconds:g} s, measured after "
+               f"the warm-up")
     rows = report.results["throughput"] = []
     compile_allowance = args.compile_seconds
-    # Per batch size, eager first (what the compiled run is compared with): the first
-    # size's compiled run comes second, before the budget runs out.
-    for batch_tokens in args.batch_tokens:
+    # Per setting, eager first (what the compiled run is compared with), so that the
+    # first setting's pair comes before the budget runs out.
+    for config, batch_tokens in settings:
         for compiled in (False,) if args.no_compile else (False, True):
             warmup = WARMUP_S + (compile_allowance if compiled else 0.0)
             left = args.budget - (time.monotonic() - started)
             if STARTUP_S + warmup + args.seconds > left:
-                row = {"batch_tokens": batch_tokens, "compiled": compiled,
+                row = {"config": config, "batch_tokens": batch_tokens, "compiled": compiled,
                        "error": f"skipped: needs ~{STARTUP_S + warmup + args.seconds:.0f} s, "
                                 f"{max(left, 0):.0f} s of --budget left"}
             else:
-                row = spawn_measure(data, batch_tokens, compiled, args.seconds, warmup, left)
+                row = spawn_measure(config, data[config], batch_tokens, compiled,
+                                    args.seconds, warmup, left)
                 if compiled and "first_log_s" in row:  # later compiles mostly hit the cache
                     compile_allowance = max(30.0, 1.5 * row["first_log_s"])
             rows.append(row)
@@ -213,13 +232,13 @@ def run_tests(report: Report) -> bool:
     return status == 0
 
 
-def spawn_measure(data: Path, batch_tokens: int, compiled: bool, seconds: float,
+def spawn_measure(config: str, data: Path, batch_tokens: int, compiled: bool, seconds: float,
                   warmup: float, timeout: float) -> dict[str, Any]:
     """One setting in a fresh process; its result, or an "error" naming what went wrong."""
-    command = [sys.executable, "-m", "bench.gpu_check", "measure", "--data", str(data),
-               "--batch-tokens", str(batch_tokens), "--seconds", str(seconds),
-               "--warmup-seconds", str(warmup)] + (["--compile"] if compiled else [])
-    row: dict[str, Any] = {"batch_tokens": batch_tokens, "compiled": compiled}
+    command = [sys.executable, "-m", "bench.gpu_check", "measure", "--config", config,
+               "--data", str(data), "--batch-tokens", str(batch_tokens), "--seconds",
+               str(seconds), "--warmup-seconds", str(warmup)] + (["--compile"] if compiled else [])
+    row: dict[str, Any] = {"config": config, "batch_tokens": batch_tokens, "compiled": compiled}
     try:
         proc = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True,
                               timeout=timeout)
@@ -235,32 +254,36 @@ def spawn_measure(data: Path, batch_tokens: int, compiled: bool, seconds: float,
 
 
 def format_row(row: dict[str, Any]) -> str:
-    label = f"  {'compiled' if row['compiled'] else 'eager':8s} {row['batch_tokens']:>6} tokens"
+    mode = "compiled" if row["compiled"] else "eager"
+    label = f"  {row.get('config', 'base'):6s} {mode:8s} {row['batch_tokens']:>6} tokens"
     if "error" in row:
         return f"{label}  {row['error']}"
-    return (f"{label}  {row['tgt_tok_s']:>10,.0f} tgt tok/s  pad {100 * row['pad_frac']:4.1f}%  "
-            f"{row['tflop_s']:6.1f} TFLOP/s  MFU {row['mfu']}  peak {row['peak_gib']:.1f} GiB  "
-            f"recompiles {row['recompiles']}\n"
-            f"{'':26s}({row['seconds']:.0f} s, {row['steps']} updates measured after "
+    return (f"{label}  {row['updates_s']:6.1f} updates/s  {row['tgt_tok_s']:>10,.0f} tgt tok/s  "
+            f"pad {100 * row['pad_frac']:4.1f}%  {row['tflop_s']:6.1f} TFLOP/s  MFU {row['mfu']}  "
+            f"peak {row['peak_gib']:.1f} GiB  recompiles {row['recompiles']}\n"
+            f"{'':33s}({row['seconds']:.0f} s, {row['steps']} updates measured after "
             f"{row['warmup_steps']} warm-up updates in {row['warmup_s']:.0f} s, the first "
             f"{LOG_EVERY} in {row['first_log_s']:.0f} s, from epoch {row['epoch_at_start']}; "
             f"{row['graphs']} graphs, {row['graph_breaks']} graph breaks)"
-            + "".join(f"\n{'':26s}recompile: {reason}" for reason in row["recompile_reasons"]))
+            + "".join(f"\n{'':33s}recompile: {reason}" for reason in row["recompile_reasons"]))
 
 
 def summary_table(rows: list[dict[str, Any]], device: str) -> str:
-    lines = [f"{BASE.stem}, bf16, on {device}:",
-             "| mode | batch tokens | tgt tok/s | padding | TFLOP/s | MFU | peak GiB "
-             "| recompiles |",
-             "|---|---:|---:|---:|---:|---|---:|---:|"]
+    """One table of every setting. "first updates, s": the first log interval's seconds,
+    which hold compilation (compiled) and the allocator's growth (both)."""
+    lines = [f"bf16 training on {device}:",
+             "| config | batch tokens | mode | updates/s | tgt tok/s | MFU | padding | "
+             "peak GiB | first updates, s | recompiles |",
+             "|---|---:|---|---:|---:|---|---:|---:|---:|---:|"]
     for row in rows:
-        mode = "compiled" if row["compiled"] else "eager"
+        head = (f"| {row.get('config', 'base')} | {row['batch_tokens']} | "
+                f"{'compiled' if row['compiled'] else 'eager'} |")
         if "error" in row:
-            lines.append(f"| {mode} | {row['batch_tokens']} | {row['error']} | | | | | |")
+            lines.append(f"{head} {row['error']} | | | | | | |")
         else:
-            lines.append(f"| {mode} | {row['batch_tokens']} | {row['tgt_tok_s']:,.0f} | "
-                         f"{100 * row['pad_frac']:.1f}% | {row['tflop_s']:.1f} | {row['mfu']} | "
-                         f"{row['peak_gib']:.1f} | {row['recompiles']} |")
+            lines.append(f"{head} {row['updates_s']:.1f} | {row['tgt_tok_s']:,.0f} | "
+                         f"{row['mfu']} | {100 * row['pad_frac']:.1f}% | {row['peak_gib']:.1f} | "
+                         f"{row['first_log_s']:.0f} | {row['recompiles']} |")
     return "\n".join(lines)
 
 
@@ -293,8 +316,8 @@ class RecompileLog(logging.Handler):
 
 
 def measure(args: argparse.Namespace) -> int:
-    """Train base for warm-up + measured time; print one RESULT line of JSON."""
-    cfg = load_config(BASE, [
+    """Train a config for warm-up + measured time; print one RESULT line of JSON."""
+    cfg = load_config(ROOT / "configs" / f"{args.config}.yaml", [
         "train.device=cuda", "train.precision=bf16", f"train.compile={str(args.compile).lower()}",
         f"train.batch_tokens={args.batch_tokens}", "train.max_steps=1000000000",
         f"train.max_minutes={(args.warmup_seconds + args.seconds) / 60}",
@@ -306,7 +329,8 @@ def measure(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         train(cfg, args.data, Path(tmp) / "run")
         lines = read_metrics(Path(tmp) / "run" / METRICS_FILE, "train")
-    row: dict[str, Any] = {"batch_tokens": args.batch_tokens, "compiled": args.compile}
+    row: dict[str, Any] = {"config": args.config, "batch_tokens": args.batch_tokens,
+                           "compiled": args.compile}
     logged = [{"step": 0, "epoch": 0, "tgt_tokens": 0, "src_tokens": 0}] + lines
     cut = warmup_end(logged, args.warmup_seconds)
     steady = Steady.of(logged[cut:])
@@ -352,7 +376,7 @@ def throughput(cfg: Config, data: Path, steady: Steady) -> dict[str, Any]:
     """
     split = EncodedSplit(data, "train")
     plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
-                     cfg.train.seed, cfg.model.max_positions)
+                     cfg.train.seed, cfg.model.max_positions, multiple=8)
     per_tgt = Lengths.of(plan.src_len[plan.indices], plan.tgt_len[plan.indices]).per_target_token()
     n = steady.tgt_tokens
     counted = Lengths(steady.src_tokens, n, per_tgt.src_sq * n, per_tgt.tgt_sq * n,
@@ -360,7 +384,8 @@ def throughput(cfg: Config, data: Path, steady: Steady) -> dict[str, Any]:
     flops_per_s = training_flops(cfg.model, load_manifest(data)["vocab_size"],
                                  counted) / steady.seconds
     peak = dense_bf16_peak(torch.cuda.get_device_name())
-    return {"tgt_tok_s": n / steady.seconds, "src_tok_s": steady.src_tokens / steady.seconds,
+    return {"updates_s": steady.steps / steady.seconds,
+            "tgt_tok_s": n / steady.seconds, "src_tok_s": steady.src_tokens / steady.seconds,
             "pad_frac": 1 - steady.real / steady.padded, "steps": steady.steps,
             "seconds": steady.seconds, "tflop_s": flops_per_s / 1e12,
             "mfu": mfu_text(flops_per_s, torch.cuda.get_device_name()),
@@ -471,8 +496,8 @@ def cfg_beam(run: Path) -> int:
 
 
 def carry(args: argparse.Namespace) -> int:
-    """Fill gpu-carry/ for the device tool (no GPU needed): the dev sets, and the corpus
-    prepared with configs/base.yaml (or, with --with-train, the raw training files)."""
+    """Fill gpu-carry/ (no GPU needed): the dev sets, and the corpus prepared with each
+    config `check` times (or, with --with-train, the raw training files)."""
     corpus = args.corpus or SHARED_CORPUS
     names = [f"{name}.{lang}" for name in EVAL_SETS for lang in ("en", "es")]
     needed = names + ["train.en", "train.es"]
@@ -483,7 +508,8 @@ def carry(args: argparse.Namespace) -> int:
     for name in names + (["train.en", "train.es"] if args.with_train else []):
         shutil.copyfile(corpus / name, CARRIED_CORPUS / name)
     if not args.with_train:
-        prepared_dir("base", corpus=corpus, out=CARRIED_DATA)
+        for config in dict.fromkeys(parse_setting(text)[0] for text in SETTINGS):
+            prepared_dir(config, corpus=corpus, out=carried_data(config))
     size = sum(f.stat().st_size for f in CARRY.rglob("*") if f.is_file())
     print(f"{CARRY}: {size / 2**20:.1f} MiB; name it in the device tool's carry: "
           f'carry=["gpu-carry"] (README, section GPUs)')

@@ -1,23 +1,24 @@
 """The GPU path in one command per stage: `make gpu-check`, `make gpu-e2e`, `make gpu-carry`.
 
-    python3 bench/gpu_check.py check               # GPU tests, then base training throughput
-    python3 bench/gpu_check.py e2e --minutes 5     # train base, BLEU on dev.tatoeba + newstest
-    python3 bench/gpu_check.py carry               # beforehand, on any machine: fill gpu-carry/
+    python3 -m bench.gpu_check check              # GPU tests, then training throughput
+    python3 -m bench.gpu_check e2e --minutes 5    # train base, BLEU on dev.tatoeba + newstest
+    python3 -m bench.gpu_check carry              # beforehand, on any machine: fill gpu-carry/
 
-`check` runs tests/test_gpu.py, then times `transcli train` of configs/base.yaml in bf16,
-eager and torch.compile'd, at the paper's 25K-token batches and a smaller size: target
-tokens/s after warm-up, MFU (bench/flops.py), peak GPU memory, torch.compile recompiles.
-`e2e` trains base for a set number of minutes and scores it with `transcli evaluate
---device cuda`. Each stage fits one 10-minute device-tool command. Figures go to stdout
-and, when $OUT is set (the device tool), into $OUT as .json and .log files.
+`check` runs tests/test_gpu.py, then times `transcli train` in bf16, eager and
+torch.compile'd, of each --settings CONFIG:BATCH_TOKENS (default base at the paper's
+25K-token batches and small at 4K): updates/s, target tokens/s after warm-up, MFU
+(bench/common.py), padding, peak GPU memory, the first updates' seconds (compilation)
+and recompiles, in one table. `e2e` trains base for a set number of minutes and scores it
+with `transcli evaluate --device cuda`. Each stage fits in 10 minutes. Figures go to
+stdout and, when $OUT is set, into $OUT as .json and .log files.
 
-It needs only what a GPU image already has (torch with CUDA, sentencepiece, sacrebleu,
+It needs only what a GPU image usually has (torch with CUDA, sentencepiece, sacrebleu,
 typer, tqdm, pyyaml, safetensors, matplotlib; `PYTHONPATH=.`, nothing installed). This
 file imports only the standard library until it has seen CUDA, so a machine without
 torch or without a GPU gets one line and exit status 1, never a traceback.
 
-Data: the base config's prepared corpus from --data, else gpu-carry/base-data (made by
-`carry`), else prepared on the spot from gpu-carry/corpus or ../shared/corpora/en-es.
+Data: each config's prepared corpus (--data for base), else gpu-carry/CONFIG-data (made
+by `carry`), else prepared on the spot from gpu-carry/corpus or ../shared/corpora/en-es.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from pathlib import Path
 from typing import Optional
 
 BENCH = Path(__file__).resolve().parent
-DEFAULT_BATCH_TOKENS = [25000, 6250]
 
 
 def cuda_problem() -> Optional[str]:
@@ -54,8 +54,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 
     check = stages.add_parser("check", help="GPU tests, then base training throughput")
     check.add_argument("--data", type=Path, help="prepared dir of configs/base.yaml's data")
-    check.add_argument("--batch-tokens", type=int, nargs="+", default=DEFAULT_BATCH_TOKENS,
-                       help="train.batch_tokens values to time (padded positions per side)")
+    check.add_argument("--settings", nargs="+", default=["base:25000", "small:4096"],
+                       help="CONFIG:BATCH_TOKENS to time, each eager then compiled")
     check.add_argument("--seconds", type=float, default=30.0,
                        help="measured training time per setting, after warm-up")
     check.add_argument("--compile-seconds", type=float, default=150.0,
@@ -83,6 +83,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                        help="also copy train.{en,es} (to prepare on the GPU machine instead)")
 
     measure = stages.add_parser("measure", help=argparse.SUPPRESS)  # one setting, for check
+    measure.add_argument("--config", default="base")
     measure.add_argument("--data", type=Path, required=True)
     measure.add_argument("--batch-tokens", type=int, required=True)
     measure.add_argument("--seconds", type=float, required=True)

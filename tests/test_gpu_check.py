@@ -109,13 +109,17 @@ def test_the_measurement_starts_once_the_warm_up_seconds_have_passed() -> None:
 def test_a_measured_row_and_a_failed_one_print() -> None:
     """check's report lines render every key a measurement writes (no GPU needed)."""
     bench = gpu_bench()
-    row = {"batch_tokens": 25000, "compiled": True, "tgt_tok_s": 1.5e5, "pad_frac": 0.3,
+    row = {"config": "base", "batch_tokens": 25000, "compiled": True, "tgt_tok_s": 1.5e5,
+           "updates_s": 6.0, "pad_frac": 0.3,
            "tflop_s": 50.0, "mfu": "5.1% of 989 TFLOP/s", "peak_gib": 11.2, "recompiles": 1,
            "seconds": 20.0, "steps": 140, "warmup_steps": 120, "warmup_s": 60.0,
            "epoch_at_start": 0, "first_log_s": 30.0, "graphs": 2, "graph_breaks": 1,
            "recompile_reasons": ["forward: size mismatch"]}
     text = bench.format_row(row)
     assert "150,000 tgt tok/s" in text and "from epoch 0" in text and "size mismatch" in text
-    failed = {"batch_tokens": 6250, "compiled": False, "error": "exit status 1: Boom"}
+    failed = {"config": "small", "batch_tokens": 4096, "compiled": False,
+              "error": "exit status 1: Boom"}
     table = bench.summary_table([row, failed], "NVIDIA H200")
-    assert "| compiled | 25000 | 150,000 |" in table and "Boom" in table
+    assert ("| base | 25000 | compiled | 6.0 | 150,000 | 5.1% of 989 TFLOP/s | 30.0% | 11.2 "
+            "| 30 | 1 |") in table
+    assert "| small | 4096 | eager | exit status 1: Boom |" in table
