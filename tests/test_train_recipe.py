@@ -23,7 +23,7 @@ from transcli.training.loop import train
 
 RECIPE = ["model.dropout=0.1", "model.act_dropout=0.1", "train.ema_decay=0.9",
           "train.sample_alpha=0.1", "train.schedule=linear", "train.warmup_steps=10",
-          "train.max_steps=40"]
+          "train.max_steps=40", "train.weight_decay=0.01"]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")

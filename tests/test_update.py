@@ -54,3 +54,22 @@ def test_the_tally_adds_on_the_device_and_names_the_first_bad_update() -> None:
     assert norm == pytest.approx(0.9) and bad == 2
     sums, norm, bad = tally.read()  # read again: the sums start over, the norm stays
     assert (sums.tokens, bad) == (0.0, 0) and norm == pytest.approx(0.9)
+
+
+def test_weight_decay_is_adamw_s_by_hand() -> None:
+    """One update from zero moments with lr 0.1 and train.weight_decay 0.5: AdamW moves
+    each weight by -lr * g / (|g| + eps) (the bias-corrected moments are g and g^2) and
+    shrinks it by lr * decay * w, the decay apart from the gradient (Loshchilov & Hutter)."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(3, 2)
+    tc = TrainConfig(warmup_steps=1, weight_decay=0.5, adam_eps=1e-8)
+    opt = Optimization(layer, tc, 16, torch.device("cpu"))
+    assert isinstance(opt.adam, torch.optim.AdamW)
+    before = layer.weight.detach().clone()
+    (layer(torch.ones(1, 3)) * torch.tensor([1.0, -2.0])).sum().backward()
+    grad = layer.weight.grad.clone()
+    lr = opt.step(1)
+    expected = before * (1 - lr * 0.5) - lr * grad / (grad.abs() + 1e-8)
+    assert torch.allclose(layer.weight, expected, atol=1e-6)
+    plain = Optimization(torch.nn.Linear(3, 2), TrainConfig(), 16, torch.device("cpu"))
+    assert type(plain.adam) is torch.optim.Adam  # no decay: the paper's Adam

@@ -166,6 +166,9 @@ class TrainConfig:
     adam_beta2: float = 0.98  # Adam's second-moment decay (paper: 0.98)
     adam_eps: float = 1e-9  # Adam's epsilon (paper: 1e-9)
     clip_grad_norm: float = 0.0  # clip the gradients' global norm to this (0: no clipping)
+    # Decoupled weight decay (AdamW, Loshchilov & Hutter 2019): each update also shrinks
+    # every weight by lr x this; 0 is the paper's plain Adam.
+    weight_decay: float = 0.0
     seed: int = 1  # seeds initialisation, batch order and dropout
     device: str = "auto"  # auto, cpu or cuda
     precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32
@@ -222,6 +225,7 @@ class TrainConfig:
         _require(0.0 <= self.adam_beta2 < 1.0, "adam_beta2", "must be in [0, 1)")
         _require(self.adam_eps > 0, "adam_eps", "must be > 0")
         _require(self.clip_grad_norm >= 0, "clip_grad_norm", "must be >= 0")
+        _require(0.0 <= self.weight_decay < 1.0, "weight_decay", "must be in [0, 1)")
         _require(self.device in DEVICES, "device", f"must be one of {', '.join(DEVICES)}")
         _require(self.precision in ("bf16", "fp16", "fp32"), "precision",
                  "must be bf16, fp16 or fp32")
