@@ -40,7 +40,7 @@ def test_base_config_holds_the_papers_hyperparameters() -> None:
     assert d.vocab_size == 32000
 
 
-SHIPPED = ["base", "cpu-1h", "demo", "small", "tiny"]  # every file in configs/
+SHIPPED = ["base", "cpu-1h", "demo", "gpu-10m", "gpu-1h", "small", "tiny"]  # every file in configs/
 
 
 @pytest.mark.parametrize("name", SHIPPED)
