@@ -57,15 +57,18 @@ class Translator:
         """The best translation of each line, in input order."""
         return [hyps[0][0] for hyps in self.translate_nbest(lines, first)]
 
-    def translate_nbest(self, lines: list[str], first: int = 0) -> list[list[tuple[str, float]]]:
+    def translate_nbest(self, lines: list[str], first: int = 0,
+                        indices: Sequence[int] | None = None) -> list[list[tuple[str, float]]]:
         """Up to `decode.n_best` (text, score) pairs per line, best first; an empty
         line gets empty hypotheses with score 0. `first` is the index of `lines[0]` in
-        the whole input: sampling seeds each line by its index.
+        the whole input: sampling seeds each line by its index (or by `indices[i]` when
+        given: lines of several inputs translated together keep their own).
 
         With `decode.split_sentences` each line's sentences (`sentences.split_sentences`)
         are translated apart and their translations joined by a space, scored by the
         sum of their scores (n_best is 1 then)."""
-        indices = range(first, first + len(lines))
+        if indices is None:
+            indices = range(first, first + len(lines))
         if not self.decode.split_sentences:
             return self.texts(self.search_lines(lines, indices)[1])
         parts = [split_sentences(line) for line in lines]

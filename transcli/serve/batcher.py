@@ -31,7 +31,6 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
-from transcli.inference.sentences import split_sentences
 from transcli.inference.translator import CHUNK_LINES, Translator
 from transcli.serve.limits import Limits
 
@@ -220,16 +219,11 @@ class Batcher:
                 for text in translator.translate(job.lines[first:first + CHUNK_LINES], first)]
 
     def _merged(self, jobs: list[Job]) -> list[list[str]]:
-        """All jobs' lines in one `search_lines` call, each line seeded by its index in its
-        own request; with `decode.split_sentences`, each sentence is searched apart and a
-        line's translations joined by a space, as `Translator.translate_nbest` does."""
+        """All jobs' lines in one `Translator.translate_nbest` call, each line seeded by
+        its index in its own request."""
         translator = self.translator
         assert translator is not None
-        split = translator.decode.split_sentences
-        parts = [[split_sentences(line) if split else [line] for line in job.lines]
-                 for job in jobs]
-        segments = [s for job in parts for line in job for s in line]
-        indices = [index for job in parts for index, line in enumerate(job) for _ in line]
-        found = translator.texts(translator.search_lines(segments, indices)[1])
-        texts = iter(hyps[0][0] for hyps in found)
-        return [[" ".join(next(texts) for _ in line) for line in job] for job in parts]
+        lines = [line for job in jobs for line in job.lines]
+        indices = [index for job in jobs for index in range(len(job.lines))]
+        texts = iter(hyps[0][0] for hyps in translator.translate_nbest(lines, indices=indices))
+        return [[next(texts) for _ in job.lines] for job in jobs]
