@@ -193,8 +193,8 @@ def test_cli_pipe_into_head(run_dir, tmp_path):
     big.write_text("\n".join(ENGLISH * 1000) + "\n", encoding="utf-8")  # 16,000 lines
     with open(big, "rb") as stdin:
         process = subprocess.Popen(
-            [sys.executable, "-m", "transcli", "translate", "-m", str(run_dir), "--greedy",
-             "--max-len-a", "0", "--max-len-b", "3"],
+            [sys.executable, "-m", "transcli", "translate", "-m", str(run_dir), "--checkpoint",
+             "last", "--greedy", "--max-len-a", "0", "--max-len-b", "3"],
             stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
             env=ONE_THREAD)
         first = process.stdout.readline()

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from transcli.cli.options import CheckpointOpt, Device, ModelOpt, device_option, setting
 from transcli.system.errors import UserError
-from transcli.system.files import output_file
+from transcli.system.files import check_output, output_file
 from transcli.system.text import count_lines, open_text, text_lines
 
 
@@ -56,6 +56,8 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     from transcli.system.runtime import inference_setup
 
     pairs = _count_pairs(src, tgt)
+    if output != "-":  # a wrong output is said before the model loads
+        check_output(Path(output), [src, tgt, *run_inputs(run_dir, checkpoint)], "scores")
     target = pick_device(device)
     model, tokenizer, cfg = load_trained(run_dir, checkpoint, target)
     inference_setup(target, cfg.decode.threads)

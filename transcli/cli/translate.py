@@ -27,7 +27,7 @@ from transcli.cli.options import (
     setting,
     with_decoding,
 )
-from transcli.system.files import OutputFolder, output_file
+from transcli.system.files import OutputFolder, check_output, output_file
 from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:
@@ -93,8 +93,10 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
 
     with _open_input(input) as (lines, total):
         _check_attention(attention, model_dir, overrides, force)
-        translator = load_translator(model_dir, checkpoint, overrides, device)
         inputs = [input, *run_inputs(model_dir, checkpoint)]
+        if output != "-":  # a wrong output is said before the model loads
+            check_output(Path(output), inputs, "translations")
+        translator = load_translator(model_dir, checkpoint, overrides, device)
         with _open_output(output, inputs) as out, \
                 _attention_writer(attention, translator, force) as writer, \
                 tqdm(total=total, unit="line", file=sys.stderr, disable=not total) as progress:
