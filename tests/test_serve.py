@@ -218,6 +218,10 @@ BAD_REQUESTS = [  # (method, path, body, headers, status)
     ("POST", "/translate", b'{"q": "\xff", "source": "en", "target": "es"}', JSON, 400),
     ("POST", "/translate", b"[" * 100_000, JSON, 413),  # over the body limit
     ("POST", "/translate", b"[" * 50_000, JSON, 400),  # nested too deeply
+    ("POST", "/translate", b'{"q": "\\ud800 half", "source": "en", "target": "es"}', JSON,
+     400),  # a lone surrogate: used to stop the model worker for good
+    ("POST", "/translate", b'{"q": "x", "source": "en", "target": "es", "n": '
+     + b"9" * 5000 + b"}", JSON, 400),  # an integer too long for Python
     ("POST", "/translate", {"source": "en", "target": "es"}, None, 400),
     ("POST", "/translate", {**GOOD, "q": ""}, None, 400),
     ("POST", "/translate", {**GOOD, "q": []}, None, 400),
@@ -254,6 +258,7 @@ def test_bad_requests_get_one_line_json_errors(server):
         status, answer, _ = server.request(method, path, body, headers)
         assert_error(status, answer, expected)
     assert server.translate("x")[0] == 200  # still serving
+    assert server.request("GET", "/health")[0] == 200  # its model worker too
 
 
 @pytest.mark.slow

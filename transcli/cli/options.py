@@ -42,8 +42,8 @@ CheckpointOpt = typer.Option(
     "best", help="best, last, avg, a step number, or a checkpoint path (without best: the "
     "newest there is, and a line says so).")
 ForceOpt = typer.Option(
-    False, help="Write into a non-empty output directory: replaces the files this command "
-    "writes there, never others.")
+    False, "--force", help="Write into a non-empty output directory: replaces the files this "
+    "command wrote there, never others.")
 
 # ----------------------------------------------------------------------------- decoding
 

@@ -30,7 +30,12 @@ MAX_ACCUM_STEPS = 10_000
 MAX_BEAM = 1000
 MAX_VOCAB = 1_000_000
 MAX_SENTENCE = 1_000_000  # data.max_chars, data.max_tokens
-MAX_THREADS = 4096
+MAX_THREADS = 1024
+MAX_PAD_MULTIPLE = 128
+MAX_LENGTH_PENALTY = 10.0  # GNMT's alpha; the literature uses 0-2
+MAX_LENGTH_RATIO = 100.0  # decode.max_len_a: target tokens per source token
+MIN_TEMPERATURE = 1e-3  # below it, exp(log p / T) underflows to nothing
+MAX_SAMPLE_ALPHA = 100.0  # sentencepiece's smoothing; it refuses non-finite values
 SEED_LIMIT = 1 << 63  # seeds are in [0, 2^63): numpy and torch both take them
 
 # train.schedule's names, each the function of that name in transcli.training.objective.
@@ -216,11 +221,12 @@ class TrainConfig:
         _require(not self.decay_minutes or self.schedule != "noam", "decay_minutes",
                  "needs schedule linear or cosine (noam has no end to reach)")
         _require(0.0 <= self.ema_decay < 1.0, "ema_decay", "must be in [0, 1)")
-        _require(self.sample_alpha >= 0, "sample_alpha", "must be >= 0")
+        _require(0 <= self.sample_alpha <= MAX_SAMPLE_ALPHA, "sample_alpha",
+                 f"must be in [0, {MAX_SAMPLE_ALPHA:g}]")
         _require(self.sample_nbest == -1 or self.sample_nbest >= 1, "sample_nbest",
                  "must be -1 (all segmentations) or at least 1")
         _within(self, "threads", 0, MAX_THREADS)
-        _within(self, "pad_multiple", 0, MAX_POSITIONS)
+        _within(self, "pad_multiple", 0, MAX_PAD_MULTIPLE)
         _require(0.0 <= self.adam_beta1 < 1.0, "adam_beta1", "must be in [0, 1)")
         _require(0.0 <= self.adam_beta2 < 1.0, "adam_beta2", "must be in [0, 1)")
         _require(self.adam_eps > 0, "adam_eps", "must be > 0")
@@ -274,9 +280,11 @@ class DecodeConfig:
     def validate(self) -> None:
         _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
         _within(self, "beam_size", 1, MAX_BEAM)
-        _require(self.length_penalty >= 0, "length_penalty", "must be >= 0")
+        _require(0 <= self.length_penalty <= MAX_LENGTH_PENALTY, "length_penalty",
+                 f"must be in [0, {MAX_LENGTH_PENALTY:g}]")
         _require(self.word_reward_bound >= 0, "word_reward_bound", "must be >= 0 (0: no bound)")
-        _require(self.max_len_a >= 0, "max_len_a", "must be >= 0")
+        _require(0 <= self.max_len_a <= MAX_LENGTH_RATIO, "max_len_a",
+                 f"must be in [0, {MAX_LENGTH_RATIO:g}]")
         _require(self.max_len_b >= 1, "max_len_b", "must be at least 1")
         _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)
         if self.strategy == "beam":
@@ -286,8 +294,10 @@ class DecodeConfig:
         elif self.strategy == "greedy":
             _require(self.n_best == 1, "n_best", "must be 1 with strategy greedy")
         else:
-            _require(self.n_best >= 1, "n_best", "must be at least 1")
-        _require(self.temperature > 0, "temperature", "must be > 0")
+            _within(self, "n_best", 1, MAX_BEAM)
+        _require(self.temperature >= MIN_TEMPERATURE, "temperature",
+                 f"must be at least {MIN_TEMPERATURE:g} (lower samples nothing: use "
+                 f"strategy greedy for the most likely tokens)")
         _require(self.top_k >= 0, "top_k", "must be >= 0 (0: no limit)")
         _require(0.0 < self.top_p <= 1.0, "top_p", "must be in (0, 1]")
         _seed(self, "seed")

@@ -75,7 +75,8 @@ class BatchPlan:
         # Rows as the model sees them: src = ids + EOS, tgt_in/out = BOS/EOS + ids.
         self.src_len = np.asarray(src_lengths, np.int64) + 1
         self.tgt_len = np.asarray(tgt_lengths, np.int64) + 1
-        keep = (self.src_len <= max_len) & (self.tgt_len <= max_len)
+        fits = max_len // multiple * multiple  # the longest row padding keeps within max_len
+        keep = (self.src_len <= fits) & (self.tgt_len <= fits)
         self.indices = np.flatnonzero(keep)
         self.skipped = int(len(keep) - len(self.indices))
         self.batch_tokens = batch_tokens

@@ -36,6 +36,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from transcli.system.errors import UserError
+from transcli.system.files import read_json
 
 SPLITS = ("train", "valid", "test")
 MANIFEST_FILE = "manifest.json"
@@ -98,7 +99,7 @@ def load_manifest(prepared_dir: str | Path) -> dict[str, Any]:
     """The manifest of a prepared dir; a missing or unreadable one is a UserError."""
     path = Path(prepared_dir) / MANIFEST_FILE
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = read_json(path)
     except FileNotFoundError:
         raise UserError(f"{path}: not found (is {prepared_dir} a `transcli prepare` "
                         f"output?)") from None

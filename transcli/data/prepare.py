@@ -50,7 +50,7 @@ from transcli.data.tokenizer import (
     write_vocab,
 )
 from transcli.system.errors import UserError
-from transcli.system.files import check_parents
+from transcli.system.files import check_parents, read_json
 from transcli.system.locks import scratch_dir
 from transcli.system.text import count_lines
 
@@ -443,7 +443,7 @@ def is_scratch(name: str) -> bool:
 def _previous_files(out: Path) -> set[str]:
     """Files an earlier prepare wrote here, by its manifest (none if unreadable)."""
     try:
-        manifest = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
+        manifest = read_json(out / MANIFEST_FILE)
     except (OSError, ValueError):
         return set()
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:

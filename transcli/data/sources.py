@@ -25,7 +25,7 @@ from transcli.config.schema import DataConfig, SourceConfig
 from transcli.data.cleaning import INVALID_UTF8, MALFORMED, NO_TAB, TOO_LONG_CHARS, Pair
 from transcli.data.hub import import_datasets
 from transcli.system.errors import UserError
-from transcli.system.files import open_checked
+from transcli.system.files import open_checked, parse_json
 from transcli.system.text import (
     CutLine,
     count_lines,
@@ -369,7 +369,7 @@ class JsonLinesSource(DatasetSource):
                         self._invalid(INVALID_UTF8, invalid_utf8(raw, self.path, number))
                 elif line.strip():
                     try:
-                        yield f"{self.path}:{number}", json.loads(line)
+                        yield f"{self.path}:{number}", parse_json(line)
                     except json.JSONDecodeError as exc:
                         if report:
                             self._invalid(MALFORMED, f"{self.path}:{number}: malformed JSON "

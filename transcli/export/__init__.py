@@ -16,6 +16,7 @@ directory is touched.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -27,7 +28,7 @@ from types import ModuleType
 from typing import Any, Callable, Optional
 
 from transcli.system.errors import UserError
-from transcli.system.files import check_parents, describe_os_error
+from transcli.system.files import check_parents, describe_os_error, read_json
 from transcli.system.locks import scratch_dir
 
 FORMATS = {"ct2": "transcli.export.ct2", "hf": "transcli.export.hf"}
@@ -84,7 +85,7 @@ def file_digest(path: Path) -> str:
 def read_record(directory: Path) -> dict[str, Any]:
     """A directory's `EXPORT_FILE`, or {} when it has none (or an unreadable one)."""
     try:
-        record = json.loads((directory / EXPORT_FILE).read_text(encoding="utf-8"))
+        record = read_json(directory / EXPORT_FILE)
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
@@ -110,8 +111,12 @@ def publish(out: Path, record: dict[str, Any], fill: Callable[[Path], None], *,
             if owned:
                 _swap(tmp, out)
             elif not _rename_into_place(tmp, out):
-                _check_clash(out, files)
-                _replace_files(tmp, out, files)
+                if not force:  # another process filled `out` since it was checked
+                    raise UserError(f"{out}: not empty any more (another export?); use "
+                                    f"--force to replace the files an export wrote there")
+                owned_files = _owned(out)
+                _check_clash(out, files, owned_files)
+                _replace_files(tmp, out, files, owned_files)
         except OSError as exc:
             raise UserError(f"{out}: cannot write the export ({describe_os_error(exc)})") \
                 from None
@@ -133,16 +138,35 @@ def _make_parent(out: Path) -> None:
         raise UserError(f"{out}: cannot write the export ({describe_os_error(exc)})") from None
 
 
-def _check_clash(out: Path, files: list[str]) -> None:
-    """With --force, replace only what a transcli export wrote: a file of this export's
-    names that the previous export in `out` did not list is the user's."""
+def _owned(out: Path) -> set[str]:
+    """The files of `out` that the export there wrote and nobody changed since: listed in
+    its record with the content hash they still have (a record without hashes, from an
+    older transcli, vouches for its names alone)."""
     record = read_record(out)
-    previous = set(record.get("files", [])) | ({EXPORT_FILE} if record else set())
+    if not record:
+        return set()
+    hashes = record.get("sha256")
+    names = [n for n in record.get("files", []) if isinstance(n, str) and "/" not in n
+             and n not in ("", ".", "..")]
+    if not isinstance(hashes, dict):
+        return {*names, EXPORT_FILE}
+    kept = set()
+    for name in names:
+        with contextlib.suppress(OSError):
+            path = out / name
+            if path.is_file() and not path.is_symlink() and file_digest(path) == hashes.get(name):
+                kept.add(name)
+    return kept | {EXPORT_FILE}
+
+
+def _check_clash(out: Path, files: list[str], owned: set[str]) -> None:
+    """With --force, replace only what a transcli export wrote: a file of this export's
+    names that is not the previous export's, as it wrote it, is the user's."""
     clash = [name for name in [*files, EXPORT_FILE]
-             if name not in previous and os.path.lexists(out / name)]
+             if name not in owned and os.path.lexists(out / name)]
     if clash:
-        raise UserError(f"{out / clash[0]}: exists and was not written by transcli export; "
-                        f"refusing to overwrite it, even with --force")
+        raise UserError(f"{out / clash[0]}: exists and was not written by transcli export (or "
+                        f"was changed since); refusing to overwrite it, even with --force")
 
 
 def _rename_into_place(tmp: Path, out: Path) -> bool:
@@ -162,15 +186,13 @@ def _rename_into_place(tmp: Path, out: Path) -> bool:
     return True
 
 
-def _replace_files(tmp: Path, out: Path, files: list[str]) -> None:
-    """Move this export's files over their namesakes in `out`; drop the files that the
-    previous transcli export there listed and this one no longer writes."""
-    stale = set(read_record(out).get("files", [])) - set(files)
+def _replace_files(tmp: Path, out: Path, files: list[str], owned: set[str]) -> None:
+    """Move this export's files over their namesakes in `out`; drop the files the
+    previous transcli export there wrote (`owned`) that this one no longer writes."""
     for name in files + [EXPORT_FILE]:
         os.replace(tmp / name, out / name)
-    for name in stale:
-        if "/" not in name and name not in (".", ".."):
-            (out / name).unlink(missing_ok=True)
+    for name in owned - set(files) - {EXPORT_FILE}:
+        (out / name).unlink(missing_ok=True)
 
 
 def _swap(tmp: Path, out: Path) -> None:

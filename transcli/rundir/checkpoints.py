@@ -28,6 +28,7 @@ from transcli.rundir.layout import (
     STATE_PATTERN,
     STEP_PATTERN,
     complete_steps,
+    is_step,
     load_run_config,
     state_path,
     step_checkpoints,
@@ -210,15 +211,18 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
         if not steps:
             raise UserError(f"{run_dir}: no checkpoints found in {CHECKPOINT_DIR}/")
         return steps[-1][1]
-    if name.isdigit():
+    if is_step(name):
         path = step_path(run_dir, int(name))
         if not path.is_file():
             raise UserError(f"{run_dir}: no checkpoint of step {int(name)} in {CHECKPOINT_DIR}/")
         return path
+    if not name:
+        raise UserError("--checkpoint is empty: give best, last, avg, a step number or a "
+                        "file path")
     path = Path(name)
     if not path.is_file():
-        raise UserError(f"{path}: checkpoint not found (use best, last, avg, a step number "
-                        f"or a file path)")
+        what = "not a regular file" if path.exists() else "checkpoint not found"
+        raise UserError(f"{path}: {what} (use best, last, avg, a step number or a file path)")
     return path
 
 

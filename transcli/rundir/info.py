@@ -35,6 +35,7 @@ from transcli.rundir.layout import (
 )
 from transcli.rundir.metrics import read_metrics
 from transcli.system.errors import UserError
+from transcli.system.files import read_json
 
 
 def stored_parameters(path: Path) -> int:
@@ -109,8 +110,8 @@ def _origin(run: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        record = read_json(path)
+    except (OSError, ValueError) as exc:
         raise UserError(f"{path}: unreadable ({exc})") from None
     return record if isinstance(record, dict) else {}
 

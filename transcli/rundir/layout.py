@@ -37,7 +37,7 @@ from transcli.config.loading import load_config, save_config
 from transcli.config.schema import Config, ModelConfig
 from transcli.data.tokenizer import TOKENIZER_FILE
 from transcli.system.errors import UserError
-from transcli.system.files import atomic_path, cannot_write, is_temp_file
+from transcli.system.files import atomic_path, cannot_write, is_temp_file, read_json
 
 CONFIG_FILE = "config.yaml"
 RUN_FILE = "run.json"
@@ -70,15 +70,21 @@ def ct2_cache_dir(run_dir: Path, checkpoint: Path, weights: str) -> Path:
     return Path(run_dir) / f"ct2-{checkpoint.stem}-{weights}"
 
 
+def is_step(name: str) -> bool:
+    """Whether a --checkpoint names a step (`1000`), as a step file could be named."""
+    return name.isascii() and name.isdigit() and len(name) <= 18
+
+
 def run_inputs(run_dir: str | Path, checkpoint: str = "best") -> list[Path]:
-    """The files a command reading a run may use (its run files, every checkpoint, and
-    `checkpoint` when it is a path): none of them may be replaced by its output."""
+    """The files a command reading a run may use (its run files, the checkpoints folder
+    and all in it, and `checkpoint` when it is a path): its output may be none of them,
+    nor be written into the checkpoints folder, where it would pass for a checkpoint."""
     run_dir = Path(run_dir)
     folder = run_dir / CHECKPOINT_DIR
-    found = [run_dir / name for name in RUN_FILES]
+    found = [run_dir / name for name in RUN_FILES] + [folder]
     with contextlib.suppress(OSError):
         found += sorted(folder.iterdir())
-    if not (checkpoint in ("best", "last", "avg") or checkpoint.isdigit()):
+    if not (checkpoint in ("best", "last", "avg") or is_step(checkpoint)):
         found.append(Path(checkpoint))
     return found
 
@@ -150,7 +156,14 @@ def start_step(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: P
         return 0
     _check_compatible(run_dir, record, cfg, identity, data_dir)
     steps = complete_steps(run_dir)
-    return steps[-1] if steps else 0
+    weights = step_checkpoints(run_dir) or any(
+        (run_dir / CHECKPOINT_DIR / name).is_file() for name in (BEST_FILE, AVG_FILE))
+    if not steps and weights:  # weights without the state to go on from: never start over
+        raise UserError(f"{run_dir}: --resume: no step has both its weights and its training "
+                        f"state (step-N.state.pt) in {CHECKPOINT_DIR}/, so there is nothing to "
+                        f"continue from; the weights there still translate. Start afresh with "
+                        f"--force (it deletes them) or in another --out")
+    return steps[-1]
 
 
 def dir_entries(run_dir: Path) -> list[str]:
@@ -194,7 +207,7 @@ def read_run_record(run_dir: Path) -> Optional[dict[str, Any]]:
     if not path.exists():
         return None
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = read_json(path)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise UserError(f"{path}: unreadable ({reason})") from None

@@ -22,29 +22,31 @@ from typing import Any, Optional
 
 from transcli.rundir.layout import CURVES_FILE, METRICS_FILE, TENSORBOARD_DIR
 from transcli.system.errors import UserError
-from transcli.system.files import atomic_path, cannot_write, describe_os_error
+from transcli.system.files import atomic_path, cannot_write, describe_os_error, parse_json
+from transcli.system.text import CutLine, raw_lines
 
 
 def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, Any]]:
-    """The complete records of a metrics file (a torn or foreign line is skipped),
-    all of them or those of one split ("train" or "valid")."""
+    """The complete records of a metrics file (a torn, foreign or overlong line is
+    skipped), all of them or those of one split ("train" or "valid"). Read line by line:
+    memory follows the records, not the file."""
     records = []
     path = Path(path)
     if not path.is_file():
         return records
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            for line in raw_lines(handle, path):
+                try:
+                    record = None if isinstance(line, CutLine) else parse_json(line)
+                except ValueError:  # torn, not UTF-8, not JSON
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("step"), int) and (
+                        split is None or record.get("split") == split):
+                    records.append(record)
     except OSError as exc:
         raise UserError(f"{path}: cannot read the training log "
                         f"({describe_os_error(exc)})") from None
-    for line in data.split(b"\n"):
-        try:
-            record = json.loads(line)
-        except ValueError:  # torn, not UTF-8, not JSON
-            continue
-        if isinstance(record, dict) and isinstance(record.get("step"), int) and (
-                split is None or record.get("split") == split):
-            records.append(record)
     return records
 
 

@@ -86,10 +86,14 @@ def create_app(batcher: Batcher, limits: Limits, api_key: Optional[str],
 
     @app.get("/health")
     async def health() -> JSONResponse:
-        """Up means ready (the server listens only once the model is loaded); requests
-        waiting for the model, and requests answered in how many model calls."""
-        return JSONResponse({"status": "ok", "model": model_name, "waiting": batcher.waiting,
-                             "answered": batcher.answered, "model_calls": batcher.model_calls})
+        """Up means ready (the server listens only once the model is loaded) and its model
+        worker alive (else 503, for a supervisor to restart it); requests waiting for the
+        model, and requests answered in how many model calls."""
+        alive = batcher.alive
+        return JSONResponse({"status": "ok" if alive else "model worker stopped",
+                             "model": model_name, "waiting": batcher.waiting,
+                             "answered": batcher.answered, "model_calls": batcher.model_calls},
+                            status_code=200 if alive else 503)
 
     @app.exception_handler(ApiError)
     async def refused(request: Request, exc: ApiError) -> JSONResponse:

@@ -102,6 +102,11 @@ class Batcher:
             raise self._load_error
 
     @property
+    def alive(self) -> bool:
+        """Whether the model worker still runs."""
+        return self._thread.is_alive()
+
+    @property
     def waiting(self) -> int:
         """Requests queued for the model (not counting those it is translating)."""
         return len(self._queue)
@@ -156,7 +161,7 @@ class Batcher:
         finally:
             self._ready.set()
         while (jobs := self._next_jobs()) is not None:
-            self._run(jobs)
+            self._run(jobs)  # settles every job, even when the model call fails
 
     def _next_jobs(self) -> list[Job] | None:
         """The next model call's jobs (module doc); None once stopping with none left."""
@@ -193,8 +198,11 @@ class Batcher:
         translator = self.translator
         assert translator is not None
         room = translator.engine.max_positions - 1
-        return sum(min(len(ids), room) + 1
-                   for ids in translator.tokenizer.encode(job.lines) if ids)
+        try:
+            return sum(min(len(ids), room) + 1
+                       for ids in translator.tokenizer.encode(job.lines) if ids)
+        except Exception:  # text the tokenizer refuses: the model call says why, in _run
+            return 1
 
     def _run(self, jobs: list[Job]) -> None:
         """Translate the jobs and settle each; an error fails these jobs, not the server."""

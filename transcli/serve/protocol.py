@@ -32,6 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
+from transcli.system.files import parse_json
+
 SOURCE, TARGET = "en", "es"
 LANGUAGES = [  # GET /languages: LibreTranslate's shape, one entry per language
     {"code": SOURCE, "name": "English", "targets": [TARGET]},
@@ -128,7 +130,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
     """The body, read no further than `limit` bytes (a declared length is checked first)."""
     too_large = ApiError(413, f"Invalid request: the body exceeds {limit} bytes")
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise too_large
     body = bytearray()
     async for chunk in request.stream():
@@ -140,13 +142,12 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 def _json_fields(body: bytes) -> dict[str, Any]:
     try:
-        fields = json.loads(body)
+        fields = parse_json(body)
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"Invalid request: malformed JSON ({exc.msg}: line "
                             f"{exc.lineno} column {exc.colno})") from None
-    except (UnicodeDecodeError, RecursionError) as exc:
-        reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "nested too deeply"
-        raise ApiError(400, f"Invalid request: malformed JSON ({reason})") from None
+    except UnicodeDecodeError:
+        raise ApiError(400, "Invalid request: malformed JSON (not UTF-8)") from None
     if not isinstance(fields, dict):
         raise ApiError(400, "Invalid JSON format: the body must be a JSON object")
     return fields
@@ -208,6 +209,12 @@ def translate_request(fields: dict[str, Any], max_chars: int) -> TranslateReques
         request = TranslateRequest.model_validate(fields)
     except ValidationError as exc:
         raise ApiError(400, _one_line(exc)) from None
+    for text in request.texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # JSON's "\ud800" escapes decode to half pairs
+            raise ApiError(400, f"Invalid request: q holds {text[exc.start]!r}, half of a "
+                                f"UTF-16 pair, not text") from None
     chars = sum(map(len, request.texts))
     if chars > max_chars:
         raise ApiError(413, f"Invalid request: request ({chars} characters) exceeds the "

@@ -182,9 +182,14 @@ def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str =
 
 
 def check_output(path: Path, inputs: Iterable[str | Path] = (), what: str = "output") -> None:
-    """Refuse an output that is a directory or one of the command's `inputs`."""
+    """Refuse an output that is a directory, one of the command's `inputs` (an existing
+    file, or a path an input may take), or a file inside an input that is a folder."""
+    target = os.path.realpath(path)
     for source in inputs:
-        if str(source) != "-" and same_file(path, Path(source)):
+        if str(source) == "-":
+            continue
+        inside = Path(source).is_dir() and Path(target).is_relative_to(os.path.realpath(source))
+        if same_file(path, Path(source)) or target == os.path.realpath(source) or inside:
             raise UserError(f"{path}: is also an input of this command ({source}); "
                             f"refusing to write the {what} over it")
     if path.is_dir():
@@ -275,7 +280,7 @@ class OutputFolder:
     def _previous(self) -> dict[str, str]:
         """What an earlier run recorded (plain names in this folder only)."""
         try:
-            record = json.loads((self.folder / self.record).read_text(encoding="utf-8"))
+            record = read_json(self.folder / self.record)
         except (OSError, ValueError):
             return {}
         if not isinstance(record, dict):
@@ -295,3 +300,29 @@ def check_parents(path: Path) -> None:
     for parent in reversed(Path(path).parents):
         if parent.exists() and not parent.is_dir():
             raise UserError(f"{parent}: is a file, so {path} cannot be created under it")
+
+
+MAX_JSON_BYTES = 64 << 20  # a record transcli writes (run.json, a manifest) is far smaller
+
+
+def parse_json(text: str | bytes) -> Any:
+    """`json.loads`, with nesting too deep for the parser and numbers too long for Python
+    turned into the `json.JSONDecodeError` every caller already handles."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", str(text[:0]), 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise json.JSONDecodeError(str(exc).split(";")[0], str(text[:0]), 0) from None
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file transcli wrote, read within `MAX_JSON_BYTES` (a larger file is not one
+    of ours: `json.JSONDecodeError`); OS errors as `open` raises them."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_JSON_BYTES + 1)
+    if len(data) > MAX_JSON_BYTES:
+        raise json.JSONDecodeError(f"larger than {MAX_JSON_BYTES >> 20} MiB", "", 0)
+    return parse_json(data)

@@ -23,7 +23,9 @@ from typing import Iterator, Optional
 from transcli.system.errors import UserError
 from transcli.system.files import check_parents, describe_os_error
 
-SCRATCH_LOCK = ".lock"  # inside each scratch dir
+# Inside each scratch dir; a name no user's folder holds, so that only transcli's own
+# abandoned scratch dirs are ever removed.
+SCRATCH_LOCK = ".transcli-scratch.lock"
 
 
 class DirLock:
@@ -72,11 +74,12 @@ def _try_lock(path: Path) -> Optional[int]:
     """A descriptor holding the lock on `path` with our pid written in it, or None when
     another process holds it. Unreadable or uncreatable: one line naming the file."""
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:  # never through a symbolic link: the pid would be written wherever it points
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
         except OSError as exc:
-            raise UserError(f"{path}: cannot create the lock file "
-                            f"({describe_os_error(exc)})") from None
+            reason = ("a symbolic link stands there, not transcli's lock file"
+                      if os.path.islink(path) else describe_os_error(exc))
+            raise UserError(f"{path}: cannot create the lock file ({reason})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

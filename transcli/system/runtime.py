@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import sys
 from typing import Optional
 
 import torch
@@ -23,8 +24,14 @@ def available_cores() -> int:
 
 
 def set_threads(threads: int) -> int:
-    """Give torch `threads` intra-op threads (0: one per available core); returns the count."""
-    count = threads or min(available_cores(), torch.get_num_threads())
+    """Give torch `threads` intra-op threads (0: one per available core), never more than
+    the cores this process may use (more only make the threads wait on each other, and
+    thousands exhaust the process); returns the count."""
+    cores = available_cores()
+    if threads > cores:
+        print(f"transcli: note: {threads} threads asked for, {cores} core(s) here: "
+              f"using {cores}", file=sys.stderr)
+    count = min(threads, cores) or min(cores, torch.get_num_threads())
     torch.set_num_threads(count)
     return count
 
