@@ -215,7 +215,7 @@ def test_translator_seeds_by_line_index_across_chunks(tiny_spm):
 
 @pytest.mark.parametrize("setting, message", [
     ("strategy=nucleus", "'decode.strategy' must be one of beam, greedy, sample"),
-    ("temperature=0", "'decode.temperature' must be > 0"),
+    ("temperature=0", "'decode.temperature' must be at least 0.001"),
     ("top_k=-1", "'decode.top_k' must be >= 0"),
     ("top_p=0", "'decode.top_p' must be in (0, 1]"),
     ("top_p=1.5", "'decode.top_p' must be in (0, 1]"),
