@@ -290,3 +290,108 @@ def test_a_deleted_current_directory_is_one_line(run_dir: Path, tmp_path: Path) 
     line = one_error_line(subprocess.CompletedProcess([], proc.returncode, out, err))
     assert "the current directory no longer exists" in line
 
+
+
+# ----------------------------------------------------------------------------- red team
+
+
+def test_a_bad_flag_or_value_is_one_line_with_exit_2(run_dir: Path) -> None:
+    for args, said in ((["translate", "-m", run_dir, "--beam-size", "abc"], "--beam-size"),
+                       (["translate", "--nope"], "No such option: --nope"),
+                       (["nosuch"], "No such command 'nosuch'"),
+                       (["train", "--data", "x"], "Missing option '--out'")):
+        result = run_cli(*args)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        line, = result.stderr.strip().splitlines()
+        assert line.startswith("transcli: error: ") and said in line and "--help" in line
+
+
+def test_odd_checkpoint_names_and_paths_are_one_line(run_dir: Path, tmp_path: Path) -> None:
+    base = ["translate", "-m", run_dir, "--greedy"]
+    for checkpoint, said in (("²", "²: checkpoint not found"), ("9" * 5000, "File name too long"),
+                             ("", "--checkpoint is empty"), ("/dev/zero", "not a regular file")):
+        assert said in one_error_line(run_cli(*base, "--checkpoint", checkpoint, stdin="Hi.\n"))
+    long_name = "a" * 300
+    for args in (["info", long_name], ["translate", "-m", run_dir, "--checkpoint", "last",
+                                       "-o", tmp_path / long_name]):
+        assert "File name too long" in one_error_line(run_cli(*args, stdin="Hi.\n"))
+
+
+def test_a_fifo_named_like_a_checkpoint_is_passed_over(run_dir: Path, tmp_path: Path) -> None:
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
+    os.mkfifo(run / "checkpoints" / "step-0000999.safetensors")
+    result = run_cli("translate", "-m", run, "--checkpoint", "last", stdin=ENGLISH[0] + "\n",
+                     timeout=60)
+    assert result.returncode == 0 and result.stdout == SPANISH[0] + "\n"
+    assert run_cli("info", run, timeout=60).returncode == 0
+
+
+def test_resume_never_starts_over_weights_it_cannot_continue(prepared: Path,
+                                                            tmp_path: Path) -> None:
+    from helpers.training import train_cli
+
+    run = tmp_path / "run"
+    assert subprocess.run([sys.executable, "-m", "transcli", *train_cli(
+        prepared, run, "train.max_steps=10")], capture_output=True, cwd=ROOT).returncode == 0
+    for state in (run / "checkpoints").glob("*.state.pt"):
+        state.unlink()
+    weights = {p.name: p.read_bytes() for p in (run / "checkpoints").iterdir()}
+    line = one_error_line(run_cli("train", "--data", prepared, "--out", run, "--resume"))
+    assert "nothing to continue from" in line and "--force" in line
+    assert {p.name: p.read_bytes() for p in (run / "checkpoints").iterdir()} == weights
+
+
+def test_a_lock_file_that_is_a_link_is_refused(prepared: Path, tmp_path: Path) -> None:
+    precious = tmp_path / "precious.txt"
+    for link in (os.symlink, os.link):
+        precious.write_text("precious data")
+        run = tmp_path / f"run-{link.__name__}"
+        run.mkdir()
+        link(precious, run / ".train.lock")
+        line = one_error_line(run_cli("train", "-c", TINY_CONFIG, "--data", prepared,
+                                      "--out", run, "--max-steps", "1"))
+        assert ".train.lock" in line and precious.read_text() == "precious data"
+
+
+def test_prepare_force_keeps_a_file_edited_since(tmp_path: Path) -> None:
+    out = tmp_path / "prep"
+    args = ["prepare", "-c", TINY_CONFIG, "--src-file", ROOT / "data/sample/train.en",
+            "--tgt-file", ROOT / "data/sample/train.es", "--out", out]
+    assert run_cli(*args).returncode == 0
+    with open(out / "test.en", "a", encoding="utf-8") as handle:
+        handle.write("my own line\n")
+    edited = (out / "test.en").read_bytes()
+    assert "test.en: exists and was not written by transcli prepare" in one_error_line(
+        run_cli(*args, "--force"))
+    assert (out / "test.en").read_bytes() == edited
+    (out / "test.en").unlink()
+    assert run_cli(*args, "--force").returncode == 0  # its own files it replaces
+
+
+def test_export_force_keeps_a_file_edited_since(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ct2"
+    args = ["export", "-m", run_dir, "--checkpoint", "last", "-f", "ct2", "-o", out]
+    assert run_cli(*args).returncode == 0
+    with open(out / "config.json", "a", encoding="utf-8") as handle:
+        handle.write("\n")
+    edited = (out / "config.json").read_bytes()
+    assert "config.json: exists and was not written by transcli export" in one_error_line(
+        run_cli(*args, "--force"))
+    assert (out / "config.json").read_bytes() == edited
+
+
+def test_deeply_nested_markup_in_a_tmx_segment(tmp_path: Path) -> None:
+    path = tmp_path / "deep.tmx"
+    path.write_bytes(tmx(2, True).replace(b"<seg>Line 1.</seg>", b"<seg>" + b"<hi>" * 20000
+                                          + b"Line 1." + b"</hi>" * 20000 + b"</seg>"))
+    pairs = list(TmxSource(SourceConfig(file=str(path)), DataConfig()))
+    assert pairs[1] == ("Line 1.", "Línea 1.")
+
+
+def test_a_huge_metrics_log_is_read_line_by_line(run_dir: Path, tmp_path: Path) -> None:
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
+    with open(run / "metrics.jsonl", "wb") as handle:  # 300 MB without a newline
+        handle.truncate(300 << 20)
+    result, peak = peak_rss_mib(["info", str(run)])
+    assert result.returncode == 0, result.stderr
+    assert peak < 500, f"peak RSS {peak:.0f} MiB"

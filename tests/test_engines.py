@@ -20,7 +20,7 @@ from helpers.memorised import TINY_CONFIG, UNSEEN, memorised_model, sample_pairs
 from transcli.cli.evaluate import evaluate_cli
 from transcli.config.loading import load_config, save_config
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
-from transcli.export import EXPORT_FILE, file_digest, read_record
+from transcli.export import EXPORT_FILE, read_record
 from transcli.inference.engines import Ct2Engine
 from transcli.inference.quantize import Int8OutputProduct
 from transcli.inference.translator import Translator, load_translator
@@ -28,6 +28,7 @@ from transcli.model.transformer import Transformer
 from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
 from transcli.system.errors import UserError
+from transcli.system.files import file_digest
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

@@ -229,3 +229,19 @@ def test_model_mode_takes_translate_s_decoding_flags_and_shows_progress(
                    "--max-len-b", "2", "--set", "decode.length_penalty=1.0")
     assert cut.returncode == 0, cut.stderr
     assert json.loads(cut.stdout)["bleu"] < 20
+
+
+def test_scores_added_up_chunk_by_chunk_equal_the_whole_corpus_s() -> None:
+    """evaluate scores a chunk of lines at a time: the sums of sacreBLEU's sentence
+    statistics give the corpus figures of the whole, with two reference sets."""
+    from transcli.inference.bleu import CorpusScorer
+
+    hyps = [f"{HYP.splitlines()[i % 3]} {i}" for i in range(200)]
+    refs = [[f"{REF_A.splitlines()[i % 3]} {i}" for i in range(200)],
+            [f"{REF_B.splitlines()[i % 3]} {i % 7}" for i in range(200)]]
+    whole = score(hyps, refs)
+    scorer = CorpusScorer()
+    for start in range(0, 200, 7):
+        scorer.add(hyps[start:start + 7], [r[start:start + 7] for r in refs])
+    chunked = scorer.result()
+    assert chunked.to_dict() == whole.to_dict()

@@ -4,6 +4,7 @@ that loads but cannot be used."""
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,19 @@ def test_a_state_file_that_loads_but_does_not_fit_is_refused(prepared: Path, tmp
     torch.save(state, state_path(run, 10))
     with pytest.raises(UserError, match=f"state.pt: not a usable training state .*{message}"):
         train(fast_config("train.max_steps=20"), prepared, run, resume=True)
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_long_accumulation_saves_without_waiting_for_it(
+        prepared: Path, tmp_path: Path) -> None:
+    """An update of 10,000 batches would take minutes: a stop signal between two of its
+    batches drops that update, saves what the run had and exits 0, saying so at once."""
+    run = tmp_path / "run"
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=3",
+                                       "train.accum_steps=10000", "train.save_every=1"))
+    time.sleep(8)  # loading done, deep inside the first update
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "SIGTERM received: stopping training after this step" in err
+    assert "continue with: transcli train" in err

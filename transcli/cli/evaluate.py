@@ -1,23 +1,30 @@
 """`transcli evaluate`: score translations, or translate and score, with sacreBLEU.
 
-With `--model` it first translates `--src` through the same function as
-`transcli translate`; every check on the inputs runs before that (slow) step.
+With `--model` it translates `--src` through the same function as `transcli translate`;
+every check on the inputs that can be made up front runs before that (slow) step.
+Files are read, translated and scored a chunk at a time.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
+import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import typer
+from tqdm import tqdm
 
 from transcli.cli.options import CheckpointOpt, Device, SetOpt, device_option, with_decoding
 from transcli.config.loading import Override
-from transcli.inference.bleu import check_line_counts, format_text, read_scored_lines, score
+from transcli.inference.bleu import CorpusScorer, Scores, format_text, scored_lines
 from transcli.system.errors import UserError
-from transcli.system.files import check_output, write_text_output
-from transcli.system.text import read_text_file
+from transcli.system.files import check_output, output_file
+from transcli.system.text import count_lines, open_text, text_lines
+
+SCORE_CHUNK = 10_000  # lines scored at a time
 
 
 @with_decoding
@@ -55,37 +62,105 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
                  device: str, overrides: Optional[list[Override]] = None) -> None:
     """Score `hyp`, or the translation of `src` by `model` (with `decode.*` `overrides`,
     as `translate` takes them), against every `ref`; print the scores as text or JSON.
-    Every check on the inputs runs before the (slow) translation starts."""
+    Every check on the inputs that can be made up front runs before the (slow)
+    translation starts; the files are then read, translated and scored a chunk at a
+    time, so memory does not grow with them."""
     overrides = list(overrides or [])
     _check_options(hyp, model, src, overrides, hyp_out)
-    references = [read_scored_lines(path) for path in ref]
-    if model is None:
-        assert hyp is not None
-        hypotheses = read_scored_lines(hyp)
-        check_line_counts(hyp, len(hypotheses), ref, references)
-        inputs: dict[str, Any] = {"hyp": str(hyp)}
-    else:
-        assert src is not None
-        from transcli.rundir.layout import run_inputs
-
-        sources = read_text_file(src)
-        check_line_counts(src, len(sources), ref, references)
-        outputs_inputs = [*ref, src, *run_inputs(model, checkpoint)]
-        if hyp_out is not None:
-            check_output(hyp_out, outputs_inputs, "hypotheses")
-        translations = _translate(model, checkpoint, sources, device, overrides)
-        if hyp_out is not None:
-            write_text_output(hyp_out, "".join(line + "\n" for line in translations),
-                              outputs_inputs, "hypotheses")
-        hypotheses = [line.rstrip() for line in translations]  # as sacrebleu reads --hyp-out
-        inputs = {"model": str(model), "checkpoint": checkpoint, "src": str(src),
-                  "hyp": None if hyp_out is None else str(hyp_out)}
-    scores = score(hypotheses, references)
+    given = hyp if model is None else src
+    assert given is not None
+    total = _check_counts(given, ref)
+    with contextlib.ExitStack() as stack:
+        refs = [scored_lines(stack.enter_context(_lines(path))) for path in ref]
+        if model is None:
+            hyps = scored_lines(stack.enter_context(_lines(given)))
+            inputs: dict[str, Any] = {"hyp": str(hyp)}
+        else:
+            hyps = stack.enter_context(_translations(model, checkpoint, given, ref, hyp_out,
+                                                     total, device, overrides))
+            inputs = {"model": str(model), "checkpoint": checkpoint, "src": str(src),
+                      "hyp": None if hyp_out is None else str(hyp_out)}
+        scores = _score(hyps, refs, given, ref)
     if as_json:
         print(json.dumps({**scores.to_dict(), **inputs, "refs": [str(p) for p in ref]},
                          ensure_ascii=False, indent=1))
     else:
         print(format_text(scores))
+
+
+def _check_counts(given: Path, refs: list[Path]) -> Optional[int]:
+    """The line count of the hypotheses (or source) when every file can be counted up
+    front (plain files), after checking that the references have it too."""
+    counts = [count_lines(path) for path in (given, *refs)]
+    if None in counts:
+        return None  # a pipe or a compressed file: checked as it is read
+    for path, count in zip(refs, counts[1:]):
+        if count != counts[0]:
+            raise UserError(f"line counts differ: {given} has {counts[0]} lines, "
+                            f"{path} has {count}")
+    if not counts[0]:
+        raise UserError(f"{given}: no lines to score")
+    return counts[0]
+
+
+@contextlib.contextmanager
+def _lines(path: Path) -> Iterator[Iterator[str]]:
+    """A file's lines by transcli's rule, a byte-order mark kept (as sacreBLEU does)."""
+    with open_text(path) as handle:
+        yield text_lines(handle, path, keep_bom=True)
+
+
+@contextlib.contextmanager
+def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
+                  hyp_out: Optional[Path], total: Optional[int], device: str,
+                  overrides: list[Override]) -> Iterator[Iterator[str]]:
+    """The translations of `src` with the code `transcli translate` uses (the 1-best),
+    chunk by chunk as they are scored, each written to `hyp_out` too, which appears whole
+    when scoring ends; a progress bar on stderr."""
+    from transcli.inference.translator import chunked, load_translator
+    from transcli.rundir.layout import run_inputs
+
+    inputs = [*refs, src, *run_inputs(model, checkpoint)]
+    if hyp_out is not None:
+        check_output(hyp_out, inputs, "hypotheses")
+    translator = load_translator(model, checkpoint, [("decode.n_best", 1), *overrides], device)
+    with contextlib.ExitStack() as stack:
+        out = (stack.enter_context(output_file(hyp_out, inputs, "hypotheses"))
+               if hyp_out is not None else None)
+        sources = text_lines(stack.enter_context(open_text(src)), src)  # as translate reads
+        bar = stack.enter_context(tqdm(total=total, unit="line", file=sys.stderr))
+
+        def translated() -> Iterator[str]:
+            first = 0
+            for chunk in chunked(sources):
+                lines = translator.translate(chunk, first)
+                if out is not None:
+                    out.write("".join(line + "\n" for line in lines).encode())
+                first += len(chunk)
+                bar.update(len(chunk))
+                yield from (line.rstrip() for line in lines)  # as sacrebleu reads --hyp-out
+
+        yield translated()
+    translator.warn_truncated()
+
+
+def _score(hyps: Iterator[str], refs: list[Iterator[str]], given: Path,
+           ref_paths: list[Path]) -> Scores:
+    """Scores of the hypotheses against the references, a chunk at a time; files that end
+    at different lines are refused, naming the shorter."""
+    scorer = CorpusScorer()
+    while hyp_chunk := list(itertools.islice(hyps, SCORE_CHUNK)):
+        ref_chunks = [list(itertools.islice(lines, len(hyp_chunk))) for lines in refs]
+        for path, chunk in zip(ref_paths, ref_chunks):
+            if len(chunk) < len(hyp_chunk):
+                raise UserError(f"line counts differ: {path} ends before {given}")
+        scorer.add(hyp_chunk, ref_chunks)
+    for path, lines in zip(ref_paths, refs):
+        if next(lines, None) is not None:
+            raise UserError(f"line counts differ: {given} ends before {path}")
+    if not scorer.lines:
+        raise UserError(f"{given}: no lines to score")
+    return scorer.result()
 
 
 def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Path],
@@ -116,12 +191,3 @@ def _option_name(override: Override) -> str:
     if not key.startswith("decode."):
         return f"--set {key}={value}"
     return "--" + key.removeprefix("decode.").replace("_", "-")
-
-
-def _translate(model: Path, checkpoint: str, sources: list[str], device: str,
-               overrides: list[Override]) -> list[str]:
-    """Translate with the code `transcli translate` uses; only the 1-best is scored."""
-    from transcli.inference.translator import translate_lines
-
-    return translate_lines(model, checkpoint, sources, [("decode.n_best", 1), *overrides],
-                           device, progress=True)

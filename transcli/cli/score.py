@@ -49,7 +49,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     """Write `index<TAB>total<TAB>per_token<TAB>tokens` for every line pair of `src` and
     `tgt` to `output` (a path, or - for stdout), in input order."""
     from transcli.inference.scoring import forced_logprobs
-    from transcli.inference.translator import CHUNK_LINES, fitting_chars
+    from transcli.inference.translator import chunked, fitting_chars
     from transcli.rundir.checkpoints import load_trained
     from transcli.rundir.layout import run_inputs
     from transcli.system.devices import pick_device
@@ -72,7 +72,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
             tqdm(total=pairs, unit="pair", file=sys.stderr, disable=not pairs) as progress:
         first = 0
         lines = _pairs(text_lines(src_handle, src), text_lines(tgt_handle, tgt), src, tgt)
-        while chunk := list(itertools.islice(lines, CHUNK_LINES)):
+        for chunk in chunked(lines, lambda pair: len(pair[0]) + len(pair[1])):
             fits = [max(len(s), len(t)) <= cap for s, t in chunk]  # else never tokenized
             scored = [i for i, (s, t) in enumerate(chunk) if s.strip() and t.strip() and fits[i]]
             found = forced_logprobs(model, tokenizer.encode([chunk[i][0] for i in scored]),

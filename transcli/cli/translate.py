@@ -9,7 +9,6 @@ chunk of 1000 lines would never fill there.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Optional, Sequence
@@ -88,7 +87,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
     if input == "-" and sys.stdin.isatty():
         translate_typed(model_dir, checkpoint, output, overrides, device, attention, force)
         return
-    from transcli.inference.translator import CHUNK_LINES, load_translator
+    from transcli.inference.translator import chunked, load_translator
     from transcli.rundir.layout import run_inputs
 
     with _open_input(input) as (lines, total):
@@ -101,7 +100,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
                 _attention_writer(attention, translator, force) as writer, \
                 tqdm(total=total, unit="line", file=sys.stderr, disable=not total) as progress:
             first = 0
-            while chunk := list(itertools.islice(lines, CHUNK_LINES)):
+            for chunk in chunked(lines):
                 out.write(_translated(translator, writer, chunk, first))
                 out.flush()
                 first += len(chunk)

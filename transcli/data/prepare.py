@@ -50,7 +50,7 @@ from transcli.data.tokenizer import (
     write_vocab,
 )
 from transcli.system.errors import UserError
-from transcli.system.files import check_parents, read_json
+from transcli.system.files import check_parents, file_digest, read_json
 from transcli.system.locks import scratch_dir
 from transcli.system.text import count_lines
 
@@ -386,6 +386,9 @@ def config_hash(cfg: Config) -> str:
 
 def _write_manifest(stage: Path, manifest: dict[str, Any], names: list[str]) -> None:
     manifest["files"] = names
+    # Each file's content hash: a later --force replaces only files still as written.
+    manifest["sha256"] = {name: file_digest(stage / name) for name in names
+                          if name != MANIFEST_FILE and (stage / name).is_file()}
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     (stage / MANIFEST_FILE).write_text(text, encoding="utf-8")
 
@@ -441,7 +444,9 @@ def is_scratch(name: str) -> bool:
 
 
 def _previous_files(out: Path) -> set[str]:
-    """Files an earlier prepare wrote here, by its manifest (none if unreadable)."""
+    """Files an earlier prepare wrote here and nobody changed since, by its manifest's
+    content hashes (a manifest from before they were kept vouches for its names); none
+    if unreadable."""
     try:
         manifest = read_json(out / MANIFEST_FILE)
     except (OSError, ValueError):
@@ -449,8 +454,20 @@ def _previous_files(out: Path) -> set[str]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         return set()
     files = manifest.get("files", [])
-    return {name for name in files if isinstance(name, str) and "/" not in name
-            and name not in ("", ".", "..")}
+    names = {name for name in files if isinstance(name, str) and "/" not in name
+             and name not in ("", ".", "..")}
+    hashes = manifest.get("sha256")
+    if not isinstance(hashes, dict):
+        return names
+    return {name for name in names if name == MANIFEST_FILE or _unchanged(out / name,
+                                                                          hashes.get(name))}
+
+
+def _unchanged(path: Path, digest: Any) -> bool:
+    try:
+        return path.is_file() and not path.is_symlink() and file_digest(path) == digest
+    except OSError:
+        return False
 
 
 def install(stage: Path, out: Path, names: list[str], previous: set[str]) -> None:

@@ -280,12 +280,21 @@ def _local_name(tag: Any) -> str:
 
 
 def _segment_text(element: Any) -> str:
-    """A <seg>'s text: <hi> holds text, the other inline elements hold markup codes."""
+    """A <seg>'s text: <hi> holds text, the other inline elements hold markup codes.
+    Walked with a stack of its own, so <hi> nested thousands deep is no recursion."""
     parts = [element.text or ""]
-    for child in element:
-        if _local_name(child.tag) == "hi":
-            parts.append(_segment_text(child))
-        parts.append(child.tail or "")
+    stack = [(iter(element), "")]  # children still to visit, and the text after them
+    while stack:
+        children, after = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            parts.append(after)
+        elif _local_name(child.tag) == "hi":
+            parts.append(child.text or "")
+            stack.append((iter(child), child.tail or ""))
+        else:
+            parts.append(child.tail or "")
     return "".join(parts)
 
 

@@ -17,7 +17,6 @@ directory is touched.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
 import os
@@ -28,7 +27,7 @@ from types import ModuleType
 from typing import Any, Callable, Optional
 
 from transcli.system.errors import UserError
-from transcli.system.files import check_parents, describe_os_error, read_json
+from transcli.system.files import check_parents, describe_os_error, file_digest, read_json
 from transcli.system.locks import scratch_dir
 
 FORMATS = {"ct2": "transcli.export.ct2", "hf": "transcli.export.hf"}
@@ -74,12 +73,6 @@ def checkpoint_identity(path: Path) -> dict[str, Any]:
     stat = path.stat()
     return {"source": str(path.resolve()), "source_size": stat.st_size,
             "source_mtime_ns": stat.st_mtime_ns}
-
-
-def file_digest(path: Path) -> str:
-    """The SHA-256 of a file's content, in hex."""
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def read_record(directory: Path) -> dict[str, Any]:

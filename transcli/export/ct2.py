@@ -149,8 +149,9 @@ def cached_export(run_dir: Path, checkpoint: str, quantize: str = "none") -> Pat
     trusted only if the checkpoint's content and every cached file's content hash as
     recorded when it was made (a damaged cache would translate to garbage); otherwise it
     is made again."""
-    from transcli.export import file_digest, publish, read_record
+    from transcli.export import publish, read_record
     from transcli.rundir.checkpoints import load_trained, resolve_checkpoint
+    from transcli.system.files import file_digest
 
     source = resolve_checkpoint(run_dir, checkpoint)
     weights = None if quantize == "none" else quantize
@@ -186,7 +187,7 @@ def _cache_dir(run_dir: Path, source: Path, weights: str, digest: str) -> Path:
 
 def _intact(target: Path, record: dict[str, Any], old: dict[str, Any]) -> bool:
     """Whether `target` holds the export `record` describes, every file as it was written."""
-    from transcli.export import file_digest
+    from transcli.system.files import file_digest
 
     if any(old.get(key) != value for key, value in record.items()):
         return False

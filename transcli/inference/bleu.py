@@ -1,8 +1,8 @@
 """sacreBLEU's BLEU, chrF and TER of translations against references.
 
-`score` only computes, never prints (`evaluate` prints, the training loop keeps
-validation BLEU), and imports sacreBLEU when first called so that importing this
-module stays cheap. Files are read as the `sacrebleu` command reads them (only '\\n'
+`score` and `CorpusScorer` only compute, never print (`evaluate` prints, the training
+loop keeps validation BLEU), and import sacreBLEU when first called so that importing
+this module stays cheap. Files are read as the `sacrebleu` command reads them (only '\\n'
 ends a line, each line right-stripped), so the figures are the ones
 `sacrebleu REF... -i HYP -m bleu chrf ter` prints for the same files (which it
 un-gzips too; transcli also reads .bz2 and .xz).
@@ -11,11 +11,7 @@ un-gzips too; transcli also reads .bz2 and .xz).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Optional
-
-from transcli.system.errors import UserError
-from transcli.system.text import read_text_file
+from typing import Any, Iterator, Optional
 
 # sacreBLEU's own default width: one decimal, as the `sacrebleu` command prints.
 TEXT_WIDTH = 1
@@ -68,50 +64,64 @@ class Scores:
         }
 
 
+class CorpusScorer:
+    """sacreBLEU's corpus scores, added up chunk by chunk: each metric's corpus score is a
+    function of the sum of its sentences' statistics (sacreBLEU computes it that way too),
+    so memory follows one chunk of lines, however long the corpus. The defaults (13a
+    tokenisation, mixed case, exp smoothing; chrF2 with character 6-grams) are those of
+    the `sacrebleu` command, so the signatures and figures match it."""
+
+    def __init__(self, ter: bool = True):
+        from sacrebleu.metrics import BLEU, CHRF, TER
+
+        self.metrics: dict[str, Any] = {"bleu": BLEU(), "chrf": CHRF()}
+        if ter:
+            self.metrics["ter"] = TER()
+        self.sums: dict[str, list[float]] = {}
+        self.lines = 0
+        self.nrefs = 0
+
+    def add(self, hyps: list[str], refs: list[list[str]]) -> None:
+        """One chunk: hypotheses, and per reference set its lines for them."""
+        if not refs or any(len(stream) != len(hyps) for stream in refs):
+            raise ValueError(f"{len(hyps)} hypotheses but reference sets of "
+                             f"{[len(stream) for stream in refs]} lines")
+        if not hyps:
+            return
+        for key, metric in self.metrics.items():
+            stats = metric._extract_corpus_statistics(hyps, refs)
+            total = [sum(column) for column in zip(*stats)]
+            self.sums[key] = [a + b for a, b in zip(self.sums[key], total)] \
+                if key in self.sums else total
+        self.lines += len(hyps)
+        self.nrefs = len(refs)
+
+    def result(self) -> Scores:
+        if not self.lines:
+            raise ValueError("no hypotheses to score")
+        results = {}
+        for key, metric in self.metrics.items():
+            result = metric._compute_score_from_stats(self.sums[key])
+            results[key] = MetricScore(name=result.name, score=float(result.score),
+                                       text=result.format(width=TEXT_WIDTH),
+                                       signature=str(metric.get_signature()))
+        return Scores(metrics=results, lines=self.lines, nrefs=self.nrefs)
+
+
 def score(hyps: list[str], refs: list[list[str]], ter: bool = True) -> Scores:
-    """Corpus BLEU and chrF (and TER unless `ter=False`) with sacreBLEU's defaults.
-
-    `hyps` are detokenised hypotheses; `refs` holds one list per reference set,
-    each as long as `hyps`. The defaults (13a tokenisation, mixed case, exp
-    smoothing; chrF2 with character 6-grams) are those of the `sacrebleu`
-    command, so the signatures and figures match it.
-    """
-    if not hyps:
-        raise ValueError("no hypotheses to score")
-    if not refs or any(len(stream) != len(hyps) for stream in refs):
-        raise ValueError(f"{len(hyps)} hypotheses but reference sets of "
-                         f"{[len(stream) for stream in refs]} lines")
-    from sacrebleu.metrics import BLEU, CHRF, TER
-
-    metrics = {"bleu": BLEU(), "chrf": CHRF()}
-    if ter:
-        metrics["ter"] = TER()
-    results = {}
-    for key, metric in metrics.items():
-        result = metric.corpus_score(hyps, refs)
-        results[key] = MetricScore(name=result.name, score=float(result.score),
-                                   text=result.format(width=TEXT_WIDTH),
-                                   signature=str(metric.get_signature()))
-    return Scores(metrics=results, lines=len(hyps), nrefs=len(refs))
+    """Corpus BLEU and chrF (and TER unless `ter=False`) with sacreBLEU's defaults, of
+    detokenised `hyps` against `refs`: one list per reference set, each as long as
+    `hyps`."""
+    scorer = CorpusScorer(ter)
+    scorer.add(hyps, refs)
+    return scorer.result()
 
 
-def read_scored_lines(path: Path) -> list[str]:
-    """Hypotheses or references as sacreBLEU scores them: each line, read by transcli's
-    one rule (`system.text`: only '\\n' ends a line, .gz/.bz2/.xz decompressed, strict
-    UTF-8) with a byte-order mark kept, then `rstrip()`ped, as the `sacrebleu` command
-    does."""
-    return [line.rstrip() for line in read_text_file(path, keep_bom=True)]
-
-
-def check_line_counts(name: Path, count: int, refs: list[Path],
-                      ref_lines: list[list[str]]) -> None:
-    """Every reference must be as long as the hypotheses (or the source)."""
-    for ref, lines in zip(refs, ref_lines):
-        if len(lines) != count:
-            raise UserError(f"line counts differ: {name} has {count} lines, "
-                            f"{ref} has {len(lines)}")
-    if count == 0:
-        raise UserError(f"{name}: no lines to score")
+def scored_lines(lines: Iterator[str]) -> Iterator[str]:
+    """Hypotheses or references as sacreBLEU scores them: each line (read by
+    `system.text`'s rule with a byte-order mark kept, as the `sacrebleu` command keeps it)
+    `rstrip()`ped, as that command does."""
+    return (line.rstrip() for line in lines)
 
 
 def format_text(scores: Scores) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
 import torch
 from tqdm import tqdm
@@ -31,7 +31,9 @@ from transcli.rundir.layout import load_run_config
 from transcli.system.devices import pick_device
 from transcli.system.runtime import inference_setup
 
-CHUNK_LINES = 1000  # lines read, translated and written at a time
+T = TypeVar("T")
+CHUNK_LINES = 1000  # lines read, translated and written at a time...
+CHUNK_CHARS = 1 << 23  # ... and at most about this many characters of them
 
 
 class Translator:
@@ -138,6 +140,21 @@ class Translator:
         return found
 
 
+def chunked(items: Iterator[T], cost: Callable[[T], int] = len) -> Iterator[list[T]]:
+    """`items` in lists of `CHUNK_LINES`, or fewer when they reach `CHUNK_CHARS` by `cost`:
+    a chunk of long lines stays small in memory."""
+    chunk: list[T] = []
+    chars = 0
+    for item in items:
+        chunk.append(item)
+        chars += cost(item)
+        if len(chunk) == CHUNK_LINES or chars >= CHUNK_CHARS:
+            yield chunk
+            chunk, chars = [], 0
+    if chunk:
+        yield chunk
+
+
 def fitting_chars(positions: int) -> int:
     """Characters past which a line cannot fit in `positions` tokens: the pieces of the
     tokenizers transcli trains are at most 16 characters long (sentencepiece's default),
@@ -187,9 +204,8 @@ def translate_lines(run_dir: Path, checkpoint: str, lines: list[str], overrides:
     translator = load_translator(run_dir, checkpoint, overrides, device)
     translations: list[str] = []
     with tqdm(total=len(lines), unit="line", file=sys.stderr, disable=not progress) as bar:
-        for first in range(0, len(lines), CHUNK_LINES):
-            chunk = lines[first:first + CHUNK_LINES]
-            translations += translator.translate(chunk, first)
+        for chunk in chunked(iter(lines)):
+            translations += translator.translate(chunk, len(translations))
             bar.update(len(chunk))
     translator.warn_truncated()
     return translations

@@ -90,12 +90,13 @@ def run_inputs(run_dir: str | Path, checkpoint: str = "best") -> list[Path]:
 
 
 def step_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
-    """The run's step checkpoints as (step, path), oldest first."""
+    """The run's step checkpoints as (step, path), oldest first: regular files only (a
+    FIFO of that name would block whoever opened it)."""
     folder = Path(run_dir) / CHECKPOINT_DIR
     found = []
     for path in folder.glob("step-*.safetensors") if folder.is_dir() else []:
         match = STEP_PATTERN.match(path.name)
-        if match:
+        if match and path.is_file():
             found.append((int(match.group(1)), path))
     return sorted(found)
 

@@ -31,7 +31,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
-from transcli.inference.translator import CHUNK_LINES, Translator
+from transcli.inference.translator import Translator, chunked
 from transcli.serve.limits import Limits
 
 WARM_UP = ["Hello."]  # translated once after loading: the first request is not slower
@@ -223,8 +223,10 @@ class Batcher:
         """One request as `transcli translate` runs a file of its lines: in its chunks."""
         translator = self.translator
         assert translator is not None
-        return [text for first in range(0, len(job.lines), CHUNK_LINES)
-                for text in translator.translate(job.lines[first:first + CHUNK_LINES], first)]
+        texts: list[str] = []
+        for chunk in chunked(iter(job.lines)):
+            texts += translator.translate(chunk, len(texts))
+        return texts
 
     def _merged(self, jobs: list[Job]) -> list[list[str]]:
         """All jobs' lines in one `Translator.translate_nbest` call, each line seeded by

@@ -253,7 +253,7 @@ class OutputFolder:
         for name, digest in self._previous().items():
             path = self.folder / name
             with contextlib.suppress(OSError):
-                if path.is_file() and not path.is_symlink() and _sha256(path) == digest:
+                if path.is_file() and not path.is_symlink() and file_digest(path) == digest:
                     path.unlink()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -273,7 +273,7 @@ class OutputFolder:
 
     def done(self, *paths: Path) -> None:
         """Record claimed files once written whole."""
-        self.written.update({path.name: _sha256(path) for path in paths})
+        self.written.update({path.name: file_digest(path) for path in paths})
         with atomic_path(self.folder / self.record, "record of the files written") as tmp:
             tmp.write_text(json.dumps(self.written, indent=0, sort_keys=True), encoding="utf-8")
 
@@ -289,7 +289,9 @@ class OutputFolder:
                 and isinstance(name, str) and "/" not in name and name not in ("", ".", "..")}
 
 
-def _sha256(path: Path) -> str:
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's content, in hex: how transcli tells its own outputs, still
+    as it wrote them, from a user's (records of exports, prepared dirs, attention)."""
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 

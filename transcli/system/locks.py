@@ -80,6 +80,10 @@ def _try_lock(path: Path) -> Optional[int]:
             reason = ("a symbolic link stands there, not transcli's lock file"
                       if os.path.islink(path) else describe_os_error(exc))
             raise UserError(f"{path}: cannot create the lock file ({reason})") from None
+        if os.fstat(fd).st_nlink > 1:  # a hard link to someone's file: never write into it
+            os.close(fd)
+            raise UserError(f"{path}: has other names (hard links), so it is not transcli's "
+                            f"lock file; remove it")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -107,6 +107,8 @@ class StopSignals:
                   f"checkpoint is intact ({self.then})", file=sys.stderr)
             raise SystemExit(128 + signum)
         self.received = name
+        print(f"transcli: {name} received: stopping {self.what} after this step, with a "
+              f"checkpoint (a second one stops at once)", file=sys.stderr)
 
     def __exit__(self, *exc: Any) -> None:
         for sig, handler in self._previous.items():

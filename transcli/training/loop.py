@@ -173,6 +173,7 @@ class Trainer:
         self.saved_step, self.saved_seconds = start, self.progress.seconds
         self.stop_reason: Optional[str] = None  # rank 0's decision: early stop, time limit
         self.tally = Tally(device)  # the updates' sums, on the device until read
+        self.signals = StopSignals()  # the run's, once it runs
         self.lr = 0.0  # the latest update's learning rate
         self.grad_norm = math.nan  # the gradient norm of the latest update read
         self.paused = 0.0  # seconds of validation and saving inside the current log interval
@@ -207,6 +208,7 @@ class Trainer:
         reason = "finished"
         try:
             with StopSignals(then=f"continue with: {self._resume_command()}") as signals:
+                self.signals = signals
                 while p.step < tc.max_steps:
                     pulled = [loader.next() for _ in range(tc.accum_steps)]
                     batches = [batch for batch, _ in pulled]
@@ -218,7 +220,10 @@ class Trainer:
                         reason = (signals.received or self.stop_reason
                                   or f"end of the {tc.decay_minutes:g}-minute decay")
                         break
-                    self._update(batches, agreed)
+                    if not self._update(batches, agreed):
+                        p.seconds = clock
+                        reason = signals.received or "stopped"
+                        break
                     p.position = StreamPosition(**pulled[-1][1])
                     bar.update(1)
                     self._after_update(bar)
@@ -227,16 +232,21 @@ class Trainer:
             bar.close()
         self._finish(reason)
 
-    def _update(self, batches: list[Batch], agreed: Agreed) -> None:
+    def _update(self, batches: list[Batch], agreed: Agreed) -> bool:
         """Forward/backward every batch, then one optimizer step, all queued on the device
         without waiting for it: an update whose loss or gradient is not finite is skipped
-        there (`Optimization.step`) and reported when the tally is next read."""
+        there (`Optimization.step`) and reported when the tally is next read. A single
+        process stopped by a signal between its batches drops the update (False), so that
+        a long accumulation does not keep it from saving."""
         p = self.progress
         torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
         self.net.train()
         scale = self.dist.world / agreed.tgt_tokens  # DDP averages gradients over processes
         sums = torch.zeros(4, device=self.device)
         for i, batch in enumerate(batches):
+            if i and self.dist.world == 1 and self.signals.received:
+                self.opt.adam.zero_grad(set_to_none=True)
+                return False
             batch = batch.to(self.device)
             with no_sync(self.ddp, last=i == len(batches) - 1):
                 with self._autocast():
@@ -262,6 +272,7 @@ class Trainer:
         p.src_tokens += int(agreed.real - agreed.tgt_tokens)
         p.interval.padded += agreed.padded
         p.interval.real += agreed.real
+        return True
 
     def _settle(self) -> None:
         """Read the device's tally into the log interval (the one wait for the device in
@@ -429,7 +440,8 @@ def expected_end(bar: tqdm, p: Progress, sitting_start: int, elapsed: float, tc:
 def ending(reason: str, step: int, tc: Any, run_dir: Path, resume: str) -> str:
     """The run's last line: why it stopped, where the checkpoint is, and, when the run is
     not over, the command (`resume`) that continues it."""
-    where = f"checkpoint step {step} saved in {run_dir / CHECKPOINT_DIR}"
+    where = (f"checkpoint step {step} saved in {run_dir / CHECKPOINT_DIR}" if step
+             else "no update was made, so nothing was saved")
     if reason == "finished" or reason.startswith(("end of the", "early stop")):
         done = "finished" if reason == "finished" else reason
         return f"{done} at step {step}; {where}"
