@@ -61,7 +61,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     target = pick_device(device)
     model, tokenizer, cfg = load_trained(run_dir, checkpoint, target)
     inference_setup(target, cfg.decode.threads)
-    budget = batch_tokens or cfg.decode.batch_tokens
+    budget = cfg.decode.batch_tokens if batch_tokens is None else batch_tokens
     if budget < 1:
         raise UserError(f"--batch-tokens {budget}: must be at least 1")
     too_long = 0

@@ -81,6 +81,10 @@ def set_value(cfg: Config, dotted: str, value: Any, origin: str = "command line"
     target: Any = cfg
     for depth, name in enumerate(parts):
         where = ".".join(parts[: depth + 1])
+        if target is None and depth:  # a source not given: set it as a whole
+            raise UserError(f"{origin}: '{'.'.join(parts[:depth])}' is not set, so it has no "
+                            f"'{name}' yet; give it whole, e.g. --set "
+                            f"'{'.'.join(parts[:depth])}={{src_file: a.en, tgt_file: a.es}}'")
         if not dataclasses.is_dataclass(target):
             raise UserError(f"{origin}: '{where}' does not name a setting")
         fields = {f.name: f for f in dataclasses.fields(target)}
@@ -100,6 +104,8 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults`, merged below
+                continue
             key = self.construct_object(key_node, deep=True)
             try:
                 duplicate = key in seen

@@ -103,7 +103,9 @@ def _training_error(message: str, vocab_size: int, sentences: int) -> str:
                 f"{chars.group(1)} pieces for its characters and the special tokens; "
                 f"raise data.vocab_size or lower data.character_coverage")
     reason = " ".join(message.split("] ", 1)[-1].split()) or "unknown error"
-    return f"sentencepiece training failed on {sentences} sentences: {reason}"
+    return (f"sentencepiece training failed on {sentences} sentences: {reason} (the settings "
+            f"it was given: data.vocab_size, data.character_coverage, "
+            f"data.input_sentence_size, data.tokenizer)")
 
 
 def _sample_mask(total: int, size: int, seed: int) -> np.ndarray | None:

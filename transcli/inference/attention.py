@@ -208,14 +208,15 @@ def describe(attention: Attention, english: str, spanish: str) -> str:
 # ----------------------------------------------------------------------------- writing
 
 
-def check_decode(decode: DecodeConfig) -> None:
-    """Refuse the settings attention cannot be shown for (before any model is loaded)."""
+def check_decode(decode: DecodeConfig, command: str = "--attention") -> None:
+    """Refuse the settings attention cannot be shown for (before any model is loaded);
+    `command` names what asked for the pictures."""
     if decode.engine != "torch":
-        raise UserError("--attention needs the torch engine (decode.engine=torch): "
-                        "CTranslate2 does not expose the attention weights")
+        raise UserError(f"{command} needs the torch engine (decode.engine=torch): "
+                        f"CTranslate2 does not expose the attention weights")
     if decode.split_sentences:
-        raise UserError("--attention and --split-sentences do not go together: each "
-                        "picture shows one translation of one input line")
+        raise UserError(f"{command} and --split-sentences do not go together: each "
+                        f"picture shows one translation of one input line")
 
 
 class AttentionWriter:
@@ -226,7 +227,7 @@ class AttentionWriter:
                  option: str = "--attention"):
         """`force`: write into a non-empty `folder`, replacing the files an earlier run
         wrote there (`RECORD_FILE` lists them) and never another file."""
-        check_decode(translator.decode)
+        check_decode(translator.decode, "explain" if option == "--out" else option)
         assert isinstance(translator.engine, TorchEngine)
         self.folder = Path(folder)
         self.output = OutputFolder(self.folder, RECORD_FILE, "attention files", force)

@@ -113,7 +113,8 @@ def load_run_config(run_dir: str | Path, overrides: list[str] | None = None) -> 
     """The run's resolved config, with `section.key=value` overrides applied."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise UserError(f"{run_dir}: run directory not found")
+        what = "is a file, not a run directory" if run_dir.exists() else "run directory not found"
+        raise UserError(f"{run_dir}: {what}")
     path = run_dir / CONFIG_FILE
     if not path.is_file():
         raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
