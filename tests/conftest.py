@@ -61,6 +61,17 @@ def memorised(tiny_spm: Path) -> Transformer:
 
 
 @pytest.fixture(scope="module")
+def model(memorised: Transformer) -> Transformer:
+    """The memorised model under the name the search tests give it."""
+    return memorised
+
+
+@pytest.fixture(scope="module")
+def sources(memorised_sources: list[list[int]]) -> list[list[int]]:
+    return memorised_sources
+
+
+@pytest.fixture(scope="module")
 def memorised_sources(tiny_tokenizer: Tokenizer) -> list[list[int]]:
     """PAIRS' English sides and unseen lines, as source ids + EOS."""
     from helpers.memorised import UNSEEN

@@ -353,31 +353,24 @@ def test_a_lock_file_that_is_a_link_is_refused(prepared: Path, tmp_path: Path) -
         assert ".train.lock" in line and precious.read_text() == "precious data"
 
 
-def test_prepare_force_keeps_a_file_edited_since(tmp_path: Path) -> None:
-    out = tmp_path / "prep"
-    args = ["prepare", "-c", TINY_CONFIG, "--src-file", ROOT / "data/sample/train.en",
-            "--tgt-file", ROOT / "data/sample/train.es", "--out", out]
+@pytest.mark.parametrize("command, edited", [("prepare", "test.en"), ("export", "config.json")])
+def test_force_keeps_a_file_edited_since(command: str, edited: str, run_dir: Path,
+                                         tmp_path: Path) -> None:
+    """A prepared dir's or an export's file edited after transcli wrote it is the user's:
+    --force refuses to replace it, and replaces the files still as written."""
+    out = tmp_path / "out"
+    args = (["prepare", "-c", TINY_CONFIG, "--src-file", ROOT / "data/sample/train.en",
+             "--tgt-file", ROOT / "data/sample/train.es", "--out", out] if command == "prepare"
+            else ["export", "-m", run_dir, "--checkpoint", "last", "-f", "ct2", "-o", out])
     assert run_cli(*args).returncode == 0
-    with open(out / "test.en", "a", encoding="utf-8") as handle:
+    with open(out / edited, "a", encoding="utf-8") as handle:
         handle.write("my own line\n")
-    edited = (out / "test.en").read_bytes()
-    assert "test.en: exists and was not written by transcli prepare" in one_error_line(
+    mine = (out / edited).read_bytes()
+    assert f"{edited}: exists and was not written by transcli {command}" in one_error_line(
         run_cli(*args, "--force"))
-    assert (out / "test.en").read_bytes() == edited
-    (out / "test.en").unlink()
-    assert run_cli(*args, "--force").returncode == 0  # its own files it replaces
-
-
-def test_export_force_keeps_a_file_edited_since(run_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / "ct2"
-    args = ["export", "-m", run_dir, "--checkpoint", "last", "-f", "ct2", "-o", out]
-    assert run_cli(*args).returncode == 0
-    with open(out / "config.json", "a", encoding="utf-8") as handle:
-        handle.write("\n")
-    edited = (out / "config.json").read_bytes()
-    assert "config.json: exists and was not written by transcli export" in one_error_line(
-        run_cli(*args, "--force"))
-    assert (out / "config.json").read_bytes() == edited
+    assert (out / edited).read_bytes() == mine
+    (out / edited).unlink()
+    assert run_cli(*args, "--force").returncode == 0
 
 
 def test_deeply_nested_markup_in_a_tmx_segment(tmp_path: Path) -> None:

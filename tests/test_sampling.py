@@ -25,16 +25,6 @@ from transcli.system.errors import UserError
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
-@pytest.fixture(scope="module")
-def model(memorised: Transformer) -> Transformer:
-    return memorised
-
-
-@pytest.fixture(scope="module")
-def sources(memorised_sources: list[list[int]]) -> list[list[int]]:
-    return memorised_sources
-
-
 def run(model: Transformer, src: torch.Tensor, max_len: int, indices=None, cached: bool = True,
         **decode) -> list[list[Hypothesis]]:
     with torch.inference_mode():

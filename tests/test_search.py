@@ -30,16 +30,6 @@ from transcli.model.vocab import BOS_ID, EOS_ID
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
-@pytest.fixture(scope="module")
-def model(memorised: Transformer) -> Transformer:
-    return memorised
-
-
-@pytest.fixture(scope="module")
-def sources(memorised_sources: list[list[int]]) -> list[list[int]]:
-    return memorised_sources
-
-
 def search(model: Transformer, src: torch.Tensor, beam: int, max_len, alpha: float = 0.6,
            n_best: int = 1, cached: bool = True, reward: float = 0.0, bound: float = 0.0
            ) -> list[list[Hypothesis]]:
