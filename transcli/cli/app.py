@@ -55,8 +55,11 @@ def main() -> None:
         print(f"transcli: error: {problem}", file=sys.stderr)
         sys.exit(1)
     # Before any command imports torch: OpenMP threads spin between parallel regions
-    # on idle cores and sleep where other processes need them; on a GPU, memory is
+    # on idle cores and sleep where other processes need them, and always sleep in a
+    # server, whose HTTP side needs the CPU between batches; on a GPU, memory is
     # reserved in segments that grow, so batches of changing shapes do not fragment it.
+    if sys.argv[1:2] == ["serve"]:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     waitpolicy.choose()
     os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     sys.exit(run_command(app))

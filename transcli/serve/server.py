@@ -37,8 +37,12 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     """Serve the run's model on host:port until a stop signal (module doc); `overrides`
     are the config's, as `load_translator` takes them."""
     from transcli.rundir.layout import load_run_config
+    from transcli.system.runtime import available_cores
 
-    check_decode(load_run_config(run_dir, overrides).decode)
+    decode = load_run_config(run_dir, overrides).decode
+    check_decode(decode)
+    if not decode.threads:  # the HTTP side needs a core of its own to take requests
+        overrides = [("decode.threads", max(1, available_cores() - 1)), *overrides]
     if api_key is not None and not api_key.strip():
         raise UserError("--api-key is empty: give a key, or leave the option out")
     require("fastapi", "serve")  # a missing extra is one line too
