@@ -2,7 +2,8 @@
 batching on and off, beside offline `transcli translate` of the same lines.
 
     .venv/bin/python -m bench.serve_load --model RUN [--clients 16 [64 ...]] [--seconds 20]
-        [--lines 1000] [--checkpoint best] [--search greedy|beam] [--threads N] [--corpus FILE]
+        [--lines 1000] [--checkpoint best] [--search greedy|beam] [--threads N]
+        [--engine torch|ct2] [--set section.key=value ...] [--corpus FILE]
 
 The lines are the first --lines non-blank lines of ../shared/corpora/en-es/dev.tatoeba.en
 (short conversational sentences). Every figure comes from processes this script starts
@@ -73,10 +74,15 @@ def main() -> None:
     common = ["-m", str(args.model), "--checkpoint", args.checkpoint]
     if args.threads is not None:
         common += ["--set", f"decode.threads={args.threads}"]
-    threads = "the run's decode.threads" if args.threads is None else args.threads
+    if args.engine is not None:
+        common += ["--engine", args.engine]
+    for item in args.set:
+        common += ["--set", item]
+    runs = "the run's"
     print(f"serve_load: {args.model} (checkpoint {args.checkpoint}), {len(lines)} lines of "
-          f"{args.corpus.name}, search {args.search}, torch threads: {threads}, "
-          f"{os.cpu_count()} CPUs", flush=True)
+          f"{args.corpus.name}, search {args.search}, engine {args.engine or runs}, "
+          f"decode.threads {runs if args.threads is None else args.threads}, "
+          f"--set {' '.join(args.set) or 'none'}, {os.cpu_count()} CPUs", flush=True)
     print(f"uptime before: {uptime()}", flush=True)
 
     rows = [offline_row(common + search, lines)]
@@ -104,6 +110,10 @@ def parse_args() -> argparse.Namespace:
                         help="beam: the run's decode.beam_size")
     parser.add_argument("--threads", type=int, help="decode.threads, offline and served "
                         "alike (default: the run's; 0: one per core)")
+    parser.add_argument("--engine", choices=("torch", "ct2"),
+                        help="decode.engine, offline and served alike (default: the run's)")
+    parser.add_argument("--set", action="append", default=[], metavar="section.key=value",
+                        help="a setting for offline and served alike (repeatable)")
     parser.add_argument("--corpus", type=Path, default=CORPORA / "dev.tatoeba.en")
     args = parser.parse_args()
     if not all(1 <= n <= 256 for n in args.clients) or not 0 < args.seconds <= 600:
