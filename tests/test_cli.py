@@ -85,3 +85,24 @@ def test_short_options_survive() -> None:
 
 def test_evaluate_help_names_its_three_metrics() -> None:
     assert all(name in _help("evaluate") for name in ("BLEU", "chrF", "TER"))
+
+
+COMMANDS = ["prepare", "train", "translate", "evaluate", "score", "explain", "export", "info",
+            "config", "serve"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_teaches_with_examples_and_plain_placeholders(command: str) -> None:
+    """Every command's help shows examples of itself, plain flags take no value, and no
+    value is shown as a Python type."""
+    from typer.testing import CliRunner
+
+    from transcli.cli.app import app
+
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    examples = result.output.split("Examples:", 1)[1].split("Options:", 1)[0]
+    assert f"transcli {command} " in examples
+    options = result.output.split("Options:", 1)[1]
+    for placeholder in ("<bool>", "<list[", "<int range>"):
+        assert placeholder not in options, placeholder

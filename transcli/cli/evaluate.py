@@ -30,7 +30,8 @@ SCORE_CHUNK = 10_000  # lines scored at a time
 @with_decoding
 def evaluate(
     *,
-    ref: list[Path] = typer.Option(..., "--ref", "-r", help="Reference file (repeatable)."),
+    ref: list[Path] = typer.Option(..., "--ref", "-r", metavar="<path>",
+                                   help="Reference file (repeatable)."),
     hyp: Optional[Path] = typer.Option(None, help="Hypotheses to score (instead of --model)."),
     model: Optional[Path] = typer.Option(None, "--model", "-m", help="Run dir to translate with."),
     src: Optional[Path] = typer.Option(None, help="Source file to translate (with --model)."),

@@ -36,7 +36,8 @@ def given(flags: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (defaults when omitted).")
-SetOpt = typer.Option(None, "--set", help="Override any setting: section.key=value (repeatable).")
+SetOpt = typer.Option(None, "--set", metavar="<section.key=value>",
+                      help="Override any setting (repeatable).")
 ModelOpt = typer.Option(..., "--model", "-m", help="Run directory written by `train`.")
 CheckpointOpt = typer.Option(
     "best", help="best, last, avg, a step number, or a checkpoint path (without best: the "

@@ -24,8 +24,8 @@ def serve(
     checkpoint: str = CheckpointOpt,
     host: str = typer.Option(
         "127.0.0.1", help="Address to listen on; 0.0.0.0 (or ::) opens it to the network."),
-    port: int = typer.Option(5000, min=0, max=65535, help="Port (0: any free one; the "
-                             "address is printed on stderr)."),
+    port: int = typer.Option(5000, min=0, max=65535, metavar="<int>",
+                             help="Port (0: any free one; the address is printed on stderr)."),
     api_key: Optional[str] = typer.Option(
         None, envvar="TRANSCLI_API_KEY", show_envvar=True,
         help="Answer only requests whose api_key field is this (403 otherwise)."),
