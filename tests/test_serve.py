@@ -15,6 +15,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -375,6 +376,9 @@ def test_bad_startup_is_one_error_line(run_dir, tmp_path):
     error = one_error_line(run_cli("serve", "-m", run_dir, "--beam-size", "3",
                                    "--set", "decode.n_best=2"))
     assert "decode.n_best=2" in error
+    error = one_error_line(run_cli("serve", "-m", run_dir, "--engine", "ct2", "--strategy",
+                                   "sample", "--set", "decode.word_reward=0"))
+    assert "decode.strategy=sample with --engine ct2" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--timeout", "0"))
     assert "--timeout" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--api-key", ""))
@@ -427,6 +431,24 @@ REQUESTS = [[ENGLISH[0], "", UNSEEN[2]], [MULTI, ENGLISH[3]], [UNSEEN[0]], ENGLI
 ], ids=["sample", "split-sentences", "greedy"])
 def test_merged_requests_are_answered_as_alone(run_dir, one_thread_per_module, overrides):
     answers, alone, batcher = batched(run_dir, overrides, REQUESTS)
+    assert batcher.merging and batcher.model_calls == 1 and batcher.answered == 4
+    assert answers == alone
+
+
+CT2 = ["decode.engine=ct2", "decode.word_reward=0"]
+
+
+@pytest.fixture(scope="module")
+def ct2_run(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the run (its CTranslate2 export is cached in the run dir)."""
+    return Path(shutil.copytree(run_dir, tmp_path_factory.mktemp("ct2") / "run"))
+
+
+@pytest.mark.parametrize("overrides", [[*CT2, "decode.strategy=greedy"],
+                                       [*CT2, "decode.strategy=beam", "decode.beam_size=3"]],
+                         ids=["greedy", "beam"])
+def test_ct2_float32_requests_are_merged(ct2_run, one_thread_per_module, overrides):
+    answers, alone, batcher = batched(ct2_run, overrides, REQUESTS)
     assert batcher.merging and batcher.model_calls == 1 and batcher.answered == 4
     assert answers == alone
 

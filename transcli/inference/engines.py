@@ -137,8 +137,10 @@ def ct2_options(decode: DecodeConfig, max_len: int) -> dict[str, Any]:
       so beam results may differ (the tests report the agreement rate);
     - length limit: one per call (`Ct2Engine.search` re-runs the few sentences that
       ran past their own);
-    - sampling: CTranslate2's own generator, seeded once per batch, so a line's
-      sample depends on its batch (transcli's torch sampler seeds each line).
+    - sampling: CTranslate2's own generator, seeded once per process (its worker
+      thread's stream, which `set_random_seed` seeds on first use), so a line's sample
+      depends on every line searched before it in that process (transcli's torch
+      sampler seeds each line).
     """
     options: dict[str, Any] = dict(
         max_decoding_length=max_len, min_decoding_length=0, max_input_length=0,

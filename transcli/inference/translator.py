@@ -55,6 +55,17 @@ class Translator:
         self.truncated = 0  # input lines cut to fit the model's positions, so far
         self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
 
+    @property
+    def batch_invariant(self) -> bool:
+        """Whether a line's translation is the same whatever lines share its batch, so
+        that `serve` may merge requests. Float32 search is, on both engines (the torch
+        engine by tests/test_translate.py; CTranslate2 greedy and beam by
+        tests/test_serve.py and docs/SERVE.md); int8 products are not (their rounding
+        depends on the batch), nor is CTranslate2's sampler (one random stream per process)."""
+        if self.decode.quantize != "none":
+            return False
+        return self.decode.engine == "torch" or self.decode.strategy != "sample"
+
     def translate(self, lines: list[str], first: int = 0) -> list[str]:
         """The best translation of each line, in input order."""
         return [hyps[0][0] for hyps in self.translate_nbest(lines, first)]

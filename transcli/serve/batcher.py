@@ -14,10 +14,10 @@ was waiting while the model ran is taken at once. The merged lines are one
 
 Batching never changes a translation. A line's index, which seeds sampling, is its
 index in its own request, so a request is answered as `transcli translate` answers a
-file of its lines. Merging relies on the torch engine's float32 search not depending on
-a line's batch-mates (tests/test_translate.py checks it); int8 weights (one input scale
-per batch) and CTranslate2 (one sampling seed per batch) do depend on them, so there, as
-with `batching=False`, each request is translated alone, in `translate`'s chunks.
+file of its lines. Requests are merged only where a line's translation does not depend
+on its batch-mates (`Translator.batch_invariant`); elsewhere (int8, CTranslate2's
+sampler), as with `batching=False`, each request is translated alone, in `translate`'s
+chunks.
 """
 
 from __future__ import annotations
@@ -152,9 +152,7 @@ class Batcher:
         try:
             self.translator = self._load()
             self.translator.translate(WARM_UP)
-            decode = self.translator.decode
-            self.merging = (self.limits.batching and decode.engine == "torch"
-                            and decode.quantize == "none")
+            self.merging = self.limits.batching and self.translator.batch_invariant
         except BaseException as exc:  # handed to `start`, in the main thread
             self._load_error = exc
             return

@@ -69,10 +69,16 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
 
 
 def check_decode(decode: DecodeConfig) -> None:
-    """One translation per line is what a client gets: refuse n-best settings."""
+    """Refuse settings whose answers would not be `translate`'s: n-best lists (a client
+    gets one translation per line) and CTranslate2's sampler, whose one random stream
+    per process would make each answer depend on the requests before it."""
     if decode.n_best != 1:
         raise UserError(f"decode.n_best={decode.n_best}: serve gives one translation per "
                         f"line; set decode.n_best=1")
+    if decode.engine == "ct2" and decode.strategy == "sample":
+        raise UserError("decode.strategy=sample with --engine ct2: CTranslate2 samples from "
+                        "one random stream per process, so an answer would depend on earlier "
+                        "requests; sample with --engine torch")
 
 
 def bind(host: str, port: int) -> socket.socket:
