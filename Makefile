@@ -55,11 +55,14 @@ demo: $(STAMP)  ## Prepare data/sample, train a small model a few minutes on CPU
 prepare: $(STAMP)  ## Prepare CONFIG's data (or CORPUS.en + CORPUS.es) into DATA
 	$(TRANSCLI) prepare --config $(CONFIG) $(if $(CORPUS),--src-file $(CORPUS).en --tgt-file $(CORPUS).es) --out $(DATA) $(ARGS)
 
+# --resume continues with the run's own config.yaml, unless CONFIG= is given on make's line
+TRAIN_CONFIG = $(if $(and $(filter --resume,$(ARGS)),$(filter-out command line,$(origin CONFIG))),,--config $(CONFIG))
+
 train: $(STAMP)  ## Train CONFIG on DATA into RUN (ARGS=--resume to continue)
-	$(TRANSCLI) train --config $(CONFIG) --data $(DATA) --out $(RUN) $(ARGS)
+	$(TRANSCLI) train $(TRAIN_CONFIG) --data $(DATA) --out $(RUN) $(ARGS)
 
 translate: $(STAMP)  ## Translate INPUT to OUTPUT with the model in RUN (- for stdin/stdout)
-	$(TRANSCLI) translate --model $(RUN) -i $(INPUT) -o $(OUTPUT) $(ARGS)
+	@$(TRANSCLI) translate --model $(RUN) -i $(INPUT) -o $(OUTPUT) $(ARGS)
 
 evaluate: $(STAMP)  ## Score OUTPUT against REF with sacreBLEU
 	$(TRANSCLI) evaluate --hyp $(OUTPUT) --ref $(REF) $(ARGS)

@@ -30,9 +30,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from train_speed import Steady
-
 from bench.common import CORPORA, ROOT
+from bench.train_speed import Steady
 
 SETS = ["dev.tatoeba", "dev.newstest2012", "test.tico19"]
 RESULTS = "results.json"

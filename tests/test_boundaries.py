@@ -341,6 +341,16 @@ def test_resume_never_starts_over_weights_it_cannot_continue(prepared: Path,
     assert {p.name: p.read_bytes() for p in (run / "checkpoints").iterdir()} == weights
 
 
+def test_resume_without_a_run_or_a_config_starts_nothing(prepared: Path,
+                                                         tmp_path: Path) -> None:
+    """A mistyped --out with --resume alone would otherwise train the paper's base model."""
+    for run in (tmp_path / "typo", tmp_path):  # missing, and a dir without a run
+        line = one_error_line(run_cli("train", "--data", prepared, "--out", run, "--resume"))
+        assert line == (f"transcli: error: {run}: --resume: no run to continue here (no "
+                        f"config.yaml); check --out, or start a run with --config")
+    assert not (tmp_path / "typo").exists() and not any(tmp_path.iterdir())
+
+
 def test_a_lock_file_that_is_a_link_is_refused(prepared: Path, tmp_path: Path) -> None:
     precious = tmp_path / "precious.txt"
     for link in (os.symlink, os.link):

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from step_speed import decoding_state
 
 from bench.common import ROOT, fastest
+from bench.micro.step import decoding_state
 from transcli.config.loading import load_config
 from transcli.model.kvcache import DecoderState
 from transcli.model.transformer import Transformer

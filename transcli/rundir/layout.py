@@ -124,10 +124,16 @@ def load_run_config(run_dir: str | Path, overrides: list[str] | None = None) -> 
 def train_config_path(config: Optional[Path], run_dir: Path, resume: bool) -> Optional[Path]:
     """The config file `train` reads: the one given; else, when resuming, the run's own
     `config.yaml` (so `--resume` alone continues with the settings the run had); else
-    none (the defaults)."""
-    if config is None and resume and (Path(run_dir) / CONFIG_FILE).is_file():
-        return Path(run_dir) / CONFIG_FILE
-    return config
+    none (the defaults). `--resume` alone where no run is (a mistyped --out) is refused
+    rather than starting the paper's base model; with --config it starts the run (the
+    start-or-continue line of a job script)."""
+    if config is not None or not resume:
+        return config
+    own = Path(run_dir) / CONFIG_FILE
+    if not own.is_file():
+        raise UserError(f"{run_dir}: --resume: no run to continue here (no {CONFIG_FILE}); "
+                        f"check --out, or start a run with --config")
+    return own
 
 
 def run_identity(cfg: Config, manifest: dict[str, Any], vocab_size: int) -> dict[str, Any]:
