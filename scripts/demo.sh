@@ -14,6 +14,7 @@ echo "== 2/4 train: configs/demo.yaml -> $OUT/run (a few minutes on CPU)"
 transcli train --config configs/demo.yaml --data "$OUT/data" --out "$OUT/run" --force
 
 echo "== 3/4 translate"
+rm -f "$OUT/handful.es" "$OUT/test.hyp.es"  # the demo's own outputs, from an earlier demo
 printf '%s\n' "I like trees." "Where is the station?" "My sister has two cats." \
   "We are going to the beach tomorrow." "The children are playing in the garden." \
   | tee "$OUT/handful.en" | transcli translate --model "$OUT/run" -o "$OUT/handful.es"

@@ -53,7 +53,7 @@ from transcli.rundir.layout import (
 )
 from transcli.rundir.metrics import read_metrics
 from transcli.system.errors import UserError
-from transcli.system.files import output_file
+from transcli.system.files import output_file, write_text_output
 from transcli.system.locks import SCRATCH_LOCK, scratch_dir
 from transcli.training.loop import train
 
@@ -234,15 +234,65 @@ def test_outputs_write_through_fifos_devices_and_symlinks(run: Path, lines: Path
     assert stat.S_ISCHR(device.lstat().st_mode) and device.lstat().st_size == 0
 
     target, link = tmp_path / "target.es", tmp_path / "link.es"
-    target.write_text("old\n")
+    write_text_output(target, "old\n")  # transcli's own file: one it may replace
     link.symlink_to(target.name)
     assert cli(*translate_args(run, "-i", lines, "-o", link)).returncode == 0
     assert link.is_symlink() and target.read_text().splitlines() == SPANISH
 
 
+def test_an_output_replaces_only_a_file_transcli_wrote(run: Path, lines: Path,
+                                                       tmp_path: Path) -> None:
+    """-o over a user's file is refused (translate, score, evaluate); transcli's own
+    output, unchanged since, is replaced; so is an empty file."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    refs = tmp_path / "refs.es"
+    refs.write_text("".join(s + "\n" for s in SPANISH), encoding="utf-8")
+    for args, what in ((translate_args(run, "-i", lines), "translations"),
+                       (["score", "-m", run, "--checkpoint", "last", "--src", lines,
+                         "--tgt", refs], "scores"),
+                       (["evaluate", "-m", run, "--checkpoint", "last", "--greedy", "--src",
+                         lines, "--ref", refs, "--hyp-out", notes], "hypotheses")):
+        args = [*args, "-o", notes] if "--hyp-out" not in args else args
+        assert error_of(cli(*args)) == (
+            f"transcli: error: {notes}: exists and was not written by transcli (or was "
+            f"changed since); refusing to replace it with the {what}: remove it first or "
+            f"choose another file")
+    assert notes.read_text() == "my notes\n"
+
+    out = tmp_path / "out.es"
+    for _ in range(2):  # written, then replaced: it is transcli's
+        assert cli(*translate_args(run, "-i", lines, "-o", out)).returncode == 0
+    assert out.read_text().splitlines() == SPANISH
+    with open(out, "a") as edit:
+        edit.write("my correction\n")
+    assert "was not written by transcli (or was changed since)" in error_of(
+        cli(*translate_args(run, "-i", lines, "-o", out)))
+    assert out.read_text().endswith("my correction\n")
+
+    empty = tmp_path / "empty.es"
+    empty.touch()
+    assert cli(*translate_args(run, "-i", lines, "-o", empty)).returncode == 0
+
+
+def test_without_a_ledger_an_existing_output_is_kept(tmp_path: Path) -> None:
+    """A state folder that cannot be written: transcli forgets what it wrote, and so
+    treats the file as the user's."""
+    out = tmp_path / "out.txt"
+    state = os.environ["XDG_STATE_HOME"]
+    os.environ["XDG_STATE_HOME"] = "/proc/no-state-here"
+    try:
+        write_text_output(out, "first\n")
+        with pytest.raises(UserError, match="was not written by transcli"):
+            write_text_output(out, "second\n")
+    finally:
+        os.environ["XDG_STATE_HOME"] = state
+    assert out.read_text() == "first\n"
+
+
 def test_replaced_outputs_keep_their_mode_and_new_ones_follow_the_umask(tmp_path: Path) -> None:
     old = tmp_path / "old.txt"
-    old.write_text("x")
+    write_text_output(old, "x")  # transcli's own file: one it may replace
     old.chmod(0o640)
     umask = os.umask(0o027)
     try:
@@ -266,13 +316,13 @@ def test_a_write_past_a_size_limit_keeps_the_old_output(run: Path, tmp_path: Pat
     ref = tmp_path / "ref.es"
     ref.write_text("".join(line + "\n" for line in SPANISH * 20), encoding="utf-8")
     out = tmp_path / "out.es"
-    out.write_text("the user's previous output\n")
+    write_text_output(out, "the previous output\n")  # transcli's, so it may be replaced
     args = (translate_args(run, "-i", source, "-o", out) if command == "translate" else
             ["evaluate", "-m", run, "--checkpoint", "last", "--src", source, "--ref", ref,
              "--hyp-out", out])
     line = error_of(cli(*args, preexec=file_size_limit(2000)))
     assert f"{out}: cannot write the" in line and "File too large" in line
-    assert out.read_text() == "the user's previous output\n" and temp_files(tmp_path) == []
+    assert out.read_text() == "the previous output\n" and temp_files(tmp_path) == []
 
 
 @pytest.mark.slow

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import TINY_CONFIG as TINY
 
 from transcli.config.loading import load_config, save_config
 from transcli.data.tokenizer import TOKENIZER_FILE
 from transcli.rundir.layout import CONFIG_FILE, load_run_config, train_config_path, write_run_files
+from transcli.system.errors import UserError
 
 
 def test_the_config_train_reads(tmp_path: Path) -> None:
     run, given = tmp_path / "run", tmp_path / "given.yaml"
     assert train_config_path(given, run, resume=True) == given
-    assert train_config_path(None, run, resume=True) is None  # nothing there yet: defaults
+    with pytest.raises(UserError, match="--resume: no run to continue here"):
+        train_config_path(None, run, resume=True)  # a mistyped --out: not the defaults
+    assert train_config_path(None, run, resume=False) is None  # a new run: the defaults
     run.mkdir()
     save_config(load_config(TINY), run / CONFIG_FILE)
     assert train_config_path(None, run, resume=True) == run / CONFIG_FILE

@@ -241,7 +241,7 @@ class AttentionWriter:
         self.output.open(self.option)
         self._alignments_path, = self.output.claim(ALIGNMENTS_FILE)
         self._alignments = self._stack.enter_context(
-            output_file(self._alignments_path, what="alignments"))
+            output_file(self._alignments_path, what="alignments", guarded=False))
         return self
 
     def __exit__(self, *exc: Any) -> None:

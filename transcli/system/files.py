@@ -8,6 +8,8 @@
 - An output is never one of the command's own inputs, and never replaces what is
   not a regular file: a FIFO or character device (`/dev/stdout`, `/dev/null`) is
   written through, a symlink is followed to its target.
+- An existing file that is not empty is replaced only when transcli wrote it and it is
+  unchanged since (`written.py` keeps the ledger); otherwise the command is refused.
 Reading text lines has its own rule, in `text.py`.
 """
 
@@ -23,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Iterable, Iterator, Optional
 
+from transcli.system import written
 from transcli.system.errors import UserError, WriteFailed
 
 BLOCK = 1 << 20
@@ -145,14 +148,15 @@ def same_file(a: Path, b: Path) -> bool:
 
 @contextlib.contextmanager
 def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str = "output",
-                stdout: Optional[BinaryIO] = None) -> Iterator[BinaryIO]:
+                stdout: Optional[BinaryIO] = None, guarded: bool = True) -> Iterator[BinaryIO]:
     """A binary handle for one output of a command, by the rules in the module doc.
 
     `name` "-" is `stdout` (when given): a reader that leaves (`| head`) ends the
     block quietly, any other failure is one line. `inputs` are the command's input
     files: naming one of them as the output is refused before anything is written,
     since the atomic rename would destroy the input. Errors while writing are one line
-    naming the file.
+    naming the file. `guarded` False skips `check_replaceable`, for a caller that has
+    checked the file is its own (`OutputFolder`).
     """
     if stdout is not None and str(name) == "-":
         with _writing_stdout(what):
@@ -160,7 +164,7 @@ def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str =
             stdout.flush()
         return
     path = Path(name)
-    check_output(path, inputs, what)
+    check_output(path, inputs, what, guarded)
     check_parents(path)
     try:
         kind: Optional[int] = os.stat(path).st_mode  # follows symlinks
@@ -179,11 +183,26 @@ def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str =
         return
     with atomic_path(os.path.realpath(path), what) as tmp, open(tmp, "wb") as handle:
         yield handle
+    written.remember(path)
 
 
-def check_output(path: Path, inputs: Iterable[str | Path] = (), what: str = "output") -> None:
+def check_replaceable(path: Path, what: str) -> None:
+    """Refuse to replace a file with content that transcli did not write (module doc)."""
+    try:
+        empty = os.path.getsize(path) == 0
+    except OSError:
+        return  # gone meanwhile: nothing to replace
+    if not empty and not written.wrote(path):
+        raise UserError(f"{path}: exists and was not written by transcli (or was changed "
+                        f"since); refusing to replace it with the {what}: remove it first "
+                        f"or choose another file")
+
+
+def check_output(path: Path, inputs: Iterable[str | Path] = (), what: str = "output",
+                 guarded: bool = True) -> None:
     """Refuse an output that is a directory, one of the command's `inputs` (an existing
-    file, or a path an input may take), or a file inside an input that is a folder."""
+    file, or a path an input may take), a file inside an input that is a folder, or
+    (when `guarded`) a file transcli may not replace (`check_replaceable`)."""
     target = os.path.realpath(path)
     for source in inputs:
         if str(source) == "-":
@@ -193,7 +212,9 @@ def check_output(path: Path, inputs: Iterable[str | Path] = (), what: str = "out
             raise UserError(f"{path}: is also an input of this command ({source}); "
                             f"refusing to write the {what} over it")
     if path.is_dir():
-        raise UserError(f"{path}: is a directory; the {what} needs a file name")
+        raise UserError(f"{path}: is a directory; give a file name for the {what}")
+    if guarded and path.is_file():  # a FIFO or a device is written through, not replaced
+        check_replaceable(path, what)
 
 
 @contextlib.contextmanager
