@@ -62,6 +62,18 @@ def test_invalid_utf8_names_the_file_line_and_byte(tmp_path: Path) -> None:
         read_text_file(path)
 
 
+@pytest.mark.parametrize("encoding, bom", [("utf-16-le", b"\xff\xfe"),
+                                           ("utf-16-be", b"\xfe\xff")])
+def test_utf16_is_named_with_what_to_do(tmp_path: Path, encoding: str, bom: bytes) -> None:
+    path = tmp_path / "windows.txt"
+    path.write_bytes(bom + "I like trees.\n".encode(encoding))
+    with pytest.raises(UserError) as error:
+        read_text_file(path)
+    assert str(error.value) == (
+        f"{path}: line 1 is not valid UTF-8 (byte 0x{bom[:1].hex()} at byte 1 of the line); "
+        f"it looks like UTF-16 (convert it: iconv -f UTF-16 -t UTF-8)")
+
+
 def test_a_limit_reads_no_further(tmp_path: Path) -> None:
     path = tmp_path / "f.txt"
     path.write_bytes(b"one\ntwo\n\xff\n")  # the bad line lies past the limit

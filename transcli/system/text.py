@@ -109,8 +109,11 @@ def invalid_utf8(raw: bytes, name: str | Path, number: int) -> str:
     except UnicodeDecodeError as exc:
         column = exc.start
     byte = raw[column:column + 1].hex()
-    return (f"{name}: line {number} is not valid UTF-8 (byte 0x{byte} at byte {column + 1} "
-            f"of the line)")
+    message = (f"{name}: line {number} is not valid UTF-8 (byte 0x{byte} at byte {column + 1} "
+               f"of the line)")
+    if number == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16's byte-order marks
+        message += "; it looks like UTF-16 (convert it: iconv -f UTF-16 -t UTF-8)"
+    return message
 
 
 def text_lines(handle: BinaryIO | Iterable[bytes], name: str | Path, keep_bom: bool = False
