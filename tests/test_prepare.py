@@ -684,3 +684,19 @@ def test_the_summary_says_why_pairs_were_dropped_in_words() -> None:
     assert said == ("1,200 duplicates, 4 whose English is also in valid or test (left out of "
                     "train so that those scores stay honest)")
     assert _drop_summary(Counter()) == "none"
+
+
+def test_a_missing_source_file_names_its_config_key_or_flag(tmp_path: Path) -> None:
+    """A config's relative paths are read from the current directory: run from elsewhere,
+    the error says which key gave the path and where it was looked for."""
+    config = tmp_path / "mine.yaml"
+    config.write_text("data:\n  train:\n    - src_file: corpus/a.en\n      tgt_file: corpus/a.es\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    line = one_error_line(run_cli("prepare", "-c", config, "--out", "p", cwd=elsewhere))
+    assert line == (f"transcli: error: {config}: data.train[0].src_file: corpus/a.en: file not "
+                    f"found (a config's paths are read from the current directory, {elsewhere})")
+    line = one_error_line(run_cli("prepare", "-c", config, "--src-file", "x.en", "--tgt-file",
+                                  "x.es", "--out", "p", cwd=elsewhere))
+    assert line == "transcli: error: --src-file x.en: file not found"
+    assert list(elsewhere.iterdir()) == []

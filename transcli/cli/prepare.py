@@ -10,7 +10,7 @@ import typer
 from transcli.cli.options import ConfigOpt, SetOpt, setting
 from transcli.config.formats import SourceKeyError, source_format
 from transcli.config.loading import load_config
-from transcli.config.schema import SourceConfig
+from transcli.config.schema import DataConfig, SourceConfig
 from transcli.system.errors import UserError
 
 
@@ -64,7 +64,29 @@ def prepare(
     flags = {"data.out": out, "data.skip_invalid": skip_invalid or None,
              "data.train": source and [source], "data.tokenizer_model": tokenizer_model}
     cfg = load_config(config, sets, flags)
+    check_source_files(cfg.data, config, from_flags=source is not None)
     run_prepare(cfg, Path(cfg.data.out), force=force)
+
+
+PATH_KEYS = ("src_file", "tgt_file", "tsv", "file")  # a source's keys that name a local file
+
+
+def check_source_files(data: DataConfig, config: Optional[Path], from_flags: bool) -> None:
+    """A source file that is missing, named with the flag or the config key that gave it:
+    a config's relative paths are read from the current directory, not the config's."""
+    splits = [("train", data.train), ("valid", [data.valid]), ("test", [data.test])]
+    for split, sources in splits:
+        for index, source in enumerate(sources):
+            for key in PATH_KEYS:
+                value = getattr(source, key, None)
+                if value is None or Path(value).exists():
+                    continue
+                if split == "train" and from_flags:
+                    raise UserError(f"--{key.replace('_', '-')} {value}: file not found")
+                where = f"data.{split}" + (f"[{index}]" if split == "train" else "")
+                raise UserError(f"{config or 'the defaults'}: {where}.{key}: {value}: file not "
+                                f"found (a config's paths are read from the current "
+                                f"directory, {Path.cwd()})")
 
 
 def source_from_flags(flags: Mapping[str, Any]) -> Optional[SourceConfig]:
