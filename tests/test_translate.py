@@ -1,4 +1,4 @@
-"""`Translator`, `translate_lines` and the `translate` command on a memorised run dir:
+"""`Translator`, `load_translator` and the `translate` command on a memorised run dir:
 order, empty lines, batch independence, long lines, n-best, pipes and errors."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from transcli.cli.translate import translate_file
 from transcli.config.loading import load_config
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
-from transcli.inference.translator import Translator, token_batches, translate_lines
+from transcli.inference.translator import Translator, load_translator, token_batches
 from transcli.model.transformer import Transformer
 from transcli.rundir.checkpoints import save_weights
 from transcli.system.errors import UserError
@@ -82,7 +82,9 @@ def test_nbest_scores(tiny_spm):
 def test_long_line_truncated_with_one_warning(run_dir, capsys):
     long_line = " ".join(["trees"] * 40)
     lines = [long_line, ENGLISH[0], long_line + " again"]
-    out = translate_lines(run_dir, "last", lines, ["model.max_positions=24"], "cpu")
+    translator = load_translator(run_dir, "last", ["model.max_positions=24"], "cpu")
+    out = translator.translate(lines)
+    translator.warn_truncated()
     assert len(out) == 3 and out[1] == SPANISH[0]
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "2 input line(s)" in err[0] and "24 positions" in err[0]
@@ -103,7 +105,7 @@ def test_decode_threads_is_applied(run_dir):
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        translate_lines(run_dir, "last", ENGLISH[:1], ["decode.threads=2"], "cpu")
+        load_translator(run_dir, "last", ["decode.threads=2"], "cpu").translate(ENGLISH[:1])
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)

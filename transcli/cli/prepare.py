@@ -74,11 +74,12 @@ PATH_KEYS = ("src_file", "tgt_file", "tsv", "file")  # a source's keys that name
 def check_source_files(data: DataConfig, config: Optional[Path], from_flags: bool) -> None:
     """A source file that is missing, named with the flag or the config key that gave it:
     a config's relative paths are read from the current directory, not the config's."""
-    splits = [("train", data.train), ("valid", [data.valid]), ("test", [data.test])]
+    splits = [("train", data.train), ("valid", [data.valid] if data.valid else []),
+              ("test", [data.test] if data.test else [])]
     for split, sources in splits:
         for index, source in enumerate(sources):
             for key in PATH_KEYS:
-                value = getattr(source, key, None)
+                value = getattr(source, key)
                 if value is None or Path(value).exists():
                     continue
                 if split == "train" and from_flags:

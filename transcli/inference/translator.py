@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence, TypeVar
 
 import torch
-from tqdm import tqdm
 
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
@@ -206,19 +205,3 @@ def load_translator(run_dir: str | Path, checkpoint: str = "best",
     elif target.type == "cpu":
         model = cpu_linears(model, use_onednn(cfg.decode.cpu_gemm))
     return Translator(model, tokenizer, cfg.decode, target)
-
-
-def translate_lines(run_dir: Path, checkpoint: str, lines: list[str], overrides: list[str],
-                    device: str, progress: bool = False) -> list[str]:
-    """Translate in-memory lines with a run dir's model (used by `evaluate --model`),
-    with a progress bar on stderr when `progress`."""
-    translator = load_translator(run_dir, checkpoint, overrides, device)
-    translations: list[str] = []
-    with tqdm(total=len(lines), unit="line", file=sys.stderr, disable=not progress) as bar:
-        for chunk in chunked(iter(lines)):
-            translations += translator.translate(chunk, len(translations))
-            bar.update(len(chunk))
-    translator.warn_truncated()
-    return translations
-
-
