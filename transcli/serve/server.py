@@ -36,13 +36,14 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
           port: int, limits: Limits, api_key: Optional[str]) -> None:
     """Serve the run's model on host:port until a stop signal (module doc); `overrides`
     are the config's, as `load_translator` takes them."""
-    from transcli.rundir.layout import load_run_config
+    from transcli.rundir.run import open_run_dir
     from transcli.system.runtime import available_cores
 
-    decode = load_run_config(run_dir, overrides).decode
+    run = open_run_dir(run_dir, overrides)
+    decode = run.config.decode
     check_decode(decode)
     if not decode.threads:  # the HTTP side needs a core of its own to take requests
-        overrides = [("decode.threads", max(1, available_cores() - 1)), *overrides]
+        decode.threads = max(1, available_cores() - 1)
     if api_key is not None and not api_key.strip():
         raise UserError("--api-key is empty: give a key, or leave the option out")
     require("fastapi", "serve")  # a missing extra is one line too
@@ -53,8 +54,7 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
         from transcli.serve.app import create_app
         from transcli.serve.batcher import Batcher
 
-        batcher = Batcher(lambda: load_translator(run_dir, checkpoint, overrides, device),
-                          limits)
+        batcher = Batcher(lambda: load_translator(run, checkpoint, device), limits)
         batcher.start()
         app = create_app(batcher, limits, api_key, Path(run_dir).name)
         config = uvicorn.Config(app, access_log=False, log_level="warning",
