@@ -62,7 +62,7 @@ def test_teacher_forced_weights_equal_those_of_cached_decoding(tiny_spm):
             by_hand = []
             for layer, xs in zip(model.decoder, inputs):
                 k, _ = layer.cross_attn.memory_kv(memory.states)  # [1, heads, S, d_k]
-                q = split_heads(layer.cross_attn.q(torch.cat(xs, dim=1)), model.cfg.heads)
+                q = split_heads(layer.cross_attn.q(torch.stack(xs, dim=1)), model.cfg.heads)
                 by_hand.append(torch.softmax(q @ k.transpose(-1, -2) / k.size(-1) ** 0.5,
                                              dim=-1)[0])
     finally:

@@ -11,6 +11,14 @@ training, and bf16 validation, keep torch's own kernels.
 oneDNN keeps memory for every input shape it has met, so `linear` pads the rows to one of
 a few sizes (`bucket`): a long translation job's memory stays bounded.
 
+oneDNN's kernels read the weights in a blocked layout of their own. Given a plain [out, in]
+matrix, every product first copies all of it into that layout: at a decoding step of a few
+rows the copy costs more than the arithmetic (a step of 16 rows of the CPU recipe's model
+spent most of its time there). `linear` therefore takes each weight laid out once
+(`packed`): the same sums, bit for bit, at any number of rows but one. A single row goes
+to a matrix-vector kernel that sums in another order, so it is padded to two: a sentence
+decoded alone gets the same numbers as in a batch (tests/test_cpulinear.py).
+
 With the BLAS, a product of few rows -- a decoding step near the end of a batch, when
 most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
 (`blas_linear`): the same sums, which MKL did faster that way round for 2 to 32 rows
@@ -19,6 +27,7 @@ most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
 
 from __future__ import annotations
 
+import weakref
 from typing import Optional
 
 import torch
@@ -31,7 +40,8 @@ from transcli.model.transformer import output_product as model_output_product
 
 def _onednn_available() -> bool:
     return (torch.backends.mkldnn.is_available()
-            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+            and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight"))
 
 
 ONEDNN = _onednn_available()
@@ -74,15 +84,45 @@ def _cpu_inference(x: Tensor, weight: Tensor) -> bool:
             and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu"))
 
 
+PACK_ROWS = 32  # the row count oneDNN lays a weight out for; every count gets the same sums
+
+
+class _Packs:
+    """Each weight in oneDNN's layout (`packed`), made on first use and again if the weight
+    changes; dropped with the weight. A tensor made under `torch.inference_mode` counts no
+    changes, so it is used as it is (the same sums, only slower)."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, tuple[weakref.ref, int, Tensor]] = {}
+
+    def __call__(self, weight: Tensor) -> Tensor:
+        if weight.is_inference():
+            return weight
+        key = id(weight)
+        entry = self.held.get(key)
+        if entry is None or entry[0]() is not weight or entry[1] != weight._version:
+            layout = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), PACK_ROWS)
+            entry = (weakref.ref(weight, lambda _, k=key: self.held.pop(k, None)),
+                     weight._version, layout)
+            self.held[key] = entry
+        return entry[2]
+
+
+packed = _Packs()
+
+
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
-    """`F.linear(x, weight, bias)`, through oneDNN for float32 CPU inference. The rows are
-    padded to a `bucket` size: oneDNN keeps memory for every shape it meets."""
+    """`F.linear(x, weight, bias)`, through oneDNN with the `packed` weight for float32 CPU
+    inference. The rows are padded to a `bucket` size (oneDNN keeps memory for every shape
+    it meets), and a single row to two (see the module's docstring)."""
     if ONEDNN and _cpu_inference(x, weight):
-        flat = x.reshape(-1, x.size(-1))
-        rows, extra = flat.size(0), bucket(flat.size(0)) - flat.size(0)
+        flat = x if x.dim() == 2 else x.reshape(-1, x.size(-1))
+        rows = flat.size(0)
+        extra = max(bucket(rows), 2) - rows
         padded = F.pad(flat, (0, 0, 0, extra)) if extra else flat
-        out = torch.ops.mkldnn._linear_pointwise(padded, weight, bias, "none", [], "")
-        return out[:rows].reshape(*x.shape[:-1], weight.size(0))
+        out = torch.ops.mkldnn._linear_pointwise(padded, packed(weight), bias, "none", [], "")
+        out = out[:rows] if extra else out
+        return out if x.dim() == 2 else out.view(*x.shape[:-1], weight.size(0))
     return F.linear(x, weight, bias)
 
 

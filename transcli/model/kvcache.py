@@ -36,14 +36,16 @@ from torch import Tensor
 CHUNK = 16  # positions the self-attention buffer grows by
 
 
-def attend(q: Tensor, k_t: Tensor, v: Tensor, mask: Optional[Tensor]) -> Tensor:
-    """softmax(Q K^T / sqrt(d_k)) V with `mask` False where a key is hidden, given K^T
-    (`k_t`: [..., d_k, keys]). Plain matmuls: for a handful of queries per row they beat
-    the fused kernels' set-up."""
-    scores = torch.matmul(q, k_t) * q.size(-1) ** -0.5
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    return torch.matmul(scores.softmax(dim=-1), v)
+def attend(q: Tensor, k_t: Tensor, v: Tensor, hidden: Optional[Tensor] = None) -> Tensor:
+    """softmax(Q K^T / sqrt(d_k)) V for a decoding step, given K^T: q [batch, queries,
+    d_k], `k_t` [batch, d_k, keys], v [batch, keys, d_k], where a batch entry is one head
+    of one row (or of one sentence's rows); `hidden` [sentences, 1, 1, keys], True where
+    a sentence's key is hidden from all its heads. Batched products (`torch.bmm`): for a
+    handful of queries they beat the fused kernels' set-up."""
+    scores = torch.bmm(q, k_t).mul_(q.size(-1) ** -0.5)
+    if hidden is not None:
+        scores.view(hidden.size(0), -1, *scores.shape[1:]).masked_fill_(hidden, float("-inf"))
+    return torch.bmm(scores.softmax(dim=-1), v)
 
 
 @dataclass
@@ -61,15 +63,17 @@ class LayerCache:
     self_v: Optional[Tensor] = None
 
     def append(self, k: Tensor, v: Tensor, position: int) -> tuple[Tensor, Tensor]:
-        """Store the newest position's k, v [rows, heads, 1, d_k]; return all positions
-        so far as [rows, heads, positions, d_k] views."""
+        """Store the newest position's k, v [rows, heads, d_k]; return all positions so far
+        as K^T [rows * heads, d_k, positions] and V [rows * heads, positions, d_k], views
+        of the buffers."""
         if self.self_k is None or position == self.self_k.size(0):
             self.self_k = _resized(self.self_k, k, position, position + CHUNK)
             self.self_v = _resized(self.self_v, v, position, position + CHUNK)
-        self.self_k[position] = k[:, :, 0]
-        self.self_v[position] = v[:, :, 0]
-        return (self.self_k[:position + 1].permute(1, 2, 0, 3),
-                self.self_v[:position + 1].permute(1, 2, 0, 3))
+        self.self_k.select(0, position).copy_(k)
+        self.self_v.select(0, position).copy_(v)
+        fed, d_k = position + 1, k.size(-1)
+        return (self.self_k[:fed].view(fed, -1, d_k).permute(1, 2, 0),
+                self.self_v[:fed].view(fed, -1, d_k).transpose(0, 1))
 
     def fill(self, places: Tensor, sources: Tensor, kept: int, position: int) -> None:
         """Rows `places` become rows `sources` (positions already fed only), then the
@@ -107,10 +111,9 @@ def _select_rows(fed: Tensor, index: Tensor, out: Tensor) -> None:
 
 
 def _resized(old: Optional[Tensor], new: Tensor, position: int, capacity: int) -> Tensor:
-    """A [capacity, rows, heads, d_k] buffer for `new`'s rows holding `old`'s first
-    `position` positions."""
-    rows, heads, _, d_k = new.shape
-    buffer = new.new_empty(capacity, rows, heads, d_k)
+    """A [capacity, rows, heads, d_k] buffer for `new`'s rows ([rows, heads, d_k])
+    holding `old`'s first `position` positions."""
+    buffer = new.new_empty(capacity, *new.shape)
     if old is not None:
         buffer[:position] = old[:position]
     return buffer
@@ -145,7 +148,7 @@ class DecoderState:
     """Everything a decoding step needs besides the newest token."""
 
     layers: list[LayerCache]
-    src_mask: Tensor  # [sentences, 1, 1, src_len], True where a key may be attended to
+    hidden: Tensor  # [sentences, 1, 1, src_len], True where a key is padding
     group: int = 1  # rows per sentence, consecutive
     position: int = 0  # target tokens fed so far
     # Where the output layer writes, step after step; None: fresh tensors every step.
@@ -153,7 +156,7 @@ class DecoderState:
 
     @property
     def sentences(self) -> int:
-        return self.src_mask.size(0)
+        return self.hidden.size(0)
 
     def reorder(self, index: Tensor) -> None:
         """Rows become `index`'s rows, e.g. a sentence's row repeated into beams, the rows
@@ -183,26 +186,31 @@ class DecoderState:
         index = kept_in_place(keep)
         kept = index.numel()
         places = (~keep[:kept]).nonzero().squeeze(1)
-        self.src_mask = self.src_mask.index_select(0, index)  # may be the encoder's
+        self.hidden = self.hidden.index_select(0, index)
         for cache in self.layers:
             cache.fill(places, index[places], kept, self.position)
         return index
 
     def _select_sentences(self, sentences: Tensor) -> None:
-        self.src_mask = self.src_mask.index_select(0, sentences)
+        self.hidden = self.hidden.index_select(0, sentences)
         for cache in self.layers:
             cache.cross_k_t = cache.cross_k_t.index_select(0, sentences)
             cache.cross_v = cache.cross_v.index_select(0, sentences)
 
-    def grouped(self, q: Tensor) -> Tensor:
-        """Queries [rows, heads, 1, d_k] -> [sentences, heads, group, d_k]."""
-        rows, heads, _, d_k = q.shape
-        return q.view(rows // self.group, self.group, heads, d_k).transpose(1, 2)
+    def grouped(self, q: Tensor, heads: int) -> Tensor:
+        """Queries [rows, heads * d_k] -> [sentences * heads, group, d_k]."""
+        rows, d_model = q.shape
+        if self.group == 1:
+            return q.view(rows * heads, 1, d_model // heads)
+        return q.view(rows // self.group, self.group, heads, -1).transpose(1, 2).reshape(
+            -1, self.group, d_model // heads)
 
-    def ungrouped(self, y: Tensor) -> Tensor:
-        """[sentences, heads, group, d_k] -> [rows, heads, 1, d_k]."""
-        sentences, heads, group, d_k = y.shape
-        return y.transpose(1, 2).reshape(sentences * group, heads, 1, d_k)
+    def ungrouped(self, y: Tensor, heads: int) -> Tensor:
+        """[sentences * heads, group, d_k] -> [rows, heads * d_k]."""
+        entries, group, d_k = y.shape
+        if group == 1:
+            return y.view(-1, heads * d_k)
+        return y.view(-1, heads, group, d_k).transpose(1, 2).reshape(-1, heads * d_k)
 
 
 def kept_in_place(keep: Tensor) -> Tensor:

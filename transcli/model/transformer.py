@@ -54,6 +54,13 @@ class Embedding(nn.Module):
         x = self.table(ids) * self.scale + self.positions[offset:offset + length]
         return self.dropout(x)
 
+    def step(self, tokens: Tensor, position: int) -> Tensor:
+        """Each row's newest token, [rows], at `position` -> [rows, d_model]."""
+        if position >= self.positions.size(0):
+            raise ValueError(f"sequence of {position + 1} tokens exceeds max_positions="
+                             f"{self.positions.size(0)}")
+        return self.dropout(self.table(tokens) * self.scale + self.positions[position])
+
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
     """[batch, time, d_model] -> [batch, heads, time, d_k]."""
@@ -138,10 +145,13 @@ class SelfAttention(nn.Module):
         return self.out(y if packing is None else packing.pack(y))
 
     def step(self, x: Tensor, cache: LayerCache, position: int) -> Tensor:
-        """One new position per row: attend to it and every earlier one (cached)."""
-        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
-        k, v = cache.append(k, v, position)
-        return self.out(merge_heads(attend(q, k.transpose(-1, -2), v, None)))
+        """One new position per row, x [rows, d_model]: attend to it and every earlier
+        one (cached). Heads are batch entries of the products, [rows * heads, ...]."""
+        rows = x.size(0)
+        q, k, v = self.qkv(x).view(rows, 3, self.heads, -1).unbind(1)  # [rows, heads, d_k]
+        keys_t, values = cache.append(k, v, position)
+        y = attend(q.reshape(rows * self.heads, 1, -1), keys_t, values)
+        return self.out(y.view(rows, -1))
 
 
 def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor]) -> Tensor:
@@ -183,10 +193,11 @@ class CrossAttention(nn.Module):
         return self.out(merge_heads(attention(q, kv[0], kv[1], mask, False, dropout)))
 
     def step(self, x: Tensor, cache: LayerCache, state: DecoderState) -> Tensor:
-        """One new position per row; a sentence's rows attend together to its memory."""
-        q = state.grouped(split_heads(self.q(x), self.heads))
-        y = attend(q, cache.cross_k_t, cache.cross_v, state.src_mask)
-        return self.out(merge_heads(state.ungrouped(y)))
+        """One new position per row, x [rows, d_model]; a sentence's rows attend together
+        to its memory."""
+        y = attend(state.grouped(self.q(x), self.heads), cache.cross_k_t.flatten(0, 1),
+                   cache.cross_v.flatten(0, 1), state.hidden)
+        return self.out(state.ungrouped(y, self.heads))
 
 
 class FeedForward(nn.Module):
@@ -257,7 +268,7 @@ class DecoderLayer(nn.Module):
         return self.ffn_block(y, self.ffn)
 
     def step(self, y: Tensor, cache: LayerCache, state: DecoderState) -> Tensor:
-        """The newest position of each row, [rows, 1, d_model], with cached keys/values."""
+        """The newest position of each row, [rows, d_model], with cached keys/values."""
         y = self.self_attn_block(y, lambda h: self.self_attn.step(h, cache, state.position))
         y = self.cross_attn_block(y, lambda h: self.cross_attn.step(h, cache, state))
         return self.ffn_block(y, self.ffn)
@@ -383,17 +394,17 @@ class Transformer(nn.Module):
         for layer in self.decoder:
             k, v = layer.cross_attn.memory_kv(memory.states)
             layers.append(LayerCache(k.transpose(-1, -2).contiguous(), v.contiguous()))
-        return DecoderState(layers, memory.mask)
+        return DecoderState(layers, ~memory.mask)
 
     def step(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """Feed the newest token of each row ([rows]); returns log-probs [rows, V] for the
         next one. Costs one position per layer: earlier keys/values are cached. With
         `state.buffers` set, the log-probs are valid until the next step only."""
-        y = self.tgt_embed(tokens[:, None], offset=state.position)
+        y = self.tgt_embed.step(tokens, state.position)
         for layer, cache in zip(self.decoder, state.layers):
             y = layer.step(y, cache, state)
         state.position += 1
-        return self.log_probs(self.dec_norm(y)[:, 0], state.buffers)
+        return self.log_probs(self.dec_norm(y), state.buffers)
 
 
 # Parameter names of checkpoints written before the residual blocks were named.
