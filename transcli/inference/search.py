@@ -135,8 +135,7 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Te
 
 def _most_likely(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
     """Greedy's pick: each row's largest log-prob and its token (the first on a tie)."""
-    value, token = selection.top_k(logp, 1)
-    return value[:, 0], token[:, 0]
+    return selection.top_1(logp)
 
 
 Pick = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
@@ -147,36 +146,91 @@ Reward = tuple[float, list[float]]  # word reward, and the length it counts up t
 
 def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
               pick: Pick) -> list[Hypothesis]:
-    """One hypothesis per row, extended by `pick(log-probs [live, V], rows [live])` ->
-    (log-prob, token) per live row until EOS or the row's `limit`."""
-    batch, device = limit.size(0), limit.device
-    out = torch.zeros(batch, int(limit.max()), dtype=torch.long, device=device)
-    logprob = torch.zeros(batch, dtype=torch.float64, device=device)
-    length = limit.clone()
-    ended = torch.zeros(batch, dtype=torch.bool, device=device)
-    rows = torch.arange(batch, device=device)  # the row each live sequence fills
-    tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)
-    for step in range(1, int(limit.max()) + 1):
-        best_logp, best = pick(stepper.step(tokens), rows)
-        out[rows, step - 1] = best
-        logprob[rows] += best_logp.double()
-        eos = best == EOS_ID
-        ended[rows] = eos
-        done = eos | (step >= limit[rows])
-        length[rows[done]] = step
-        if bool(done.all()):
+    """One hypothesis per row, extended by `pick(log-probs [rows, V], rows [rows])` ->
+    (log-prob, token) per decoder row until EOS or the row's `limit`."""
+    paths = Paths(limit)
+    tokens = torch.full((limit.size(0),), BOS_ID, dtype=torch.long, device=limit.device)
+    for step in range(1, paths.most + 1):
+        best_logp, best = pick(stepper.step(tokens), paths.rows)
+        if not paths.extend(best, best_logp, step):
             break
-        if bool(done.any()):
-            live = stepper.drop(~done)
-            rows, best = rows[live], best[live]
         tokens = best
+        if paths.drop_due():
+            tokens = tokens[paths.drop(stepper, step)]
+    paths.flush(step)
     per_token, bounds = reward
     hyps = []
-    for ids, lp, n, e, b in zip(out.tolist(), logprob.tolist(), length.tolist(),
-                                ended.tolist(), bounds):
+    for ids, lp, n, e, b in zip(paths.out.tolist(), paths.logprob.tolist(),
+                                paths.length.tolist(), paths.ended.tolist(), bounds):
         hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
                                hypothesis_score(lp, n, alpha, per_token, b), e))
     return hyps
+
+
+class Paths:
+    """The sequences of a one-path search (greedy, sampling) as it goes: what each input
+    row has so far, and the decoder's rows. A row that ends stays in the decoder, fed
+    its own picks, until enough have ended that dropping them pays (`drop_due`): a drop
+    copies cache rows in every layer, which costs a small batch more than a few rows
+    more in each product. Each row is independent of the others, so this changes
+    nothing in what they find."""
+
+    def __init__(self, limit: Tensor):
+        batch, device = limit.size(0), limit.device
+        self.most = int(limit.max())
+        self.out = torch.zeros(batch, self.most, dtype=torch.long, device=device)
+        self.logprob = torch.zeros(batch, dtype=torch.float64, device=device)
+        self.length = limit.clone()
+        self.ended = torch.zeros(batch, dtype=torch.bool, device=device)
+        self.limit_steps = set(limit.tolist())  # the steps at which some row must stop
+        # The decoder's rows: each one's input row, limit, log-prob so far, and whether
+        # it is still open; the tokens picked since the last drop, one tensor per step.
+        self.rows = torch.arange(batch, device=device)
+        self.limits = limit
+        self.sums = torch.zeros(batch, dtype=torch.float64, device=device)
+        self.open = torch.ones(batch, dtype=torch.bool, device=device)
+        self.closed = 0
+        self.picked: list[Tensor] = []
+
+    def extend(self, best: Tensor, best_logp: Tensor, step: int) -> bool:
+        """Step `step`'s picks; rows that pick EOS or reach their limit end, and their
+        log-prob and length are kept. Whether any row is still open."""
+        self.picked.append(best)
+        self.sums.add_(best_logp)  # in float64; a closed row's total was kept when it ended
+        done = best == EOS_ID
+        if step in self.limit_steps:
+            done |= self.limits <= step
+        done &= self.open
+        ending = int(done.sum())
+        if ending:
+            rows = self.rows[done]
+            self.logprob[rows] = self.sums[done]
+            self.length[rows] = step
+            self.ended[rows] = best[done] == EOS_ID
+            self.open &= ~done
+            self.closed += ending
+        return self.closed < self.rows.numel()
+
+    def drop_due(self) -> bool:
+        """Whether the rows that ended leave the decoder now: a quarter of its rows, or
+        eight (a large batch does not carry many rows it no longer needs)."""
+        return self.closed > 0 and (4 * self.closed >= self.rows.numel() or self.closed >= 8)
+
+    def drop(self, stepper: Stepper, step: int) -> Tensor:
+        """Drop the ended rows from the decoder (`Stepper.drop`); the kept rows' index."""
+        self.flush(step)
+        live = stepper.drop(self.open)
+        self.rows, self.limits, self.sums = self.rows[live], self.limits[live], self.sums[live]
+        self.open = torch.ones_like(self.rows, dtype=torch.bool)
+        self.closed = 0
+        return live
+
+    def flush(self, step: int) -> None:
+        """Write the picks since the last drop (up to step `step`) into `out`."""
+        if self.picked:
+            first = step - len(self.picked)
+            self.out[self.rows, first:step] = torch.stack(self.picked, dim=1)
+            self.picked = []
 
 
 def sample_probs(logp: Tensor, temperature: float = 1.0, top_k: int = 0,

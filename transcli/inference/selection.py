@@ -44,6 +44,15 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     return candidates.gather(1, pick), columns.gather(1, pick)
 
 
+def top_1(x: Tensor) -> tuple[Tensor, Tensor]:
+    """`x.max(dim=-1)` for a 2-D `x` [rows, n]: each row's largest value and the first
+    column holding it, [rows] each (`top_k` with k = 1)."""
+    if x.device.type != "cpu" or x.size(0) < FEW_ROWS or x.size(1) // CHUNK <= 1:
+        return x.max(dim=-1)
+    values, indices = top_k(x, 1)
+    return values[:, 0], indices[:, 0]
+
+
 def _largest(x: Tensor, k: int) -> Tensor:
     """The column indices [rows, k] of each row's k largest entries, largest first; for
     k = 1 the first maximum (columns are in ascending order, so it is the leftmost)."""
