@@ -71,9 +71,7 @@ class LayerCache:
             self.self_v = _resized(self.self_v, v, position, position + CHUNK)
         self.self_k.select(0, position).copy_(k)
         self.self_v.select(0, position).copy_(v)
-        fed, d_k = position + 1, k.size(-1)
-        return (self.self_k[:fed].view(fed, -1, d_k).permute(1, 2, 0),
-                self.self_v[:fed].view(fed, -1, d_k).transpose(0, 1))
+        return by_head(self.self_k, position + 1, True), by_head(self.self_v, position + 1)
 
     def fill(self, places: Tensor, sources: Tensor, kept: int, position: int) -> None:
         """Rows `places` become rows `sources` (positions already fed only), then the
@@ -98,6 +96,15 @@ class LayerCache:
                 new = old.new_empty(old.size(0), len(index), *old.shape[2:])
                 _select_rows(old[:position], index, new[:position])
                 setattr(self, name, new)
+
+
+def by_head(buffer: Tensor, fed: int, transposed: bool = False) -> Tensor:
+    """A [capacity, rows, heads, d_k] buffer's first `fed` positions as [rows * heads,
+    fed, d_k] (or, `transposed`, [rows * heads, d_k, fed]): one view, made in one op."""
+    positions, entries, d_k = buffer.stride(0), buffer.size(1) * buffer.size(2), buffer.size(3)
+    if transposed:
+        return buffer.as_strided((entries, d_k, fed), (d_k, 1, positions))
+    return buffer.as_strided((entries, fed, d_k), (d_k, positions, 1))
 
 
 def _select_rows(fed: Tensor, index: Tensor, out: Tensor) -> None:
