@@ -99,9 +99,11 @@ class Stepper:
         self.reorder(index)
         return index
 
-    def reorder(self, index: Tensor) -> None:
+    def reorder(self, index: Tensor, sentences: Tensor | None = None) -> None:
+        """Rows become `index`'s rows; `sentences`, when given, says that they are the
+        current group size's rows of those sentences, in order (`DecoderState.reorder`)."""
         if self.state is not None:
-            self.state.reorder(index)
+            self.state.reorder(index, sentences)
             return
         self.memory = Memory(self.memory.states.index_select(0, index),
                              self.memory.mask.index_select(0, index))
@@ -351,17 +353,17 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     counts per sentence (`reward_bounds`), and with it that credit.
     """
     limit = _limits(max_len, src, model)
-    beams = Beams(src.size(0), beam_size, src.device,
+    beams = Beams(limit, beam_size, n_best,
                   BeamScore(length_penalty_alpha, word_reward, reward_bounds(src, reward_bound)))
     stepper = Stepper(model, model.encode(src, packed=True), cached)
     stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size))
     for step in range(1, int(limit.max()) + 1):
         logp = stepper.step(beams.tokens)  # [live sentences * k, vocab]
         beam = beams.advance(logp, step)
-        live = beams.still_open(step, limit, n_best)
-        if not live:
+        live = beams.still_open(step)
+        if not live.numel():
             break
-        stepper.reorder(beams.keep(live, beam))
+        stepper.reorder(beams.keep(live, beam), live)
     return [sorted(hyps, key=lambda h: (h.eos, h.score), reverse=True)[:n_best]
             for hyps in beams.finished]
 
@@ -383,13 +385,23 @@ class BeamScore:
         b = self.bounds[sentence]
         return max(self.reward, 0.0) * max(0.0, min(most, b) - min(step, b))
 
+    def best_possible(self, logprob: Tensor, step: int, most: Tensor, bounds: Tensor) -> Tensor:
+        """`__call__` at `step` plus `still_to_earn`, for many live beams at once: their
+        log-probs, limits and reward bounds [groups]; the same float64 operations in the
+        same order, so the same values."""
+        capped = bounds.clamp(max=step)
+        score = logprob / length_penalty(step, self.alpha) + self.reward * capped
+        return score + max(self.reward, 0.0) * (torch.minimum(most, bounds) - capped).clamp(
+            min=0.0)
+
 
 class Beams:
     """The live beams of the sentences still searched: K per sentence, their scores,
     tokens so far and last token, and every sentence's finished hypotheses."""
 
-    def __init__(self, batch: int, k: int, device: torch.device, score: BeamScore):
-        self.k, self.score = k, score
+    def __init__(self, limit: Tensor, k: int, n_best: int, score: BeamScore):
+        batch, device = limit.size(0), limit.device
+        self.k, self.n_best, self.score = k, n_best, score
         self.sent = torch.arange(batch, device=device)  # sentence of each live group
         self.scores = torch.full((batch, k), NEG_INF, dtype=torch.float64, device=device)
         self.scores[:, 0] = 0.0  # all beams start equal: only the first expands at step 1
@@ -397,6 +409,11 @@ class Beams:
         self.tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
         self.finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
         self.positions = torch.arange(2 * k, device=device)
+        # Per live group: its sentence's length limit and reward bound, and the score of
+        # its n_best-th finished hypothesis (NaN while it has fewer: never settles it).
+        self.limit = limit
+        self.bounds = torch.tensor(score.bounds, dtype=torch.float64, device=device)
+        self.nth_best = torch.full((batch,), math.nan, dtype=torch.float64, device=device)
 
     def advance(self, logp: Tensor, step: int) -> Tensor:
         """Step `step`: finish the EOS hypotheses among the top K of the 2K best
@@ -433,35 +450,41 @@ class Beams:
         ended_scores = cand_scores[i_idx, j_idx].tolist()
         for s, ids, lp in zip(self.sent[i_idx].tolist(), ended_tokens, ended_scores):
             self.finished[s].append(Hypothesis(ids, lp, self.score(lp, step, s), True))
+        groups = i_idx.unique()
+        self.nth_best[groups] = torch.tensor(
+            [_nth_best(self.finished[s], self.n_best) for s in self.sent[groups].tolist()],
+            dtype=torch.float64, device=self.nth_best.device)
 
-    def still_open(self, step: int, limit: Tensor, n_best: int) -> list[int]:
-        """The live groups whose sentence may still find a better hypothesis; a sentence
-        at its length limit ends its live beams unfinished."""
-        open_groups = []
-        for i, (s, best, most) in enumerate(zip(self.sent.tolist(), self.scores[:, 0].tolist(),
-                                                limit[self.sent].tolist())):
-            if step >= most:
+    def still_open(self, step: int) -> Tensor:
+        """The live groups whose sentence may still find a better hypothesis: its best
+        live beam, credited with the reward it may still earn, beats its n_best-th
+        finished hypothesis. A sentence at its length limit ends its live beams
+        unfinished."""
+        at_limit = self.limit <= step
+        if bool(at_limit.any()):
+            for i in at_limit.nonzero().squeeze(1).tolist():
+                s = int(self.sent[i])
                 self.finished[s].extend(
                     Hypothesis(ids, lp, self.score(lp, step, s), False)
                     for ids, lp in zip(self.history[i].tolist(), self.scores[i].tolist())
                     if lp > NEG_INF)
-            elif not _settled(self.finished[s], n_best,
-                              self.score(best, step, s) + self.score.still_to_earn(step, most, s)):
-                open_groups.append(i)
-        return open_groups
+        best = self.score.best_possible(self.scores[:, 0], step, self.limit, self.bounds)
+        return (~(at_limit | (self.nth_best >= best))).nonzero().squeeze(1)
 
-    def keep(self, live: list[int], beam: Tensor) -> Tensor:
+    def keep(self, live: Tensor, beam: Tensor) -> Tensor:
         """Keep only the `live` groups; the decoder rows (of the last step's) they extend."""
-        live_idx = torch.tensor(live, dtype=torch.long, device=self.sent.device)
-        rows = (live_idx[:, None] * self.k + beam[live_idx]).view(-1)
-        self.sent, self.scores = self.sent[live_idx], self.scores[live_idx]
-        self.history = self.history[live_idx]
-        self.tokens = self.tokens[live_idx].view(-1)
+        rows = (live[:, None] * self.k + beam[live]).view(-1)
+        self.sent, self.scores = self.sent[live], self.scores[live]
+        self.history = self.history[live]
+        self.tokens = self.tokens[live].view(-1)
+        self.limit, self.bounds = self.limit[live], self.bounds[live]
+        self.nth_best = self.nth_best[live]
         return rows
 
 
-def _settled(finished: list[Hypothesis], n_best: int, best_live: float) -> bool:
-    """Whether `n_best` finished hypotheses all score at least `best_live`."""
+def _nth_best(finished: list[Hypothesis], n_best: int) -> float:
+    """The score of the `n_best`-th best of a sentence's finished hypotheses; NaN while it
+    has fewer (then no live beam is settled by it)."""
     if len(finished) < n_best:
-        return False
-    return sorted((h.score for h in finished), reverse=True)[n_best - 1] >= best_live
+        return math.nan
+    return sorted((h.score for h in finished), reverse=True)[n_best - 1]

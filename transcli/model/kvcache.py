@@ -165,22 +165,34 @@ class DecoderState:
     def sentences(self) -> int:
         return self.hidden.size(0)
 
-    def reorder(self, index: Tensor) -> None:
+    def reorder(self, index: Tensor, sentences: Optional[Tensor] = None) -> None:
         """Rows become `index`'s rows, e.g. a sentence's row repeated into beams, the rows
-        that follow the surviving beams, or the live rows only."""
-        sentence = torch.div(index, self.group, rounding_mode="floor")
-        group = _regular_group(sentence)
-        if group:
-            heads = sentence[::group]
-            if heads.numel() != self.sentences or not bool(
-                    (heads == torch.arange(self.sentences, device=heads.device)).all()):
-                self._select_sentences(heads)
-        else:  # rows of a sentence no longer consecutive and equal in number
-            self._select_sentences(sentence)
-            group = 1
-        self.group = group
+        that follow the surviving beams, or the live rows only. A caller that knows the
+        new rows are `group` rows of each of `sentences` (positions among the current
+        sentences, ascending), as beam search does, says so and spares the check."""
+        if sentences is not None:
+            if sentences.numel() != self.sentences:  # else they are all of them, in order
+                self._select_sentences(sentences)
+        elif not self._same_sentences(index):
+            self.group = 1  # rows of a sentence no longer consecutive and equal in number
         for cache in self.layers:
             cache.reorder(index, self.position)
+
+    def _same_sentences(self, index: Tensor) -> bool:
+        """Work out the new rows' grouping from `index`: whether they come in consecutive
+        runs of equal size, one per sentence (then the sentences are selected and `group`
+        set); otherwise each row gets its own copy of its sentence's memory."""
+        sentence = torch.div(index, self.group, rounding_mode="floor")
+        group = _regular_group(sentence)
+        if not group:
+            self._select_sentences(sentence)
+            return False
+        heads = sentence[::group]
+        if heads.numel() != self.sentences or not bool(
+                (heads == torch.arange(self.sentences, device=heads.device)).all()):
+            self._select_sentences(heads)
+        self.group = group
+        return True
 
     def drop(self, keep: Tensor) -> Tensor:
         """Keep the rows where `keep` (bool) is True; returns the kept rows' index, in
