@@ -7,8 +7,11 @@
   likes. Once a request is in, its time is `--timeout`'s.
 - **A cap on open connections** (`Limits.max_connections`). Past it, the connection that
   has been sending its request for longest is closed at once to make room, so slow
-  senders cannot lock prompt clients out; when every other connection is being answered,
-  the new one gets 503. Descriptors and buffers stay within the cap (plus the one refused).
+  senders cannot lock prompt clients out. A connection that has sent nothing yet is left
+  alone for `SILENT_GRACE` (a new client's request is on its way: under a flood, closing
+  the oldest would otherwise close it before its first bytes are read). With no one to
+  close, the new connection gets 503. Descriptors and buffers stay within the cap (plus
+  the one refused).
 
 408 and 503 are written here, as raw HTTP with the error shape, because the app may not
 have seen the request yet; an app still waiting for the body then sees the client leave.
@@ -31,6 +34,7 @@ from transcli.serve.limits import Limits
 
 CLOSED_WITH = "transcli.closed_with"  # the status a closed request got, in its scope's state
 LINGER = 2.0  # seconds a closed connection waits for the client to read the answer and leave
+SILENT_GRACE = 1.0  # seconds a connection that has sent nothing is safe from closing for room
 
 
 class Connection(H11Protocol):
@@ -41,6 +45,7 @@ class Connection(H11Protocol):
         super().__init__(*args, **kwargs)
         self.limits = limits
         self.reading_since: Optional[float] = None  # set while a request is awaited
+        self.silent = True  # nothing of the awaited request has come yet
         self.lingering = False  # answered by `close_with`: what the client sends is dropped
         self._deadline: Optional[asyncio.TimerHandle] = None
 
@@ -58,6 +63,7 @@ class Connection(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         if not self.lingering:
+            self.silent = False
             super().data_received(data)
 
     def handle_events(self) -> None:
@@ -72,7 +78,7 @@ class Connection(H11Protocol):
 
     def _await_request(self) -> None:
         self._stop_clock()
-        self.reading_since = time.monotonic()
+        self.reading_since, self.silent = time.monotonic(), True
         self._deadline = self.loop.call_later(
             self.limits.read_timeout, self.close_with, 408,
             f"the request did not arrive within {self.limits.read_timeout:g} s")
@@ -84,19 +90,21 @@ class Connection(H11Protocol):
         self.reading_since = None
 
     def _make_room(self, held: list[Connection]) -> None:
-        """Over the cap: end a lingering connection, else the one that has been sending
-        its request longest; this one, with a 503, when no other is sending."""
-        lingering = [connection for connection in held if connection.lingering]
-        senders = [connection for connection in held if connection.reading_since is not None]
-        slowest = min(senders, key=lambda connection: connection.reading_since or 0.0)
-        if lingering:
-            lingering[0].transport.abort()
-        elif slowest is not self:
-            slowest._log_as(503)
-            slowest.transport.abort()
-        else:
+        """Over the cap: end lingering connections, then those that have been sending their
+        request longest (module doc), until within it; else refuse this one with a 503."""
+        now = time.monotonic()
+        victims = sorted(
+            (connection for connection in held if connection.lingering or (
+                connection.reading_since is not None and connection is not self
+                and not (connection.silent and now - connection.reading_since < SILENT_GRACE))),
+            key=lambda connection: (not connection.lingering, connection.reading_since or 0.0))
+        excess = len(held) - self.limits.max_connections
+        for victim in victims[:excess]:
+            victim._log_as(503)
+            victim.transport.abort()
+        if len(victims) < excess:
             self.close_with(503, f"Slowdown: {self.limits.max_connections} connections are "
-                                 f"being answered; try again shortly")
+                                 f"open; try again shortly")
 
     def close_with(self, status: int, message: str) -> None:
         """Answer `status` and `{"error": message}` unless an answer was begun, then close."""
