@@ -2,7 +2,7 @@
 (`python -m transcli serve` on a free localhost port, the tiny run) and raw sockets.
 
 Two servers: one with a short --read-timeout and a small --max-connections (slowloris,
-the connection cap, a client leaving, the body cap); one stopped by SIGTERM while a client
+the connection cap, a client leaving, the body cap, --docs); one stopped by SIGTERM while a client
 holds an unfinished body, with a long --read-timeout so that only --drain-timeout ends it.
 """
 
@@ -30,7 +30,8 @@ BODY = b'{"q": "I like trees.", "source": "en", "target": "es"}'
 def hostile(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     started = Server(run_dir, tmp_path_factory.mktemp("hostile"),
                      "--read-timeout", str(READ_TIMEOUT),
-                     "--max-connections", str(MAX_CONNECTIONS), "--max-chars", "10000000")
+                     "--max-connections", str(MAX_CONNECTIONS), "--max-chars", "10000000",
+                     "--docs")
     yield started
     started.stop()
 
@@ -164,6 +165,16 @@ def test_the_body_limit_has_a_cap_whatever_max_chars(hostile):
         status, body, _ = answer(sock)
     assert_error(status, body, 413)
     assert str(2 << 20) in body["error"]
+
+
+@pytest.mark.slow
+def test_docs_is_served_when_asked_for(hostile):
+    with connect(hostile) as sock:
+        sock.sendall(b"GET /docs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200 ") and b"swagger-ui" in data
 
 
 # ----------------------------------------------------------------------------- stopping
