@@ -101,7 +101,7 @@ def allow_descriptors(connections: int) -> None:
         import resource
     except ImportError:  # not POSIX: the system's own limit holds
         return
-    needed = connections + BACKLOG + SPARE_FILES  # a burst of closing ones; the model, logs
+    needed = connections + 2 * BACKLOG + SPARE_FILES  # an accept burst, closing ones, ours
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= needed:
         return
