@@ -93,18 +93,25 @@ class Connection(H11Protocol):
         """Over the cap: end lingering connections, then those that have been sending their
         request longest (module doc), until within it; else refuse this one with a 503."""
         now = time.monotonic()
-        victims = sorted(
-            (connection for connection in held if connection.lingering or (
-                connection.reading_since is not None and connection is not self
-                and not (connection.silent and now - connection.reading_since < SILENT_GRACE))),
-            key=lambda connection: (not connection.lingering, connection.reading_since or 0.0))
+        victims = sorted((connection for connection in held
+                          if connection is not self and connection._closable(now)),
+                         key=lambda connection: (not connection.lingering,
+                                                 connection.reading_since or 0.0))
         excess = len(held) - self.limits.max_connections
         for victim in victims[:excess]:
-            victim._log_as(503)
+            if not victim.lingering:
+                victim._log_as(503)
             victim.transport.abort()
         if len(victims) < excess:
             self.close_with(503, f"Slowdown: {self.limits.max_connections} connections are "
                                  f"open; try again shortly")
+
+    def _closable(self, now: float) -> bool:
+        """Lingering, or awaiting a request: one it has begun to send, or none for longer
+        than `SILENT_GRACE`."""
+        since = self.reading_since
+        return self.lingering or (
+            since is not None and not (self.silent and now - since < SILENT_GRACE))
 
     def close_with(self, status: int, message: str) -> None:
         """Answer `status` and `{"error": message}` unless an answer was begun, then close."""
