@@ -338,6 +338,9 @@ def test_bad_startup_is_one_error_line(run_dir, tmp_path):
     assert "--timeout" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--api-key", ""))
     assert "--api-key is empty" in error
+    error = one_error_line(run_cli("serve", "-m", run_dir,  # the byte 0xff, from the environment
+                                   env={"TRANSCLI_API_KEY": "k\udcff"}))
+    assert "TRANSCLI_API_KEY) is not UTF-8 text" in error
     error = one_error_line(subprocess.run(  # a cap the process's open-file limit cannot hold
         [sys.executable, "-m", "transcli", "serve", "-m", str(run_dir), "--max-connections",
          "1000"], capture_output=True, text=True, cwd=ROOT, env=ONE_THREAD, timeout=120,

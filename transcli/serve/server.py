@@ -50,7 +50,7 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     check_decode(decode)
     if not decode.threads:  # the HTTP side needs a core of its own to take requests
         overrides = [("decode.threads", max(1, available_cores() - 1)), *overrides]
-    check_api_key(api_key)
+    check_key_option(api_key)
     require("fastapi", "serve")  # a missing extra is one line too
     uvicorn = require("uvicorn", "serve")
     allow_descriptors(limits.max_connections)
@@ -82,7 +82,9 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     say("stopped")
 
 
-def check_api_key(api_key: Optional[str]) -> None:
+def check_key_option(api_key: Optional[str]) -> None:
+    """`--api-key` must be a key a client can send: not blank, and text (an argument's
+    bytes that are not UTF-8 reach Python as lone surrogates)."""
     if api_key is None:
         return
     if not api_key.strip():
@@ -90,7 +92,8 @@ def check_api_key(api_key: Optional[str]) -> None:
     try:
         api_key.encode("utf-8")
     except UnicodeEncodeError:
-        raise UserError("--api-key is not UTF-8 text: give a key a client can send") from None
+        raise UserError("--api-key (or TRANSCLI_API_KEY) is not UTF-8 text: give a key a "
+                        "client can send") from None
 
 
 def allow_descriptors(connections: int) -> None:
