@@ -54,7 +54,8 @@ from transcli.data.prepare import prepare
 from transcli.model.vocab import PAD_ID
 from transcli.rundir.layout import METRICS_FILE
 from transcli.rundir.metrics import read_metrics
-from transcli.training.objective import label_smoothed_nll, noam_lr
+from transcli.training.objective import label_smoothed_nll
+from transcli.training.schedules import noam_lr
 
 # The user's setting: each implementation's subprocess starts from it and applies its own
 # default.

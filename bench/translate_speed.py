@@ -82,6 +82,7 @@ def worker(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
 
     name = args.worker.split("@")[0]  # torch-int8@REV runs as torch-int8
     engine, quantize, cached = ENGINES[name]
@@ -90,11 +91,12 @@ def worker(args: argparse.Namespace) -> None:
     load_seconds = None
     for label, (strategy, beam) in SEARCHES.items():
         start = time.perf_counter()
-        translator = load_translator(args.model, args.checkpoint, [
+        translator = load_translator(open_run_dir(args.model, [
             f"decode.engine={engine}", f"decode.quantize={quantize}",
             f"decode.strategy={strategy}", f"decode.beam_size={beam}", "decode.n_best=1",
             f"decode.threads={args.threads}", "decode.word_reward=0",
-            f"decode.cpu_gemm={'onednn' if name == 'torch-onednn' else 'blas'}"], "cpu")
+            f"decode.cpu_gemm={'onednn' if name == 'torch-onednn' else 'blas'}"]),
+            args.checkpoint, "cpu")
         load_seconds = load_seconds or time.perf_counter() - start
         translator.engine.cached = cached
         for lines in sets.values():
@@ -181,10 +183,12 @@ def main() -> None:
 def prepare_ct2_exports(args: argparse.Namespace) -> None:
     """Make the cached exports first, so that exporting is not counted as loading."""
     from transcli.export.ct2 import cached_export
+    from transcli.rundir.run import open_run_dir
 
+    run = open_run_dir(args.model)
     for engine in args.engines:
         if ENGINES[engine][0] == "ct2":
-            cached_export(args.model, args.checkpoint, ENGINES[engine][1])
+            cached_export(run, run.checkpoint(args.checkpoint), ENGINES[engine][1])
 
 
 PAUSE_SECONDS = 0.3  # before each timed run: the engine before it stops spin-waiting

@@ -32,6 +32,7 @@ from helpers.server import ONE_THREAD, Server, assert_error
 from libretranslatepy import LibreTranslateAPI
 
 from transcli.inference.translator import load_translator
+from transcli.rundir.run import open_run_dir
 from transcli.serve.batcher import Batcher
 from transcli.serve.limits import Limits
 
@@ -317,7 +318,7 @@ def test_sigterm_finishes_requests_in_flight_then_exits_0(run_dir, tmp_path, off
 @pytest.mark.slow
 def test_bad_startup_is_one_error_line(run_dir, tmp_path):
     error = one_error_line(run_cli("serve", "-m", tmp_path / "nowhere"))
-    assert error.endswith("run directory not found")
+    assert "nowhere: run directory not found; `transcli train` makes one" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--host", "no.such.host.invalid"))
     assert "--host no.such.host.invalid" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--host", "192.0.2.1"))
@@ -391,7 +392,7 @@ def batched(run_dir: Path, overrides: list[str], requests: list[list[str]],
             wait: float = 0.5) -> tuple[list[list[str]], list[list[str]], Batcher]:
     """The requests sent at once through a `Batcher` (in this process), and each request
     translated alone by the same translator, as `transcli translate` would."""
-    batcher = Batcher(lambda: load_translator(run_dir, "last", overrides, "cpu"),
+    batcher = Batcher(lambda: load_translator(open_run_dir(run_dir, overrides), "last", "cpu"),
                       Limits(max_batch_wait=wait))
     batcher.start()
 
@@ -415,7 +416,7 @@ REQUESTS = [[ENGLISH[0], "", UNSEEN[2]], [MULTI, ENGLISH[3]], [UNSEEN[0]], ENGLI
     ["decode.split_sentences=true"],
     ["decode.strategy=greedy"],
 ], ids=["sample", "split-sentences", "greedy"])
-def test_merged_requests_are_answered_as_alone(run_dir, one_thread_per_module, overrides):
+def test_merged_requests_are_answered_as_alone(run_dir, overrides):
     answers, alone, batcher = batched(run_dir, overrides, REQUESTS)
     assert batcher.merging and batcher.model_calls == 1 and batcher.answered == 4
     assert answers == alone
@@ -433,13 +434,13 @@ def ct2_run(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("overrides", [[*CT2, "decode.strategy=greedy"],
                                        [*CT2, "decode.strategy=beam", "decode.beam_size=3"]],
                          ids=["greedy", "beam"])
-def test_ct2_float32_requests_are_merged(ct2_run, one_thread_per_module, overrides):
+def test_ct2_float32_requests_are_merged(ct2_run, overrides):
     answers, alone, batcher = batched(ct2_run, overrides, REQUESTS)
     assert batcher.merging and batcher.model_calls == 1 and batcher.answered == 4
     assert answers == alone
 
 
-def test_int8_translates_each_request_alone(run_dir, one_thread_per_module):
+def test_int8_translates_each_request_alone(run_dir):
     answers, alone, batcher = batched(run_dir, ["decode.quantize=int8"], REQUESTS)
     assert not batcher.merging and batcher.model_calls == 4
     assert answers == alone

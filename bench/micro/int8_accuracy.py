@@ -31,7 +31,7 @@ from transcli.data.tokenizer import Tokenizer
 from transcli.inference.quantize import Int8OutputProduct, linear_names, quantize_int8
 from transcli.inference.scoring import forced_logprobs
 from transcli.model.transformer import Transformer, output_product
-from transcli.rundir.checkpoints import load_trained
+from transcli.rundir.run import open_run_dir
 
 
 def float_output(model: Transformer) -> Transformer:
@@ -67,7 +67,8 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=1000, help="pairs per test set")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    model, tokenizer, _ = load_trained(args.model, args.checkpoint, "cpu")
+    run = open_run_dir(args.model)
+    model, tokenizer = run.model(run.checkpoint(args.checkpoint)), run.tokenizer
     print(f"model {args.model} ({args.checkpoint}); {args.lines} pairs per set; "
           f"load average {os.getloadavg()[0]:.2f}")
     with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices

@@ -23,6 +23,7 @@ import torch
 from bench.common import CORPORA, read_lines
 from transcli.inference.translator import load_translator
 from transcli.model.transformer import output_product
+from transcli.rundir.run import open_run_dir
 
 CASES = [("dev.tatoeba", "greedy", 200), ("dev.newstest2012", "greedy", 125),
          ("dev.tatoeba", "beam", 125), ("dev.newstest2012", "beam", 100)]
@@ -31,9 +32,9 @@ CASES = [("dev.tatoeba", "greedy", 200), ("dev.newstest2012", "greedy", 125),
 def ratios(model_dir: str, checkpoint: str, name: str, strategy: str, threads: int,
            lines: int, pairs: int) -> list[float]:
     """Time with the float32 output product over time with the int8 one, per pair."""
-    translator = load_translator(model_dir, checkpoint, [
+    translator = load_translator(open_run_dir(model_dir, [
         f"decode.strategy={strategy}", "decode.beam_size=5", f"decode.threads={threads}",
-        "decode.word_reward=0", "decode.quantize=int8"], "cpu")
+        "decode.word_reward=0", "decode.quantize=int8"]), checkpoint, "cpu")
     model = translator.engine.model
     products = {"now": model.output_product, "before": output_product}
     text = read_lines(CORPORA / f"{name}.en", 1000)

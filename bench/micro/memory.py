@@ -30,10 +30,11 @@ def worker(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)
     from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
 
-    translator = load_translator(args.model, args.checkpoint, [
+    translator = load_translator(open_run_dir(args.model, [
         "decode.strategy=greedy", "decode.beam_size=1", "decode.word_reward=0",
-        f"decode.cpu_gemm={args.worker}"], "cpu")
+        f"decode.cpu_gemm={args.worker}"]), args.checkpoint, "cpu")
     tatoeba = (CORPORA / "dev.tatoeba.en").read_text(encoding="utf-8").splitlines()[:1000]
     news = (CORPORA / "dev.newstest2012.en").read_text(encoding="utf-8").splitlines()
     chunks = [("tatoeba 1-1000", tatoeba)] + [

@@ -31,7 +31,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
-from transcli.inference.translator import Translator, chunked
+from transcli.inference.streaming import chunked
+from transcli.inference.translator import Translator
 from transcli.serve.limits import Limits
 
 WARM_UP = ["Hello."]  # translated once after loading: the first request is not slower

@@ -43,13 +43,14 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
           port: int, limits: Limits, api_key: Optional[str], docs: bool = False) -> None:
     """Serve the run's model on host:port until a stop signal (module doc); `overrides`
     are the config's, as `load_translator` takes them."""
-    from transcli.rundir.layout import load_run_config
+    from transcli.rundir.run import open_run_dir
     from transcli.system.runtime import available_cores
 
-    decode = load_run_config(run_dir, overrides).decode
+    run = open_run_dir(run_dir, overrides)
+    decode = run.config.decode
     check_decode(decode)
     if not decode.threads:  # the HTTP side needs a core of its own to take requests
-        overrides = [("decode.threads", max(1, available_cores() - 1)), *overrides]
+        decode.threads = max(1, available_cores() - 1)
     check_key_option(api_key)
     require("fastapi", "serve")  # a missing extra is one line too
     uvicorn = require("uvicorn", "serve")
@@ -64,8 +65,7 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
         from transcli.serve.batcher import Batcher
         from transcli.serve.connections import Connection
 
-        batcher = Batcher(lambda: load_translator(run_dir, checkpoint, overrides, device),
-                          limits)
+        batcher = Batcher(lambda: load_translator(run, checkpoint, device), limits)
         batcher.start()
         app = create_app(batcher, limits, api_key, str(run_dir), docs)
         config = uvicorn.Config(app, access_log=False, log_level="warning", backlog=BACKLOG,
