@@ -29,8 +29,6 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-BENCH = Path(__file__).resolve().parent
-
 
 def cuda_problem() -> Optional[str]:
     """Why this Python cannot run the GPU stages, or None when it can."""

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from bench.common import CORPORA, ROOT, read_lines
+from bench.common import CORPORA, ROOT, must, read_lines, transcli
 
 MAX_REQUESTS = 200_000  # a bound on any one load run, whatever --seconds says
 SHORT_WORDS = 6  # "a short sentence": at most this many words
@@ -143,8 +143,7 @@ def offline_row(flags: list[str], lines: list[str]) -> Row:
 
 def timed_translate(flags: list[str], source: Path, target: Path) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "transcli", "translate", *flags, "-i", str(source),
-                    "-o", str(target)], check=True, cwd=ROOT, stderr=subprocess.DEVNULL)
+    must(transcli(["translate", *flags, "-i", source, "-o", target], target.with_suffix(".log")))
     return time.perf_counter() - start
 
 
