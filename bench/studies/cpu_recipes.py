@@ -122,6 +122,8 @@ def probe(work: Path, labels: list[str], cpu_minutes: float, parallel: int) -> N
 
 def table(work: Path, labels: list[str]) -> None:
     done = [work / label for label in labels if (work / label / "results.json").is_file()]
+    if not done:
+        sys.exit(f"{work}: no probe has finished yet (results.json); run `probe` first")
     subprocess.run([sys.executable, "-m", "bench.quality", "--table", *map(str, done)],
                    check=True)
 

@@ -1,6 +1,6 @@
 """What the torch engine's int8 weights cost in accuracy: references scored teacher-forced.
 
-    .venv/bin/python -m bench.studies.micro int8-accuracy --model RUN_DIR [--checkpoint avg]
+    python -m bench.studies.micro int8-accuracy --model RUN_DIR [--checkpoint avg] [--lines 1000]
 
 Scores the first --lines pairs of ../shared/corpora/en-es/dev.tatoeba and
 dev.newstest2012 (`score.forced_logprobs`, as `transcli score` does) with the run's model:

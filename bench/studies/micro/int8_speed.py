@@ -1,7 +1,7 @@
 """Speed of `--int8` (torch engine) with its output layer in int8, as it runs now, against
 int8 Linear layers with the output layer in float32, as it ran before.
 
-    .venv/bin/python -m bench.studies.micro int8-speed --model RUN_DIR [--checkpoint avg]
+    python -m bench.studies.micro int8-speed --model RUN_DIR [--checkpoint avg] [--threads 1 2]
 
 One process loads the run's model once with `--int8`; the two output products take turns
 on the same slice of lines (`--pairs` pairs of `--lines` lines, each pair in the other
