@@ -94,14 +94,16 @@ def train_all(args: argparse.Namespace, variants: dict[str, list[str]],
     running: dict[str, Child] = {}
     results: dict[str, Any] = {}
     for label, overrides in variants.items():
-        data = results[label] = prepared[data_dir(args.work, overrides)]
-        if isinstance(data, Path):
-            results[label] = args.work / label / "run"
-            train = [item for item in overrides if item not in data_overrides(overrides)]
-            running[label] = Child(
-                ["train", "-c", args.config, "--data", data, "--out", results[label], "--force",
-                 *set_flags([*train, *budget(args), f"train.device={args.device}", *args.sets])],
-                log=args.work / f"{label}.train.log")
+        data = prepared[data_dir(args.work, overrides)]
+        if not isinstance(data, Path):  # its data could not be prepared
+            results[label] = data
+            continue
+        run = results[label] = args.work / label / "run"
+        train = [item for item in overrides if item not in data_overrides(overrides)]
+        running[label] = Child(
+            ["train", "-c", args.config, "--data", data, "--out", run, "--force",
+             *set_flags([*train, *budget(args), f"train.device={args.device}", *args.sets])],
+            log=args.work / f"{label}.train.log")
     deadline = time.monotonic() + args.train_timeout
     for label, child in running.items():
         problem = child.wait(max(1.0, deadline - time.monotonic()), stop=True)
