@@ -8,10 +8,8 @@ memory and recompile count are its own; inductor's on-disk cache is shared, so t
 compiled setting pays most of the compilation. Tokens/s come from the run's
 metrics.jsonl, leaving out a warm-up of training seconds (compilation, the recompiles
 new batch shapes trigger, and the first few hundred updates, which run slower while the
-allocator grows).
-
-End to end (`e2e`): `transcli train` for a set number of minutes, then `transcli evaluate
---device cuda` on dev.tatoeba and dev.newstest2012 (sacreBLEU, as bench/quality.py).
+allocator grows). End to end (`e2e`): `transcli train`, then `transcli evaluate`, as
+bench/quality.py runs them.
 """
 
 from __future__ import annotations
