@@ -119,7 +119,7 @@ def test_the_architecture_doc_names_every_module_under_its_package() -> None:
 
 
 def test_functions_and_classes_stay_short() -> None:
-    """A newcomer reads a function at a glance and a class in one sitting: no function
+    """A newcomer reads a function at a glance and a class in one go: no function
     (or method) of the package is longer than 60 lines, no class than 200."""
     too_long = []
     for path in sorted(PACKAGE.rglob("*.py")):
