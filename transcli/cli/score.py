@@ -57,7 +57,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
 
     pairs = _count_pairs(src, tgt)
     if output != "-":  # a wrong output is said before the model loads
-        check_output(Path(output), [src, tgt, *run_inputs(run_dir, checkpoint)], "scores")
+        check_output(output, [src, tgt, *run_inputs(run_dir, checkpoint)], "scores")
     target = pick_device(device)
     model, tokenizer, cfg = load_trained(run_dir, checkpoint, target)
     inference_setup(target, cfg.decode.threads)

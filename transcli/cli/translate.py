@@ -26,7 +26,7 @@ from transcli.cli.options import (
     setting,
     with_decoding,
 )
-from transcli.system.files import OutputFolder, check_output, output_file
+from transcli.system.files import check_output, output_file
 from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         _check_attention(attention, model_dir, overrides, force)
         inputs = [input, *run_inputs(model_dir, checkpoint)]
         if output != "-":  # a wrong output is said before the model loads
-            check_output(Path(output), inputs, "translations")
+            check_output(output, inputs, "translations")
         translator = load_translator(model_dir, checkpoint, overrides, device)
         with _open_output(output, inputs) as out, \
                 _attention_writer(attention, translator, force) as writer, \
@@ -165,11 +165,11 @@ def _check_attention(folder: Path | None, run_dir: Path, overrides: list[str],
     """Refuse --attention with settings it cannot work with, or a folder it may not
     write into, before loading the model."""
     if folder is not None:
-        from transcli.inference.attention import RECORD_FILE, check_decode
+        from transcli.inference.attention import check_decode, check_folder
         from transcli.rundir.layout import load_run_config
 
         check_decode(load_run_config(run_dir, overrides).decode)
-        OutputFolder(folder, RECORD_FILE, "attention files", force).check("--attention")
+        check_folder(folder, force, "--attention")
 
 
 def _attention_writer(folder: Path | None, translator: Translator, force: bool

@@ -19,9 +19,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from transcli.export import require
 from transcli.serve.limits import Limits
 from transcli.system.errors import UserError
+from transcli.system.extras import require
 
 if TYPE_CHECKING:
     from uvicorn import Server
