@@ -28,7 +28,7 @@ from transcli.model.transformer import Transformer
 from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
 from transcli.system.errors import UserError
-from transcli.system.files import file_digest
+from transcli.system.owned import file_digest
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

@@ -152,6 +152,7 @@ def keep_visible(source: Path, path: Path, tag: str) -> Path:
     """Move `source` (a finished output, or a file set aside) to the first free name of
     `PATH.TAG`, `PATH.TAG-2`, ...: where it stays, for the user to see, when it cannot
     have its own name."""
+    path = Path(os.path.abspath(path))  # '.' has no name to add to
     for number in range(1, 1000):
         candidate = path.with_name(f"{path.name}.{tag}" + (f"-{number}" if number > 1 else ""))
         if move_new(source, candidate):
