@@ -62,8 +62,9 @@ def atomic_path(path: str | Path, what: str = "file",
     """Yield a temp path beside `path`; on success fsync it and rename it over `path`.
 
     A kill at any instant leaves either the old file or the new one, never half of one.
-    The temp name starts with '.' and ends with '.tmp' (`is_temp_file`), so that a run
-    killed mid-write can find and remove it. Mode: as the replaced file, else umask's.
+    The temp name starts with '.' and ends with '.tmp' (`is_temp_file`), and its writer
+    holds a lock on it, so that one a killed run left can be told and removed
+    (`remove_stale_temps`). Mode: as the replaced file, else umask's.
     `ours`: None replaces whatever is at `path` (a run dir's own files, under the run's
     lock); else a file there is replaced only if `ours` holds for it at the moment of
     replacing (`publish`; `new_only`: the name must be free). If not, the output is kept
@@ -126,7 +127,10 @@ def _new_temp(path: Path) -> tuple[Path, int]:
     while True:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.{TEMP_MARK}", suffix=".tmp",
                                     dir=path.parent)
-        fcntl.flock(fd, fcntl.LOCK_EX)  # waits only while a cleaner looks at it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # waits only while a cleaner looks at it
+        except OSError:  # a file system without locks: no cleaner can lock it either
+            return Path(name), fd
         if _still_named(fd, name):
             return Path(name), fd
         os.close(fd)  # a cleaner took it for abandoned before it was locked: another one

@@ -19,8 +19,8 @@ What is left, and why it is accepted:
 - a program holding a file open that writes into it after step 1 judged it writes into
   a file about to be deleted, as with any replacing of an open file; one that opens the
   name after step 1 creates a new file, which step 2 then keeps;
-- a file set aside is away from its name for the time of one `lstat` (a few
-  microseconds): a reader opening the name then finds no file;
+- a file being replaced is away from its name from step 1 to step 2 (microseconds per
+  file): a reader opening the name then finds no file;
 - a kill (SIGKILL) between steps 1 and 3 leaves the files set aside under their hidden
   names, which nothing ever removes: hidden, never lost;
 - a file system without hard links (FAT, some FUSE mounts) gets step 2 as "check that
