@@ -30,6 +30,7 @@ from typing import Any, Callable, ContextManager, Iterable, Mapping, Optional, S
 
 from transcli.system.errors import UserError
 from transcli.system.files import (
+    MAX_JSON_BYTES,
     atomic_path,
     check_parents,
     describe_os_error,
@@ -45,8 +46,6 @@ from transcli.system.publish import (
     publish,
     unchanged,
 )
-
-MAX_RECORD_BYTES = 64 << 20  # far above any record transcli writes
 
 
 def plain_name(name: object) -> bool:
@@ -102,7 +101,7 @@ class OwnedFolder:
         try:
             with open(self.folder / self.record, "rb", opener=_no_follow) as handle:
                 seen = os.fstat(handle.fileno())
-                record = parse_json(handle.read(MAX_RECORD_BYTES + 1))
+                record = parse_json(handle.read(MAX_JSON_BYTES + 1))
         except (OSError, ValueError):
             return {}, None
         if not isinstance(record, dict) or not stat.S_ISREG(seen.st_mode) \
@@ -139,7 +138,8 @@ class OwnedFolder:
 
     def refuse_clash(self, names: Iterable[str], contents: Contents) -> None:
         """Refuse, naming it, a file of one of `names` that is not ours as written."""
-        clash = [name for name in names if name in contents.foreign]
+        foreign = set(contents.foreign)
+        clash = [name for name in names if name in foreign]
         if clash:
             self._refuse(clash[0])
 
@@ -164,9 +164,10 @@ class OwnedFolder:
                 force: bool) -> None:
         """Move the files `names` of the folder `stage` (the record last) into the folder:
         a missing or empty folder becomes `stage` in one rename; else (with `force`) each
-        replaces only a file of `contents.owned` still as it was, and the files of ours
-        the new set lacks go. All or nothing: on a file not ours, found at the moment of
-        replacing, `stage` is kept beside the folder and the refusal says where."""
+        replaces only a file of `contents.owned` (as the command found it, before its
+        work) still as it was then, and the files of ours the new set lacks go. All or
+        nothing: on a file not ours, found at the moment of replacing, `stage` is kept
+        beside the folder and the refusal says where."""
         folder = self.folder
         if _rename_into_place(stage, folder):
             return
