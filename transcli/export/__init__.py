@@ -104,7 +104,7 @@ def publish(out: Path, record: dict[str, Any], fill: Callable[[Path], None], *,
 
 
 def _check_destination(out: Path, force: bool) -> None:
-    if exported(out).contents("--out").names and not force:
+    if exported(out).names() and not force:
         raise UserError(f"{out}: --out is not empty; use --force to replace the files an "
                         f"export writes there (other files are kept)")
 

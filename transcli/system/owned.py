@@ -112,21 +112,21 @@ class OwnedFolder:
     def contents(self, option: str) -> Contents:
         """What the folder holds (nothing when it does not exist); `option` names it in
         the refusal of a file where the folder should be."""
-        folder = self.folder
-        check_parents(folder)
-        if folder.exists() and not folder.is_dir():
-            raise UserError(f"{folder}: {option} is a file; it must name a directory")
-        names = self.names()
+        names = self.names(option)
         record, seen = self.read_record()
         owned = {self.record: seen} if seen is not None else {}
         for name, digest in _listed(record).items():
-            still = _as_written(folder / name, digest)
+            still = _as_written(self.folder / name, digest)
             if still is not None:
                 owned[name] = still
         return Contents(names, owned)
 
-    def names(self) -> list[str]:
-        """Every entry of the folder but the `skip`ped ones, sorted ([] when missing)."""
+    def names(self, option: str = "--out") -> list[str]:
+        """Every entry of the folder but the `skip`ped ones, sorted ([] when missing);
+        `option` names the folder in the refusal of a file where it should be."""
+        check_parents(self.folder)
+        if self.folder.exists() and not self.folder.is_dir():
+            raise UserError(f"{self.folder}: {option} is a file; it must name a directory")
         try:
             return sorted(entry.name for entry in os.scandir(self.folder)
                           if not self.skip(entry.name))
