@@ -48,9 +48,11 @@ def other_prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return prepare_sample(tmp_path_factory.mktemp("prep2"), 40, 40)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", autouse=True)
 def one_thread_per_module() -> Iterator[None]:
-    """Tiny models run fastest on one thread (no OpenMP hand-offs); opt in per module."""
+    """Every test module runs torch on one thread: the tiny models' ops are too small to
+    split (more threads make them slower on a shared machine). A test that needs more
+    sets them itself."""
     from helpers.memorised import one_torch_thread
 
     with one_torch_thread():

@@ -137,7 +137,7 @@ def test_overrides_are_typed() -> None:
 
 
 @pytest.mark.parametrize("item, expected", [
-    ("model.d_modl=3", "did you mean 'd_model'"),
+    ("model.d_modl=3", "did you mean 'model.d_model'"),
     ("train.max_steps=abc", "must be int"),
     ("model=3", "must be"),
     ("model.d_model", "section.key=value"),
@@ -201,7 +201,7 @@ def test_typed_overrides_mix_with_set_text_in_order() -> None:
 
 @pytest.mark.parametrize("flags, expected", [
     ({"train.max_steps": "5"}, "command line: 'train.max_steps' must be int, got str '5'"),
-    ({"train.max_step": 5}, "unknown key 'train.max_step' (did you mean 'max_steps'?)"),
+    ({"train.max_step": 5}, "unknown key 'train.max_step' (did you mean 'train.max_steps'?)"),
     ({"model.pre_norm": 1}, "'model.pre_norm' must be bool"),
 ])
 def test_bad_flags_name_the_key(flags: dict, expected: str) -> None:

@@ -32,8 +32,6 @@ from transcli.inference.cpu_products import (
 from transcli.model.kvcache import StepBuffers
 from transcli.model.vocab import BOS_ID, EOS_ID
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
 
 @pytest.mark.parametrize("shape, transpose", [((7, 16), False), ((2, 5, 16), False),
                                               ((5, 2, 16), True), ((3, 1, 16), False),

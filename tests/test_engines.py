@@ -27,10 +27,9 @@ from transcli.inference.translator import Translator, load_translator
 from transcli.model.transformer import Transformer
 from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
+from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
 from transcli.system.owned import file_digest
-
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
@@ -60,8 +59,8 @@ def test_ct2_engine_gives_the_torch_greedy_output(sample_copy):
     that cut many translations: identical lines, and the export cached in the run dir."""
     lines = [line for en, _ in sample_pairs("test", "valid") for line in (en, "")]
     limits = ["decode.max_len_a=0.5", "decode.max_len_b=3", "decode.batch_tokens=200"]
-    torch_out = load_translator(sample_copy, "last", limits, "cpu").translate(lines)
-    ct2 = load_translator(sample_copy, "last", limits + ["decode.engine=ct2"], "cpu")
+    torch_out = load_translator(open_run_dir(sample_copy, limits), "last", "cpu").translate(lines)
+    ct2 = load_translator(open_run_dir(sample_copy, limits + ["decode.engine=ct2"]), "last", "cpu")
     assert ct2.translate(lines) == torch_out
     assert torch_out[1::2] == [""] * 200 and len(set(torch_out[::2])) > 100
     cache = sample_copy / "ct2-step-0000200-float32"
@@ -74,26 +73,27 @@ def test_onednn_products_give_the_blas_output(sample_copy):
     sentences, beam 2 and greedy, as torch's own float32 products."""
     lines = [en for en, _ in sample_pairs("test", "valid")]
     for search in (["decode.beam_size=2"], ["decode.strategy=greedy", "decode.beam_size=1"]):
-        blas = load_translator(sample_copy, "last", search, "cpu").translate(lines)
-        onednn = load_translator(sample_copy, "last", search + ["decode.cpu_gemm=onednn"], "cpu")
+        blas = load_translator(open_run_dir(sample_copy, search), "last", "cpu").translate(lines)
+        onednn = load_translator(
+            open_run_dir(sample_copy, search + ["decode.cpu_gemm=onednn"]), "last", "cpu")
         assert onednn.translate(lines) == blas and len(set(blas)) > 100
 
 
 def test_cache_is_reused_then_refreshed_when_the_checkpoint_changes(memorised_run, tiny_spm):
     overrides = ["decode.engine=ct2", "decode.beam_size=1"]
-    load_translator(memorised_run, "last", overrides, "cpu")
+    load_translator(open_run_dir(memorised_run, overrides), "last", "cpu")
     cache = memorised_run / "ct2-step-0000200-float32"
     written = (cache / "model.bin").stat().st_mtime_ns
-    translator = load_translator(memorised_run, "last", overrides, "cpu")
+    translator = load_translator(open_run_dir(memorised_run, overrides), "last", "cpu")
     assert (cache / "model.bin").stat().st_mtime_ns == written  # reused
     assert translator.translate(ENGLISH[:3]) == SPANISH[:3]
     (cache / "model.bin").unlink()  # a damaged cache is made again
-    assert load_translator(memorised_run, "last", overrides, "cpu").translate(
+    assert load_translator(open_run_dir(memorised_run, overrides), "last", "cpu").translate(
         ENGLISH[:3]) == SPANISH[:3]
 
     torch.manual_seed(5)  # the checkpoint is overwritten, as training does to best/last
     save_weights(Transformer(load_config(TINY_CONFIG).model, 120), step_path(memorised_run, 200))
-    translator = load_translator(memorised_run, "last", overrides, "cpu")
+    translator = load_translator(open_run_dir(memorised_run, overrides), "last", "cpu")
     assert read_record(cache)["source_sha256"] == file_digest(step_path(memorised_run, 200))
     assert translator.translate(ENGLISH[:3]) != SPANISH[:3]  # the new weights
     assert sorted(p.name for p in memorised_run.iterdir() if p.name.startswith(".")) == []
@@ -103,7 +103,7 @@ def test_a_damaged_cache_of_the_same_size_and_time_is_made_again(memorised_run):
     """NaN written over the cached model's weights, size and modification time kept: the
     content hash tells, and the export is made again (it used to translate to garbage)."""
     overrides = ["decode.engine=ct2", "decode.beam_size=1"]
-    load_translator(memorised_run, "last", overrides, "cpu")
+    load_translator(open_run_dir(memorised_run, overrides), "last", "cpu")
     model = memorised_run / "ct2-step-0000200-float32" / "model.bin"
     before = model.stat()
     data = bytearray(model.read_bytes())
@@ -116,15 +116,15 @@ def test_a_damaged_cache_of_the_same_size_and_time_is_made_again(memorised_run):
     damaged = Translator(Ct2Engine(model.parent, tokenizer, cfg.decode, cfg.model.max_positions,
                                    torch.device("cpu")), tokenizer, cfg.decode)
     assert damaged.translate(ENGLISH[:3]) != SPANISH[:3]  # what the damage would do
-    translator = load_translator(memorised_run, "last", overrides, "cpu")
+    translator = load_translator(open_run_dir(memorised_run, overrides), "last", "cpu")
     assert translator.translate(ENGLISH[:3]) == SPANISH[:3]
     assert model.read_bytes() != bytes(data)
 
 
 @pytest.mark.parametrize("engine", ["torch", "ct2"])
 def test_int8_keeps_the_memorised_translations(memorised_run, engine):
-    translator = load_translator(memorised_run, "last",
-                                 [f"decode.engine={engine}", "decode.quantize=int8"], "cpu")
+    run = open_run_dir(memorised_run, [f"decode.engine={engine}", "decode.quantize=int8"])
+    translator = load_translator(run, "last", "cpu")
     out = translator.translate(ENGLISH + [""])
     if engine == "torch" or CT2_INT8_EXACT:
         assert out == SPANISH + [""]
@@ -142,8 +142,9 @@ def test_int8_keeps_the_memorised_translations(memorised_run, engine):
 def test_sampling_through_ct2_is_seeded(memorised_run):
     overrides = ["decode.engine=ct2", "decode.strategy=sample", "decode.temperature=3",
                  "decode.n_best=3", "decode.seed=4"]
-    first = load_translator(memorised_run, "last", overrides, "cpu").translate_nbest(UNSEEN)
-    again = load_translator(memorised_run, "last", overrides, "cpu").translate_nbest(UNSEEN)
+    run = open_run_dir(memorised_run, overrides)
+    first = load_translator(run, "last", "cpu").translate_nbest(UNSEEN)
+    again = load_translator(run, "last", "cpu").translate_nbest(UNSEEN)
     assert first == again and all(len(hyps) == 3 for hyps in first)
     assert len({text for hyps in first for text, _ in hyps}) > len(UNSEEN)
 
@@ -196,5 +197,5 @@ def test_missing_ctranslate2_names_the_extra(memorised_run, monkeypatch):
     monkeypatch.setitem(sys.modules, "ctranslate2.converters", None)
     monkeypatch.setitem(sys.modules, "ctranslate2.specs", None)
     with pytest.raises(UserError, match=r"pip install transcli\[ct2\]"):
-        load_translator(memorised_run, "last", ["decode.engine=ct2"], "cpu")
+        load_translator(open_run_dir(memorised_run, ["decode.engine=ct2"]), "last", "cpu")
     assert not any(p.name.startswith("ct2-") for p in memorised_run.iterdir())

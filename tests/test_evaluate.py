@@ -164,7 +164,6 @@ def test_empty_files_have_nothing_to_score(tmp_path: Path) -> None:
         call(ref=[empty], hyp=empty)
 
 
-@pytest.mark.usefixtures("one_thread_per_module")
 def test_model_mode_translates_src_and_writes_hyp_out(
         run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--model translates --src (a BOM and CRLF endings: read as `translate` reads) with a
@@ -214,7 +213,6 @@ def test_score_rejects_empty_or_misaligned_input() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("one_thread_per_module")
 def test_model_mode_takes_translate_s_decoding_flags_and_shows_progress(
         run_dir: Path, tmp_path: Path) -> None:
     english, spanish = [en for en, _ in PAIRS], [es for _, es in PAIRS]

@@ -16,8 +16,6 @@ from transcli.inference.attention import ALIGNMENTS_FILE, Attention, cross_atten
 from transcli.model.transformer import merge_heads, split_heads
 from transcli.model.vocab import BOS_ID, EOS_ID
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
 

@@ -16,6 +16,7 @@ from helpers import ROOT
 
 from transcli.export import EXPORT_FILE, export_run
 from transcli.export import ct2 as ct2_format
+from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
 
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
@@ -67,7 +68,7 @@ def test_cli_refusal_is_one_line(run, tmp_path):
 ])
 def test_refusals(run, tmp_path, options, message):
     with pytest.raises(UserError, match=message.replace("-", r"\-")):
-        export_run(run, options.get("fmt", "ct2"), tmp_path / "out",
+        export_run(open_run_dir(run), options.get("fmt", "ct2"), tmp_path / "out",
                    options.get("checkpoint", "last"), options.get("quantize"))
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
@@ -77,10 +78,11 @@ def test_non_empty_out_needs_force_and_keeps_other_files(run, tmp_path):
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match="--out is not empty; use --force"):
-        export_run(run, "ct2", out, "last")
+        export_run(open_run_dir(run), "ct2", out, "last")
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
-    export_run(run, "ct2", out, "last", force=True)
-    export_run(run, "hf", out, "last", force=True)  # over the ct2 export: its files go
+    export_run(open_run_dir(run), "ct2", out, "last", force=True)
+    # over the ct2 export: its files go
+    export_run(open_run_dir(run), "hf", out, "last", force=True)
     names = {p.name for p in out.iterdir()}
     assert "notes.txt" in names and "model.safetensors" in names
     assert not names & {"model.bin", "shared_vocabulary.json"}
@@ -89,7 +91,7 @@ def test_non_empty_out_needs_force_and_keeps_other_files(run, tmp_path):
 
 def test_an_empty_out_directory_is_used(run, tmp_path):
     (tmp_path / "out").mkdir()
-    export_run(run, "ct2", tmp_path / "out", "last")
+    export_run(open_run_dir(run), "ct2", tmp_path / "out", "last")
     assert (tmp_path / "out" / "model.bin").is_file()
 
 
@@ -97,9 +99,9 @@ def test_unwritable_out_is_one_line(run, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     with pytest.raises(UserError, match="file: is a file, so .*file/out cannot be created"):
-        export_run(run, "ct2", blocker / "out", "last")
+        export_run(open_run_dir(run), "ct2", blocker / "out", "last")
     with pytest.raises(UserError, match="--out is a file"):
-        export_run(run, "ct2", blocker, "last")
+        export_run(open_run_dir(run), "ct2", blocker, "last")
     assert blocker.read_text() == "not a directory"
 
 
@@ -110,7 +112,7 @@ def test_failure_while_writing_leaves_nothing(run, tmp_path, monkeypatch):
 
     monkeypatch.setattr(ct2_format, "write", half_then_fail)
     with pytest.raises(UserError, match="out: cannot write the export .No space left on device."):
-        export_run(run, "ct2", tmp_path / "out", "last")
+        export_run(open_run_dir(run), "ct2", tmp_path / "out", "last")
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
 
@@ -121,11 +123,11 @@ def test_missing_optional_package_names_the_extra(run, tmp_path, monkeypatch, fm
     monkeypatch.setitem(sys.modules, f"{module}.converters", None)
     monkeypatch.setitem(sys.modules, f"{module}.specs", None)
     with pytest.raises(UserError, match=rf"pip install transcli\[{extra}\]"):
-        export_run(run, fmt, tmp_path / "out", "last")
+        export_run(open_run_dir(run), fmt, tmp_path / "out", "last")
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
 
 def test_missing_run_dir(tmp_path):
     with pytest.raises(UserError, match="nowhere: run directory not found"):
-        export_run(tmp_path / "nowhere", "ct2", tmp_path / "out")
+        export_run(open_run_dir(tmp_path / "nowhere"), "ct2", tmp_path / "out")
     assert not (tmp_path / "out").exists()

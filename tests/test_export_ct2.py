@@ -20,8 +20,7 @@ from transcli.export import EXPORT_FILE, export_run
 from transcli.inference.search import beam_search, greedy_search
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID
-
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
+from transcli.rundir.run import open_run_dir
 
 PAIRS = sample_pairs("test", "valid")  # 200 sentences the model was not trained on
 LIMIT = 40  # target tokens, EOS included, for both decoders
@@ -35,7 +34,7 @@ def tokenizer(sample_spm: Path) -> Tokenizer:
 @pytest.fixture(scope="module")
 def exported(sample_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ct2") / "model"
-    export_run(sample_run, "ct2", out, "last")
+    export_run(open_run_dir(sample_run), "ct2", out, "last")
     return out
 
 
@@ -134,7 +133,7 @@ def test_beam_agreement_is_reported(exported, sample_spm, tokenizer):
 def test_model_variants_are_exact(variant, sample_spm, tokenizer, tmp_path):
     """Untrained models of the other layouts: log-probs and greedy output as transcli's."""
     run, model = untrained_run(tmp_path, variant, sample_spm)
-    export_run(run, "ct2", tmp_path / "ct2", "last")
+    export_run(open_run_dir(run), "ct2", tmp_path / "ct2", "last")
     translator = load(tmp_path / "ct2")
     assert_scores_match(translator, model, tokenizer, PAIRS[:40])
     english = [en for en, _ in PAIRS[:40]]
@@ -143,7 +142,7 @@ def test_model_variants_are_exact(variant, sample_spm, tokenizer, tmp_path):
 
 
 def test_int8_quantized_export(sample_run, exported, tmp_path, tokenizer):
-    export_run(sample_run, "ct2", tmp_path / "int8", "last", quantize="int8")
+    export_run(open_run_dir(sample_run), "ct2", tmp_path / "int8", "last", quantize="int8")
     size = (tmp_path / "int8" / "model.bin").stat().st_size
     assert size < 0.5 * (exported / "model.bin").stat().st_size
     english = [en for en, _ in PAIRS]

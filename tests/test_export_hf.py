@@ -27,12 +27,12 @@ from transcli.model.transformer import Transformer, sinusoidal_table
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
+from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on the hub
 
-pytestmark = [pytest.mark.usefixtures("one_thread_per_module"),
-              pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")]
+pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
 PAIRS = sample_pairs("test", "valid")  # 200 sentences the model was not trained on
 LIMIT = 40  # target tokens, EOS included, for both decoders
@@ -46,7 +46,7 @@ def tokenizer(sample_spm: Path) -> Tokenizer:
 @pytest.fixture(scope="module")
 def exported(sample_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("hf") / "model"
-    export_run(sample_run, "hf", out, "last")
+    export_run(open_run_dir(sample_run), "hf", out, "last")
     return out
 
 
@@ -158,7 +158,7 @@ def test_beam_agreement_is_reported(exported, sample_spm, tokenizer):
                                      ["model.share_embeddings=false"]])
 def test_model_variants_are_exact(variant, sample_spm, tokenizer, tmp_path):
     run, model = untrained_run(tmp_path, variant, sample_spm)
-    export_run(run, "hf", tmp_path / "hf", "last")
+    export_run(open_run_dir(run), "hf", tmp_path / "hf", "last")
     ours, theirs = teacher_forced(model, load(tmp_path / "hf"), tokenizer, PAIRS[:40])
     assert (ours - theirs).abs().max().item() < 1e-4
 
@@ -171,5 +171,5 @@ def test_pre_norm_is_refused_and_nothing_written(sample_spm, tmp_path):
     shutil.copyfile(sample_spm, run / TOKENIZER_FILE)
     save_weights(Transformer(cfg.model, Tokenizer(sample_spm).vocab_size), step_path(run, 1))
     with pytest.raises(UserError, match="model.pre_norm=true cannot be exported exactly to hf"):
-        export_run(run, "hf", tmp_path / "hf", "last")
+        export_run(open_run_dir(run), "hf", tmp_path / "hf", "last")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]

@@ -15,16 +15,15 @@ from safetensors.torch import load_file
 
 from transcli.data.batching import BatchPlan, BatchStream, StreamPosition, collate
 from transcli.data.encoded import EncodedSplit
+from transcli.data.prepared_dir import open_prepared_dir
 from transcli.model.vocab import PAD_ID
-from transcli.rundir.checkpoints import load_trained
 from transcli.rundir.layout import RUN_FILE, step_path
+from transcli.rundir.run import RunDir, open_run_dir
 from transcli.system.errors import UserError
 from transcli.training.distributed import Dist
 from transcli.training.init_from import resolve_init
 from transcli.training.loop import Trainer, train
 from transcli.training.objective import LossSums, TeacherForcing
-
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +41,8 @@ def first_batch_loss(run: Path, checkpoint: str, data: Path, cfg) -> float:
     plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
                      cfg.train.seed, cfg.model.max_positions)
     batch = collate(split, BatchStream(plan, StreamPosition()).next())
-    model, _, _ = load_trained(run, checkpoint)
+    opened = open_run_dir(run)
+    model = opened.model(opened.checkpoint(checkpoint))
     with torch.no_grad():
         sums = TeacherForcing(model, cfg.train.label_smoothing, PAD_ID)(
             batch.src, batch.tgt_in, batch.tgt_out)
@@ -66,8 +66,9 @@ def test_a_resume_does_not_load_the_initial_weights_again(source_run, prepared, 
     run = tmp_path / "tuned"
     sets = [f"train.init_from={source_run}", "train.valid_every=1000", "train.save_every=5"]
     train(fast_config("train.max_steps=5", *sets), prepared, run)
-    trainer = Trainer(fast_config("train.max_steps=10", *sets), prepared, run, Dist(),
-                      torch.device("cpu"), resume=True, force=False)
+    trainer = Trainer(fast_config("train.max_steps=10", *sets), open_prepared_dir(prepared),
+                      RunDir(run), Dist(), torch.device("cpu"), resume=True, force=False,
+                      allow_changes=False)
     assert trainer.init is None
     saved = load_file(str(step_path(run, 5)))
     assert torch.equal(trainer.model.state_dict()["decoder.0.ffn.inner.weight"],

@@ -343,12 +343,12 @@ def test_steady_updates_never_wait_for_the_gpu(prepared: Path, tmp_path: Path,
     plain = Trainer._update
     synced: list[int] = []
 
-    def guarded(self: Trainer, batches, agreed) -> bool:
+    def guarded(self: Trainer, batches, info) -> bool:
         if self.progress.step < 3:  # the first updates warm up kernels and the allocator
-            return plain(self, batches, agreed)
+            return plain(self, batches, info)
         torch.cuda.set_sync_debug_mode("error")
         try:
-            return plain(self, batches, agreed)
+            return plain(self, batches, info)
         except RuntimeError as exc:
             synced.append(self.progress.step)
             raise AssertionError(f"update {self.progress.step} synchronised: {exc}") from None

@@ -24,6 +24,7 @@ from transcli.config.schema import Config, DataConfig, SourceConfig
 from transcli.model.transformer import Transformer, count_parameters
 from transcli.rundir.info import run_info, stored_parameters
 from transcli.rundir.layout import METRICS_FILE, step_path
+from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
 from transcli.training.loop import train
 
@@ -38,7 +39,7 @@ def trained(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_info_of_a_trained_run(trained, prepared):
-    info = run_info(trained)
+    info = run_info(open_run_dir(trained))
     cfg = load_config(trained / "config.yaml")
     model = Transformer(cfg.model, info["vocab_size"])
     assert info["parameters"] == count_parameters(model)  # from the file's header alone
@@ -72,7 +73,7 @@ def test_info_of_a_trained_run(trained, prepared):
 
 def test_info_of_a_run_with_nothing_logged_yet(run_dir, tmp_path):
     run = Path(shutil.copytree(run_dir, tmp_path / "run"))  # the shared run stays whole
-    info = run_info(run)
+    info = run_info(open_run_dir(run))
     assert info["last_train"] is None and info["best_valid"] is None
     assert info["steps"] == 200 and info["checkpoints"]["steps"] == [200]
     assert info["parameters"] == stored_parameters(step_path(run, 200))

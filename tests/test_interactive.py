@@ -23,7 +23,6 @@ from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference.translator import Translator
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # as conftest.run_cli runs transcli
 
 ENGLISH = [en for en, _ in PAIRS]

@@ -7,6 +7,7 @@ or `TYPE_CHECKING` block), so a cycle hidden behind a lazy import is caught too.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "transcli"
@@ -104,3 +105,28 @@ def test_the_model_imports_no_data_training_or_command_line_code() -> None:
     wrong = [f"{module} imports {target}" for module, targets in graph().items()
              if layer(module) == "model" for target in targets if layer(target) not in allowed]
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_architecture_doc_names_every_module_under_its_package() -> None:
+    """docs/ARCHITECTURE.md has a section per package ("`pkg/` — ...") listing its
+    modules: every module of the tree is named in its package's section."""
+    doc = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^`(\w+)/` — .*\n((?:[- ].*\n)+)", doc, re.MULTILINE))
+    missing = [f"{path.parent.name}/{path.name}" for path in sorted(PACKAGE.rglob("*.py"))
+               if path.name != "__init__.py" and path.parent != PACKAGE
+               and f"`{path.name}`" not in sections.get(path.parent.name, "")]
+    assert set(sections) >= set(LAYERS) and not missing, missing
+
+
+def test_functions_and_classes_stay_short() -> None:
+    """A newcomer reads a function at a glance and a class in one go: no function
+    (or method) of the package is longer than 60 lines, no class than 200."""
+    too_long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            limit = {ast.FunctionDef: 60, ast.AsyncFunctionDef: 60, ast.ClassDef: 200}.get(
+                type(node))
+            if limit and node.end_lineno - node.lineno + 1 > limit:
+                too_long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} "
+                                f"{node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not too_long, too_long

@@ -26,8 +26,6 @@ from transcli.training.memory import (
 )
 from transcli.training.objective import TeacherForcing
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
 SHAPES = [
     {},
     {"pre_norm": True},

@@ -8,13 +8,8 @@ import math
 import pytest
 import torch
 
-from transcli.training.objective import (
-    LossSums,
-    decay_clock,
-    label_smoothed_nll,
-    learning_rate,
-    output_loss,
-)
+from transcli.training.objective import LossSums, label_smoothed_nll, output_loss
+from transcli.training.schedules import decay_clock, learning_rate
 
 
 def _case(dtype: torch.dtype, rows: int = 700, vocab: int = 53, d: int = 16, seed: int = 0):

@@ -32,9 +32,8 @@ from transcli.data.tokenizer import Tokenizer
 from transcli.inference.search import beam_search, length_penalty
 from transcli.model.transformer import DecoderLayer, EncoderLayer, Transformer, sinusoidal_table
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
-from transcli.training.objective import label_smoothed_nll, noam_lr, output_loss
-
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
+from transcli.training.objective import label_smoothed_nll, output_loss
+from transcli.training.schedules import noam_lr
 
 D, HEADS, D_FF, VOCAB = 32, 4, 64, 53
 

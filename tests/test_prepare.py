@@ -106,6 +106,9 @@ def test_file_pair_through_the_cli(tmp_path: Path) -> None:
     assert sizes == {"train": len(pairs) - 10, "valid": 5, "test": 5}
     assert manifest["counts"]["train"]["read"] == len(pairs)
     assert manifest["vocab_size"] == Tokenizer(out / "spm.model").vocab_size
+    assert manifest["vocab_size"] < 120  # a small corpus: prepare says it got fewer pieces
+    assert f"the vocabulary has {manifest['vocab_size']} pieces, fewer than " \
+           f"data.vocab_size=120" in result.stderr
     assert len(manifest["data_hash"]) == 64 and manifest["config_hash"]
     for split in ("train", "valid", "test"):
         encoded = EncodedSplit(out, split)
@@ -350,6 +353,9 @@ BAD_INPUTS = {
                                      ["translation column has no 'de'"]),
     "two sources": (["--tsv", "{tsv}", "--src-file", "{src}", "--tgt-file", "{tgt}"],
                     ["give one training source"]),
+    "too few to carve": (["--src-file", "{src}", "--tgt-file", "{tgt}", "--set",
+                          "data.valid_size=1000"],  # the line to paste instead:
+                         ["too few to carve", "--set data.valid_size=", "--set data.test_size="]),
 }
 
 

@@ -17,8 +17,6 @@ from transcli.inference.translator import Translator
 from transcli.model.kvcache import StepBuffers
 from transcli.model.transformer import Transformer
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
 # fbgemm, torch's x86 quantized kernels, keeps a dynamically quantized input to 7 bits
 # (`reduce_range`); other engines (qnnpack on ARM) use 8.
 X86 = torch.backends.quantized.engine in ("x86", "fbgemm")

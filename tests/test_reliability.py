@@ -61,7 +61,6 @@ ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -22,8 +22,6 @@ from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID
 from transcli.system.errors import UserError
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
 
 def run(model: Transformer, src: torch.Tensor, max_len: int, indices=None, cached: bool = True,
         **decode) -> list[list[Hypothesis]]:

@@ -16,8 +16,6 @@ from transcli.data.tokenizer import Tokenizer
 from transcli.inference.scoring import forced_logprobs
 from transcli.model.vocab import BOS_ID, EOS_ID
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
 

@@ -27,8 +27,6 @@ from transcli.model.kvcache import kept_in_place
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
 
 def search(model: Transformer, src: torch.Tensor, beam: int, max_len, alpha: float = 0.6,
            n_best: int = 1, cached: bool = True, reward: float = 0.0, bound: float = 0.0

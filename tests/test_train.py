@@ -22,7 +22,7 @@ from helpers.training import ENV, TINY, fast_config, losses, train_cli, transcli
 from safetensors.torch import load_file
 
 from transcli.config.loading import load_config
-from transcli.rundir.checkpoints import load_state, load_trained
+from transcli.rundir.checkpoints import load_state
 from transcli.rundir.layout import (
     AVG_FILE,
     BEST_FILE,
@@ -34,12 +34,11 @@ from transcli.rundir.layout import (
     step_path,
 )
 from transcli.rundir.metrics import read_metrics
+from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
 from transcli.training.loop import train
-from transcli.training.objective import label_smoothed_nll, noam_lr
-
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
+from transcli.training.objective import label_smoothed_nll
+from transcli.training.schedules import noam_lr
 
 # ----------------------------------------------------------------------------- pieces
 
@@ -102,8 +101,10 @@ def test_run_dir_holds_everything_a_run_needs(prepared: Path, tmp_path: Path) ->
     assert all(r["loss"] == r["valid_loss"] for r in valid)
     state = load_state(run, 30)  # weights_only: no arbitrary unpickling
     assert state["step"] == 30 and set(state["position"]) == {"epoch", "index"}
-    model, tokenizer, cfg = load_trained(run, "best")
-    assert cfg.model.d_model == 32 and tokenizer.vocab_size == model.vocab_size
+    opened = open_run_dir(run)
+    model = opened.model(opened.checkpoint("best"))
+    assert opened.config.model.d_model == 32
+    assert opened.tokenizer.vocab_size == model.vocab_size
 
 
 @pytest.mark.slow

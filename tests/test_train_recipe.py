@@ -3,6 +3,7 @@ decaying schedules, and exact resume with all of them on; logs of short runs."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from safetensors.torch import load_file
 
 from transcli.data.batching import StreamPosition, collate
 from transcli.data.encoded import EncodedSplit
+from transcli.data.prepared_dir import open_prepared_dir
 from transcli.data.resegment import Resegmenter
 from transcli.data.tokenizer import Tokenizer
 from transcli.rundir.checkpoints import load_state
@@ -26,13 +28,11 @@ RECIPE = ["model.dropout=0.1", "model.act_dropout=0.1", "train.ema_decay=0.9",
           "train.max_steps=40", "train.weight_decay=0.01"]
 
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 def resegmenter(prepared: Path, max_len: int = 256) -> Resegmenter:
-    split = EncodedSplit(prepared, "train")
-    return Resegmenter(prepared, ("en", "es"), split, Tokenizer(prepared / "spm.model"),
-                       alpha=0.1, nbest=-1, seed=1, rank=0, max_len=max_len)
+    return Resegmenter(open_prepared_dir(prepared), alpha=0.1, nbest=-1, seed=1, rank=0,
+                       max_len=max_len)
 
 
 def test_sampled_segmentations_are_new_per_batch_reproducible_and_the_same_text(
@@ -149,33 +149,32 @@ def test_a_decay_in_minutes_ends_the_run_at_rate_zero_and_its_clock_survives_sit
     assert "nothing to do" in capsys.readouterr().err
 
 
-def test_the_progress_bar_aims_at_the_clock_s_end_from_a_resumed_sitting_s_start() -> None:
-    """A run with a 60-minute decay resumed after 30 minutes and 3,000 updates: before its
-    first update the bar already ends near step 6,000 (the run's pace so far), not at the
-    100,000-update cap; once the sitting has a pace of its own, that one counts."""
-    from tqdm import tqdm
-
+def test_a_clock_ended_run_counts_minutes_left_not_a_moving_step_total() -> None:
+    """A run with a 60-minute decay resumed after 30 minutes: its bar's total is the 30
+    minutes left, fixed from the start (not a step estimate that moves as the pace does);
+    a run ended by max_steps alone counts updates; a session limit that comes first wins."""
     from transcli.config.schema import TrainConfig
-    from transcli.training.loop import expected_end
+    from transcli.training.report import ProgressBar
     from transcli.training.state import Progress
 
-    tc = TrainConfig(max_steps=100_000, schedule="linear", decay_minutes=60)
-    p = Progress(step=3000, seconds=1800.0)
-    with tqdm(total=tc.max_steps, initial=p.step, disable=True) as bar:
-        expected_end(bar, p, 3000, 0.0, tc)
-        assert bar.total == 6000
-        p.step, p.seconds = 3100, 1810.0  # this sitting: 100 updates in 10 s
-        expected_end(bar, p, 3000, 10.0, tc)
-        assert bar.total == 3100 + int(1790 * 10)  # capped by the decay's seconds left
-        fresh = Progress()
-        bar.total = tc.max_steps
-        expected_end(bar, fresh, 0, 0.0, tc)  # nothing known yet: the cap stays
-        assert bar.total == tc.max_steps
+    decay = TrainConfig(max_steps=100_000, schedule="linear", decay_minutes=60)
+    ten_minutes_ago = time.perf_counter() - 600
+    bar = ProgressBar(decay, Progress(step=3000, seconds=1800.0), ten_minutes_ago, True)
+    assert (bar.minutes, bar.bar.total, bar.bar.unit) == (30.0, 30.0, "min")
+    bar.update(3001)
+    assert bar.bar.total == 30.0 and bar.bar.n == 10.0
+    session = TrainConfig(max_steps=100_000, schedule="linear", decay_minutes=60, max_minutes=10)
+    assert ProgressBar(session, Progress(step=3000, seconds=1800.0), 0.0, False).minutes == 10
+    steps = ProgressBar(TrainConfig(max_steps=500), Progress(step=40), 0.0, enabled=True)
+    assert (steps.minutes, steps.bar.total, steps.bar.n, steps.bar.unit) == (None, 500, 40,
+                                                                              "step")
+    steps.update(41)
+    assert steps.bar.n == 41
 
 
 def test_a_stop_says_the_command_that_continues_the_run(tmp_path: Path) -> None:
     from transcli.config.schema import TrainConfig
-    from transcli.training.loop import ending
+    from transcli.training.report import ending
 
     tc = TrainConfig(max_steps=1000)
     resume = "transcli train --data 'my data' --out run --resume"

@@ -16,8 +16,6 @@ from transcli.rundir.layout import METRICS_FILE, complete_steps, state_path
 from transcli.system.errors import UserError
 from transcli.training.loop import train
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
-
 
 @pytest.mark.slow
 def test_ctrl_c_after_the_log_reader_died_still_saves_and_exits_0(prepared: Path,

@@ -23,13 +23,13 @@ from transcli.data.tokenizer import Tokenizer
 from transcli.inference.translator import Translator, load_translator, token_batches
 from transcli.model.transformer import Transformer
 from transcli.rundir.checkpoints import save_weights
+from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
 
 
-pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
 def translator(tiny_spm: Path, **decode) -> Translator:
@@ -82,7 +82,7 @@ def test_nbest_scores(tiny_spm):
 def test_long_line_truncated_with_one_warning(run_dir, capsys):
     long_line = " ".join(["trees"] * 40)
     lines = [long_line, ENGLISH[0], long_line + " again"]
-    translator = load_translator(run_dir, "last", ["model.max_positions=24"], "cpu")
+    translator = load_translator(open_run_dir(run_dir, ["model.max_positions=24"]), "last", "cpu")
     out = translator.translate(lines)
     translator.warn_truncated()
     assert len(out) == 3 and out[1] == SPANISH[0]
@@ -105,7 +105,8 @@ def test_decode_threads_is_applied(run_dir):
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        load_translator(run_dir, "last", ["decode.threads=2"], "cpu").translate(ENGLISH[:1])
+        run = open_run_dir(run_dir, ["decode.threads=2"])
+        load_translator(run, "last", "cpu").translate(ENGLISH[:1])
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
@@ -184,7 +185,9 @@ def test_cli_error_is_one_line(tmp_path):
     result = transcli("-m", str(tmp_path / "nowhere"), stdin=b"Hello.\n")
     assert result.returncode == 1
     assert result.stderr.decode().splitlines() == [
-        f"transcli: error: {tmp_path / 'nowhere'}: run directory not found"]
+        f"transcli: error: {tmp_path / 'nowhere'}: run directory not found; `transcli train` "
+        f"makes one: transcli train -c configs/cpu-1h.yaml --data PREPARED --out "
+        f"{tmp_path / 'nowhere'}"]
 
 
 @pytest.mark.slow

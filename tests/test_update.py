@@ -10,7 +10,7 @@ import torch
 
 from transcli.config.schema import TrainConfig
 from transcli.training.optimization import Optimization
-from transcli.training.state import Tally
+from transcli.training.state import DeviceSums
 
 
 def model_and_optimization(fused: bool) -> tuple[torch.nn.Module, Optimization]:
@@ -44,8 +44,8 @@ def test_a_skipped_update_leaves_weights_and_moments_as_they_were(fused: bool) -
     assert not all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
-def test_the_tally_adds_on_the_device_and_names_the_first_bad_update() -> None:
-    tally = Tally(torch.device("cpu"))
+def test_the_device_sums_add_on_the_device_and_names_the_first_bad_update() -> None:
+    tally = DeviceSums(torch.device("cpu"))
     tally.add(torch.tensor([2.0, 1.0, 4.0, 3.0]), torch.tensor(0.5), torch.tensor(False), 1)
     tally.add(torch.tensor([6.0, 3.0, 4.0, 1.0]), torch.tensor(0.7), torch.tensor(True), 2)
     tally.add(torch.tensor([1.0, 1.0, 2.0, 2.0]), torch.tensor(0.9), torch.tensor(True), 3)

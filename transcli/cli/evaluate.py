@@ -10,18 +10,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer
-from tqdm import tqdm
 
 from transcli.cli.options import CheckpointOpt, Device, SetOpt, device_option, with_decoding
 from transcli.config.loading import Override
 from transcli.inference.bleu import CorpusScorer, Scores, format_text, scored_lines
 from transcli.system.errors import UserError
-from transcli.system.files import check_output, output_file
+from transcli.system.files import check_output
 from transcli.system.text import count_lines, open_text, text_lines
 
 SCORE_CHUNK = 10_000  # lines scored at a time
@@ -118,30 +116,19 @@ def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
     """The translations of `src` with the code `transcli translate` uses (the 1-best),
     chunk by chunk as they are scored, each written to `hyp_out` too, which appears whole
     when scoring ends; a progress bar on stderr."""
-    from transcli.inference.translator import chunked, load_translator
-    from transcli.rundir.layout import run_inputs
+    from transcli.inference.streaming import Output, stream
+    from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
 
-    inputs = [*refs, src, *run_inputs(model, checkpoint)]
+    run = open_run_dir(model, [("decode.n_best", 1), *overrides])
+    inputs = [*refs, src, *run.inputs(checkpoint)]
+    output = None if hyp_out is None else Output(hyp_out, inputs, "hypotheses")
     if hyp_out is not None:
         check_output(hyp_out, inputs, "hypotheses")
-    translator = load_translator(model, checkpoint, [("decode.n_best", 1), *overrides], device)
-    with contextlib.ExitStack() as stack:
-        out = (stack.enter_context(output_file(hyp_out, inputs, "hypotheses"))
-               if hyp_out is not None else None)
-        sources = text_lines(stack.enter_context(open_text(src)), src)  # as translate reads
-        bar = stack.enter_context(tqdm(total=total, unit="line", file=sys.stderr))
-
-        def translated() -> Iterator[str]:
-            first = 0
-            for chunk in chunked(sources):
-                lines = translator.translate(chunk, first)
-                if out is not None:
-                    out.write("".join(line + "\n" for line in lines).encode())
-                first += len(chunk)
-                bar.update(len(chunk))
-                yield from (line.rstrip() for line in lines)  # as sacrebleu reads --hyp-out
-
-        yield translated()
+    translator = load_translator(run, checkpoint, device)
+    with open_text(src) as handle, contextlib.closing(stream(
+            text_lines(handle, src), translator.translate, output, total=total)) as hyps:
+        yield (line.rstrip() for line in hyps)  # as sacrebleu reads --hyp-out
     translator.warn_truncated()
 
 

@@ -54,9 +54,11 @@ def explain_texts(run_dir: Path, checkpoint: str, texts: list[str], folder: Path
     print each description and where its pictures are."""
     from transcli.inference.attention import AttentionWriter, check_folder
     from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
 
+    run = open_run_dir(run_dir, overrides)
     check_folder(folder, force, "--out")
-    translator = load_translator(run_dir, checkpoint, overrides, device)
+    translator = load_translator(run, checkpoint, device)
     with AttentionWriter(folder, translator, force, "--out") as writer:
         writer.translate(texts, 0)
     for path in writer.written:

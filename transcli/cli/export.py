@@ -35,6 +35,7 @@ def export(
       transcli export -m run --format hf --out run-hf
     """
     from transcli.export import export_run
+    from transcli.rundir.run import open_run_dir
 
-    export_run(model, format, out, checkpoint, quantize, force)
+    export_run(open_run_dir(model), format, out, checkpoint, quantize, force)
     print(f"transcli: exported {format} model to {out}", file=sys.stderr)

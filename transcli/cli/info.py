@@ -7,8 +7,6 @@ from pathlib import Path
 
 import typer
 
-from transcli.rundir.info import format_info, run_info
-
 
 def info(
     run: Path = typer.Argument(..., help="Run directory written by `train`."),
@@ -30,5 +28,8 @@ def info(
 
 
 def print_info(run: Path, as_json: bool) -> None:
-    info = run_info(run)
+    from transcli.rundir.info import format_info, run_info
+    from transcli.rundir.run import open_run_dir
+
+    info = run_info(open_run_dir(run))
     print(json.dumps(info, ensure_ascii=False, indent=1) if as_json else format_info(info))

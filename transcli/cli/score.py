@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import typer
-from tqdm import tqdm
 
 from transcli.cli.options import CheckpointOpt, Device, ModelOpt, device_option, setting
 from transcli.system.errors import UserError
-from transcli.system.files import check_output, output_file
+from transcli.system.files import check_output
 from transcli.system.text import count_lines, open_text, text_lines
 
 
@@ -48,51 +47,38 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
                 batch_tokens: int | None, device: str) -> None:
     """Write `index<TAB>total<TAB>per_token<TAB>tokens` for every line pair of `src` and
     `tgt` to `output` (a path, or - for stdout), in input order."""
-    from transcli.inference.scoring import forced_logprobs
-    from transcli.inference.translator import chunked, fitting_chars
-    from transcli.rundir.checkpoints import load_trained
-    from transcli.rundir.layout import run_inputs
+    from transcli.inference.scoring import PairScorer
+    from transcli.inference.streaming import Output, drain, stream
+    from transcli.inference.translator import inference_model
+    from transcli.rundir.run import open_run_dir
     from transcli.system.devices import pick_device
-    from transcli.system.runtime import inference_setup
 
     pairs = _count_pairs(src, tgt)
+    run = open_run_dir(run_dir)
+    target = Output(output, [src, tgt, *run.inputs(checkpoint)], "scores")
     if output != "-":  # a wrong output is said before the model loads
-        check_output(output, [src, tgt, *run_inputs(run_dir, checkpoint)], "scores")
-    target = pick_device(device)
-    model, tokenizer, cfg = load_trained(run_dir, checkpoint, target)
-    inference_setup(target, cfg.decode.threads)
-    budget = cfg.decode.batch_tokens if batch_tokens is None else batch_tokens
+        check_output(output, target.inputs, "scores")
+    budget = run.config.decode.batch_tokens if batch_tokens is None else batch_tokens
     if budget < 1:
         raise UserError(f"--batch-tokens {budget}: must be at least 1")
-    too_long = 0
-    cap = fitting_chars(cfg.model.max_positions)
-    with open_text(src) as src_handle, open_text(tgt) as tgt_handle, \
-            output_file(output, [src, tgt, *run_inputs(run_dir, checkpoint)], "scores",
-                        sys.stdout.buffer) as out, \
-            tqdm(total=pairs, unit="pair", file=sys.stderr, disable=not pairs) as progress:
-        first = 0
+    scorer = PairScorer(inference_model(run, checkpoint, pick_device(device)), run.tokenizer,
+                        budget)
+    with open_text(src) as src_handle, open_text(tgt) as tgt_handle:
         lines = _pairs(text_lines(src_handle, src), text_lines(tgt_handle, tgt), src, tgt)
-        for chunk in chunked(lines, lambda pair: len(pair[0]) + len(pair[1])):
-            fits = [max(len(s), len(t)) <= cap for s, t in chunk]  # else never tokenized
-            scored = [i for i, (s, t) in enumerate(chunk) if s.strip() and t.strip() and fits[i]]
-            found = forced_logprobs(model, tokenizer.encode([chunk[i][0] for i in scored]),
-                                    tokenizer.encode([chunk[i][1] for i in scored]), budget)
-            too_long += sum(math.isnan(total) for total, _ in found) + fits.count(False)
-            scores = dict(zip(scored, found))
-            out.write("".join(_row(first + i, *scores.get(i, (math.nan, 0)))
-                              for i in range(len(chunk))).encode())
-            out.flush()
-            first += len(chunk)
-            progress.update(len(chunk))
-    if too_long:
-        print(f"transcli: warning: {too_long} pair(s) longer than the model's "
-              f"{cfg.model.max_positions} positions were not scored (nan)", file=sys.stderr)
+        drain(stream(lines, lambda chunk, first: [_row(first + i, *scores) for i, scores
+                                                  in enumerate(scorer.score(chunk))],
+                     target, total=pairs, progress=bool(pairs), unit="pair",
+                     cost=lambda pair: len(pair[0]) + len(pair[1])))
+    if scorer.too_long:
+        print(f"transcli: warning: {scorer.too_long} pair(s) longer than the model's "
+              f"{run.config.model.max_positions} positions were not scored (nan)",
+              file=sys.stderr)
 
 
 def _row(index: int, total: float, tokens: int) -> str:
     """One TSV line; a pair that was not scored (a blank side, too long) has nan scores."""
     per_token = total / tokens if tokens else math.nan
-    return f"{index}\t{total:.4f}\t{per_token:.4f}\t{tokens}\n"
+    return f"{index}\t{total:.4f}\t{per_token:.4f}\t{tokens}"
 
 
 def _count_pairs(src: Path, tgt: Path) -> Optional[int]:

@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 
 from transcli.cli.options import Device, SetOpt, device_option, setting
-from transcli.config.loading import load_config
 
 
 def train(
@@ -23,6 +22,9 @@ def train(
         "config.yaml when --config is not given)."),
     force: bool = typer.Option(False, "--force",
                                help="Start afresh in an --out holding another run."),
+    allow_changes: bool = typer.Option(
+        False, "--allow-changes", help="With --resume: go on with training settings that "
+        "differ from the run's (each is named); without it such a resume is refused."),
     max_steps: Optional[int] = setting("train.max_steps", "Stop after this many updates."),
     save_every: Optional[int] = setting("train.save_every", "Checkpoint every N updates."),
     valid_every: Optional[int] = setting("train.valid_every", "Validate every N updates."),
@@ -47,11 +49,13 @@ def train(
       transcli train --data prep --out run --resume                 # continue it
       transcli train -c configs/cpu-1h.yaml --data prep --out run --set train.max_minutes=10
     """
-    from transcli.rundir.layout import train_config_path
+    from transcli.rundir.run import RunDir, train_config
     from transcli.training.loop import train as run_train
 
     flags = {"train.max_steps": max_steps, "train.save_every": save_every,
              "train.valid_every": valid_every, "train.seed": seed, "train.device": device,
              "train.init_from": init_from}
-    cfg = load_config(train_config_path(config, out, resume), sets, flags)
-    run_train(cfg, data_dir=data, run_dir=out, resume=resume, force=force)
+    run = RunDir(out)
+    cfg = train_config(config, run, resume, sets, flags)
+    run_train(cfg, data_dir=data, run_dir=out, resume=resume, force=force,
+              allow_changes=allow_changes, run=run)

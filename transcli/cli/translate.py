@@ -9,12 +9,12 @@ chunk of 1000 lines would never fill there.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import typer
-from tqdm import tqdm
 
 from transcli.cli.options import (
     CheckpointOpt,
@@ -26,12 +26,14 @@ from transcli.cli.options import (
     setting,
     with_decoding,
 )
-from transcli.system.files import check_output, output_file
+from transcli.system.files import check_output
 from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:
     from transcli.inference.attention import AttentionWriter
+    from transcli.inference.streaming import Output
     from transcli.inference.translator import Translator
+    from transcli.rundir.run import RunDir
 
 PROMPT = "en> "
 
@@ -84,58 +86,55 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
     lines: line index (from 0), hypothesis, score. With `attention`, each line's
     cross-attention heatmaps and alignment are written there (`AttentionWriter`).
     Stdin at a terminal is translated line by line as it is typed (`translate_typed`)."""
-    if input == "-" and sys.stdin.isatty():
-        translate_typed(model_dir, checkpoint, output, overrides, device, attention, force)
-        return
-    from transcli.inference.translator import chunked, load_translator
-    from transcli.rundir.layout import run_inputs
+    from transcli.inference.streaming import Output, drain, stream
+    from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
 
-    with _open_input(input) as (lines, total):
-        _check_attention(attention, model_dir, overrides, force)
-        inputs = [input, *run_inputs(model_dir, checkpoint)]
+    typed = input == "-" and sys.stdin.isatty()
+    with contextlib.ExitStack() as stack:
+        if not typed:
+            lines, total = stack.enter_context(_open_input(input))
+        run = open_run_dir(model_dir, overrides)
+        _check_attention(attention, run, force)
+        target = Output(output, [input, *run.inputs(checkpoint)], "translations")
         if output != "-":  # a wrong output is said before the model loads
-            check_output(output, inputs, "translations")
-        translator = load_translator(model_dir, checkpoint, overrides, device)
-        with _open_output(output, inputs) as out, \
-                _attention_writer(attention, translator, force) as writer, \
-                tqdm(total=total, unit="line", file=sys.stderr, disable=not total) as progress:
-            first = 0
-            for chunk in chunked(lines):
-                out.write(_translated(translator, writer, chunk, first))
-                out.flush()
-                first += len(chunk)
-                progress.update(len(chunk))
+            check_output(output, target.inputs, "translations")
+        translator = _loaded(lambda: load_translator(run, checkpoint, device), typed)
+        if translator is None:
+            return
+        writer = stack.enter_context(_attention_writer(attention, translator, force))
+        work = functools.partial(_translated, translator, writer)
+        if typed:
+            translate_typed(work, target)
+        else:
+            drain(stream(lines, work, target, total=total, progress=total is not None))
     translator.warn_truncated()
 
 
-PROMPT = "en> "
+def _loaded(load: Callable[[], Translator], typed: bool) -> Optional[Translator]:
+    """The translator; at the terminal, Ctrl-C while it loads ends quietly (None)."""
+    if not typed:
+        return load()
+    try:
+        return load()
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return None
 
 
-def translate_typed(model_dir: Path, checkpoint: str, output: str, overrides: list[str],
-                    device: str, attention: Path | None = None, force: bool = False) -> None:
+def translate_typed(work: Callable[[list[str], int], list[str]], output: Output) -> None:
     """The interactive mode: a prompt on stderr, each line translated and written out
     (flushed) as soon as Enter is pressed. Ctrl-D or Ctrl-C ends the session quietly
     (exit status 0); an output file then holds every line translated so far."""
-    from transcli.inference.translator import load_translator
-    from transcli.rundir.layout import run_inputs
+    from transcli.inference.streaming import drain, stream
 
-    _check_attention(attention, model_dir, overrides, force)
-    try:
-        translator = load_translator(model_dir, checkpoint, overrides, device)
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return
     print("transcli: type English and press Enter to translate; Ctrl-D or Ctrl-C ends",
           file=sys.stderr)
-    with _open_output(output, run_inputs(model_dir, checkpoint)) as out, \
-            _attention_writer(attention, translator, force) as writer:
-        try:
-            for index, line in enumerate(text_lines(_typed(PROMPT), "<stdin>")):
-                out.write(_translated(translator, writer, [line], index))
-                out.flush()
-        except KeyboardInterrupt:
-            print(file=sys.stderr)  # leave the terminal on a fresh line
-    translator.warn_truncated()
+    typed = text_lines(_typed(PROMPT), "<stdin>")
+    try:
+        drain(stream(typed, work, output, progress=False, lines=1))
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # leave the terminal on a fresh line
 
 
 def _typed(prompt: str) -> Iterator[bytes]:
@@ -151,24 +150,23 @@ def _typed(prompt: str) -> Iterator[bytes]:
 
 
 def _translated(translator: Translator, writer: AttentionWriter | None, lines: list[str],
-                first: int) -> bytes:
-    """The output of `lines` (the first is input line `first`): one line each, or n-best TSV."""
+                first: int) -> list[str]:
+    """The output lines of `lines` (the first is input line `first`): one each, or n-best
+    TSV."""
     results = (writer.translate(lines, first) if writer is not None
                else translator.translate_nbest(lines, first))
     if translator.decode.n_best > 1:
-        return _nbest_tsv(results, first).encode()
-    return "".join(hyps[0][0] + "\n" for hyps in results).encode()
+        return _nbest_tsv(results, first)
+    return [hyps[0][0] for hyps in results]
 
 
-def _check_attention(folder: Path | None, run_dir: Path, overrides: list[str],
-                     force: bool) -> None:
+def _check_attention(folder: Path | None, run: RunDir, force: bool) -> None:
     """Refuse --attention with settings it cannot work with, or a folder it may not
     write into, before loading the model."""
     if folder is not None:
         from transcli.inference.attention import check_decode, check_folder
-        from transcli.rundir.layout import load_run_config
 
-        check_decode(load_run_config(run_dir, overrides).decode)
+        check_decode(run.config.decode)
         check_folder(folder, force, "--attention")
 
 
@@ -181,9 +179,9 @@ def _attention_writer(folder: Path | None, translator: Translator, force: bool
     return AttentionWriter(folder, translator, force)
 
 
-def _nbest_tsv(results: list[list[tuple[str, float]]], first: int) -> str:
-    return "".join(f"{first + i}\t{text}\t{score:.4f}\n"
-                   for i, hyps in enumerate(results) for text, score in hyps)
+def _nbest_tsv(results: list[list[tuple[str, float]]], first: int) -> list[str]:
+    return [f"{first + i}\t{text}\t{score:.4f}"
+            for i, hyps in enumerate(results) for text, score in hyps]
 
 
 @contextlib.contextmanager
@@ -197,11 +195,3 @@ def _open_input(name: str) -> Iterator[tuple[Iterator[str], int | None]]:
     total = count_lines(path)
     with open_text(path) as handle:
         yield text_lines(handle, path), total
-
-
-def _open_output(name: str, inputs: Sequence[str | Path] = ()
-                 ) -> contextlib.AbstractContextManager[BinaryIO]:
-    """stdout, or a file that appears whole when translation ends; never one of the
-    `inputs` (the input, the run's own files). When the reader of stdout goes away
-    (`| head`), translation stops quietly."""
-    return output_file(name, inputs, "translations", sys.stdout.buffer if name == "-" else None)

@@ -9,6 +9,7 @@ the same way.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import math
@@ -40,7 +41,18 @@ def load_config(path: str | Path | None, overrides: Sequence[Override] | None = 
     raw: dict[str, Any] = {}
     if path is not None:
         raw = _read_yaml(Path(path))
-    cfg = _build(Config, raw, origin, "")
+    return _overridden(_build(Config, raw, origin, ""), overrides, flags, origin)
+
+
+def with_overrides(cfg: Config, overrides: Sequence[Override] | None = None,
+                   flags: Mapping[str, Any] | None = None, origin: str = "config") -> Config:
+    """A copy of a config already read (from `origin`), with `flags` and `overrides`
+    applied as `load_config` applies them, and validated."""
+    return _overridden(copy.deepcopy(cfg), overrides, flags, origin)
+
+
+def _overridden(cfg: Config, overrides: Sequence[Override] | None,
+                flags: Mapping[str, Any] | None, origin: str) -> Config:
     given = [(key, value) for key, value in (flags or {}).items() if value is not None]
     touched = []
     for item in [*given, *(overrides or [])]:
@@ -89,7 +101,8 @@ def set_value(cfg: Config, dotted: str, value: Any, origin: str = "command line"
             raise UserError(f"{origin}: '{where}' does not name a setting")
         fields = {f.name: f for f in dataclasses.fields(target)}
         if name not in fields:
-            raise UserError(f"{origin}: unknown key '{where}'{_did_you_mean(name, fields)}")
+            raise UserError(f"{origin}: unknown key '{where}'"
+                            f"{_did_you_mean(name, fields, '.'.join(parts[:depth]))}")
         if depth == len(parts) - 1:
             hint = _resolved_hints(type(target))[name]
             setattr(target, name, _coerce(value, hint, origin, where))
@@ -182,7 +195,8 @@ def _build(cls: type, raw: Any, origin: str, prefix: str) -> Any:
     for key, value in raw.items():
         where = f"{prefix}{key}"
         if key not in names:
-            raise UserError(f"{origin}: unknown key '{where}'{_did_you_mean(str(key), names)}")
+            raise UserError(f"{origin}: unknown key '{where}'"
+                            f"{_did_you_mean(str(key), names, prefix.rstrip('.'))}")
         values[key] = _coerce(value, hints[key], origin, where)
     return cls(**values)
 
@@ -234,9 +248,13 @@ def _resolved_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _did_you_mean(name: str, candidates: Any) -> str:
+def _did_you_mean(name: str, candidates: Any, section: str = "") -> str:
+    """The closest key, given whole (`train.max_minutes`), so that it can be pasted."""
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    if not close:
+        return ""
+    key = f"{section}.{close[0]}" if section else close[0]
+    return f" (did you mean '{key}'?)"
 
 
 def _type_name(value: Any) -> str:

@@ -164,7 +164,7 @@ class TrainConfig:
     schedule: str = "noam"
     final_lr_scale: float = 0.0  # linear/cosine: the last learning rate, x the peak
     # linear/cosine: the decay also ends, and the run stops, after this many minutes of
-    # training (wall time, over all sittings), if that comes before max_steps: the
+    # training (wall time, over all sessions of the run), if that comes before max_steps: the
     # schedule fits whatever speed the machine has. 0: max_steps alone (exact resumes).
     decay_minutes: float = 0.0
     adam_beta1: float = 0.9  # Adam's first-moment decay

@@ -31,7 +31,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, BinaryIO, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -199,13 +199,12 @@ def _raw_to_npy(raw: Path, target: Path, dtype: np.dtype, shape: tuple[int, ...]
 
 
 def _load(path: Path, ndim: int) -> np.ndarray:
+    """An `.npy` file memory-mapped from one open: its header read here, its data mapped."""
     if not path.is_file():
         raise UserError(f"{path}: encoded split file not found (run `transcli prepare` again)")
     try:
         with open(path, "rb") as handle:
-            if handle.read(6) != b"\x93NUMPY":
-                raise ValueError("not a .npy file")
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
+            array = _map_npy(handle)
     except (OSError, ValueError, EOFError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(f"{path}: corrupt or truncated encoded split file ({reason})") from None
@@ -213,6 +212,23 @@ def _load(path: Path, ndim: int) -> np.ndarray:
         raise UserError(f"{path}: corrupt encoded split file "
                         f"(unexpected shape {array.shape} / dtype {array.dtype})")
     return array
+
+
+def _map_npy(handle: BinaryIO) -> np.ndarray:
+    """The array of an open `.npy` file, memory-mapped (never unpickled)."""
+    version = np.lib.format.read_magic(handle)
+    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                   else np.lib.format.read_array_header_2_0)
+    shape, fortran, dtype = read_header(handle)
+    if dtype.hasobject:
+        raise ValueError("holds Python objects")
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if os.fstat(handle.fileno()).st_size < handle.tell() + size:
+        raise ValueError("shorter than its header says")
+    if not size:  # an empty file region cannot be mapped
+        return np.zeros(shape, dtype)
+    return np.memmap(handle, dtype=dtype, mode="r", shape=shape, offset=handle.tell(),
+                     order="F" if fortran else "C")
 
 
 def _check_ids(path: Path, tokens: np.ndarray, vocab_size: int) -> None:

@@ -231,10 +231,14 @@ def _carve(train: Collected, fate: np.ndarray, data: DataConfig, carve: list[str
     firsts = np.unique(rank, return_index=True)[1]  # ascending rank: a seeded sample
     sizes = [data.valid_size if split == "valid" else data.test_size for split in carve]
     if len(firsts) <= sum(sizes):
+        # A tenth of the sentences for each carved split, at least one, leaves most to train.
+        fit = max(1, len(firsts) // (10 * len(carve)))
         raise UserError(
             f"only {len(firsts)} distinct English sentences are left after cleaning: too few "
             f"to carve {' + '.join(f'{s}_size={n}' for s, n in zip(carve, sizes))} and keep "
-            f"some for training; lower them or give data.valid / data.test sources")
+            f"some for training; lower them, e.g. "
+            f"{' '.join(f'--set data.{s}_size={fit}' for s in carve)}, or give data.valid / "
+            f"data.test sources")
     chosen = candidates[firsts[:sum(sizes)]]
     start = 0
     for split, size in zip(carve, sizes):
@@ -400,6 +404,12 @@ def _report(out: Path, manifest: dict[str, Any]) -> None:
     print(f"prepared {out}: {sizes} pairs; vocab {manifest['vocab_size']}; "
           f"train read {train['read']:,}, dropped {_drop_summary(Counter(train['dropped']))}",
           file=sys.stderr)
+    asked = manifest["tokenizer"].get("vocab_size")
+    if isinstance(asked, int) and manifest["vocab_size"] < asked:
+        print(f"note: the vocabulary has {manifest['vocab_size']:,} pieces, fewer than "
+              f"data.vocab_size={asked:,}: the training text has no more pieces worth "
+              f"adding (more text, or a smaller data.vocab_size, gives the size asked for)",
+              file=sys.stderr)
 
 
 def _drop_summary(dropped: Counter) -> str:

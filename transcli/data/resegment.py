@@ -17,8 +17,7 @@ import numpy as np
 import sentencepiece as spm
 
 from transcli.data.batching import Batch, StreamPosition, assemble, rows_from_lists
-from transcli.data.encoded import EncodedSplit
-from transcli.data.tokenizer import Tokenizer
+from transcli.data.prepared_dir import PreparedDir
 from transcli.system.errors import UserError
 
 
@@ -47,17 +46,16 @@ class LineFile:
 class Resegmenter:
     """Collates batches of the train split with freshly sampled segmentations."""
 
-    def __init__(self, data_dir: Path, langs: tuple[str, str], split: EncodedSplit,
-                 tokenizer: Tokenizer, alpha: float, nbest: int, seed: int, rank: int,
+    def __init__(self, data: PreparedDir, alpha: float, nbest: int, seed: int, rank: int,
                  max_len: int, multiple: int = 1):
-        self.texts = [LineFile(data_dir / f"train.{lang}") for lang in langs]
-        if any(len(text) != len(split) for text in self.texts):
-            raise UserError(f"{data_dir}: the train text and the encoded train split differ "
+        self.split = data.split("train")
+        self.texts = [LineFile(path) for path in data.text_paths("train")]
+        if any(len(text) != len(self.split) for text in self.texts):
+            raise UserError(f"{data.dir}: the train text and the encoded train split differ "
                             f"in length; run `transcli prepare` again")
-        self.sp = tokenizer.sp
+        self.sp = data.tokenizer.sp
         self.alpha, self.nbest, self.seed, self.rank = alpha, nbest, seed, rank
         self.max_tokens = max_len - 1  # room for EOS / BOS
-        self.split = split
         self.multiple = multiple
 
     def __call__(self, idx: np.ndarray, position: StreamPosition) -> Batch:

@@ -6,6 +6,8 @@ from each model, so every piece of transcli agrees on them.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import re
 from pathlib import Path
@@ -29,20 +31,34 @@ TRAIN_THREADS = 2
 
 
 class Tokenizer:
-    """A loaded sentencepiece model with transcli's id conventions."""
+    """A loaded sentencepiece model with transcli's id conventions.
+
+    The model file is read once, in Python: its bytes are loaded into sentencepiece and
+    kept, so a run dir gets the same bytes copied and recorded by hash (`sha256`)
+    without the file being opened again."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if not self.path.is_file():
             raise UserError(f"{self.path}: tokenizer model not found")
+        try:
+            self.model_bytes = self.path.read_bytes()
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot read the tokenizer model "
+                            f"({exc.strerror})") from None
         self.sp = spm.SentencePieceProcessor()
         try:
-            self.sp.Load(str(self.path))
+            self.sp.LoadFromSerializedProto(self.model_bytes)
         except (OSError, RuntimeError) as exc:
             raise UserError(f"{self.path}: not a sentencepiece model ({exc})") from None
         if (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) != (
                 PAD_ID, UNK_ID, BOS_ID, EOS_ID):
             raise UserError(f"{self.path}: special ids are not pad=0 unk=1 bos=2 eos=3")
+
+    @functools.cached_property
+    def sha256(self) -> str:
+        """The model file's SHA-256: a run records it, and refuses a tokenizer swapped since."""
+        return hashlib.sha256(self.model_bytes).hexdigest()
 
     @property
     def vocab_size(self) -> int:

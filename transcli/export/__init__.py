@@ -24,12 +24,15 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from transcli.system.errors import UserError
 from transcli.system.files import check_parents, describe_os_error
 from transcli.system.locks import scratch_dir
 from transcli.system.owned import OwnedFolder, record_of
+
+if TYPE_CHECKING:
+    from transcli.rundir.run import RunDir
 
 FORMATS = {"ct2": "transcli.export.ct2", "hf": "transcli.export.hf"}
 EXPORT_FILE = "transcli-export.json"  # what was exported from where, and the files written
@@ -41,22 +44,19 @@ def format_module(name: str) -> ModuleType:
     return importlib.import_module(FORMATS[name])
 
 
-def export_run(run_dir: Path, fmt: str, out: Path, checkpoint: str = "best",
+def export_run(run: RunDir, fmt: str, out: Path, checkpoint: str = "best",
                quantize: Optional[str] = None, force: bool = False) -> Path:
-    """Export `checkpoint` of the run in `run_dir` to `out` in format `fmt`."""
-    from transcli.rundir.checkpoints import load_trained, resolve_checkpoint
-    from transcli.rundir.layout import load_run_config
-
+    """Export `checkpoint` of the opened run dir `run` to `out` in format `fmt`."""
     module = format_module(fmt)
     module.check_options(quantize)
-    module.check(load_run_config(run_dir))
+    module.check(run.config)
     _check_destination(out, force)
-    source = resolve_checkpoint(run_dir, checkpoint)
-    model, tokenizer, cfg = load_trained(run_dir, str(source), "cpu")
-    record = {"format": fmt, "run_dir": str(Path(run_dir).resolve()), "checkpoint": checkpoint,
+    source = run.checkpoint(checkpoint)
+    model = run.model(source, "cpu")
+    record = {"format": fmt, "run_dir": str(run.path.resolve()), "checkpoint": checkpoint,
               "quantize": quantize, **checkpoint_identity(source)}
-    publish(out, record, lambda tmp: module.write(model, tokenizer, cfg, tmp, quantize),
-            force=force)
+    publish(out, record, lambda tmp: module.write(model, run.tokenizer, run.config, tmp,
+                                                  quantize), force=force)
     return out
 
 

@@ -23,7 +23,7 @@ are mapped in `transcli.inference.engines.ct2_options`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from torch import Tensor, nn
 
@@ -33,6 +33,9 @@ from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID, UNK_ID
 from transcli.system.errors import UserError
 from transcli.system.extras import require
+
+if TYPE_CHECKING:
+    from transcli.rundir.run import RunDir
 
 EXTRA = "ct2"
 QUANTIZE = ("int8", "int16", "float16")
@@ -141,7 +144,7 @@ def _set_ffn(spec: Any, ffn: nn.Module, norm: nn.LayerNorm) -> None:
     _set_norm(spec.layer_norm, norm)
 
 
-def cached_export(run_dir: Path, checkpoint: str, quantize: str = "none") -> Path:
+def cached_export(run: RunDir, source: Path, quantize: str = "none") -> Path:
     """The CTranslate2 export of a run's checkpoint that `--engine ct2` translates with.
 
     It is kept in the run dir (`rundir.layout.ct2_cache_dir`), or, when the run dir is
@@ -150,19 +153,18 @@ def cached_export(run_dir: Path, checkpoint: str, quantize: str = "none") -> Pat
     recorded when it was made (a damaged cache would translate to garbage); otherwise it
     is made again."""
     from transcli.export import exported, publish
-    from transcli.rundir.checkpoints import load_trained, resolve_checkpoint
     from transcli.system.owned import file_digest
 
-    source = resolve_checkpoint(run_dir, checkpoint)
+    run_dir = run.path
     weights = None if quantize == "none" else quantize
     record = {"format": "ct2", "exporter": EXPORTER_VERSION, "quantize": weights,
               "source_sha256": file_digest(source)}
     target = _cache_dir(Path(run_dir), source, weights or "float32", record["source_sha256"])
     if exported(target).verified_record(record) is not None:  # every file as written
         return target
-    model, tokenizer, cfg = load_trained(run_dir, str(source), "cpu")
+    model = run.model(source, "cpu")
     try:
-        publish(target, record, lambda tmp: write(model, tokenizer, cfg, tmp, weights),
+        publish(target, record, lambda tmp: write(model, run.tokenizer, run.config, tmp, weights),
                 owned=True)
     except UserError as exc:
         if target.is_relative_to(run_dir):

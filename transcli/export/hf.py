@@ -22,7 +22,6 @@ Pre-norm models are refused: Marian has no pre-norm variant.
 from __future__ import annotations
 
 import json
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any, Optional
@@ -68,7 +67,7 @@ def write(model: Transformer, tokenizer: Tokenizer, cfg: Config, directory: Path
     (directory / "vocab.json").write_text(json.dumps(pieces, ensure_ascii=False, indent=1),
                                           encoding="utf-8")
     for name in ("source.spm", "target.spm"):  # one joint model on both sides
-        shutil.copyfile(tokenizer.path, directory / name)
+        (directory / name).write_bytes(tokenizer.model_bytes)
     special = [tokenizer.sp.IdToPiece(i) for i in (UNK_ID, EOS_ID, PAD_ID)]
     with warnings.catch_warnings():  # "Recommended: pip install sacremoses": not used here
         warnings.simplefilter("ignore")

@@ -17,11 +17,34 @@ import math
 import torch
 
 from transcli.data.batching import assemble, rows_from_lists
-from transcli.inference.translator import token_batches
+from transcli.data.tokenizer import Tokenizer
+from transcli.inference.translator import fitting_chars, token_batches
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import PAD_ID
 
 ROWS_PER_CHUNK = 1024  # target positions whose [rows, V] log-probs exist at once
+
+
+class PairScorer:
+    """Scores (English, Spanish) line pairs with a model: (total log-prob, scored tokens)
+    per pair, or (nan, 0) for a pair with a blank side or one too long for the model,
+    which `too_long` counts."""
+
+    def __init__(self, model: Transformer, tokenizer: Tokenizer, batch_tokens: int):
+        self.model, self.tokenizer, self.batch_tokens = model, tokenizer, batch_tokens
+        self.cap = fitting_chars(model.cfg.max_positions)  # longer lines are never tokenized
+        self.too_long = 0
+
+    def score(self, pairs: list[tuple[str, str]]) -> list[tuple[float, int]]:
+        fits = [max(len(s), len(t)) <= self.cap for s, t in pairs]
+        scored = [i for i, (s, t) in enumerate(pairs) if s.strip() and t.strip() and fits[i]]
+        found = forced_logprobs(self.model,
+                                self.tokenizer.encode([pairs[i][0] for i in scored]),
+                                self.tokenizer.encode([pairs[i][1] for i in scored]),
+                                self.batch_tokens)
+        self.too_long += sum(math.isnan(total) for total, _ in found) + fits.count(False)
+        scores = dict(zip(scored, found))
+        return [scores.get(i, (math.nan, 0)) for i in range(len(pairs))]
 
 
 @torch.inference_mode()

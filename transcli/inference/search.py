@@ -296,78 +296,114 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     a longer one could still beat it. `reward_bound` > 0 caps the tokens the reward
     counts per sentence (`reward_bounds`), and with it that credit.
     """
-    bounds = reward_bounds(src, reward_bound)
-
-    def score(logprob: float, length: int, sentence: int) -> float:
-        return hypothesis_score(logprob, length, length_penalty_alpha, word_reward,
-                                bounds[sentence])
-
-    def still_to_earn(step: int, most: int, sentence: int) -> float:
-        """The reward a live beam at `step` may still earn before its limit `most`."""
-        b = bounds[sentence]
-        return max(word_reward, 0.0) * max(0.0, min(most, b) - min(step, b))
-
     limit = _limits(max_len, src, model)
-    batch, k, device = src.size(0), beam_size, src.device
+    beams = Beams(src.size(0), beam_size, src.device,
+                  BeamScore(length_penalty_alpha, word_reward, reward_bounds(src, reward_bound)))
     stepper = Stepper(model, model.encode(src, packed=True), cached)
-    stepper.reorder(torch.arange(batch, device=device).repeat_interleave(k))
-    sent = torch.arange(batch, device=device)  # sentence of each live group of k beams
-    scores = torch.full((batch, k), NEG_INF, dtype=torch.float64, device=device)
-    scores[:, 0] = 0.0  # all beams start equal: let only the first one expand at step 1
-    history = torch.zeros(batch, k, 0, dtype=torch.long, device=device)
-    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    positions = torch.arange(2 * k, device=device)
+    stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size))
     for step in range(1, int(limit.max()) + 1):
-        n = sent.size(0)
-        logp = stepper.step(tokens)  # [n * k, vocab]
-        vocab = logp.size(-1)
+        logp = stepper.step(beams.tokens)  # [live sentences * k, vocab]
+        beam = beams.advance(logp, step)
+        live = beams.still_open(step, limit, n_best)
+        if not live:
+            break
+        stepper.reorder(beams.keep(live, beam))
+    return [sorted(hyps, key=lambda h: (h.eos, h.score), reverse=True)[:n_best]
+            for hyps in beams.finished]
+
+
+@dataclass
+class BeamScore:
+    """How beam search scores a hypothesis of one sentence (`hypothesis_score`), and the
+    word reward a live beam may still earn before its length limit."""
+
+    alpha: float
+    reward: float
+    bounds: list[float]  # per sentence: the tokens the reward counts at most
+
+    def __call__(self, logprob: float, length: int, sentence: int) -> float:
+        return hypothesis_score(logprob, length, self.alpha, self.reward, self.bounds[sentence])
+
+    def still_to_earn(self, step: int, most: int, sentence: int) -> float:
+        """The reward a live beam at `step` may still earn before its limit `most`."""
+        b = self.bounds[sentence]
+        return max(self.reward, 0.0) * max(0.0, min(most, b) - min(step, b))
+
+
+class Beams:
+    """The live beams of the sentences still searched: K per sentence, their scores,
+    tokens so far and last token, and every sentence's finished hypotheses."""
+
+    def __init__(self, batch: int, k: int, device: torch.device, score: BeamScore):
+        self.k, self.score = k, score
+        self.sent = torch.arange(batch, device=device)  # sentence of each live group
+        self.scores = torch.full((batch, k), NEG_INF, dtype=torch.float64, device=device)
+        self.scores[:, 0] = 0.0  # all beams start equal: only the first expands at step 1
+        self.history = torch.zeros(batch, k, 0, dtype=torch.long, device=device)
+        self.tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
+        self.finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+        self.positions = torch.arange(2 * k, device=device)
+
+    def advance(self, logp: Tensor, step: int) -> Tensor:
+        """Step `step`: finish the EOS hypotheses among the top K of the 2K best
+        continuations, keep the first K that are not EOS; the beam each came from."""
+        n, k = self.sent.size(0), self.k
         # The 2K best overall lie among each beam's 2K best.
-        top_logp, top_tok = selection.top_k(logp, min(2 * k, vocab))
+        top_logp, top_tok = selection.top_k(logp, min(2 * k, logp.size(-1)))
         top_logp, top_tok = top_logp.view(n, k, -1), top_tok.view(n, k, -1)
-        cand = (scores[:, :, None] + top_logp.double()).view(n, -1)
+        cand = (self.scores[:, :, None] + top_logp.double()).view(n, -1)
         cand_scores, cand_idx = cand.topk(min(2 * k, cand.size(1)), dim=-1)
         cand_beam = cand_idx // top_tok.size(-1)
         cand_tok = top_tok.view(n, -1).gather(1, cand_idx)
         is_eos = cand_tok == EOS_ID
-
-        # Finish hypotheses whose EOS ranks among the top K of this step.
-        ends = (is_eos[:, :k] & (cand_scores[:, :k] > NEG_INF)).nonzero()
-        if ends.numel():
-            i_idx, j_idx = ends[:, 0], ends[:, 1]
-            ended_tokens = history[i_idx, cand_beam[i_idx, j_idx]].tolist()
-            ended_scores = cand_scores[i_idx, j_idx].tolist()
-            for s, ids, lp in zip(sent[i_idx].tolist(), ended_tokens, ended_scores):
-                finished[s].append(Hypothesis(ids, lp, score(lp, step, s), True))
-
+        self._finish_eos(is_eos, cand_scores, cand_beam, step)
         # Keep the first K candidates that are not EOS (each beam gives at most one EOS).
         width = cand_scores.size(1)
-        keep = (is_eos.long() * width + positions[:width]).topk(
+        keep = (is_eos.long() * width + self.positions[:width]).topk(
             k, dim=-1, largest=False).indices
         beam = cand_beam.gather(1, keep)
-        tokens = cand_tok.gather(1, keep)
-        scores = cand_scores.gather(1, keep)
-        history = torch.cat([history.gather(1, beam[:, :, None].expand_as(history)),
-                             tokens[:, :, None]], dim=2)
+        self.tokens = cand_tok.gather(1, keep)
+        self.scores = cand_scores.gather(1, keep)
+        self.history = torch.cat([self.history.gather(1, beam[:, :, None].expand_as(
+            self.history)), self.tokens[:, :, None]], dim=2)
+        return beam
 
-        limits = limit[sent].tolist()
-        live = []
-        for i, (s, best, most) in enumerate(zip(sent.tolist(), scores[:, 0].tolist(), limits)):
+    def _finish_eos(self, is_eos: Tensor, cand_scores: Tensor, cand_beam: Tensor,
+                    step: int) -> None:
+        """Hypotheses whose EOS ranks among the top K of this step are finished."""
+        ends = (is_eos[:, :self.k] & (cand_scores[:, :self.k] > NEG_INF)).nonzero()
+        if not ends.numel():
+            return
+        i_idx, j_idx = ends[:, 0], ends[:, 1]
+        ended_tokens = self.history[i_idx, cand_beam[i_idx, j_idx]].tolist()
+        ended_scores = cand_scores[i_idx, j_idx].tolist()
+        for s, ids, lp in zip(self.sent[i_idx].tolist(), ended_tokens, ended_scores):
+            self.finished[s].append(Hypothesis(ids, lp, self.score(lp, step, s), True))
+
+    def still_open(self, step: int, limit: Tensor, n_best: int) -> list[int]:
+        """The live groups whose sentence may still find a better hypothesis; a sentence
+        at its length limit ends its live beams unfinished."""
+        open_groups = []
+        for i, (s, best, most) in enumerate(zip(self.sent.tolist(), self.scores[:, 0].tolist(),
+                                                limit[self.sent].tolist())):
             if step >= most:
-                finished[s].extend(
-                    Hypothesis(ids, lp, score(lp, step, s), False)
-                    for ids, lp in zip(history[i].tolist(), scores[i].tolist()) if lp > NEG_INF)
-            elif not _settled(finished[s], n_best,
-                              score(best, step, s) + still_to_earn(step, most, s)):
-                live.append(i)
-        if not live:
-            break
-        live_idx = torch.tensor(live, dtype=torch.long, device=device)
-        stepper.reorder((live_idx[:, None] * k + beam[live_idx]).view(-1))
-        sent, scores, history = sent[live_idx], scores[live_idx], history[live_idx]
-        tokens = tokens[live_idx].view(-1)
-    return [sorted(hyps, key=lambda h: (h.eos, h.score), reverse=True)[:n_best]
-            for hyps in finished]
+                self.finished[s].extend(
+                    Hypothesis(ids, lp, self.score(lp, step, s), False)
+                    for ids, lp in zip(self.history[i].tolist(), self.scores[i].tolist())
+                    if lp > NEG_INF)
+            elif not _settled(self.finished[s], n_best,
+                              self.score(best, step, s) + self.score.still_to_earn(step, most, s)):
+                open_groups.append(i)
+        return open_groups
+
+    def keep(self, live: list[int], beam: Tensor) -> Tensor:
+        """Keep only the `live` groups; the decoder rows (of the last step's) they extend."""
+        live_idx = torch.tensor(live, dtype=torch.long, device=self.sent.device)
+        rows = (live_idx[:, None] * self.k + beam[live_idx]).view(-1)
+        self.sent, self.scores = self.sent[live_idx], self.scores[live_idx]
+        self.history = self.history[live_idx]
+        self.tokens = self.tokens[live_idx].view(-1)
+        return rows
 
 
 def _settled(finished: list[Hypothesis], n_best: int, best_live: float) -> bool:

@@ -4,20 +4,19 @@
 lines are encoded, sorted by length into token-budget batches, searched by an
 engine (`engines.py`: the strategy `decode.strategy` names on the torch model, or
 CTranslate2) and put back in input order; empty lines stay empty. `translate`,
-`evaluate` and `serve` build one from a run dir (`load_translator`), the training
-loop from the model it trains.
+`evaluate`, `explain` and `serve` build one from an opened run dir (`load_translator`),
+the training loop from the model it trains.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Sequence
 
 import torch
 
 from transcli.config.schema import DecodeConfig
-from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.data.tokenizer import Tokenizer
 from transcli.inference.cpu_products import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.quantize import quantize_int8
@@ -25,14 +24,9 @@ from transcli.inference.search import Hypothesis
 from transcli.inference.sentences import split_sentences
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID
-from transcli.rundir.checkpoints import load_trained
-from transcli.rundir.layout import load_run_config
+from transcli.rundir.run import RunDir
 from transcli.system.devices import pick_device
 from transcli.system.runtime import inference_setup
-
-T = TypeVar("T")
-CHUNK_LINES = 1000  # lines read, translated and written at a time...
-CHUNK_CHARS = 1 << 23  # ... and at most about this many characters of them
 
 
 class Translator:
@@ -150,21 +144,6 @@ class Translator:
         return found
 
 
-def chunked(items: Iterator[T], cost: Callable[[T], int] = len) -> Iterator[list[T]]:
-    """`items` in lists of `CHUNK_LINES`, or fewer when they reach `CHUNK_CHARS` by `cost`:
-    a chunk of long lines stays small in memory."""
-    chunk: list[T] = []
-    chars = 0
-    for item in items:
-        chunk.append(item)
-        chars += cost(item)
-        if len(chunk) == CHUNK_LINES or chars >= CHUNK_CHARS:
-            yield chunk
-            chunk, chars = [], 0
-    if chunk:
-        yield chunk
-
-
 def fitting_chars(positions: int) -> int:
     """Characters past which a line cannot fit in `positions` tokens: the pieces of the
     tokenizers transcli trains are at most 16 characters long (sentencepiece's default),
@@ -185,23 +164,30 @@ def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
     return batches
 
 
-def load_translator(run_dir: str | Path, checkpoint: str = "best",
-                    overrides: list[str] | None = None, device: str = "auto") -> Translator:
-    """A Translator for a run dir's checkpoint, with the run's `decode` settings and the
-    engine `decode.engine` names. On the CPU it sets torch's threads to `decode.threads`."""
+def inference_model(run: RunDir, checkpoint: str, device: torch.device) -> Transformer:
+    """A run's checkpoint as a model on `device`, set up for inference (torch's threads
+    on the CPU from `decode.threads`; int8 or CPU products as `decode` asks)."""
+    decode = run.config.decode
+    inference_setup(device, decode.threads)
+    model = run.model(run.checkpoint(checkpoint), device)
+    if decode.quantize == "int8":
+        return quantize_int8(model)
+    if device.type == "cpu":
+        return cpu_linears(model, use_onednn(decode.cpu_gemm))
+    return model
+
+
+def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto") -> Translator:
+    """A Translator for a run's checkpoint, with the run's `decode` settings and the
+    engine `decode.engine` names."""
     target = pick_device(device)
-    cfg = load_run_config(run_dir, overrides)
-    inference_setup(target, cfg.decode.threads)
-    if cfg.decode.engine == "ct2":
+    decode = run.config.decode
+    if decode.engine == "ct2":
         from transcli.export.ct2 import cached_export
 
-        model_dir = cached_export(Path(run_dir), checkpoint, cfg.decode.quantize)
-        tokenizer = Tokenizer(Path(run_dir) / TOKENIZER_FILE)
-        engine = Ct2Engine(model_dir, tokenizer, cfg.decode, cfg.model.max_positions, target)
-        return Translator(engine, tokenizer, cfg.decode)
-    model, tokenizer, cfg = load_trained(run_dir, checkpoint, target, overrides)
-    if cfg.decode.quantize == "int8":
-        model = quantize_int8(model)
-    elif target.type == "cpu":
-        model = cpu_linears(model, use_onednn(cfg.decode.cpu_gemm))
-    return Translator(model, tokenizer, cfg.decode, target)
+        inference_setup(target, decode.threads)
+        model_dir = cached_export(run, run.checkpoint(checkpoint), decode.quantize)
+        engine = Ct2Engine(model_dir, run.tokenizer, decode, run.config.model.max_positions,
+                           target)
+        return Translator(engine, run.tokenizer, decode)
+    return Translator(inference_model(run, checkpoint, target), run.tokenizer, decode, target)

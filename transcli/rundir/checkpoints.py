@@ -1,4 +1,4 @@
-"""Run-dir checkpoints: safetensors weights, training state, averaging, loading a model.
+"""Run-dir checkpoints: safetensors weights, training state, averaging.
 
 Weights are safetensors files and training state is loaded with
 `torch.load(weights_only=True)` (tensors and plain containers only): loading
@@ -10,26 +10,25 @@ The file names are `rundir`'s.
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Any, BinaryIO, Iterator, Optional
 
 import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file as st_load_file
+from safetensors import SafetensorError
+from safetensors.torch import load as st_load
 from safetensors.torch import save_file as st_save_file
 from safetensors.torch import save_model as st_save_model
 
-from transcli.config.schema import Config
-from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
-from transcli.model.transformer import Transformer, upgrade_parameter_names
+from transcli.model.transformer import upgrade_parameter_names
 from transcli.rundir.layout import (
     CHECKPOINT_DIR,
     STATE_PATTERN,
     STEP_PATTERN,
     complete_steps,
     is_step,
-    load_run_config,
     state_path,
     step_checkpoints,
     step_path,
@@ -39,9 +38,12 @@ from transcli.system.files import (
     RecordingWriter,
     atomic_path,
     cannot_write,
+    describe_os_error,
     is_temp_file,
     write_failure,
 )
+
+MAX_HEADER = 100 << 20  # bytes: safetensors' own limit on a header's size
 
 
 def save_weights(model: torch.nn.Module, path: str | Path) -> None:
@@ -66,10 +68,7 @@ def load_weights(model: torch.nn.Module, path: str | Path) -> None:
     vocabulary, or one holding non-finite values. Checkpoints written before the
     residual blocks had names load too."""
     module = _unwrap(model)
-    try:
-        weights = upgrade_parameter_names(st_load_file(str(path)))
-    except (SafetensorError, OSError) as exc:
-        raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
+    weights = upgrade_parameter_names(read_weights(path)[0])
     expected = module.state_dict()
     _fill_tied(weights, expected)
     problem = _mismatch(weights, expected)
@@ -178,15 +177,51 @@ def average_checkpoints(paths: list[Path], out: Path) -> None:
     accumulated in float64 and stored in the files' own dtypes."""
     total: dict[str, torch.Tensor] = {}
     for path in paths:
-        weights = st_load_file(str(path))
+        weights, metadata = read_weights(path)  # metadata: the tied tensors stored once
         for name, tensor in weights.items():
             total[name] = total[name] + tensor.double() if name in total else tensor.double()
     averaged = {name: (value / len(paths)).to(weights[name].dtype)
                 for name, value in total.items()}
-    with safe_open(str(paths[-1]), framework="pt") as handle:
-        metadata = handle.metadata()  # names of tied tensors stored once
     with atomic_path(out, "averaged weights") as tmp, _safetensors_errors(out, "averaged weights"):
         st_save_file(averaged, str(tmp), metadata=metadata)
+
+
+def read_weights(path: str | Path) -> tuple[dict[str, torch.Tensor], Optional[dict[str, str]]]:
+    """A safetensors file's tensors and metadata, read in one open."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        return st_load(data), _header(io.BytesIO(data), path).get("__metadata__")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the checkpoint ({describe_os_error(exc)})") \
+            from None
+    except (SafetensorError, ValueError) as exc:
+        raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
+
+
+def stored_shapes(path: str | Path) -> dict[str, list[int]]:
+    """Each tensor's shape, from a safetensors file's header alone (tied tensors are
+    stored once)."""
+    try:
+        with open(path, "rb") as handle:
+            header = _header(handle, path)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
+    return {name: entry["shape"] for name, entry in header.items() if name != "__metadata__"}
+
+
+def _header(handle: BinaryIO, path: str | Path) -> dict[str, Any]:
+    """The JSON header of safetensors data: 8 bytes of little-endian length, then JSON."""
+    size = handle.read(8)
+    if len(size) < 8 or int.from_bytes(size, "little") > MAX_HEADER:
+        raise ValueError("not a safetensors file")
+    header = json.loads(handle.read(int.from_bytes(size, "little")))
+    shapes_ok = isinstance(header, dict) and all(
+        isinstance(entry, dict) and isinstance(entry.get("shape"), list)
+        for name, entry in header.items() if name != "__metadata__")
+    if not shapes_ok:
+        raise ValueError("not a safetensors header")
+    return header
 
 
 def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
@@ -224,19 +259,6 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
         what = "not a regular file" if path.exists() else "checkpoint not found"
         raise UserError(f"{path}: {what} (use best, last, avg, a step number or a file path)")
     return path
-
-
-def load_trained(run_dir: str | Path, checkpoint: str = "best",
-                 device: str | torch.device = "cpu",
-                 overrides: list[str] | None = None) -> tuple[Transformer, Tokenizer, Config]:
-    """Everything `translate` needs from a run dir: the model in eval mode, the
-    tokenizer it was trained with, and the run's config (with `overrides` applied)."""
-    run_dir = Path(run_dir)
-    cfg = load_run_config(run_dir, overrides)
-    tokenizer = Tokenizer(run_dir / TOKENIZER_FILE)
-    model = Transformer(cfg.model, tokenizer.vocab_size)
-    load_weights(model, resolve_checkpoint(run_dir, checkpoint))
-    return model.to(device).eval(), tokenizer, cfg
 
 
 def _unwrap(model: torch.nn.Module) -> torch.nn.Module:

@@ -14,58 +14,49 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any, Optional
-
-from safetensors import SafetensorError, safe_open
+from typing import Any
 
 from transcli.config.schema import Config, SourceConfig
-from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.data.tokenizer import TOKENIZER_FILE
+from transcli.rundir.checkpoints import stored_shapes
 from transcli.rundir.layout import (
     AVG_FILE,
     BEST_FILE,
     CHECKPOINT_DIR,
     CONFIG_FILE,
     METRICS_FILE,
-    RUN_FILE,
     STATE_PATTERN,
     STEP_PATTERN,
     complete_steps,
-    load_run_config,
     step_checkpoints,
 )
 from transcli.rundir.metrics import read_metrics
-from transcli.system.errors import UserError
-from transcli.system.files import read_json
+from transcli.rundir.run import RunDir
 
 
 def stored_parameters(path: Path) -> int:
     """Numbers stored in a safetensors file, read from its header alone."""
-    try:
-        with safe_open(str(path), framework="pt") as handle:
-            return sum(math.prod(handle.get_slice(name).get_shape()) for name in handle.keys())
-    except (SafetensorError, OSError) as exc:
-        raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
+    return sum(math.prod(shape) for shape in stored_shapes(path).values())
 
 
-def run_info(run: Path) -> dict[str, Any]:
+def run_info(run: RunDir) -> dict[str, Any]:
     """Everything `info` shows, as plain data."""
-    run = Path(run)
-    cfg = load_run_config(run)
-    folder = run / CHECKPOINT_DIR
-    steps = [step for step, _ in step_checkpoints(run)]
+    path, cfg = run.path, run.config
+    folder = path / CHECKPOINT_DIR
+    steps = [step for step, _ in step_checkpoints(path)]
     extra = [name for name in (BEST_FILE, AVG_FILE) if (folder / name).is_file()]
-    weights = [path for _, path in step_checkpoints(run)][-1:] or [folder / n for n in extra]
-    records = read_metrics(run / METRICS_FILE)
+    weights = [file for _, file in step_checkpoints(path)][-1:] or [folder / n for n in extra]
+    records = read_metrics(path / METRICS_FILE)
     train = [r for r in records if r.get("split") == "train"]
     valid = [r for r in records if r.get("split") == "valid"]
     best = [r for r in valid if r.get("best")]
     last_step = max([*steps, *(r["step"] for r in records)], default=0)
     return {
-        "run": str(run),
+        "run": str(path),
         "model": cfg.to_dict()["model"],
         "parameters": stored_parameters(weights[0]) if weights else None,
         "parameters_from": str(weights[0]) if weights else None,
-        "vocab_size": _vocab_size(run),
+        "vocab_size": run.tokenizer.vocab_size if (path / TOKENIZER_FILE).is_file() else None,
         "steps": last_step,
         "epoch": train[-1].get("epoch") if train else None,
         "tgt_tokens": train[-1].get("tgt_tokens") if train else None,
@@ -74,11 +65,11 @@ def run_info(run: Path) -> dict[str, Any]:
         "best_valid": _pick(best[-1], "step", "valid_bleu", "valid_nll", "valid_ppl")
         if best else None,
         "last_valid": _pick(valid[-1], "step", "valid_bleu", "valid_nll") if valid else None,
-        "checkpoints": {"steps": steps, "resume_from": (complete_steps(run) or [None])[-1],
+        "checkpoints": {"steps": steps, "resume_from": (complete_steps(path) or [None])[-1],
                         "best": BEST_FILE in extra, "avg": AVG_FILE in extra,
                         "keep_last": cfg.train.keep_last},
-        "disk": disk_use(run),
-        "origin": _origin(run),
+        "disk": disk_use(path),
+        "origin": run.record or {},
         "config": cfg.to_dict(),
         "changed": changed_settings(cfg),
     }
@@ -97,23 +88,6 @@ def disk_use(run: Path) -> dict[str, int]:
                     and path.name in (BEST_FILE, AVG_FILE) else "other")
             use[kind] += path.stat().st_size
     return use
-
-
-def _vocab_size(run: Path) -> Optional[int]:
-    path = run / TOKENIZER_FILE
-    return Tokenizer(path).vocab_size if path.is_file() else None
-
-
-def _origin(run: Path) -> dict[str, Any]:
-    """run.json: the prepared data (and, for a fine-tuned run, the weights) it started on."""
-    path = run / RUN_FILE
-    if not path.is_file():
-        return {}
-    try:
-        record = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{path}: unreadable ({exc})") from None
-    return record if isinstance(record, dict) else {}
 
 
 def _pick(record: dict[str, Any], *keys: str) -> dict[str, Any]:

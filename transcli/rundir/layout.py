@@ -35,6 +35,7 @@ from typing import Any, Optional
 
 from transcli.config.loading import load_config, save_config
 from transcli.config.schema import Config, ModelConfig
+from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE
 from transcli.system.errors import UserError
 from transcli.system.files import atomic_path, cannot_write, is_temp_file, read_json
@@ -53,8 +54,15 @@ TENSORBOARD_EVENTS = "events.out.tfevents."  # how its files begin
 RUN_KEYS = ("data_hash", "vocab_size", "model")  # what every run.json holds
 STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
 STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
-# Settings that change no weight's shape or meaning: a resumed run may alter them.
+# Settings that change no weight's shape or meaning: a resumed run may alter them (with
+# the user's consent: they are part of the recipe, `recipe_changes`).
 FREE_MODEL_KEYS = {"dropout", "attn_dropout", "act_dropout"}
+# Settings a resumed run may change without a word: how it runs and what it keeps or
+# reports, not what it learns.
+SESSION_KEYS = {f"train.{key}" for key in (
+    "max_minutes", "device", "threads", "compile", "log_every", "save_every", "valid_every",
+    "keep_last", "average_last", "valid_bleu_lines", "patience", "early_stop_metric",
+    "tensorboard", "init_from")}
 
 
 def step_path(run_dir: Path, step: int) -> Path:
@@ -112,43 +120,33 @@ def complete_steps(run_dir: str | Path) -> list[int]:
 def load_run_config(run_dir: str | Path, overrides: list[str] | None = None) -> Config:
     """The run's resolved config, with `section.key=value` overrides applied."""
     run_dir = Path(run_dir)
+    make = (f"`transcli train` makes one: transcli train -c configs/cpu-1h.yaml --data PREPARED "
+            f"--out {run_dir}")
     if not run_dir.is_dir():
-        what = "is a file, not a run directory" if run_dir.exists() else "run directory not found"
-        raise UserError(f"{run_dir}: {what}")
+        if run_dir.exists():
+            raise UserError(f"{run_dir}: is a file, not a run directory")
+        raise UserError(f"{run_dir}: run directory not found; {make}")
     path = run_dir / CONFIG_FILE
     if not path.is_file():
-        raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
+        raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE}); {make}")
     return load_config(path, overrides)
 
 
-def train_config_path(config: Optional[Path], run_dir: Path, resume: bool) -> Optional[Path]:
-    """The config file `train` reads: the one given; else, when resuming, the run's own
-    `config.yaml` (so `--resume` alone continues with the settings the run had); else
-    none (the defaults). `--resume` alone where no run is (a mistyped --out) is refused
-    rather than starting the paper's base model; with --config it starts the run (the
-    start-or-continue line of a job script)."""
-    if config is not None or not resume:
-        return config
-    own = Path(run_dir) / CONFIG_FILE
-    if not own.is_file():
-        raise UserError(f"{run_dir}: --resume: no run to continue here (no {CONFIG_FILE}); "
-                        f"check --out, or start a run with --config")
-    return own
+def run_identity(cfg: Config, data: PreparedDir) -> dict[str, Any]:
+    """What a run.json records of the run's data and model, checked by every resume."""
+    return {"data_hash": data.data_hash, "vocab_size": data.vocab_size,
+            "tokenizer_sha256": data.tokenizer.sha256, "model": cfg.fingerprint("model")}
 
 
-def run_identity(cfg: Config, manifest: dict[str, Any], vocab_size: int) -> dict[str, Any]:
-    return {"data_hash": manifest.get("data_hash"), "vocab_size": vocab_size,
-            "model": cfg.fingerprint("model")}
-
-
-def start_step(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: Path,
-               resume: bool, force: bool) -> int:
+def start_step(run_dir: Path, record: Optional[dict[str, Any]], previous: Optional[Config],
+               cfg: Config, identity: dict[str, Any], data_dir: Path, resume: bool,
+               force: bool) -> int:
     """The step training starts from (0 for a new run); refuses what cannot be done.
+    `record` and `previous` are the dir's run.json and config.yaml (None where missing).
     Reads only: every rank may call it before rank 0 writes anything."""
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"{run_dir}: --out is a file, not a directory")
     entries = dir_entries(run_dir)
-    record = read_run_record(run_dir)
     if not resume:
         if record is None:
             _check_no_clash(run_dir, entries, force)
@@ -162,7 +160,7 @@ def start_step(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: P
         return 0
     if not has_trained(run_dir):  # nothing saved that other data or shapes could spoil
         return 0
-    _check_compatible(run_dir, record, cfg, identity, data_dir)
+    _check_compatible(run_dir, record, previous, cfg, identity, data_dir)
     steps = complete_steps(run_dir)
     weights = step_checkpoints(run_dir) or any(
         (run_dir / CHECKPOINT_DIR / name).is_file() for name in (BEST_FILE, AVG_FILE))
@@ -222,13 +220,14 @@ def read_run_record(run_dir: Path) -> Optional[dict[str, Any]]:
     missing = [key for key in RUN_KEYS if key not in record] if isinstance(record, dict) else 0
     if not isinstance(record, dict) or missing:
         what = f"no '{missing[0]}'" if missing else "not a JSON object"
-        raise UserError(f"{path}: not a transcli run record ({what}); move it away, or "
-                        f"choose another --out")
+        raise UserError(f"{path}: not a transcli run record ({what}): {run_dir} is not a run "
+                        f"dir transcli can read or continue; move the file away (or give "
+                        f"train another --out)")
     return record
 
 
-def _check_compatible(run_dir: Path, old: dict[str, Any], cfg: Config,
-                      identity: dict[str, Any], data_dir: Path) -> None:
+def _check_compatible(run_dir: Path, old: dict[str, Any], previous: Optional[Config],
+                      cfg: Config, identity: dict[str, Any], data_dir: Path) -> None:
     if old.get("data_hash") != identity["data_hash"]:
         raise UserError(f"{run_dir}: --resume refused: the run was trained on a different "
                         f"prepared dataset than {data_dir} (data_hash "
@@ -236,7 +235,13 @@ def _check_compatible(run_dir: Path, old: dict[str, Any], cfg: Config,
     if old.get("vocab_size") != identity["vocab_size"]:
         raise UserError(f"{run_dir}: --resume refused: the run's vocabulary has "
                         f"{old.get('vocab_size')} pieces, {data_dir} has {identity['vocab_size']}")
-    changed = model_differences(load_run_config(run_dir).model, cfg.model)
+    if old.get("tokenizer_sha256", identity["tokenizer_sha256"]) != identity["tokenizer_sha256"]:
+        raise UserError(f"{run_dir}: --resume refused: {data_dir / TOKENIZER_FILE} is not the "
+                        f"tokenizer the run was trained with (its SHA-256 differs from "
+                        f"{RUN_FILE}'s record)")
+    if previous is None:
+        raise UserError(f"{run_dir}: --resume: no {CONFIG_FILE} to compare the model with")
+    changed = model_differences(previous.model, cfg.model)
     if changed:
         raise UserError(f"{run_dir}: --resume refused: the model config differs from "
                         f"{run_dir / CONFIG_FILE} ({', '.join(changed)})")
@@ -248,24 +253,52 @@ def model_differences(old: ModelConfig, new: ModelConfig) -> list[str]:
     return [f"model.{k}: {a[k]} -> {b[k]}" for k in a if k not in FREE_MODEL_KEYS and a[k] != b[k]]
 
 
-def write_run_files(run_dir: Path, cfg: Config, identity: dict[str, Any], data_dir: Path,
-                    fresh: bool) -> None:
+def recipe_changes(recorded: dict[str, Any], cfg: Config) -> list[str]:
+    """`section.key: old -> new` for every setting of the recipe (what the model learns:
+    every `model` and `train` key but `SESSION_KEYS`) that `cfg` changes from the
+    `recorded` config (a `Config.to_dict()`, as run.json keeps it). `train.max_steps` is
+    the recipe only where a decay ends at it (not noam, not a decay ended by a clock)."""
+    new = json.loads(json.dumps(cfg.to_dict()))  # the values as JSON records them
+    found = []
+    for section in ("model", "train"):
+        old_values = recorded.get(section) if isinstance(recorded.get(section), dict) else {}
+        for key, value in new[section].items():
+            dotted = f"{section}.{key}"
+            if dotted in SESSION_KEYS or old_values.get(key, value) == value:
+                continue
+            if dotted == "train.max_steps" and not _decays_by_steps(old_values, new["train"]):
+                continue
+            found.append(f"{dotted}: {_shown(old_values.get(key))} -> {_shown(value)}")
+    return found
+
+
+def _decays_by_steps(*trains: dict[str, Any]) -> bool:
+    return any(t.get("schedule") != "noam" and not t.get("decay_minutes") for t in trains)
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+
+
+def write_run_files(run_dir: Path, cfg: Config, identity: dict[str, Any], data: PreparedDir,
+                    fresh: bool, previous: Optional[Config] = None) -> None:
     """Rank 0 only, holding the run's lock: remove temp files killed writes left, clear
-    a forced-over run (only the files a run writes), then record the run's identity,
-    the resolved config and the tokenizer. `run.json` outlives the old run's files and
-    is written before the others, so a kill at any moment leaves a dir that says it is
-    a run: the next start takes it over (`has_trained`)."""
+    a forced-over run (only the files a run writes) when `fresh`, then record the run's
+    identity and recipe, the resolved config (a resume keeps the target of `previous`,
+    the config it had: `kept_target`) and the tokenizer. `run.json` outlives the old
+    run's files and is written before the others, so a kill at any moment leaves a dir
+    that says it is a run: the next start takes it over (`has_trained`)."""
     try:
-        tokenizer = (data_dir / TOKENIZER_FILE).read_bytes()
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{exc.filename}: {exc.strerror}") from None
     remove_stale_temp(run_dir)
-    record = cfg if fresh else _kept_target(run_dir, cfg)
+    record = cfg if fresh or previous is None else kept_target(previous, cfg)
     if fresh:
         clear_run(run_dir)
     with atomic_path(run_dir / RUN_FILE, "run record") as tmp:
-        tmp.write_text(json.dumps({**identity, "data_dir": str(data_dir.resolve())}, indent=2)
+        tmp.write_text(json.dumps({**identity, "data_dir": str(data.dir.resolve()),
+                                   "config": record.to_dict()}, indent=2)
                        + "\n", encoding="utf-8")
     folder = run_dir / CHECKPOINT_DIR
     try:
@@ -276,7 +309,7 @@ def write_run_files(run_dir: Path, cfg: Config, identity: dict[str, Any], data_d
     with atomic_path(run_dir / CONFIG_FILE, "config") as tmp:
         save_config(record, tmp)
     with atomic_path(run_dir / TOKENIZER_FILE, "tokenizer") as tmp:
-        tmp.write_bytes(tokenizer)
+        tmp.write_bytes(data.tokenizer.model_bytes)
 
 
 def is_run_file(name: str) -> bool:
@@ -316,13 +349,11 @@ def remove_stale_temp(run_dir: Path) -> None:
             path.unlink(missing_ok=True)
 
 
-def _kept_target(run_dir: Path, cfg: Config) -> Config:
+def kept_target(previous: Config, cfg: Config) -> Config:
     """A resumed run's config to record: as given, except that a smaller `max_steps`
     (stop early this time) does not replace the run's own target, which a later
     `--resume` without --config would otherwise inherit."""
-    if not (run_dir / CONFIG_FILE).is_file():
-        return cfg
-    target = load_run_config(run_dir).train.max_steps
+    target = previous.train.max_steps
     if cfg.train.max_steps >= target:
         return cfg
     return replace(cfg, train=replace(cfg.train, max_steps=target))

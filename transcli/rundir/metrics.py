@@ -109,7 +109,7 @@ class TensorBoard:
         self.purge_step: Optional[int] = None
 
     def resume(self, step: int) -> None:
-        """Hide what an earlier sitting logged after `step`: the resumed run logs it anew."""
+        """Hide what an earlier session logged after `step`: the resumed run logs it anew."""
         self.purge_step = step + 1
 
     def add(self, record: dict[str, Any]) -> None:

@@ -15,16 +15,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from transcli.config.schema import Config
+from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.rundir.checkpoints import resolve_checkpoint
-from transcli.rundir.layout import (
-    CHECKPOINT_DIR,
-    CONFIG_FILE,
-    complete_steps,
-    load_run_config,
-    model_differences,
-    read_run_record,
-)
+from transcli.rundir.layout import CHECKPOINT_DIR, CONFIG_FILE, complete_steps, model_differences
+from transcli.rundir.run import RunDir
 from transcli.system.errors import UserError
 
 
@@ -56,20 +51,21 @@ def resolve_init(spec: str) -> InitSource:
                     f"best, last, avg or a step number, or a weights file)")
 
 
-def init_source(cfg: Config, data_dir: Path, run_dir: Path, resume: bool
+def init_source(cfg: Config, data: PreparedDir, run: RunDir, resume: bool
                 ) -> Optional[InitSource]:
     """The checked weights a run starts from: None without `train.init_from`, and for a
     resume that has checkpoints of its own (they win)."""
     spec = cfg.train.init_from
-    if spec is None or (resume and complete_steps(run_dir)):
+    if spec is None or (resume and complete_steps(run.path)):
         return None
     source = resolve_init(spec)
-    difference = vocabulary_difference(source.run / TOKENIZER_FILE, data_dir / TOKENIZER_FILE)
+    origin = RunDir(source.run)
+    difference = vocabulary_difference(origin.tokenizer, data.tokenizer)
     if difference:
-        raise UserError(f"--init-from {source.run}: its vocabulary differs from {data_dir}'s "
+        raise UserError(f"--init-from {source.run}: its vocabulary differs from {data.dir}'s "
                         f"({difference}); fine-tuning needs data prepared with the same "
                         f"sentencepiece model")
-    changed = model_differences(load_run_config(source.run).model, cfg.model)
+    changed = model_differences(origin.recorded_config.model, cfg.model)
     if changed:
         raise UserError(f"--init-from {source.run}: the model config differs from its "
                         f"{CONFIG_FILE} ({', '.join(changed)}); train with that run's model "
@@ -77,14 +73,10 @@ def init_source(cfg: Config, data_dir: Path, run_dir: Path, resume: bool
     return source
 
 
-def vocabulary_difference(theirs: Path, ours: Path) -> Optional[str]:
+def vocabulary_difference(a: Tokenizer, b: Tokenizer) -> Optional[str]:
     """None when the two sentencepiece models are the same file, else what differs."""
-    for path in (theirs, ours):
-        if not path.is_file():
-            raise UserError(f"{path}: tokenizer model not found")
-    if theirs.read_bytes() == ours.read_bytes():
+    if a.model_bytes == b.model_bytes:
         return None
-    a, b = Tokenizer(theirs), Tokenizer(ours)
     if a.vocab_size != b.vocab_size:
         return f"{a.vocab_size} pieces against {b.vocab_size}"
     for i in range(a.vocab_size):
@@ -93,10 +85,10 @@ def vocabulary_difference(theirs: Path, ours: Path) -> Optional[str]:
     return "the same pieces with other scores or settings, so text splits differently"
 
 
-def origin_record(source: Optional[InitSource], run_dir: Path, resume: bool) -> dict[str, Any]:
+def origin_record(source: Optional[InitSource], run: RunDir, resume: bool) -> dict[str, Any]:
     """What run.json records of the run's start: the weights file it was initialised
     from (kept from the earlier run.json when a resume does not load them again)."""
     if source is not None:
         return {"init_from": str(source.weights.resolve())}
-    earlier = (read_run_record(run_dir) if resume else None) or {}
+    earlier = (run.record if resume else None) or {}
     return {"init_from": earlier["init_from"]} if earlier.get("init_from") else {}

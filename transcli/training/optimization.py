@@ -13,7 +13,7 @@ import torch
 
 from transcli.config.schema import TrainConfig
 from transcli.training.ema import WeightAverage
-from transcli.training.objective import learning_rate
+from transcli.training.schedules import learning_rate
 
 
 def fused_adam(params: Any, weight_decay: float = 0.0, **options: Any) -> torch.optim.Adam:

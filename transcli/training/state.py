@@ -18,9 +18,14 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
+from transcli.config.schema import TrainConfig
 from transcli.data.batching import StreamPosition
+from transcli.rundir.checkpoints import load_state, load_weights
+from transcli.rundir.layout import state_path, step_path
 from transcli.system.errors import UserError
 from transcli.training.objective import LossSums
+from transcli.training.optimization import Optimization
+from transcli.training.schedules import decay_clock
 
 
 @dataclass
@@ -36,7 +41,7 @@ class Interval(LossSums):
         self.real += real
 
 
-class Tally:
+class DeviceSums:
     """What updates add up on the device between two reads, so that an update never
     waits for the device: [loss, nll, tokens, correct] sums, the latest gradient norm,
     and the first update whose loss or gradient was not finite (0: none)."""
@@ -76,8 +81,35 @@ class Progress:
     tgt_tokens: int = 0
     interval: Interval = field(default_factory=Interval)
     best: Best = field(default_factory=Best)
-    seconds: float = 0.0  # training wall time over all sittings, at the last update's start
+    seconds: float = 0.0  # training wall time over all sessions, at the last update's start
     warmup_seconds: float = 0.0  # `seconds` when warm-up ended (train.decay_minutes)
+
+    def decay_spent(self, decay_minutes: float, seconds: Optional[float] = None) -> float:
+        """The share of train.decay_minutes spent after warm-up at `seconds` of training
+        (the last update's by default): `schedules.decay_clock`."""
+        return decay_clock(self.seconds if seconds is None else seconds, self.warmup_seconds,
+                           decay_minutes)
+
+    def decay_over(self, tc: TrainConfig, seconds: float) -> bool:
+        """train.decay_minutes of training (`seconds`) are behind this run, after warm-up:
+        the next update would run at rate zero."""
+        return self.step >= tc.warmup_steps and self.decay_spent(tc.decay_minutes, seconds) >= 1
+
+    def end_warmup(self, tc: TrainConfig) -> Optional[str]:
+        """Start the decay's clock when warm-up ends; a warning when warm-up outlasted it."""
+        self.warmup_seconds = self.seconds
+        if tc.decay_minutes and self.seconds >= tc.decay_minutes * 60:
+            return (f"warning: the warm-up took {self.seconds / 60:.1f} min, longer than "
+                    f"train.decay_minutes={tc.decay_minutes:g}; the run stops here")
+        return None
+
+    def count(self, tgt_tokens: float, padded: float, real: float) -> None:
+        """Add an update's sizes (all processes, counted on the host from the batches):
+        target tokens, positions fed (padding included) and real positions, both sides."""
+        self.tgt_tokens += int(tgt_tokens)
+        self.src_tokens += int(real - tgt_tokens)
+        self.interval.padded += padded
+        self.interval.real += real
 
     def state(self) -> dict[str, Any]:
         return {"step": self.step, "position": self.position.state(),
@@ -91,6 +123,17 @@ class Progress:
         return cls(state["step"], StreamPosition(**state["position"]), state["src_tokens"],
                    state["tgt_tokens"], Interval(**state["interval"]), Best(**state["best"]),
                    float(state.get("seconds", 0.0)), float(state.get("warmup_seconds", 0.0)))
+
+
+def restore(model: torch.nn.Module, opt: Optimization, run_dir: Path, step: int) -> Progress:
+    """Load step `step` of a run: its weights into `model`, its checked training state
+    into `opt` and the random generators; the progress it had."""
+    load_weights(model, step_path(run_dir, step))
+    state = load_state(run_dir, step)
+    check_state(state, state_path(run_dir, step), step, model)
+    opt.load_state(state)
+    set_rng_state(state["rng"])
+    return Progress.from_state(state)
 
 
 def rng_state() -> dict[str, Any]:

@@ -17,32 +17,53 @@ import torch
 
 from transcli.config.schema import Config
 from transcli.data.batching import plain_batches
-from transcli.data.encoded import EncodedSplit
+from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import Tokenizer
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import PAD_ID
+from transcli.rundir.checkpoints import save_weights
 from transcli.system.errors import UserError
 from transcli.system.text import read_text_file
 from transcli.training.objective import LossSums, TeacherForcing
-from transcli.training.state import Best
+from transcli.training.optimization import Optimization
+from transcli.training.state import Best, Progress
 
 
 class ValidationSet:
     """The valid split's batches for loss, and the first lines of its text for BLEU."""
 
-    def __init__(self, cfg: Config, data_dir: Path, manifest: dict[str, Any]):
-        self.cfg = cfg
-        split = EncodedSplit(data_dir, "valid", manifest["vocab_size"])
+    def __init__(self, cfg: Config, data: PreparedDir):
+        self.cfg, self.tokenizer = cfg, data.tokenizer
+        split = data.split("valid")
         self.batches = list(plain_batches(split, cfg.train.batch_tokens,
                                           cfg.model.max_positions)) if len(split) else []
         self.sources: list[str] = []
         self.references: list[str] = []
         lines = cfg.train.valid_bleu_lines
         if lines and self.batches:
-            self.sources = _read_lines(data_dir / f"valid.{manifest['src_lang']}", lines)
-            self.references = _read_lines(data_dir / f"valid.{manifest['tgt_lang']}", lines)
+            self.sources, self.references = (_read_lines(path, lines)
+                                             for path in data.text_paths("valid"))
 
-    def scores(self, model: Transformer, tokenizer: Tokenizer, device: torch.device,
+    def validate(self, model: Transformer, opt: Optimization, p: Progress, best_path: Path,
+                 device: torch.device, autocast: Callable[[], contextlib.AbstractContextManager]
+                 ) -> tuple[dict[str, Any], Optional[str]]:
+        """Valid loss and greedy BLEU of the averaged weights (the model's own without an
+        average) at step `p.step`; the best checkpoint saved to `best_path` when they
+        are the best so far; `p.best` updated. The validation's record for the metrics
+        log, and the reason to stop early (or None)."""
+        tc = self.cfg.train
+        model.eval()
+        with opt.averaged():
+            scores = self.scores(model, device, autocast)
+            p.best, improved, stop = update_best(p.best, p.step, scores, tc.early_stop_metric,
+                                                 tc.patience)
+            if improved:
+                save_weights(model, best_path)
+        model.train()
+        return ({"step": p.step, "split": "valid", "loss": scores["valid_loss"], **scores,
+                 "best": improved}, stop)
+
+    def scores(self, model: Transformer, device: torch.device,
                autocast: Callable[[], contextlib.AbstractContextManager]) -> dict[str, float]:
         """valid_loss, valid_nll, valid_ppl, valid_acc (and valid_bleu) of `model`."""
         objective = TeacherForcing(model, self.cfg.train.label_smoothing, PAD_ID)
@@ -56,8 +77,8 @@ class ValidationSet:
         scores = {f"valid_{key}": value for key, value in LossSums.of(sums).means().items()}
         if self.sources:  # decoded in the training precision on a GPU, in fp32 on the CPU
             with autocast() if device.type == "cuda" else contextlib.nullcontext():
-                scores["valid_bleu"] = greedy_bleu(model, tokenizer, self.cfg, self.sources,
-                                                   self.references, device)
+                scores["valid_bleu"] = greedy_bleu(model, self.tokenizer, self.cfg,
+                                                   self.sources, self.references, device)
         return scores
 
 
@@ -72,7 +93,7 @@ def greedy_bleu(model: Transformer, tokenizer: Tokenizer, cfg: Config, sources: 
     return score(hypotheses, [references], ter=False).bleu
 
 
-def judge(best: Best, step: int, scores: dict[str, float], metric: str,
+def update_best(best: Best, step: int, scores: dict[str, float], metric: str,
           patience: int) -> tuple[Best, bool, Optional[str]]:
     """The early-stopping record after a validation at `step`: (new record, whether this
     is the best so far, the reason to stop or None)."""

@@ -1,6 +1,6 @@
 """What the torch engine's int8 weights cost in accuracy: references scored teacher-forced.
 
-    .venv/bin/python bench/int8_accuracy.py --model RUN_DIR [--checkpoint avg] [--lines 1000]
+    python -m bench.studies.micro int8-accuracy --model RUN_DIR [--checkpoint avg] [--lines 1000]
 
 Scores the first --lines pairs of ../shared/corpora/en-es/dev.tatoeba and
 dev.newstest2012 (`score.forced_logprobs`, as `transcli score` does) with the run's model:
@@ -25,13 +25,12 @@ import warnings
 import torch
 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-from bench.common import CORPORA, read_lines
-from bench.translate_speed import SETS
+from bench.common import CORPORA, DEV_SETS, read_lines
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference.quantize import Int8OutputProduct, linear_names, quantize_int8
 from transcli.inference.scoring import forced_logprobs
 from transcli.model.transformer import Transformer, output_product
-from transcli.rundir.checkpoints import load_trained
+from transcli.rundir.run import open_run_dir
 
 
 def float_output(model: Transformer) -> Transformer:
@@ -67,14 +66,15 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=1000, help="pairs per test set")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    model, tokenizer, _ = load_trained(args.model, args.checkpoint, "cpu")
+    run = open_run_dir(args.model)
+    model, tokenizer = run.model(run.checkpoint(args.checkpoint)), run.tokenizer
     print(f"model {args.model} ({args.checkpoint}); {args.lines} pairs per set; "
           f"load average {os.getloadavg()[0]:.2f}")
     with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
         warnings.simplefilter("ignore")
         variants = {variant: make(model) for variant, make in VARIANTS.items()}
     print(f"{'set':18s} {'weights':22s} {'NLL/token':>10s} {'mean |change|':>14s}")
-    for name in SETS:
+    for name in DEV_SETS:
         reference, tokens = pair_logprobs(model, tokenizer, name, args.lines)
         scored = ~reference.isnan()
         print(f"{name:18s} {'float32':22s} "
@@ -88,6 +88,3 @@ def main() -> None:
                   f"{change:14.4f}", flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
-
-if __name__ == "__main__":
-    main()

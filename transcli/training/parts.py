@@ -1,28 +1,31 @@
-"""What a training run is built from, checked before the run dir is written: the
-device, the run dir's lock, the vocabulary, the batches, the net each batch is fed to."""
+"""The parts a training run is built from, checked before the run dir is written: the
+device, the run dir's lock, the batches, the net each batch is fed to; and the run's
+records, written once every check has passed."""
 
 from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, NamedTuple, Optional
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from transcli.config.schema import Config, TrainConfig
 from transcli.data.batching import BatchPlan, MakeBatch, collate
-from transcli.data.encoded import EncodedSplit
-from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.data.prepared_dir import PreparedDir
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import PAD_ID
 from transcli.rundir.checkpoints import discard_after
-from transcli.rundir.layout import LOCK_FILE, write_run_files
+from transcli.rundir.layout import LOCK_FILE, run_identity, start_step, write_run_files
 from transcli.rundir.metrics import MetricsLog
+from transcli.rundir.run import RunDir, resume_changes
 from transcli.system.devices import pick_device
 from transcli.system.errors import UserError
 from transcli.system.locks import DirLock
 from transcli.training.distributed import Dist
+from transcli.training.init_from import InitSource, init_source, origin_record
+from transcli.training.memory import check_training_memory
 from transcli.training.objective import TeacherForcing
 
 
@@ -58,40 +61,55 @@ def training_device(name: str, dist: Dist) -> torch.device:
     return device
 
 
-def open_run_dir(cfg: Config, identity: dict[str, Any], data_dir: Path, run_dir: Path,
-                 dist: Dist, resume: bool, start: int, log: MetricsLog) -> None:
+def record_run(cfg: Config, identity: dict[str, Any], data: PreparedDir, run: RunDir,
+               dist: Dist, resume: bool, start: int, log: MetricsLog) -> None:
     """Rank 0, once every check has passed: clear what a resume redoes (or a new run
     replaces), record the run, cut the metrics back to `start`."""
     dist.barrier()
     if dist.main:
         if resume:
-            discard_after(run_dir, start)
-        write_run_files(run_dir, cfg, identity, data_dir, fresh=not resume)
+            discard_after(run.path, start)
+        write_run_files(run.path, cfg, identity, data, fresh=not resume,
+                        previous=run.existing_config)
         if resume:
             log.resume(start)
     dist.barrier()
 
 
-def checked_vocab(manifest: dict[str, Any], tokenizer: Tokenizer, data_dir: Path) -> int:
-    vocab = tokenizer.vocab_size
-    if manifest.get("vocab_size", vocab) != vocab:
-        raise UserError(f"{data_dir}: manifest.json says vocab_size "
-                        f"{manifest['vocab_size']} but {TOKENIZER_FILE} has {vocab}")
-    return vocab
+class Start(NamedTuple):
+    """Where a session starts, once every check has passed."""
+
+    step: int  # 0 for a new run
+    init: Optional[InitSource]  # the weights a fine-tuning run starts from
+    identity: dict[str, Any]  # what run.json records of the data, the model, the origin
+    changes: list[str]  # recipe changes a resume was allowed (`--allow-changes`)
 
 
-def training_batches(cfg: Config, data_dir: Path, manifest: dict[str, Any], vocab: int,
-                     tokenizer: Tokenizer, rank: int, device: torch.device
+def starting_point(cfg: Config, data: PreparedDir, run: RunDir, dist: Dist,
+                   device: torch.device, resume: bool, force: bool,
+                   allow_changes: bool) -> Start:
+    """Check that the run fits in memory, that fine-tuning's weights, the data and the
+    recipe fit the run dir (`rundir.layout.start_step`), and say where training starts."""
+    check_training_memory(cfg, data.vocab_size, device,
+                          dist.world if device.type == "cpu" else 1)
+    init = init_source(cfg, data, run, resume)
+    identity = {**run_identity(cfg, data), **origin_record(init, run, resume)}
+    step = start_step(run.path, run.record, run.existing_config, cfg, identity, data.dir,
+                      resume, force)
+    return Start(step, init, identity, resume_changes(run, cfg, allow_changes) if step else [])
+
+
+def training_batches(cfg: Config, data: PreparedDir, rank: int, device: torch.device
                      ) -> tuple[BatchPlan, MakeBatch]:
     """The train split's length-bucketed batch plan, and how one of its batches is made."""
-    split = EncodedSplit(data_dir, "train", vocab)
+    split = data.split("train")
     plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
                      cfg.train.seed, cfg.model.max_positions,
                      multiple=pad_multiple(cfg.train, device))
     if not plan.indices.size:
-        raise UserError(f"{data_dir}: no training pair fits model.max_positions="
+        raise UserError(f"{data.dir}: no training pair fits model.max_positions="
                         f"{cfg.model.max_positions}")
-    return plan, batch_maker(cfg, data_dir, manifest, split, tokenizer, rank, device)
+    return plan, batch_maker(cfg, data, rank, device)
 
 
 def training_net(model: Transformer, tc: TrainConfig, dist: Dist, device: torch.device
@@ -110,16 +128,15 @@ def pad_multiple(tc: TrainConfig, device: torch.device) -> int:
     return tc.pad_multiple or (8 if device.type == "cuda" else 1)
 
 
-def batch_maker(cfg: Config, data_dir: Path, manifest: dict[str, Any], split: EncodedSplit,
-                tokenizer: Tokenizer, rank: int, device: torch.device) -> MakeBatch:
+def batch_maker(cfg: Config, data: PreparedDir, rank: int, device: torch.device) -> MakeBatch:
     """How the loader collates a batch: the encoded ids, or (subword regularisation)
     the train text segmented anew; lengths padded to `train.pad_multiple`."""
     tc = cfg.train
     multiple = pad_multiple(tc, device)
+    split = data.split("train")
     if not tc.sample_alpha:
         return lambda idx, _: collate(split, idx, multiple)
     from transcli.data.resegment import Resegmenter
 
-    return Resegmenter(data_dir, (manifest["src_lang"], manifest["tgt_lang"]), split, tokenizer,
-                       tc.sample_alpha, tc.sample_nbest, tc.seed, rank,
+    return Resegmenter(data, tc.sample_alpha, tc.sample_nbest, tc.seed, rank,
                        cfg.model.max_positions, multiple)

@@ -1,0 +1,181 @@
+"""What a training run tells its user: the first line, the progress bar, the last line.
+
+A run ended by a clock (`train.decay_minutes`, or this session's `train.max_minutes`)
+shows its progress in minutes, the one total that does not move; a run ended by
+`train.max_steps` in updates. The first and the last line say what a run of that length
+gives: a model needs thousands of updates before it translates, and a short one only
+repeats frequent words.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+from tqdm import tqdm
+
+from transcli.config.schema import TrainConfig
+from transcli.rundir.layout import CHECKPOINT_DIR, complete_steps
+from transcli.training.state import Progress
+
+# Below this many updates the shipped recipes' models still translate poorly
+# (docs/TRAINING.md, "What a short run gives", has their BLEU by update).
+YOUNG_MODEL = 1000
+
+
+def say(message: str, main: bool = True, prefix: bool = True) -> None:
+    """One line on stderr, above the progress bar, from the main process only."""
+    if main:
+        tqdm.write(f"transcli train: {message}" if prefix else message, file=sys.stderr)
+
+
+def start_lines(start: str, model: str, data: str, tc: TrainConfig, progress: Progress,
+                device: torch.device, precision: str, world: int,
+                changes: list[str]) -> list[str]:
+    """The session's first lines: a CPU precision that falls back, each recipe change a
+    resume was allowed, then where the run starts, the model, the machine, the data, and
+    what a run of that length gives."""
+    lines = []
+    if device.type == "cpu" and precision != tc.cpu_precision:
+        lines.append(f"warning: train.cpu_precision is {tc.cpu_precision} but this CPU has no "
+                     f"bf16 kernels (AVX512 or AMX): training in {precision}, much faster "
+                     f"here (set train.cpu_precision=fp32 to silence this)")
+    lines += [f"--allow-changes: the recipe changes from here on: {change}"
+              for change in changes]
+    threads = f", {torch.get_num_threads()} threads" if device.type == "cpu" else ""
+    machine = f"{device} ({precision}{threads}) x {world} process(es)"
+    return [*lines, f"{start}: {model} on {machine}; {data}. {plan(tc, progress)}"]
+
+
+def data_line(pairs: int, skipped: int, batches: int, tc: TrainConfig, world: int) -> str:
+    return (f"{pairs:,} training pairs ({skipped} over max_positions left out), {batches} "
+            f"batches of <= {tc.batch_tokens} tokens per epoch, {tc.accum_steps * world} per "
+            f"update")
+
+
+def resume_command(data_dir: Path, run_dir: Path) -> str:
+    """The command line that continues a run where it stops."""
+    return (f"transcli train --data {shlex.quote(str(data_dir))} "
+            f"--out {shlex.quote(str(run_dir))} --resume")
+
+
+def recipe(tc: TrainConfig, ema: bool) -> str:
+    """The recipe's options that are on, as ", compiled, EMA 0.999, ..." (or "")."""
+    return "".join(f", {name}" for name, on in (
+        ("compiled", tc.compile), (f"EMA {tc.ema_decay:g}", ema),
+        (f"subword sampling alpha {tc.sample_alpha:g}", tc.sample_alpha),
+        (f"{tc.schedule} decay over {tc.decay_minutes:g} min of training", tc.decay_minutes))
+        if on)
+
+
+def plan(tc: TrainConfig, progress: Progress) -> str:
+    """How the run will end, when its first quality figure comes, and what a run of
+    that length gives."""
+    ends = [f"{tc.max_steps:,} updates"]
+    if tc.decay_minutes:
+        left = max(0.0, tc.decay_minutes - progress.seconds / 60)
+        ends.insert(0, f"the end of its {tc.decay_minutes:g}-minute decay ({left:.1f} min "
+                       f"left)")
+    if tc.max_minutes:
+        ends.insert(0, f"{tc.max_minutes:g} minutes of this session")
+    stops = f"It stops at {ends[0]}" + (
+        f" (or {' or '.join(ends[1:])}, if sooner)" if len(ends) > 1 else "")
+    first = progress.step - progress.step % tc.valid_every + tc.valid_every
+    validation = (f"the first validation comes at update {first:,}" if first <= tc.max_steps
+                  else f"no validation comes before that (train.valid_every={tc.valid_every})")
+    return (f"{stops}; {validation}. A model of fewer than {YOUNG_MODEL:,} updates "
+            f"translates poorly (repeated words)")
+
+
+class ProgressBar:
+    """tqdm counting minutes for a clock-ended run, updates otherwise; the step, loss,
+    learning rate and tokens/s ride along as its postfix."""
+
+    def __init__(self, tc: TrainConfig, progress: Progress, session_start: float,
+                 enabled: bool):
+        self.minutes = clock_minutes(tc, progress)
+        self.session_start = session_start
+        if self.minutes is not None:
+            self.bar = tqdm(total=round(self.minutes, 1), unit="min", disable=not enabled,
+                            bar_format="{l_bar}{bar}| {n:.1f}/{total} min "
+                                       "[{elapsed}<{remaining}{postfix}]",
+                            mininterval=1.0, file=sys.stderr, dynamic_ncols=True)
+        else:
+            self.bar = tqdm(total=tc.max_steps, initial=progress.step, unit="step",
+                            disable=not enabled, mininterval=1.0, file=sys.stderr,
+                            dynamic_ncols=True)
+        self.fields: dict[str, str] = {}
+
+    def update(self, step: int, **fields: str) -> None:
+        """After each update; `fields` (loss, lr, tok_s) when a log line has them."""
+        self.fields.update(fields)
+        if self.minutes is None:
+            self.bar.update(1)
+        else:
+            elapsed = (time.perf_counter() - self.session_start) / 60
+            self.bar.n = round(min(elapsed, self.minutes), 1)
+        self.bar.set_postfix(step=f"{step:,}", **self.fields, refresh=False)
+        self.bar.update(0)  # redraws at most once per mininterval
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def clock_minutes(tc: TrainConfig, progress: Progress) -> Optional[float]:
+    """Minutes this session has before a clock ends the run (decay_minutes, over all
+    sessions; max_minutes, of this one), or None when only max_steps ends it."""
+    left = [tc.max_minutes] if tc.max_minutes else []
+    if tc.decay_minutes:
+        left.append(max(0.0, tc.decay_minutes - progress.seconds / 60))
+    return min(left) if left else None
+
+
+def saved_steps(run_dir: Path) -> str:
+    """What a stopped run can continue from."""
+    steps = complete_steps(run_dir)
+    if not steps:
+        return f"no checkpoint had been saved yet in {run_dir}"
+    return f"the last good checkpoint (step {steps[-1]}) is intact in {run_dir}"
+
+
+def ending(reason: str, step: int, tc: Any, run_dir: Path, resume: str) -> str:
+    """The run's last line: why it stopped, where the checkpoint is, and, when the run is
+    not over, the command (`resume`) that continues it."""
+    where = (f"checkpoint step {step} saved in {run_dir / CHECKPOINT_DIR}" if step
+             else "no update was made, so nothing was saved")
+    if reason == "finished" or reason.startswith(("end of the", "early stop")):
+        done = "finished" if reason == "finished" else reason
+        message = f"{done} at step {step}; {where}"
+    else:
+        said = f"{reason} received" if reason in ("SIGINT", "SIGTERM", "SIGHUP") else reason
+        message = f"{said}: stopped after step {step}; {where}; continue with: {resume}"
+    if reason.startswith("time limit") and step < tc.max_steps / 2 and not tc.decay_minutes:
+        message += (f". Warning: that is {step} of the {tc.max_steps} planned updates "
+                    f"({100 * step / tc.max_steps:.0f}%): the model is undertrained and will "
+                    f"translate poorly until it trains longer (the command above, or a "
+                    f"larger train.max_minutes: --set train.max_minutes=N)")
+    return message
+
+
+def last_lines(reason: str, step: int, tc: Any, run_dir: Path, resume: str) -> list[str]:
+    """A note when the model is too young to translate, then the ending line."""
+    note = young_model(step)
+    return [*([note] if note else []), ending(reason, step, tc, run_dir, resume)]
+
+
+def validation_line(record: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in record.items())
+
+
+def young_model(step: int) -> Optional[str]:
+    """A line for a run stopped before its model translates, None after."""
+    if not 0 < step < YOUNG_MODEL:
+        return None
+    return (f"note: after {step} updates the model still repeats frequent words instead of "
+            f"translating; it needs a few thousand (docs/TRAINING.md, \"What a short run "
+            f"gives\")")
