@@ -248,15 +248,16 @@ def test_an_export_file_created_during_the_export_is_kept(run_dir: Path,
     file of the export's names appears while the model is being written."""
     pytest.importorskip("ctranslate2")
     from transcli.export import ct2 as ct2_format
-    from transcli.rundir.checkpoints import load_trained
+    from transcli.rundir.run import open_run_dir
 
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    model, tokenizer, cfg = load_trained(run_dir, "last", "cpu")
+    run = open_run_dir(run_dir)
+    model = run.model(run.checkpoint("last"))
 
     def fill(tmp: Path) -> None:
-        ct2_format.write(model, tokenizer, cfg, tmp, None)
+        ct2_format.write(model, run.tokenizer, run.config, tmp, None)
         (out / "config.json").write_bytes(MINE)  # while the export is written
 
     with pytest.raises(UserError, match="config.json: exists and was not written by "
