@@ -139,3 +139,36 @@ def decode_steps(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor) -> torc
     """Log-probs [rows, steps, V] of cached decoding steps fed `tgt`'s tokens."""
     state = model.start_decoding(model.encode(src))
     return torch.stack([model.step(tgt[:, i], state) for i in range(tgt.size(1))], dim=1)
+
+
+@pytest.mark.skipif(not ONEDNN, reason="this torch build has no oneDNN")
+def test_packed_weights_give_onednn_s_own_sums_and_one_row_those_of_many():
+    """`linear` lays each weight out once (`cpu_products.packed`): bit for bit the sums of
+    oneDNN given the plain matrix, at every row count from two; a single row is padded to
+    two, so it gets the sums it gets among others (alone, oneDNN sums it another way)."""
+    torch.manual_seed(0)
+    w, b = torch.randn(300, 64), torch.randn(300)
+    x = torch.randn(40, 64)
+
+    def plain(rows: torch.Tensor) -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(rows, w, b, "none", [], "")
+
+    with torch.inference_mode():
+        every = plain(x)
+        for rows in (2, 3, 16, 17, 33, 40):
+            assert torch.equal(linear(x[:rows], w, b), plain(x[:rows]))
+            assert torch.equal(linear(x[:rows], w, b), every[:rows])
+        assert torch.equal(linear(x[:1], w, b), every[:1])
+
+
+@pytest.mark.skipif(not ONEDNN, reason="this torch build has no oneDNN")
+def test_a_weight_changed_in_place_is_packed_again():
+    torch.manual_seed(0)
+    layer, x = OneDnnLinear(16, 8), torch.randn(4, 16)
+    with torch.inference_mode():
+        before = layer(x)
+    with torch.no_grad():
+        layer.weight.mul_(2.0)
+    with torch.inference_mode():
+        after = layer(x)
+    torch.testing.assert_close(after - layer.bias, 2 * (before - layer.bias))

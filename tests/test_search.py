@@ -9,6 +9,8 @@ decision. Scores are compared with a tolerance, token ids exactly.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from helpers import PAIRS
@@ -16,6 +18,7 @@ from helpers.memorised import TINY_CONFIG, pad
 
 from transcli.config.loading import load_config
 from transcli.inference.search import (
+    BeamScore,
     Hypothesis,
     Stepper,
     beam_search,
@@ -237,3 +240,19 @@ def test_dropping_rows_keeps_a_sentence_s_rows_together(model, sources):
         assert stepper.state.group == 2 and stepper.state.layers[0].cross_k_t.size(0) == 2
         single = Stepper(model, model.encode(src))
         assert single.drop(torch.tensor([False, True])).tolist() == [1]
+
+
+@pytest.mark.parametrize("alpha, reward", [(0.0, 0.0), (0.6, 0.0), (0.6, 0.3), (1.0, -0.2)])
+def test_live_beams_are_scored_at_once_as_one_at_a_time(alpha, reward):
+    """`BeamScore.best_possible` (every live group of a step at once) gives, bit for bit,
+    the score plus reward still to earn that beam search once worked out per sentence."""
+    torch.manual_seed(0)
+    bounds = [math.inf, 3.4, 7.0, 12.2, 1.0]
+    score = BeamScore(alpha, reward, bounds)
+    logprob = -torch.rand(len(bounds), dtype=torch.float64) * 20
+    most = torch.tensor([9, 4, 30, 12, 2])
+    for step in (1, 3, 8):
+        got = score.best_possible(logprob, step, most, torch.tensor(bounds, dtype=torch.float64))
+        expected = [score(lp, step, s) + score.still_to_earn(step, m, s)
+                    for s, (lp, m) in enumerate(zip(logprob.tolist(), most.tolist()))]
+        assert got.tolist() == expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -47,6 +48,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
                 batch_tokens: int | None, device: str) -> None:
     """Write `index<TAB>total<TAB>per_token<TAB>tokens` for every line pair of `src` and
     `tgt` to `output` (a path, or - for stdout), in input order."""
+    from transcli.inference import fitting
     from transcli.inference.scoring import PairScorer
     from transcli.inference.streaming import Output, drain, stream
     from transcli.inference.translator import inference_model
@@ -58,11 +60,14 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     target = Output(output, [src, tgt, *run.inputs(checkpoint)], "scores")
     if output != "-":  # a wrong output is said before the model loads
         check_output(output, target.inputs, "scores")
-    budget = run.config.decode.batch_tokens if batch_tokens is None else batch_tokens
-    if budget < 1:
-        raise UserError(f"--batch-tokens {budget}: must be at least 1")
-    scorer = PairScorer(inference_model(run, checkpoint, pick_device(device)), run.tokenizer,
-                        budget)
+    if batch_tokens is not None and batch_tokens < 1:
+        raise UserError(f"--batch-tokens {batch_tokens}: must be at least 1")
+    chosen = pick_device(device)
+    model = inference_model(run, checkpoint, chosen)
+    # decode.batch_tokens, or (0) greedy translation's budget for the device
+    budget = batch_tokens or fitting.batch_tokens(replace(run.config.decode, strategy="greedy"),
+                                                  model.cfg, model.vocab_size, chosen)
+    scorer = PairScorer(model, run.tokenizer, budget)
     with open_text(src) as src_handle, open_text(tgt) as tgt_handle:
         lines = _pairs(text_lines(src_handle, src), text_lines(tgt_handle, tgt), src, tgt)
         drain(stream(lines, lambda chunk, first: [_row(first + i, *scores) for i, scores

@@ -251,6 +251,9 @@ STRATEGIES = {
 ENGINES = ("torch", "ct2")  # what runs the search: transcli's model, or a CTranslate2 export
 # The torch engine's float32 CPU products (transcli.inference.cpu_products).
 CPU_GEMMS = ("auto", "blas", "onednn")
+# The torch engine's arithmetic (and CTranslate2's compute type): auto is bf16 on CUDA
+# devices that have it, else fp16 there, and fp32 on the CPU (transcli.inference.fitting).
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 QUANTIZE = ("none", "int8")  # int8 weights: dynamically quantized (torch), or CTranslate2's
 
 
@@ -265,7 +268,7 @@ class DecodeConfig:
     word_reward_bound: float = 0.0  # reward only up to this x source tokens (+ EOS); 0: no bound
     max_len_a: float = 1.0  # max target length = a * source length + b
     max_len_b: int = 50  # max target length = a * source length + b
-    batch_tokens: int = 4096  # source tokens per batch (before beams)
+    batch_tokens: int = 0  # source tokens per batch, before beams; 0: chosen for the device
     n_best: int = 1  # hypotheses per line (beam: <= beam_size; sample: independent samples)
     temperature: float = 1.0  # sample: divide the log-probs by this before sampling
     top_k: int = 0  # sample: only from the k most likely tokens (0: no limit)
@@ -274,6 +277,7 @@ class DecodeConfig:
     engine: str = "torch"  # torch or ct2 (a CTranslate2 export cached in the run dir)
     quantize: str = "none"  # none or int8
     cpu_gemm: str = "auto"  # torch's float32 CPU products: blas, onednn, auto (use_onednn)
+    precision: str = "auto"  # fp32, bf16 or fp16; auto: half on CUDA, fp32 on the CPU
     threads: int = 0  # CPU threads for torch (0: one per available core)
     split_sentences: bool = False  # translate a multi-sentence line sentence by sentence
 
@@ -286,7 +290,7 @@ class DecodeConfig:
         _require(0 <= self.max_len_a <= MAX_LENGTH_RATIO, "max_len_a",
                  f"must be in [0, {MAX_LENGTH_RATIO:g}]")
         _require(self.max_len_b >= 1, "max_len_b", "must be at least 1")
-        _within(self, "batch_tokens", 1, MAX_BATCH_TOKENS)
+        _within(self, "batch_tokens", 0, MAX_BATCH_TOKENS)
         if self.strategy == "beam":
             _require(1 <= self.n_best <= self.beam_size, "n_best",
                      f"must be in [1, beam_size], got {self.n_best} with beam_size "
@@ -307,6 +311,8 @@ class DecodeConfig:
                  "(set decode.word_reward=0 to use --engine ct2)")
         _require(self.quantize in QUANTIZE, "quantize", f"must be one of {', '.join(QUANTIZE)}")
         _require(self.cpu_gemm in CPU_GEMMS, "cpu_gemm", f"must be one of {', '.join(CPU_GEMMS)}")
+        _require(self.precision in PRECISIONS, "precision",
+                 f"must be one of {', '.join(PRECISIONS)}")
         _within(self, "threads", 0, MAX_THREADS)
         _require(not self.split_sentences or self.n_best == 1, "split_sentences",
                  "gives the 1-best translation only: n_best must be 1")

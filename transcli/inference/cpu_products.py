@@ -145,10 +145,11 @@ def blas_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Ten
     goes to a matrix-vector product either way, faster the usual way round)."""
     if not _weight_first(x, weight):
         return F.linear(x, weight, bias)
-    flat = x.reshape(-1, x.size(-1))
+    flat = x if x.dim() == 2 else x.reshape(-1, x.size(-1))
     y_t = (torch.mm(weight, flat.t()) if bias is None
            else torch.addmm(bias[:, None], weight, flat.t()))
-    return y_t.t().contiguous().view(*x.shape[:-1], weight.size(0))
+    out = y_t.t().contiguous()
+    return out if x.dim() == 2 else out.view(*x.shape[:-1], weight.size(0))
 
 
 def blas_output_product(hidden: Tensor, weight: Tensor,

@@ -74,7 +74,9 @@ class Ct2Engine:
     """A CTranslate2 model directory, fed sentencepiece pieces."""
 
     def __init__(self, model_dir: Path, tokenizer: Tokenizer, decode: DecodeConfig,
-                 max_positions: int, device: str | torch.device = "cpu"):
+                 max_positions: int, device: str | torch.device = "cpu",
+                 compute_type: str = "default"):
+        """`compute_type`: CTranslate2's arithmetic (`fitting.ct2_compute_type`)."""
         from transcli.system.extras import require
 
         ctranslate2 = require("ctranslate2", "ct2")
@@ -84,7 +86,7 @@ class Ct2Engine:
         self.sp = tokenizer.sp
         try:
             self.translator = ctranslate2.Translator(
-                str(model_dir), device=torch.device(device).type, compute_type="default",
+                str(model_dir), device=torch.device(device).type, compute_type=compute_type,
                 intra_threads=torch.get_num_threads())
         except (RuntimeError, ValueError) as exc:  # e.g. a CTranslate2 build without CUDA
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -17,6 +17,7 @@ import torch
 
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
+from transcli.inference import fitting
 from transcli.inference.cpu_products import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.quantize import quantize_int8
@@ -40,9 +41,13 @@ class Translator:
     def __init__(self, model: Transformer | Engine, tokenizer: Tokenizer, decode: DecodeConfig,
                  device: str | torch.device | None = None, *, cached: bool = True):
         """`model`: a Transformer (searched by `TorchEngine` on `device`, with the decoder
-        cache unless `cached` is False) or any other `Engine`."""
-        self.engine = (TorchEngine(model, decode, device, cached)
-                       if isinstance(model, torch.nn.Module) else model)
+        cache unless `cached` is False) or any other `Engine` (with `decode.batch_tokens`
+        set: `load_translator` chooses it for CTranslate2's device)."""
+        if isinstance(model, torch.nn.Module):
+            self.engine: Engine = TorchEngine(model, decode, device, cached)
+            decode = fitting.fitted(decode, model.cfg, model.vocab_size, self.engine.device)
+        else:
+            self.engine = model
         self.tokenizer = tokenizer
         self.decode = decode
         self.truncated = 0  # input lines cut to fit the model's positions, so far
@@ -166,15 +171,17 @@ def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
 
 def inference_model(run: RunDir, checkpoint: str, device: torch.device) -> Transformer:
     """A run's checkpoint as a model on `device`, set up for inference (torch's threads
-    on the CPU from `decode.threads`; int8 or CPU products as `decode` asks)."""
+    on the CPU from `decode.threads`; int8 or CPU products as `decode` asks; on CUDA in
+    `decode.precision`, `fitting.precision`)."""
     decode = run.config.decode
+    dtype = fitting.model_dtype(decode, device)  # a precision the device lacks is refused now
     inference_setup(device, decode.threads)
     model = run.model(run.checkpoint(checkpoint), device)
     if decode.quantize == "int8":
         return quantize_int8(model)
     if device.type == "cpu":
         return cpu_linears(model, use_onednn(decode.cpu_gemm))
-    return model
+    return model.to(dtype)
 
 
 def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto") -> Translator:
@@ -185,9 +192,11 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto")
     if decode.engine == "ct2":
         from transcli.export.ct2 import cached_export
 
+        compute_type = fitting.ct2_compute_type(decode, target)
+        decode = fitting.fitted(decode, run.config.model, run.tokenizer.vocab_size, target)
         inference_setup(target, decode.threads)
         model_dir = cached_export(run, run.checkpoint(checkpoint), decode.quantize)
         engine = Ct2Engine(model_dir, run.tokenizer, decode, run.config.model.max_positions,
-                           target)
+                           target, compute_type)
         return Translator(engine, run.tokenizer, decode)
     return Translator(inference_model(run, checkpoint, target), run.tokenizer, decode, target)
