@@ -15,6 +15,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -28,12 +29,15 @@ from safetensors.torch import load_file
 from transcli.config.loading import load_config
 from transcli.config.schema import ModelConfig
 from transcli.data.tokenizer import Tokenizer
+from transcli.inference import fitting
 from transcli.inference.search import greedy_search
+from transcli.inference.translator import load_translator
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 from transcli.rundir.checkpoints import load_state
 from transcli.rundir.layout import METRICS_FILE, step_path
 from transcli.rundir.metrics import read_metrics
+from transcli.rundir.run import open_run_dir
 from transcli.training.loop import train
 from transcli.training.objective import TeacherForcing
 
@@ -306,15 +310,17 @@ def test_one_process_nccl_ddp_run_of_the_model(tmp_path: Path) -> None:
 def test_translate_and_evaluate_on_cuda_give_the_cpu_output(memorised_runs: dict[str, Path],
                                                            prepared: Path,
                                                            tmp_path: Path) -> None:
-    """`--device cuda` translates the 40 sample lines exactly as `--device cpu` does (the
-    memorised model's choices are far apart), reproduces the 32 it was trained on (at
-    least 28: the CPU test's 99% token accuracy allows a few slips), and `evaluate
-    --device cuda` scores what `evaluate --hyp` scores on the CPU output."""
+    """`--device cuda` in float32 (`decode.precision=fp32`, the exactness switch)
+    translates the 40 sample lines exactly as `--device cpu` does (the memorised model's
+    choices are far apart), reproduces the 32 it was trained on (at least 28: the CPU
+    test's 99% token accuracy allows a few slips), and `evaluate --device cuda` scores
+    what `evaluate --hyp` scores on the CPU output."""
     run, source, reference = (memorised_runs["fp32"], prepared.parent / "corpus.en",
                               prepared.parent / "corpus.es")
     for device in (DEVICE, "cpu"):
         transcli("translate", "-m", str(run), "--checkpoint", "last", "-i", str(source),
-                 "-o", str(tmp_path / f"{device}.es"), "--device", device)
+                 "-o", str(tmp_path / f"{device}.es"), "--device", device,
+                 "--set", "decode.precision=fp32")
     hyps = (tmp_path / f"{DEVICE}.es").read_text(encoding="utf-8").splitlines()
     assert hyps == (tmp_path / "cpu.es").read_text(encoding="utf-8").splitlines()
     held_out = set()
@@ -326,7 +332,8 @@ def test_translate_and_evaluate_on_cuda_give_the_cpu_output(memorised_runs: dict
     assert len(trained) == 32 and sum(h == r for h, r in trained) >= 28
     on_device, on_cpu = (json.loads(transcli("evaluate", *args, "--ref", str(reference),
                                              "--json").stdout) for args in (
-        ["-m", str(run), "--checkpoint", "last", "--src", str(source), "--device", DEVICE],
+        ["-m", str(run), "--checkpoint", "last", "--src", str(source), "--device", DEVICE,
+         "--set", "decode.precision=fp32"],
         ["--hyp", str(tmp_path / "cpu.es")]))
     scores = ("bleu", "chrf", "ter", "sacrebleu", "lines")
     assert {k: on_device[k] for k in scores} == {k: on_cpu[k] for k in scores}
@@ -361,3 +368,77 @@ def test_steady_updates_never_wait_for_the_gpu(prepared: Path, tmp_path: Path,
                                          "train.ema_decay=0.9"])
     train(cfg, prepared, tmp_path / "run")
     assert not synced
+
+
+# ----------------------------------------------------------------------------- inference
+
+HALF = torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() \
+    else torch.float16
+# Of the 40 sample lines, how many may translate differently in half precision than in
+# float32: the memorised model's choices are far apart, so a flip is a real error, not a
+# near-tie (docs/INFERENCE.md measures the BLEU of both on real dev sets).
+HALF_DIFFERS_AT_MOST = 0.1
+
+
+def translations(run: Path, lines: list[str], overrides: list[str]) -> tuple[list[str], object]:
+    """`lines` translated on CUDA with the run's settings and `overrides`; the translator."""
+    translator = load_translator(open_run_dir(run, overrides), "last", DEVICE)
+    return translator.translate(lines), translator
+
+
+@pytest.mark.parametrize("search", [["decode.strategy=greedy"],
+                                    ["decode.strategy=beam", "decode.beam_size=4"]])
+def test_half_precision_agrees_with_float32_line_by_line(memorised_runs: dict[str, Path],
+                                                         prepared: Path,
+                                                         search: list[str]) -> None:
+    """`decode.precision` auto runs the torch engine's model in bf16 (fp16 where the card
+    has no bf16); fp32 runs it in float32. Line by line, the two translations of the 40
+    sample lines differ on at most HALF_DIFFERS_AT_MOST of them."""
+    lines = (prepared.parent / "corpus.en").read_text(encoding="utf-8").splitlines()
+    outputs = {}
+    for precision, dtype in (("auto", HALF), ("fp32", torch.float32)):
+        outputs[precision], translator = translations(
+            memorised_runs["fp32"], lines, search + [f"decode.precision={precision}"])
+        assert next(translator.engine.model.parameters()).dtype == dtype
+    differ = sum(a != b for a, b in zip(outputs["auto"], outputs["fp32"]))
+    assert differ <= HALF_DIFFERS_AT_MOST * len(lines), (differ, len(lines))
+
+
+def test_the_cuda_batch_budget_counts_beams_and_fits_the_free_memory(
+        memorised_runs: dict[str, Path]) -> None:
+    """`decode.batch_tokens` 0 on CUDA: up to CUDA_ROW_TOKENS decoder-row tokens, divided
+    by the beams, never below the CPU's budget, and (above it) no more rows than half the
+    free memory holds; a translator loaded on CUDA batches by it."""
+    run = open_run_dir(memorised_runs["fp32"])
+    model, vocab, device = run.config.model, run.tokenizer.vocab_size, torch.device(DEVICE)
+    greedy = replace(run.config.decode, strategy="greedy", batch_tokens=0)
+    beam = replace(run.config.decode, strategy="beam", beam_size=4, batch_tokens=0)
+    by_greedy, by_beam = (fitting.batch_tokens(d, model, vocab, device) for d in (greedy, beam))
+    assert fitting.CPU_BATCH_TOKENS <= by_beam <= by_greedy <= fitting.CUDA_ROW_TOKENS
+    assert by_beam <= max(fitting.CPU_BATCH_TOKENS, fitting.CUDA_ROW_TOKENS // 4)
+    free, _ = torch.cuda.mem_get_info(device)
+    rows = by_beam * 4 // 2  # sentences of two tokens, four beams each
+    element = torch.finfo(HALF).bits // 8
+    assert (by_beam == fitting.CPU_BATCH_TOKENS
+            or rows * fitting.row_bytes(beam, model, vocab, element) <= free * fitting.MEMORY_SHARE)
+    _, translator = translations(memorised_runs["fp32"], ["Hello."], ["decode.batch_tokens=0"])
+    assert translator.decode.batch_tokens >= fitting.CPU_BATCH_TOKENS
+
+
+def test_ct2_on_cuda_computes_in_half_precision_and_agrees_with_its_float32(
+        memorised_runs: dict[str, Path], prepared: Path) -> None:
+    """`--engine ct2` on CUDA asks CTranslate2 for bfloat16 (float16 without bf16), and
+    float32 with `decode.precision=fp32`; their translations of the 40 sample lines differ
+    on at most HALF_DIFFERS_AT_MOST of them."""
+    ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is not installed here")
+    if ctranslate2.get_cuda_device_count() == 0:
+        pytest.skip("this CTranslate2 build has no CUDA support")
+    lines = (prepared.parent / "corpus.en").read_text(encoding="utf-8").splitlines()
+    outputs = {}
+    for precision, compute in (("auto", {"bfloat16", "float16"}), ("fp32", {"float32"})):
+        outputs[precision], translator = translations(
+            memorised_runs["fp32"], lines, ["decode.engine=ct2", "decode.word_reward=0",
+                                            f"decode.precision={precision}"])
+        assert translator.engine.translator.compute_type in compute
+    differ = sum(a != b for a, b in zip(outputs["auto"], outputs["fp32"]))
+    assert differ <= HALF_DIFFERS_AT_MOST * len(lines), (differ, len(lines))
