@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -39,30 +40,71 @@ def test_every_engine_runs_before_torch_in_one_round_and_after_it_in_the_next(be
         ["torch", "torch-int8", "ct2"]]
 
 
+def short_run(run: Path, folder: Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bench.translate_speed", "--model", str(run), "--checkpoint",
+         "200", "--rounds", "2", "--threads", "1", "--hyps", str(folder), *flags],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
 @pytest.mark.slow
 def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
                                                    tmp_path: Path) -> None:
     if not CORPORA.is_dir():
         pytest.skip(f"{CORPORA} not found")
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.translate_speed", "--model", str(sample_run),
-         "--checkpoint", "200", "--lines", "3", "--rounds", "2", "--threads", "1",
-         "--engines", "torch", "torch-uncached", "--out", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = short_run(sample_run, tmp_path, "--lines", "3", "--engines", "torch",
+                     "torch-uncached")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line.split() for line in proc.stdout.splitlines()
             if line.startswith(("torch ", "torch-uncached "))]
     assert len(rows) == 2 * len(DEV_SETS) * len(bench.SEARCHES)
     assert "OpenMP wait policy (transcli.system.waitpolicy): " in proc.stdout
     for row in rows:
-        assert float(row[4]) > 0  # sentences/s
+        assert row[4] == "all" and float(row[5]) > 0 and float(row[6]) > 0  # sentences/s
         if row[0] == "torch":
-            assert row[6] == "1.00x"
+            assert row[8] == "1.00x"
         else:  # the uncached decoder beside the cached one, round by round
-            assert row[6].endswith("x") and row[7].startswith("(")
+            assert row[8].endswith("x") and row[9].startswith("(")
     # both decoders gave the same translations
     for name in DEV_SETS:
         for label in bench.SEARCHES:
-            cached, uncached = (tmp_path / f"{engine}-1-{name}-{label}.es"
+            cached, uncached = (tmp_path / f"{engine}-1-{name}-{label}-0.es"
                                 for engine in ("torch", "torch-uncached"))
             assert cached.read_text(encoding="utf-8") == uncached.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_batch_sizes_side_by_side_give_the_same_lines_and_a_ratio_to_the_largest(
+        bench, sample_run: Path, tmp_path: Path) -> None:
+    """--batch-rows: each size is a cell, its speed over the largest size's beside it;
+    the translations do not depend on the size; --out receives the table."""
+    if not CORPORA.is_dir():
+        pytest.skip(f"{CORPORA} not found")
+    out = tmp_path / "table"
+    proc = short_run(sample_run, tmp_path, "--lines", "6", "--batch-rows", "1", "2", "6",
+                     "--engines", "torch", "--sets", "dev.tatoeba", "--searches", "greedy",
+                     "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("torch ")]
+    assert [row[4] for row in rows] == ["1", "2", "6"]
+    assert rows[-1][9] == "1.00x" and all(row[9].endswith("x") for row in rows[:-1])
+    outputs = {(tmp_path / f"torch-1-dev.tatoeba-greedy-{n}.es").read_text(encoding="utf-8")
+               for n in (1, 2, 6)}
+    assert len(outputs) == 1
+    assert (out / "translate-speed.txt").read_text(encoding="utf-8").splitlines()[-1] == \
+        proc.stdout.splitlines()[-1]
+    assert "table" in json.loads((out / "translate-speed.json").read_text(encoding="utf-8"))
+
+
+def test_cuda_without_a_cuda_device_is_one_line(bench, sample_run: Path,
+                                                tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    if not CORPORA.is_dir():
+        pytest.skip(f"{CORPORA} not found")
+    proc = short_run(sample_run, tmp_path, "--device", "cuda", "--budget", "5")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip().startswith("bench.translate_speed: --device cuda: no CUDA")
+    assert len(proc.stderr.strip().splitlines()) == 1
