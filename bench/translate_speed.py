@@ -368,8 +368,9 @@ def bleu(row: dict, name: str) -> float:
 
 
 def cuda_main(args: argparse.Namespace, report: Report) -> None:
-    """The CUDA engines one after another, each cell against the clock of --budget."""
-    deadline = time.perf_counter() + args.budget
+    """The CUDA engines one after another, each cell against the clock of --budget (which
+    started with the run: exports and loading count)."""
+    deadline = args.started + args.budget
     engines = [e for e in args.engines if not (e.startswith("ct2") and ct2_problem("cuda"))]
     for skipped in (e for e in args.engines if e not in engines):
         report.say(f"{skipped}: skipped, {ct2_problem('cuda')}")
@@ -396,12 +397,13 @@ def cuda_row(report: Report, engine: str, name: str, label: str, row: dict,
              load_seconds: float) -> None:
     """One cell's line of the CUDA table."""
     peak = row["device_mib"] if engine.startswith("ct2") else row["torch_peak_mib"]
+    score = bleu(row, name)
     report.say(f"{engine:<12}{name:<18}{label:<8}{row['lines']:>6}"
                f"{row['lines'] / row['seconds']:>9.1f}{row['tokens'] / row['seconds']:>9.0f}"
-               f"{bleu(row, name):>7.1f}{peak:>10.0f}{load_seconds:>8.2f}", row={
+               f"{score:>7.1f}{peak:>10.0f}{load_seconds:>8.2f}", row={
                    "engine": engine, "set": name, "search": label, **{
                        k: row[k] for k in ("lines", "seconds", "tokens")},
-                   "bleu": bleu(row, name), "peak_mib": peak, "load_seconds": load_seconds})
+                   "bleu": score, "peak_mib": peak, "load_seconds": load_seconds})
 
 
 # ----------------------------------------------------------------------------- main
@@ -504,6 +506,7 @@ def header(args: argparse.Namespace, report: Report) -> None:
 
 def main() -> None:
     args = parse_args()
+    args.started = time.perf_counter()
     if args.worker:
         args.threads = args.threads[0]
         worker(args)
