@@ -304,29 +304,24 @@ def turns(engines: list[str], round_: int) -> list[str]:
 def cpu_table(engines: list[str], args: argparse.Namespace, results: dict[tuple, list[dict]],
               processes: dict[tuple, dict], report: Report) -> None:
     """One line per (engine, threads, set, search, rows): its speeds, the median over
-    rounds, and its speed over torch fp32's and, with --baseline, over the same engine's
-    at the baseline revision or, with --batch-rows, over the largest size's
-    (`paired_ratio`)."""
+    rounds, and its speed over others' in the same rounds (`versus`)."""
     width = max(map(len, engines)) + 2
-    third = "vs REV" if args.baseline or not args.batch_rows else "vs largest"
     report.say(f"{'engine':<{width}}{'thr':>4} {'set':<18}{'search':<8}{'rows':>6}{'sent/s':>9}"
-               f"{'cpu sent/s':>11}{'tok/s':>8}{'vs torch':>19}{third:>19}{'BLEU':>7}"
-               f"{'RSS MiB':>9}{'load s':>8}")
-    largest = max(args.batch_rows or [0])
+               f"{'cpu sent/s':>11}{'tok/s':>8}" + "".join(
+                   f"{name:>19}" for name in versus_names(args)) +
+               f"{'BLEU':>7}{'RSS MiB':>9}{'load s':>8}")
     for engine in engines:
         for threads in args.threads:
             process = processes[(engine, threads)]
             for name, label, n in cells(args, args.batch_rows or [0]):
                 rounds = results[(engine, threads, name, label, n)]
-                other = (f"{engine.split('@')[0]}@{args.baseline}", threads, name, label, n) \
-                    if args.baseline else (engine, threads, name, label, largest)
-                versus = [paired_ratio(results.get(("torch", threads, name, label, n)), rounds),
-                          paired_ratio(results.get(other), rounds)]
                 report.say(f"{engine:<{width}}{threads:>4} {name:<18}{label:<8}{n or 'all':>6}"
                            f"{rate(rounds, 'lines', 'seconds'):>9.1f}"
                            f"{rate(rounds, 'lines', 'cpu_seconds'):>11.1f}"
-                           f"{rate(rounds, 'tokens', 'seconds'):>8.0f}{versus[0]:>19}"
-                           f"{versus[1]:>19}{bleu(rounds[-1], name):>7.1f}"
+                           f"{rate(rounds, 'tokens', 'seconds'):>8.0f}" + "".join(
+                               f"{ratio:>19}" for ratio in versus(
+                                   args, results, (engine, threads, name, label, n)))
+                           + f"{bleu(rounds[-1], name):>7.1f}"
                            f"{process['peak_rss_mib']:>9.0f}{process['load_seconds']:>8.2f}")
     policies = {f"{engine} x{threads}": process["wait_policy"]
                 for (engine, threads), process in processes.items()}
@@ -336,21 +331,42 @@ def cpu_table(engines: list[str], args: argparse.Namespace, results: dict[tuple,
         else ", ".join(f"{name} {policy}" for name, policy in policies.items())))
 
 
+def versus_names(args: argparse.Namespace) -> list[str]:
+    """The ratio columns: over torch fp32; over the same engine at --baseline; over the
+    largest of --batch-rows, in time and in CPU time."""
+    names = ["vs torch"] + (["vs REV"] if args.baseline else [])
+    return names + (["vs largest", "cpu vs largest"] if args.batch_rows else [])
+
+
+def versus(args: argparse.Namespace, results: dict[tuple, list[dict]], key: tuple) -> list[str]:
+    """A cell's ratios (`versus_names`), each paired round by round (`paired_ratio`)."""
+    engine, threads, name, label, n = key
+    rounds = results[key]
+    ratios = [paired_ratio(results.get(("torch", threads, name, label, n)), rounds)]
+    if args.baseline:
+        base = f"{engine.split('@')[0]}@{args.baseline}"
+        ratios.append(paired_ratio(results.get((base, threads, name, label, n)), rounds))
+    if args.batch_rows:
+        largest = results.get((engine, threads, name, label, max(args.batch_rows)))
+        ratios += [paired_ratio(largest, rounds), paired_ratio(largest, rounds, "cpu_seconds")]
+    return ratios
+
+
 def rate(rounds: list[dict], amount: str, per: str) -> float:
     """The median over rounds of `amount` per `per` (e.g. lines per second)."""
     return statistics.median(row[amount] / max(row[per], 1e-9) for row in rounds)
 
 
-def paired_ratio(baseline: list[dict] | None, rows: list[dict]) -> str:
+def paired_ratio(baseline: list[dict] | None, rows: list[dict], time: str = "seconds") -> str:
     """How many times faster a cell's `rows` (one per round) ran than `baseline`'s in the
-    same rounds, per line: the median of the rounds' ratios, with the lowest and highest;
-    "" without a baseline."""
+    same rounds, per line (in `time`: seconds, or cpu_seconds): the median of the rounds'
+    ratios, with the lowest and highest; "" without a baseline."""
     if not baseline:
         return ""
     if baseline is rows:
         return "1.00x"
-    ratios = sorted((base["seconds"] / base.get("lines", 1)) / (row["seconds"] / row.get(
-        "lines", 1)) for base, row in zip(baseline, rows))
+    ratios = sorted((base[time] / base.get("lines", 1)) / (row[time] / row.get("lines", 1))
+                    for base, row in zip(baseline, rows))
     spread = f" ({ratios[0]:.2f}-{ratios[-1]:.2f})" if len(ratios) > 1 else ""
     return f"{statistics.median(ratios):.2f}x{spread}"
 

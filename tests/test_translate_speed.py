@@ -87,7 +87,8 @@ def test_batch_sizes_side_by_side_give_the_same_lines_and_a_ratio_to_the_largest
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("torch ")]
     assert [row[4] for row in rows] == ["1", "2", "6"]
-    assert rows[-1][9] == "1.00x" and all(row[9].endswith("x") for row in rows[:-1])
+    assert rows[-1][9] == rows[-1][10] == "1.00x"  # vs torch, vs largest; then CPU time
+    assert all(row[9].endswith("x") and row[11].endswith("x") for row in rows[:-1])
     outputs = {(tmp_path / f"torch-1-dev.tatoeba-greedy-{n}.es").read_text(encoding="utf-8")
                for n in (1, 2, 6)}
     assert len(outputs) == 1
