@@ -39,6 +39,10 @@ def explain(
     per layer) and the alignment they imply (Pharaoh i-j) into --out; prints the pieces
     and the aligned pairs.
 
+    Each line is explained on its own, as translate reads lines: an argument holding
+    newlines is several lines (a CR before a newline is dropped), and an empty or blank
+    line gets no pictures. Lines are numbered across all arguments, from 1.
+
     Examples:
 
     \b
@@ -51,20 +55,22 @@ def explain(
 
 def explain_texts(run_dir: Path, checkpoint: str, texts: list[str], folder: Path,
                   overrides: list[str], device: str, force: bool = False) -> None:
-    """`transcli explain`: translate `texts`, write their attention files into `folder`,
-    print each description and where its pictures are."""
+    """`transcli explain`: translate the lines of `texts`, write their attention files into
+    `folder`, print each description and where its pictures are."""
     from transcli.inference.attention import RECORD_FILE, AttentionWriter
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
+    from transcli.system.text import lines_of
 
+    lines = [line for text in texts for line in lines_of(text)]  # as translate and serve
     run = open_run_dir(run_dir, overrides)
     OutputFolder(folder, RECORD_FILE, "attention files", force).check("--out")
     translator = load_translator(run, checkpoint, device)
     with AttentionWriter(folder, translator, force, "--out") as writer:
-        writer.translate(texts, 0)
-    for path in writer.written:
+        writer.translate(lines, 0)
+    for number, path in enumerate(writer.written, start=1):
         if path is None:
-            print("(empty line: nothing to explain)\n")
+            print(f"(line {number} is empty: nothing to explain)\n")
             continue
         print(path.read_text(encoding="utf-8") + f"pictures: {path.with_suffix('.png')}, "
               f"{path.parent / (path.stem + '-layers.png')}\n")
