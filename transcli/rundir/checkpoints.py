@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import stat
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Optional
@@ -192,11 +193,8 @@ def read_weights(path: str | Path) -> tuple[dict[str, torch.Tensor], Optional[di
         with open(path, "rb") as handle:
             data = handle.read()
         return st_load(data), _header(io.BytesIO(data), path).get("__metadata__")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the checkpoint ({describe_os_error(exc)})") \
-            from None
-    except (SafetensorError, ValueError) as exc:
-        raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
+    except (OSError, SafetensorError, ValueError) as exc:
+        raise _unreadable(path, exc) from None
 
 
 def stored_shapes(path: str | Path) -> dict[str, list[int]]:
@@ -206,8 +204,16 @@ def stored_shapes(path: str | Path) -> dict[str, list[int]]:
         with open(path, "rb") as handle:
             header = _header(handle, path)
     except (OSError, ValueError) as exc:
-        raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
+        raise _unreadable(path, exc) from None
     return {name: entry["shape"] for name, entry in header.items() if name != "__metadata__"}
+
+
+def _unreadable(path: str | Path, exc: Exception) -> UserError:
+    """The one line for a weights file that could not be read: the OS's reason (permission
+    denied, is a directory) apart from a file whose content is not safetensors."""
+    if isinstance(exc, OSError):
+        return UserError(f"{path}: cannot read the checkpoint ({describe_os_error(exc)})")
+    return UserError(f"{path}: unreadable checkpoint ({exc})")
 
 
 def _header(handle: BinaryIO, path: str | Path) -> dict[str, Any]:
@@ -233,7 +239,7 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
     run_dir = Path(run_dir)
     if name in ("best", "avg"):
         path = run_dir / CHECKPOINT_DIR / f"{name}.safetensors"
-        if path.is_file():
+        if _weights_file(path):
             return path
         if name == "avg":
             raise UserError(f"{path}: no averaged checkpoint in this run")
@@ -248,17 +254,37 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
         return steps[-1][1]
     if is_step(name):
         path = step_path(run_dir, int(name))
-        if not path.is_file():
+        if not _weights_file(path):
             raise UserError(f"{run_dir}: no checkpoint of step {int(name)} in {CHECKPOINT_DIR}/")
         return path
     if not name:
         raise UserError("--checkpoint is empty: give best, last, avg, a step number or a "
                         "file path")
     path = Path(name)
-    if not path.is_file():
-        what = "not a regular file" if path.exists() else "checkpoint not found"
-        raise UserError(f"{path}: {what} (use best, last, avg, a step number or a file path)")
+    if not _weights_file(path):
+        raise UserError(f"{path}: checkpoint not found (use best, last, avg, a step number or "
+                        f"a file path)")
     return path
+
+
+def _weights_file(path: Path) -> bool:
+    """Whether a weights file is at `path` (False: nothing is). Something else there (a
+    directory, a FIFO that would block whoever opens it, a broken link) is refused in one
+    line: it is neither the checkpoint nor its absence, so no other one is taken for it."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if not path.is_symlink():
+            return False
+        raise UserError(f"{path}: a broken symbolic link, not a checkpoint (move it away, or "
+                        f"give another --checkpoint)") from None
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    if stat.S_ISREG(mode):
+        return True
+    what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    raise UserError(f"{path}: {what}, not a checkpoint (move it away, or give another "
+                    f"--checkpoint)")
 
 
 def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
