@@ -169,7 +169,7 @@ def start_step(run_dir: Path, record: Optional[dict[str, Any]], previous: Option
                         f"state (step-N.state.pt) in {CHECKPOINT_DIR}/, so there is nothing to "
                         f"continue from; the weights there still translate. Start afresh with "
                         f"--force (it deletes them) or in another --out")
-    return steps[-1]
+    return steps[-1] if steps else 0  # logged, stopped before its first save: start over
 
 
 def dir_entries(run_dir: Path) -> list[str]:

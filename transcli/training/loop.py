@@ -170,14 +170,17 @@ class Trainer:
         stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
         loader = BackgroundLoader(self.make_batch, stream, pin_memory=self.device.type == "cuda")
         bar = report.ProgressBar(tc, p, self.started, self.dist.main)
-        try:
-            with StopSignals(then=f"continue with: {self._resume_command()}") as signals:
-                self.signals = signals
+        # A second signal stops at once, in the loop or in the last save, and says what
+        # is on disk once the bar is closed.
+        with StopSignals(on_disk=self._on_disk) as signals:
+            self.signals = signals
+            with contextlib.closing(bar), contextlib.closing(loader):  # each, whatever comes
                 reason = self._loop(loader, bar)
-        finally:
-            loader.close()
-            bar.close()
-        self._finish(reason)
+            self._finish(reason)
+
+    def _on_disk(self) -> str:
+        """What a run stopped at once leaves: its last complete checkpoint, and how to go on."""
+        return f"{report.saved_steps(self.run_dir)}; continue with: {self._resume_command()}"
 
     def _loop(self, loader: BackgroundLoader, bar: report.ProgressBar) -> str:
         """Update after update until the run ends or is stopped; why it stopped."""
@@ -277,7 +280,7 @@ class Trainer:
             self._say(report.validation_line(record), prefix=False)
 
     def _save(self) -> None:
-        with self.records.pause():
+        with self.records.pause(), self.signals.finishing():  # never half a checkpoint
             self._read_device_sums()  # what is saved comes from finite updates only
             self.records.save(self.model, self.opt, self.progress)
 
