@@ -132,3 +132,21 @@ def test_a_second_signal_waits_for_a_checkpoint_being_written() -> None:
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)
         assert stopped.value.code == 128 + signal.SIGTERM
+
+
+@pytest.mark.slow
+def test_resume_of_a_run_killed_before_its_first_save_starts_over(prepared: Path,
+                                                                  tmp_path: Path) -> None:
+    """Logged, never saved (killed, or stopped at once before the first save): once an
+    IndexError, now a fresh start in the same run dir."""
+    run = tmp_path / "run"
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
+                                       "train.save_every=100000", "train.valid_every=100000"))
+    wait_for(run / METRICS_FILE)
+    proc.kill()
+    proc.wait(timeout=60)
+    assert not complete_steps(run)
+    resumed = transcli_process(*train_cli(prepared, run, "train.max_steps=3"), "--resume")
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert complete_steps(run) == [3]
