@@ -170,9 +170,7 @@ class Trainer:
         stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
         loader = BackgroundLoader(self.make_batch, stream, pin_memory=self.device.type == "cuda")
         bar = report.ProgressBar(tc, p, self.started, self.dist.main)
-        # A second signal stops at once, in the loop or in the last save, and says what
-        # is on disk once the bar is closed.
-        with StopSignals(on_disk=self._on_disk) as signals:
+        with StopSignals(on_disk=self._on_disk) as signals:  # the last save's too
             self.signals = signals
             with contextlib.closing(bar), contextlib.closing(loader):  # each, whatever comes
                 reason = self._loop(loader, bar)
