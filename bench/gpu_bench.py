@@ -8,10 +8,8 @@ memory and recompile count are its own; inductor's on-disk cache is shared, so t
 compiled setting pays most of the compilation. Tokens/s come from the run's
 metrics.jsonl, leaving out a warm-up of training seconds (compilation, the recompiles
 new batch shapes trigger, and the first few hundred updates, which run slower while the
-allocator grows).
-
-End to end (`e2e`): `transcli train` for a set number of minutes, then `transcli evaluate
---device cuda` on dev.tatoeba and dev.newstest2012 (sacreBLEU, as bench/quality.py).
+allocator grows). End to end (`e2e`): `transcli train`, then `transcli evaluate`, as
+bench/quality.py runs them.
 """
 
 from __future__ import annotations
@@ -31,8 +29,20 @@ from typing import Any, NoReturn, Optional
 
 import torch
 
-from bench.common import ROOT, Lengths, dense_bf16_peak, mfu_text, training_flops
-from bench.train_speed import Steady, prepared_dir
+from bench.common import (
+    CORPORA,
+    DEV_SETS,
+    NEVER,
+    ROOT,
+    Steady,
+    child_env,
+    prepare_corpus,
+    run_summary,
+    score_set,
+    set_flags,
+    transcli,
+)
+from bench.flops import Lengths, dense_bf16_peak, mfu_text, training_flops
 from transcli.config.loading import load_config
 from transcli.config.schema import Config
 from transcli.data.batching import BatchPlan
@@ -41,14 +51,11 @@ from transcli.rundir.layout import CONFIG_FILE, CURVES_FILE, METRICS_FILE
 from transcli.rundir.metrics import read_metrics
 from transcli.training.loop import train
 
-BENCH = ROOT / "bench"
 BASE = ROOT / "configs" / "base.yaml"
 CARRY = ROOT / "gpu-carry"  # ignored by git: prepared data to copy to a GPU machine
-CARRIED_DATA = CARRY / "base-data"
 CARRIED_CORPUS = CARRY / "corpus"
 SETTINGS = ["base:25000", "small:4096"]  # config:batch_tokens, what `check` times
-SHARED_CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
-EVAL_SETS = ("dev.tatoeba", "dev.newstest2012")
+CHILD_ENV = child_env(PYTHONUNBUFFERED="1")  # a child's lines are logged as they come
 RESULT = "RESULT "  # prefix of a `measure` process's one line of JSON
 EXCEPTION_LINE = re.compile(r"[\w.]*(Error|Exception|Unsupported|Interrupt)\b")
 
@@ -100,12 +107,6 @@ def fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
-def child_env() -> dict[str, str]:
-    """Children import this checkout's transcli, installed or not."""
-    paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "PYTHONUNBUFFERED": "1"}
-
-
 def device_summary() -> dict[str, Any]:
     props = torch.cuda.get_device_properties(0)
     peak = dense_bf16_peak(props.name)
@@ -124,15 +125,20 @@ def describe(info: dict[str, Any]) -> str:
 
 def corpus_with(names: list[str]) -> Optional[Path]:
     """The first corpus folder holding all of `names`: the carried one, then ../shared."""
-    for folder in (CARRIED_CORPUS, SHARED_CORPUS):
+    for folder in (CARRIED_CORPUS, CORPORA):
         if all((folder / name).is_file() for name in names):
             return folder
     return None
 
 
-def carried_data(config: str) -> Path:
-    """Where `make gpu-carry` puts the corpus prepared with configs/<config>.yaml."""
-    return CARRY / f"{config}-data"
+def carried_data(config: str, corpus: Optional[Path] = None) -> Path:
+    """Where `make gpu-carry` puts the corpus prepared with configs/<config>.yaml; with
+    `corpus`, prepared there from it first (unless it is there already)."""
+    out = CARRY / f"{config}-data"
+    problem = corpus and prepare_corpus(ROOT / "configs" / f"{config}.yaml", out, corpus=corpus)
+    if problem:
+        fail(problem)
+    return out
 
 
 def base_data(explicit: Optional[Path], report: Report, config: str = "base") -> Path:
@@ -147,11 +153,11 @@ def base_data(explicit: Optional[Path], report: Report, config: str = "base") ->
     corpus = corpus_with(["train.en", "train.es"])
     if corpus is None:
         fail(f"no prepared data in {out} and no train.en/train.es in {CARRIED_CORPUS} or "
-             f"{SHARED_CORPUS}: run `make gpu-carry` beforehand and copy gpu-carry/ along "
+             f"{CORPORA}: run `make gpu-carry` beforehand and copy gpu-carry/ along "
              f"(docs/GPU.md), or give --data")
     report.say(f"preparing {corpus}/train.{{en,es}} with configs/{config}.yaml into {out}")
     started = time.perf_counter()
-    prepared_dir(config, corpus=corpus, out=out)
+    carried_data(config, corpus)
     report.say(f"  prepared in {time.perf_counter() - started:.0f} s")
     return out
 
@@ -213,7 +219,7 @@ def run_tests(report: Report) -> bool:
     report.say(f"tests: {' '.join(command[1:])}")
     started = time.perf_counter()
     try:
-        proc = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True,
+        proc = subprocess.run(command, cwd=ROOT, env=CHILD_ENV, capture_output=True,
                               text=True, timeout=TEST_TIMEOUT_S)
         output, status = proc.stdout + proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as exc:
@@ -240,7 +246,7 @@ def spawn_measure(config: str, data: Path, batch_tokens: int, compiled: bool, se
                str(seconds), "--warmup-seconds", str(warmup)] + (["--compile"] if compiled else [])
     row: dict[str, Any] = {"config": config, "batch_tokens": batch_tokens, "compiled": compiled}
     try:
-        proc = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True,
+        proc = subprocess.run(command, cwd=ROOT, env=CHILD_ENV, capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         return {**row, "error": f"stopped after {timeout:.0f} s (the rest of --budget)"}
@@ -319,10 +325,10 @@ def measure(args: argparse.Namespace) -> int:
     """Train a config for warm-up + measured time; print one RESULT line of JSON."""
     cfg = load_config(ROOT / "configs" / f"{args.config}.yaml", [
         "train.device=cuda", "train.precision=bf16", f"train.compile={str(args.compile).lower()}",
-        f"train.batch_tokens={args.batch_tokens}", "train.max_steps=1000000000",
+        f"train.batch_tokens={args.batch_tokens}", f"train.max_steps={NEVER}",
         f"train.max_minutes={(args.warmup_seconds + args.seconds) / 60}",
-        f"train.log_every={LOG_EVERY}", "train.valid_every=1000000000",
-        "train.save_every=1000000000", "train.valid_bleu_lines=0", "train.keep_last=1",
+        f"train.log_every={LOG_EVERY}", f"train.valid_every={NEVER}",
+        f"train.save_every={NEVER}", "train.valid_bleu_lines=0", "train.keep_last=1",
         "train.average_last=1"])
     recompiles = RecompileLog()
     torch.cuda.reset_peak_memory_stats()
@@ -401,84 +407,55 @@ def e2e(args: argparse.Namespace) -> int:
     info = report.results["device"] = device_summary()
     report.say(f"gpu-e2e on {describe(info)}")
     data = base_data(args.data, report)
-    evals = corpus_with([f"{name}.{lang}" for name in EVAL_SETS for lang in ("en", "es")])
+    evals = corpus_with([f"{name}.{lang}" for name in DEV_SETS for lang in ("en", "es")])
     if evals is None:
-        fail(f"no {', '.join(EVAL_SETS)} .en/.es files in {CARRIED_CORPUS} or {SHARED_CORPUS}: "
+        fail(f"no {', '.join(DEV_SETS)} .en/.es files in {CARRIED_CORPUS} or {CORPORA}: "
              f"run `make gpu-carry` beforehand and carry gpu-carry (README, section GPUs)")
     run = args.work / "run"
     sets = ["train.device=cuda", f"train.max_minutes={args.minutes}", *args.sets]
     report.say(f"training {BASE.relative_to(ROOT)} on {data} for {args.minutes:g} min into {run} "
                f"(--set {' --set '.join(sets)})")
     started = time.perf_counter()
-    if not transcli(report, args.work / "train.log", args.minutes * 60 + 300,
-                    "train", "--config", str(BASE), "--data", str(data), "--out", str(run),
-                    "--force", *[item for s in sets for item in ("--set", s)]):
+    args.work.mkdir(parents=True, exist_ok=True)
+    problem = transcli(["train", "--config", BASE, "--data", data, "--out", run, "--force",
+                        *set_flags(sets)], args.work / "train.log", args.minutes * 60 + 300,
+                       env=CHILD_ENV)
+    if problem:
+        report.say(f"transcli {problem}")
         return 1
-    report.results["train"] = summarise_run(run, time.perf_counter() - started)
+    report.results["train"] = {"wall_s": time.perf_counter() - started, **run_summary(run)}
     report.say(describe_run(report.results["train"]))
     report.keep(run / METRICS_FILE, "gpu-e2e-metrics.jsonl")
     report.keep(run / CURVES_FILE, "gpu-e2e-curves.png")
     report.save()
+    return score_e2e(args, run, evals, report)
+
+
+def score_e2e(args: argparse.Namespace, run: Path, evals: Path, report: Report) -> int:
     scores = report.results["scores"] = {}
-    for name in EVAL_SETS:
+    for name in DEV_SETS:
         started = time.perf_counter()
-        output = args.work / f"{name}.json"
-        if not transcli(report, output, 300, "evaluate", "--model", str(run), "--checkpoint",
-                        args.checkpoint, "--src", str(evals / f"{name}.en"),
-                        "--ref", str(evals / f"{name}.es"), "--hyp-out",
-                        str(args.work / f"{name}.hyp.es"), "--device", "cuda", "--json",
-                        stdout_only=True):
+        result = score_set(run, args.checkpoint, evals, name, args.work, ["--device", "cuda"],
+                           timeout=300)
+        if "error" in result:
+            report.say(f"transcli {result['error']}")
             return 1
-        result = json.loads(output.read_text(encoding="utf-8"))
-        result["seconds"] = time.perf_counter() - started
-        scores[name] = result
+        scores[name] = {**result, "seconds": time.perf_counter() - started}
         report.save()
     report.say("\n| set | lines | BLEU | chrF | translate + score, s |\n|---|---:|---:|---:|---:|")
     for name, result in scores.items():
         report.say(f"| {name} | {result['lines']} | {result['bleu']:.1f} | {result['chrf']:.1f} | "
                    f"{result['seconds']:.0f} |")
     signatures = next(iter(scores.values()))["signatures"]
-    report.say(f"checkpoint {args.checkpoint}, beam {cfg_beam(run)}; sacreBLEU BLEU "
+    beam = load_config(run / CONFIG_FILE).decode.beam_size
+    report.say(f"checkpoint {args.checkpoint}, beam {beam}; sacreBLEU BLEU "
                f"{signatures['bleu']}, chrF {signatures['chrf']}")
     return 0
 
 
-def transcli(report: Report, log: Path, timeout: float, *args: str,
-             stdout_only: bool = False) -> bool:
-    """Run `python -m transcli ...` with its output in `log` (stdout alone with
-    `stdout_only`); on failure say its last lines."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w", encoding="utf-8") as handle:
-        try:
-            proc = subprocess.run([sys.executable, "-m", "transcli", *args], cwd=ROOT,
-                                  env=child_env(), stdout=handle, timeout=timeout,
-                                  stderr=subprocess.PIPE if stdout_only else handle, text=True)
-        except subprocess.TimeoutExpired:
-            report.say(f"transcli {args[0]}: stopped after {timeout:.0f} s; see {log}")
-            return False
-    if proc.returncode:
-        tail = (proc.stderr or "") if stdout_only else log.read_text(encoding="utf-8")
-        report.say(f"transcli {args[0]} failed (exit status {proc.returncode}):")
-        for line in tail.replace("\r", "\n").strip().splitlines()[-5:]:
-            report.say(f"  {line}")
-        return False
-    return True
-
-
-def summarise_run(run: Path, wall_s: float) -> dict[str, Any]:
-    records = read_metrics(run / METRICS_FILE)
-    lines = [r for r in records if r["split"] == "train"]
-    valid = [r for r in records if r["split"] == "valid"]
-    steady = Steady.of(lines)
-    return {"wall_s": wall_s, "steps": lines[-1]["step"] if lines else 0,
-            "tgt_tok_s": steady.tgt_tokens / steady.seconds if steady.seconds else None,
-            "last_train_loss": lines[-1]["loss"] if lines else None,
-            "last_valid": valid[-1] if valid else None}
-
-
 def describe_run(summary: dict[str, Any]) -> str:
     rate, loss = summary["tgt_tok_s"], summary["last_train_loss"]
-    text = (f"trained {summary['steps']} updates in {summary['wall_s'] / 60:.1f} min "
+    text = (f"trained {summary['updates']} updates in {summary['wall_s'] / 60:.1f} min "
             f"(process wall time), {f'{rate:,.0f}' if rate else '?'} tgt tok/s after the "
             f"first log interval; last train loss {f'{loss:.3f}' if loss else '?'}")
     valid = summary["last_valid"]
@@ -488,18 +465,14 @@ def describe_run(summary: dict[str, Any]) -> str:
     return text
 
 
-def cfg_beam(run: Path) -> int:
-    return load_config(run / CONFIG_FILE).decode.beam_size
-
-
 # ----------------------------------------------------------------------------- carry
 
 
 def carry(args: argparse.Namespace) -> int:
     """Fill gpu-carry/ (no GPU needed): the dev sets, and the corpus prepared with each
     config `check` times (or, with --with-train, the raw training files)."""
-    corpus = args.corpus or SHARED_CORPUS
-    names = [f"{name}.{lang}" for name in EVAL_SETS for lang in ("en", "es")]
+    corpus = args.corpus or CORPORA
+    names = [f"{name}.{lang}" for name in DEV_SETS for lang in ("en", "es")]
     needed = names + ["train.en", "train.es"]
     missing = [name for name in needed if not (corpus / name).is_file()]
     if missing:
@@ -509,7 +482,7 @@ def carry(args: argparse.Namespace) -> int:
         shutil.copyfile(corpus / name, CARRIED_CORPUS / name)
     if not args.with_train:
         for config in dict.fromkeys(parse_setting(text)[0] for text in SETTINGS):
-            prepared_dir(config, corpus=corpus, out=carried_data(config))
+            carried_data(config, corpus)
     size = sum(f.stat().st_size for f in CARRY.rglob("*") if f.is_file())
     print(f"{CARRY}: {size / 2**20:.1f} MiB; name it in the device tool's carry: "
           f'carry=["gpu-carry"] (README, section GPUs)')

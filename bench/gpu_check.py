@@ -7,7 +7,7 @@
 `check` runs tests/test_gpu.py, then times `transcli train` in bf16, eager and
 torch.compile'd, of each --settings CONFIG:BATCH_TOKENS (default base at the paper's
 25K-token batches and small at 4K): updates/s, target tokens/s after warm-up, MFU
-(bench/common.py), padding, peak GPU memory, the first updates' seconds (compilation)
+(bench/flops.py), padding, peak GPU memory, the first updates' seconds (compilation)
 and recompiles, in one table. `e2e` trains base for a set number of minutes and scores it
 with `transcli evaluate --device cuda`. Each stage fits in 10 minutes. Figures go to
 stdout and, when $OUT is set, into $OUT as .json and .log files.
@@ -28,8 +28,6 @@ import sys
 import warnings
 from pathlib import Path
 from typing import Optional
-
-BENCH = Path(__file__).resolve().parent
 
 
 def cuda_problem() -> Optional[str]:

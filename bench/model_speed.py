@@ -5,54 +5,30 @@ input, the same tied output layer + log-softmax and the same padded batch, so
 the ratio compares the attention/FFN stacks. Measurements alternate between
 the two models in rounds so that background load hits both alike.
 
-    python bench/model_speed.py                   # tiny, small, base on CPU
-    python bench/model_speed.py --configs small --seconds 20
+    python -m bench.model_speed                   # tiny, small, base on CPU
+    python -m bench.model_speed --configs small --seconds 20
 On CUDA it also runs base in bf16 and reports MFU (bench/flops.py: FLOPs counted, peaks).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.common import ROOT, Lengths, mfu_text, training_flops
+from bench.common import ROOT
+from bench.flops import Lengths, mfu_text, training_flops
+from bench.reference import Reference
 from transcli.config.loading import load_config
-from transcli.config.schema import ModelConfig
-from transcli.model.transformer import Transformer, count_parameters, sinusoidal_table
+from transcli.model.transformer import Transformer, count_parameters
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = {"tiny": 300, "small": 8000, "base": 32000}
 # Target tokens per batch: what the configs feed one device (base is cut down on CPU).
 BATCH_TOKENS = {"tiny": 512, "small": 4096, "base": 2048}
-
-
-class Reference(nn.Module):
-    """torch.nn.Transformer with the same embedding and output layers as ours."""
-
-    def __init__(self, cfg: ModelConfig, vocab: int):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, cfg.d_model, padding_idx=PAD_ID)
-        nn.init.normal_(self.embed.weight, std=cfg.d_model ** -0.5)
-        self.register_buffer("pe", sinusoidal_table(cfg.max_positions, cfg.d_model))
-        self.scale = math.sqrt(cfg.d_model)
-        self.core = nn.Transformer(cfg.d_model, cfg.heads, cfg.enc_layers, cfg.dec_layers,
-                                   cfg.d_ff, cfg.dropout, batch_first=True,
-                                   norm_first=cfg.pre_norm)
-        self.drop = nn.Dropout(cfg.dropout)
-
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        x = self.drop(self.embed(src) * self.scale + self.pe[: src.size(1)])
-        y = self.drop(self.embed(tgt_in) * self.scale + self.pe[: tgt_in.size(1)])
-        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1), device=src.device)
-        pad = src == PAD_ID
-        h = self.core(x, y, tgt_mask=causal, src_key_padding_mask=pad,
-                      memory_key_padding_mask=pad, tgt_is_causal=True)
-        return F.log_softmax(F.linear(h, self.embed.weight).float(), dim=-1)
 
 
 def make_batch(target_tokens: int, vocab: int, device: str, seed: int = 0

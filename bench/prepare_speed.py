@@ -21,9 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import ROOT
-
-CORPUS = ROOT.parent / "shared" / "corpora" / "en-es"
+from bench.common import CORPORA, ROOT
 
 
 def main() -> None:
@@ -32,9 +30,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1_000_000, help="size of the big corpus")
     parser.add_argument("--unique", action="store_true", help="make every repeated pair distinct")
     args = parser.parse_args()
-    src, tgt = CORPUS / "train.en", CORPUS / "train.es"
+    src, tgt = CORPORA / "train.en", CORPORA / "train.es"
     if not (src.is_file() and tgt.is_file()):
-        print(f"skipped: {CORPUS} not found (the shared corpora are not on this machine)")
+        print(f"skipped: {CORPORA} not found (the shared corpora are not on this machine)")
         return
     print(f"config {Path(args.config).name}; {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f} at start (the machine is shared: figures are pessimistic)")

@@ -1,10 +1,10 @@
 """Quality benchmark: prepare -> train for a budget -> evaluate, beside Apertium.
 
-    python bench/quality.py --config configs/small.yaml --minutes 60 --work /tmp/q/today
-    python bench/quality.py --config configs/small.yaml --steps 1300 --threads 1 \\
+    python -m bench.quality --config configs/small.yaml --minutes 60 --work /tmp/q/today
+    python -m bench.quality --config configs/small.yaml --steps 1300 --threads 1 \\
         --set train.schedule=linear --label decay --work /tmp/q/decay --data /tmp/q/data-8k
-    python bench/quality.py --table /tmp/q/today /tmp/q/decay     # the README table
-    python bench/quality.py --skip-train --work /tmp/q/today       # re-score a run
+    python -m bench.quality --table /tmp/q/today /tmp/q/decay     # the README table
+    python -m bench.quality --skip-train --work /tmp/q/today       # re-score a run
 
 Trains on ../shared/corpora/en-es/train, for --minutes of wall time (then SIGTERM:
 transcli saves and exits cleanly; a second run with the same --work resumes) or for
@@ -23,61 +23,38 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-from bench.common import CORPORA, ROOT
-from bench.train_speed import Steady
+from bench.common import (
+    CORPORA,
+    ROOT,
+    SCORED_SETS,
+    Child,
+    must,
+    prepare_corpus,
+    run_summary,
+    score_set,
+    set_flags,
+    transcli,
+)
 
-SETS = ["dev.tatoeba", "dev.newstest2012", "test.tico19"]
 RESULTS = "results.json"
 
 
-def transcli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transcli", *args], check=True, **kwargs)
-
-
-def prepare(config: Path, data: Path, sets: list[str]) -> Path:
-    """The shared train corpus prepared with `config` (only `data.*` overrides matter)."""
-    if not (data / "manifest.json").is_file():
-        data_sets = [a for s in sets if s.startswith("data.") for a in ("--set", s)]
-        transcli("prepare", "--config", str(config), "--src-file", str(CORPORA / "train.en"),
-                 "--tgt-file", str(CORPORA / "train.es"), "--out", str(data), *data_sets)
-    return data
-
-
-def train(config: Path, data: Path, run: Path, minutes: float, extra: list[str]) -> float:
-    """Train until the step budget is reached or the time runs out (then SIGTERM: finish
+def train(args: argparse.Namespace, data: Path, run: Path, overrides: list[str]) -> float:
+    """Train until the step budget is reached or --minutes run out (then SIGTERM: finish
     the step, save, exit 0); returns the minutes it took."""
-    args = [sys.executable, "-m", "transcli", "train", "--config", str(config),
-            "--data", str(data), "--out", str(run), *extra]
+    command = ["train", "--config", args.config, "--data", data, "--out", run,
+               *set_flags(item for item in overrides if not item.startswith("data."))]
     if (run / "config.yaml").is_file():
-        args.append("--resume")
+        command.append("--resume")
     start = time.monotonic()
-    process = subprocess.Popen(args)
-    try:
-        process.wait(timeout=minutes * 60 if minutes else None)
-    except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGTERM)
-        process.wait()
-    if process.returncode != 0:
-        sys.exit(f"training failed with exit status {process.returncode}")
+    must(Child(command).wait(None if args.steps else args.minutes * 60, stop=True))
     return (time.monotonic() - start) / 60
-
-
-def score_model(run: Path, name: str, work: Path, beam: int, checkpoint: str,
-                decode_sets: list[str]) -> dict:
-    """`decode_sets`: decode.* overrides (the run's config holds the rest)."""
-    result = transcli("evaluate", "--model", str(run), "--checkpoint", checkpoint,
-                      "--src", str(CORPORA / f"{name}.en"), "--ref", str(CORPORA / f"{name}.es"),
-                      "--beam-size", str(beam), "--hyp-out", str(work / f"{name}.transcli.es"),
-                      "--json", *[a for s in decode_sets for a in ("--set", s)],
-                      capture_output=True, text=True)
-    return json.loads(result.stdout)
 
 
 def score_apertium(name: str, work: Path) -> Optional[dict]:
@@ -93,48 +70,49 @@ def score_apertium(name: str, work: Path) -> Optional[dict]:
         if len(lines) != len(source):
             sys.exit(f"apertium returned {len(lines)} lines for {len(source)} on {name}")
         hyp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = transcli("evaluate", "--hyp", str(hyp), "--ref", str(CORPORA / f"{name}.es"),
-                      "--json", capture_output=True, text=True)
-    return json.loads(result.stdout)
+    result = work / f"{name}.apertium.json"
+    must(transcli(["evaluate", "--hyp", hyp, "--ref", CORPORA / f"{name}.es", "--json"],
+                  work / f"{name}.apertium.log", stdout=result))
+    return json.loads(result.read_text(encoding="utf-8"))
 
 
-def training_summary(run: Path) -> dict[str, Any]:
-    """Updates reached, mean target tokens/s after the first log interval, last validation."""
-    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    train_rows = [r for r in rows if r.get("split") == "train"]
-    valid = [r for r in rows if r.get("split") == "valid"]
-    steady = Steady.of(train_rows)
-    return {"updates": train_rows[-1]["step"] if train_rows else 0,
-            "tgt_tokens_per_s": steady.tgt_tokens / steady.seconds if steady.seconds else 0.0,
-            "last_valid": valid[-1] if valid else {}}
+def scores(args: argparse.Namespace, run: Path, overrides: list[str]) -> dict[str, Any]:
+    """BLEU and chrF of the run's --checkpoint, and of Apertium, on each set."""
+    found: dict[str, Any] = {}
+    flags = ["--beam-size", str(args.beam_size),
+             *set_flags(item for item in overrides if item.startswith("decode."))]
+    for name in SCORED_SETS:
+        ours = score_set(run, args.checkpoint, CORPORA, name, args.work, flags)
+        must(ours.get("error"))
+        found[name] = {"bleu": ours["bleu"], "chrf": ours["chrf"], "lines": ours["lines"],
+                       "signature": ours["signatures"]}
+        theirs = score_apertium(name, args.work)
+        if theirs:
+            found[name]["apertium"] = {"bleu": theirs["bleu"], "chrf": theirs["chrf"]}
+    return found
 
 
 def run_benchmark(args: argparse.Namespace) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     run = args.work / "run"
-    sets = list(args.sets) + ([f"train.threads={args.threads}"] if args.threads else [])
+    overrides = list(args.sets) + ([f"train.threads={args.threads}"] if args.threads else [])
     if args.steps:
-        sets += [f"train.max_steps={args.steps}", "train.max_minutes=0", "train.decay_minutes=0"]
+        overrides += [f"train.max_steps={args.steps}", "train.max_minutes=0",
+                      "train.decay_minutes=0"]
     spent = None
     if not args.skip_train:
-        data = prepare(args.config, args.data or args.work / "data", sets)
-        extra = [a for s in sets if not s.startswith("data.") for a in ("--set", s)]
-        spent = train(args.config, data, run, 0 if args.steps else args.minutes, extra)
+        data = args.data or args.work / "data"
+        must(prepare_corpus(args.config, data, overrides))
+        spent = train(args, data, run, overrides)
         print(f"trained {spent:.1f} min")
+    summary = run_summary(run)
     results: dict[str, Any] = {
         "label": args.label or args.work.name, "config": str(args.config), "sets": args.sets,
         "budget": f"{args.steps} updates" if args.steps else f"{args.minutes:g} min",
         "minutes": spent, "checkpoint": args.checkpoint, "beam": args.beam_size,
-        "load_average_end": os.getloadavg()[0], **training_summary(run), "scores": {}}
-    for name in SETS:
-        ours = score_model(run, name, args.work, args.beam_size, args.checkpoint,
-                           [s for s in sets if s.startswith("decode.")])
-        theirs = score_apertium(name, args.work)
-        results["scores"][name] = {"bleu": ours["bleu"], "chrf": ours["chrf"],
-                                   "lines": ours["lines"], "signature": ours["signatures"]}
-        if theirs:
-            results["scores"][name]["apertium"] = {"bleu": theirs["bleu"],
-                                                   "chrf": theirs["chrf"]}
+        "load_average_end": os.getloadavg()[0], "updates": summary["updates"],
+        "tgt_tokens_per_s": summary["tgt_tok_s"] or 0.0,
+        "last_valid": summary["last_valid"] or {}, "scores": scores(args, run, overrides)}
     (args.work / RESULTS).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print_table([results])
 
@@ -142,18 +120,19 @@ def run_benchmark(args: argparse.Namespace) -> None:
 def print_table(runs: list[dict[str, Any]]) -> None:
     """Markdown: one row per run, then Apertium's row (from the first run that has it)."""
     head = "| variant | budget | updates | tgt tok/s |" + "".join(
-        f" {name} BLEU | chrF |" for name in SETS)
+        f" {name} BLEU | chrF |" for name in SCORED_SETS)
     print(head)
-    print("|" + "---|" * (4 + 2 * len(SETS)))
+    print("|" + "---|" * (4 + 2 * len(SCORED_SETS)))
     for r in runs:
         cells = "".join(f" {r['scores'][n]['bleu']:.1f} | {r['scores'][n]['chrf']:.1f} |"
-                        for n in SETS)
+                        for n in SCORED_SETS)
         print(f"| {r['label']} | {r['budget']} | {r['updates']} | "
               f"{r['tgt_tokens_per_s']:,.0f} |{cells}")
-    apertium = next((r for r in runs if "apertium" in r["scores"][SETS[0]]), None)
+    apertium = next((r for r in runs if "apertium" in r["scores"][SCORED_SETS[0]]), None)
     if apertium:
         cells = "".join(f" {apertium['scores'][n]['apertium']['bleu']:.1f} | "
-                        f"{apertium['scores'][n]['apertium']['chrf']:.1f} |" for n in SETS)
+                        f"{apertium['scores'][n]['apertium']['chrf']:.1f} |"
+                        for n in SCORED_SETS)
         print(f"| Apertium (rule-based) | | | |{cells}")
 
 

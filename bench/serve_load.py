@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from bench.common import CORPORA, ROOT, read_lines
+from bench.common import CORPORA, ROOT, must, read_lines, set_flags, transcli
 
 MAX_REQUESTS = 200_000  # a bound on any one load run, whatever --seconds says
 SHORT_WORDS = 6  # "a short sentence": at most this many words
@@ -76,8 +76,7 @@ def main() -> None:
         common += ["--set", f"decode.threads={args.threads}"]
     if args.engine is not None:
         common += ["--engine", args.engine]
-    for item in args.set:
-        common += ["--set", item]
+    common += set_flags(args.set)
     runs = "the run's"
     print(f"serve_load: {args.model} (checkpoint {args.checkpoint}), {len(lines)} lines of "
           f"{args.corpus.name}, search {args.search}, engine {args.engine or runs}, "
@@ -143,8 +142,7 @@ def offline_row(flags: list[str], lines: list[str]) -> Row:
 
 def timed_translate(flags: list[str], source: Path, target: Path) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "transcli", "translate", *flags, "-i", str(source),
-                    "-o", str(target)], check=True, cwd=ROOT, stderr=subprocess.DEVNULL)
+    must(transcli(["translate", *flags, "-i", source, "-o", target], target.with_suffix(".log")))
     return time.perf_counter() - start
 
 

@@ -1,10 +1,10 @@
 """Training speed: `transcli train` now against an earlier version of itself (and a naive
 loop), in target tokens/s, on the shared en-es corpus; and their loss curves side by side.
 
-    python bench/train_speed.py --baseline 0aaecd6 --bf16              # small, 4 min
-    python bench/train_speed.py --baseline 0aaecd6 --bf16 --curve-steps 300
-    python bench/train_speed.py --configs tiny small --naive           # vs a naive loop
-    python bench/train_speed.py --bf16 --variant prenorm:model.pre_norm=true \
+    python -m bench.train_speed --baseline 0aaecd6 --bf16              # small, 4 min
+    python -m bench.train_speed --baseline 0aaecd6 --bf16 --curve-steps 300
+    python -m bench.train_speed --configs tiny small --naive           # vs a naive loop
+    python -m bench.train_speed --bf16 --variant prenorm:model.pre_norm=true \
         --variant vocab16k:data.vocab_size=16000                       # config variants
 
 Each implementation is the real `python -m transcli train` of a source tree (this one,
@@ -21,7 +21,7 @@ faster step must not change what is learnt. --variant LABEL:key=value,... adds t
 tree with other settings (a `data.*` one gets its own prepared dir).
 
 --naive adds the textbook loop: torch.nn.Transformer with the same dimensions
-(bench/model_speed.Reference), the same objective and optimiser, fed fixed-size
+(bench/reference.py), the same objective and optimiser, fed fixed-size
 batches of random pairs (no length bucketing), as many pairs per batch as ours
 averages. Prepared data is cached in prepared/bench-<config> (built on first use).
 GPU figures (base in bf16, eager and compiled, MFU, peak memory) come from
@@ -32,25 +32,32 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
 
-from bench.common import CORPORA, ROOT, export_tree
-from bench.model_speed import Reference
+from bench.common import (
+    CORPORA,
+    NEVER,
+    ROOT,
+    Steady,
+    child_env,
+    export_tree,
+    must,
+    prepare_corpus,
+    set_flags,
+    transcli,
+)
+from bench.reference import Reference
 from transcli.config.loading import load_config
-from transcli.config.schema import Config, SourceConfig
+from transcli.config.schema import Config
 from transcli.data.batching import BatchPlan, collate
 from transcli.data.encoded import EncodedSplit, load_manifest
-from transcli.data.prepare import prepare
 from transcli.model.vocab import PAD_ID
 from transcli.rundir.layout import METRICS_FILE
 from transcli.rundir.metrics import read_metrics
@@ -60,52 +67,14 @@ from transcli.training.schedules import noam_lr
 # The user's setting: each implementation's subprocess starts from it and applies its own
 # default.
 USER_OMP_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")
-CORPUS = CORPORA
-NEVER = "1000000000"
 
 
-def prepared_dir(name: str, data_sets: tuple[str, ...] = (), corpus: Path = CORPUS,
-                 out: Optional[Path] = None) -> Path:
-    """`corpus`/train.{en,es} prepared with `name`'s data settings (vocabulary size above
-    all) and `data_sets` overrides into `out` (default prepared/bench-<name>[-<overrides>]),
-    unless already there."""
-    out = out or ROOT / "prepared" / "-".join(["bench", name,
-                                               *(s.replace("=", "") for s in data_sets)])
-    if not (out / "manifest.json").is_file():
-        cfg = load_config(ROOT / "configs" / f"{name}.yaml", list(data_sets))
-        cfg.data.train = [SourceConfig(src_file=str(corpus / "train.en"),
-                                       tgt_file=str(corpus / "train.es"))]
-        print(f"preparing {out} (once)...", flush=True)
-        prepare(cfg, out, force=False)
+def prepared_dir(name: str, data_sets: tuple[str, ...] = ()) -> Path:
+    """The shared corpus prepared with configs/<name>.yaml and `data_sets` overrides, in
+    prepared/bench-<name>[-<overrides>] (built on first use)."""
+    out = ROOT / "prepared" / "-".join(["bench", name, *(s.replace("=", "") for s in data_sets)])
+    must(prepare_corpus(ROOT / "configs" / f"{name}.yaml", out, data_sets))
     return out
-
-
-@dataclass
-class Steady:
-    """The log intervals of `transcli train` after its first train line (whose interval
-    holds the warm-up: first batches, allocator growth, compilation)."""
-
-    tgt_tokens: float = 0.0
-    src_tokens: float = 0.0
-    seconds: float = 0.0
-    real: float = 0.0  # positions fed, both sides, without and with padding
-    padded: float = 0.0
-    steps: int = 0
-
-    @classmethod
-    def of(cls, lines: list[dict]) -> Steady:
-        """From consecutive "train" lines of metrics.jsonl."""
-        total = cls()
-        for prev, line in zip(lines, lines[1:]):
-            tgt = line["tgt_tokens"] - prev["tgt_tokens"]
-            src = line["src_tokens"] - prev["src_tokens"]
-            total.tgt_tokens += tgt
-            total.src_tokens += src
-            total.seconds += tgt / line["tokens_per_s"]
-            total.real += tgt + src
-            total.padded += (tgt + src) / (1 - line["pad_frac"])
-            total.steps += line["step"] - prev["step"]
-        return total
 
 
 class Implementation:
@@ -118,16 +87,15 @@ class Implementation:
         self.rounds: list[list[dict]] = []
 
     def train(self, sets: list[str], resume: bool) -> None:
-        args = [sys.executable, "-m", "transcli", "train", "--config", str(self.config),
-                "--data", str(self.data), "--out", str(self.run),
-                *[a for s in self.sets + sets for a in ("--set", s)]]
-        env = {**os.environ, "PYTHONPATH": str(self.tree), "OMP_NUM_THREADS": str(self.threads)}
+        env = child_env(self.tree, OMP_NUM_THREADS=str(self.threads))
         if USER_OMP_WAIT_POLICY is None:
             env.pop("OMP_WAIT_POLICY", None)
-        result = subprocess.run(args + (["--resume"] if resume else ["--force"]), env=env,
-                                cwd=self.tree, capture_output=True, text=True)
-        if result.returncode != 0:
-            sys.exit(f"{self.label}: training failed:\n{result.stderr[-2000:]}")
+        problem = transcli(["train", "--config", self.config, "--data", self.data, "--out",
+                            self.run, *set_flags(self.sets + sets),
+                            "--resume" if resume else "--force"],
+                           self.run.with_name(self.run.name + ".log"), env=env, cwd=self.tree)
+        if problem:
+            sys.exit(f"{self.label}: {problem}")
 
     def run_for(self, seconds: float) -> None:
         before = len(self._lines())
@@ -142,9 +110,7 @@ class Implementation:
         """(target tokens/s, padding fraction, seconds measured) without warm-up intervals."""
         total = Steady()
         for lines in self.rounds:
-            part = Steady.of(lines)
-            for name in vars(total):
-                setattr(total, name, getattr(total, name) + getattr(part, name))
+            total.add(Steady.of(lines))
         if not total.seconds:  # e.g. torch.compile took the whole round
             sys.exit(f"{self.label}: no log interval after each round's first to measure "
                      f"({[len(lines) for lines in self.rounds]} lines per round); give more "
@@ -288,12 +254,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} CPU threads, OMP_WAIT_POLICY "
           f"{USER_OMP_WAIT_POLICY or 'unset (each version applies its own default)'}; "
-          f"load average {os.getloadavg()[0]:.2f}; corpus {CORPUS}", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
+          f"load average {os.getloadavg()[0]:.2f}; corpus {CORPORA}", flush=True)
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         baseline = export_tree(args.baseline, Path(tmp) / "baseline") if args.baseline else None
         for name in args.configs:
             compare(name, args, baseline, Path(tmp))
-        shutil.rmtree(Path(tmp), ignore_errors=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 

@@ -1,9 +1,9 @@
 """Translation speed of the engines side by side: torch and CTranslate2, float32 and int8.
 
-    .venv/bin/python bench/translate_speed.py --model RUN_DIR [--lines 1000] [--rounds 3]
-    .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch torch-uncached
-    .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch --baseline d9713a4
-    .venv/bin/python bench/translate_speed.py --model RUN_DIR --engines torch-int8 --baseline REV
+    .venv/bin/python -m bench.translate_speed --model RUN_DIR [--lines 1000] [--rounds 3]
+    .venv/bin/python -m bench.translate_speed --model RUN_DIR --engines torch torch-uncached
+    .venv/bin/python -m bench.translate_speed --model RUN_DIR --engines torch --baseline d9713a4
+    .venv/bin/python -m bench.translate_speed --model RUN_DIR --engines torch-int8 --baseline REV
 
 Translates the first --lines lines of ../shared/corpora/en-es/dev.tatoeba.en (short
 conversational sentences) and dev.newstest2012.en (long news sentences) with greedy search
@@ -48,9 +48,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import CORPORA, ROOT, export_tree, read_lines
+from bench.common import CORPORA, DEV_SETS, ROOT, cpu_setup, cpu_translator, export_tree, read_lines
 
-SETS = ["dev.tatoeba", "dev.newstest2012"]
 SEARCHES = {"greedy": ("greedy", 1), "beam5": ("beam", 5)}
 ENGINES = {"torch": ("torch", "none", True), "torch-int8": ("torch", "int8", True),
            "ct2": ("ct2", "none", True), "ct2-int8": ("ct2", "int8", True),
@@ -75,28 +74,18 @@ def worker(args: argparse.Namespace) -> None:
     revision)."""
     if args.source:
         sys.path.insert(0, args.source)
-    from transcli.system import waitpolicy
-
-    waitpolicy.choose()  # before torch loads, as every transcli command does
-    import torch
-
-    torch.set_num_threads(args.threads)
-    from transcli.inference.translator import load_translator
-    from transcli.rundir.run import open_run_dir
-
+    cpu_setup(args.threads)
     name = args.worker.split("@")[0]  # torch-int8@REV runs as torch-int8
     engine, quantize, cached = ENGINES[name]
-    sets = {name: read_lines(CORPORA / f"{name}.en", args.lines) for name in SETS}
+    sets = {name: read_lines(CORPORA / f"{name}.en", args.lines) for name in DEV_SETS}
     translators = {}
     load_seconds = None
     for label, (strategy, beam) in SEARCHES.items():
         start = time.perf_counter()
-        translator = load_translator(open_run_dir(args.model, [
+        translator = cpu_translator(args.model, args.checkpoint, args.threads, [
             f"decode.engine={engine}", f"decode.quantize={quantize}",
             f"decode.strategy={strategy}", f"decode.beam_size={beam}", "decode.n_best=1",
-            f"decode.threads={args.threads}", "decode.word_reward=0",
-            f"decode.cpu_gemm={'onednn' if name == 'torch-onednn' else 'blas'}"]),
-            args.checkpoint, "cpu")
+            f"decode.cpu_gemm={'onednn' if name == 'torch-onednn' else 'blas'}"])
         load_seconds = load_seconds or time.perf_counter() - start
         translator.engine.cached = cached
         for lines in sets.values():
@@ -168,7 +157,7 @@ def main() -> None:
             workers = {engine: Worker(args, engine, threads, source)
                        for engine, source in sources.items()}
             for round_ in range(args.rounds):
-                for name in SETS:
+                for name in DEV_SETS:
                     for label in SEARCHES:
                         for engine in turns(list(workers), round_):
                             time.sleep(PAUSE_SECONDS)
@@ -252,7 +241,7 @@ def report(engines: list[str], args: argparse.Namespace, results: dict[tuple, li
     for engine in engines:
         for threads in args.threads:
             process = processes[(engine, threads)]
-            for name in SETS:
+            for name in DEV_SETS:
                 for label in SEARCHES:
                     rows = results[(engine, threads, name, label)]
                     rate = statistics.median(row["lines"] / row["seconds"] for row in rows)

@@ -1,6 +1,6 @@
-"""Every benchmark command that README.md and docs/ give starts: `python -m bench.NAME
-[SUBCOMMAND] --help` exits 0 with its usage (the benchmarks themselves are too long for
-the suite; their figures are in docs/BENCHMARKS.md)."""
+"""Every benchmark command that README.md, docs/ and the benchmarks' own usage lines give
+starts: `python -m bench.NAME [SUBCOMMAND] --help` exits 0 with its usage (the benchmarks
+themselves are too long for the suite; their figures are in docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import sys
 import pytest
 from helpers import ROOT
 
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "bench").rglob("*.py"))]
 COMMAND = re.compile(r"python3? -m (bench(?:\.\w+)+)(?: ([a-z][\w-]*))?")
 COMMANDS = sorted({match.groups("") for doc in DOCS
                    for match in COMMAND.finditer(doc.read_text(encoding="utf-8"))})
@@ -19,6 +20,13 @@ COMMANDS = sorted({match.groups("") for doc in DOCS
 
 def test_the_docs_give_benchmark_commands():
     assert ("bench.quality", "") in COMMANDS and len(COMMANDS) >= 10
+
+
+def test_no_benchmark_is_run_as_a_file():
+    """`python bench/x.py` cannot import the `bench` package: the modules run with -m."""
+    as_files = [f"{doc.name}: {match.group()}" for doc in DOCS for match in
+                re.finditer(r"python3? (\S*/)?bench/\S+\.py", doc.read_text(encoding="utf-8"))]
+    assert as_files == []
 
 
 @pytest.mark.parametrize("module, subcommand", COMMANDS,

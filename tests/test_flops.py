@@ -1,4 +1,4 @@
-"""The benchmarks' FLOP count and GPU peaks (bench/common.py), against torch's own counter.
+"""The benchmarks' FLOP count and GPU peaks (bench/flops.py), against torch's own counter.
 
 torch.utils.flop_counter.FlopCounterMode counts the FLOPs of every matrix product that
 actually runs, forward and backward, on the real model: an independent count of what
@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from bench.common import Lengths, dense_bf16_peak, mfu_text, training_flops
+from bench.flops import Lengths, dense_bf16_peak, mfu_text, training_flops
 from transcli.config.schema import ModelConfig
 from transcli.model.transformer import Transformer
 

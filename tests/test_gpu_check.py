@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.common import Steady
+
 ROOT = Path(__file__).resolve().parent.parent
 GPU_CHECK = ("-m", "bench.gpu_check")
 NO_CUDA = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # no GPU, even on a GPU machine
@@ -102,7 +104,7 @@ def test_the_measurement_starts_once_the_warm_up_seconds_have_passed() -> None:
     assert bench.warmup_end(lines, 15.0) == 2
     assert bench.warmup_end(lines, 0.0) == 1
     assert bench.warmup_end(lines, 1000.0) == len(lines) - 1  # nothing left to measure
-    steady = bench.Steady.of(lines[2:])
+    steady = Steady.of(lines[2:])
     assert (steady.steps, steady.seconds, steady.tgt_tokens) == (15, 3.0, 3000)
 
 

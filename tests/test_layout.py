@@ -116,3 +116,17 @@ def test_the_architecture_doc_names_every_module_under_its_package() -> None:
                if path.name != "__init__.py" and path.parent != PACKAGE
                and f"`{path.name}`" not in sections.get(path.parent.name, "")]
     assert set(sections) >= set(LAYERS) and not missing, missing
+
+
+def test_functions_and_classes_stay_short() -> None:
+    """A newcomer reads a function at a glance and a class in one go: no function
+    (or method) of the package is longer than 60 lines, no class than 200."""
+    too_long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            limit = {ast.FunctionDef: 60, ast.AsyncFunctionDef: 60, ast.ClassDef: 200}.get(
+                type(node))
+            if limit and node.end_lineno - node.lineno + 1 > limit:
+                too_long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} "
+                                f"{node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not too_long, too_long

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import http.client
-import json
-import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -30,6 +28,7 @@ import pytest
 from helpers import PAIRS, ROOT
 from helpers.cli import one_error_line, run_cli
 from helpers.memorised import UNSEEN
+from helpers.server import ONE_THREAD, Server, assert_error
 from libretranslatepy import LibreTranslateAPI
 
 from transcli.inference.translator import load_translator
@@ -37,70 +36,11 @@ from transcli.rundir.run import open_run_dir
 from transcli.serve.batcher import Batcher
 from transcli.serve.limits import Limits
 
-ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # as helpers.cli.run_cli runs transcli
 ENGLISH = [en for en, _ in PAIRS]
 MULTI = f"{ENGLISH[0]} {ENGLISH[1]} {UNSEEN[1]}"  # three sentences on one line
 LINES = [*ENGLISH, *UNSEEN, MULTI, ""]
 TEXTS = LINES[:-1]  # libretranslatepy's texts: LibreTranslate refuses an empty q
 MAX_CHARS = 2000
-
-
-class Server:
-    """`transcli serve -m RUN --port 0 FLAGS` as a subprocess: its address is read from
-    the line it prints once listening (no port is guessed); stderr goes to a file."""
-
-    def __init__(self, run_dir: Path, folder: Path, *flags: str):
-        self.log = folder / "serve.log"
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "transcli", "serve", "-m", str(run_dir),
-                 "--checkpoint", "last", "--port", "0", *flags],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
-                env=ONE_THREAD)
-        try:
-            self.host, self.port = self._address(deadline=time.monotonic() + 90)
-            self.url = f"http://{self.host}:{self.port}"
-            assert self.request("GET", "/health")[0] == 200
-        except BaseException:
-            self.stop()
-            raise
-
-    def _address(self, deadline: float) -> tuple[str, int]:
-        while time.monotonic() < deadline:
-            found = re.search(r"serving on http://([\d.]+):(\d+)", self.stderr())
-            if found:
-                return found.group(1), int(found.group(2))
-            assert self.process.poll() is None, f"serve ended early:\n{self.stderr()}"
-            time.sleep(0.05)
-        raise AssertionError(f"serve did not start in time:\n{self.stderr()}")
-
-    def stderr(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
-
-    def request(self, method: str, path: str, body: Any = None,
-                headers: dict[str, str] | None = None, timeout: float = 60
-                ) -> tuple[int, Any, dict[str, str]]:
-        """(status, decoded JSON body, headers); a dict or list body is sent as JSON."""
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body).encode()
-            headers = {"Content-Type": "application/json", **(headers or {})}
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            connection.request(method, path, body=body, headers=headers or {})
-            response = connection.getresponse()
-            return response.status, json.loads(response.read()), dict(response.getheaders())
-        finally:
-            connection.close()
-
-    def translate(self, q: str | list[str], **fields: Any) -> tuple[int, Any]:
-        status, body, _ = self.request("POST", "/translate",
-                                       {"q": q, "source": "en", "target": "es", **fields})
-        return status, body
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -118,14 +58,6 @@ def server(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     started = Server(run_dir, tmp_path_factory.mktemp("serve"), "--max-chars", str(MAX_CHARS))
     yield started
     started.stop()
-
-
-def assert_error(status: int, body: Any, expected: int) -> None:
-    """LibreTranslate's error shape: {"error": one line}."""
-    assert status == expected, body
-    assert isinstance(body, dict) and list(body) == ["error"], body
-    assert isinstance(body["error"], str) and body["error"].strip(), body
-    assert "\n" not in body["error"] and "Traceback" not in body["error"]
 
 
 # ----------------------------------------------------------------------------- answers
@@ -198,15 +130,24 @@ def test_32_concurrent_clients_get_offline_translations(server, offline):
 
 
 @pytest.mark.slow
-def test_health_languages_and_openapi(server):
+def test_health_languages_and_openapi(server, run_dir):
     status, health, _ = server.request("GET", "/health")
     assert status == 200 and health["status"] == "ok" and health["waiting"] == 0
+    assert health["model"] == str(run_dir)  # as given to -m, not its last folder
     status, spec, _ = server.request("GET", "/openapi.json")
     assert status == 200 and {"/translate", "/languages", "/health"} <= set(spec["paths"])
-    connection = http.client.HTTPConnection(server.host, server.port, timeout=30)
-    connection.request("GET", "/docs")
-    assert connection.getresponse().status == 200
-    connection.close()
+    for page in ("/docs", "/redoc"):  # Swagger UI and ReDoc load from a CDN: off by default
+        assert_error(*server.request("GET", page)[:2], 404)
+
+
+@pytest.mark.slow
+def test_a_trailing_slash_is_served_not_redirected(server, offline):
+    """Starlette's redirect to /translate would name the forged Host in its Location."""
+    status, body, headers = server.request(
+        "POST", "/translate/", {**GOOD, "q": ENGLISH[7]}, {"Host": "evil.example"})
+    assert (status, body) == (200, {"translatedText": offline[ENGLISH[7]]})
+    assert "location" not in {name.lower() for name in headers}
+    assert server.request("GET", "/health/", headers={"Host": "evil.example"})[0] == 200
 
 
 # ----------------------------------------------------------------------------- refusals
@@ -249,6 +190,18 @@ BAD_REQUESTS = [  # (method, path, body, headers, status)
     ("POST", "/translate", b"--b\r\nContent-Disposition: form-data; name=\"q\"; "
      b"filename=\"a.txt\"\r\n\r\nx\r\n--b--\r\n",
      {"Content-Type": "multipart/form-data; boundary=b"}, 400),  # a file
+    ("POST", "/translate", b"--b\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\n"
+     b"caf\xe9\r\n--b--\r\n", {"Content-Type": "multipart/form-data; boundary=b"},
+     400),  # Latin-1, not UTF-8
+    ("POST", "/translate", b"--b\r\nContent-Disposition: form-data; name=\"q\xff\"\r\n\r\n"
+     b"x\r\n--b--\r\n", {"Content-Type": "multipart/form-data; boundary=b"}, 400),
+    ("POST", "/translate", b"q=x&source=%ED%A0%80&target=es", FORM, 400),  # a UTF-8 surrogate
+    # A lone surrogate (JSON's "\ud800" escape) in any string: used to be a 500 and a
+    # traceback where an error message quoted it.
+    *[("POST", "/translate", body, None, 400) for body in (
+        {**GOOD, "source": "\ud800"}, {**GOOD, "target": "e\ud800s"},
+        {**GOOD, "format": "\udfff"}, {**GOOD, "q": ["x", "\ud800"]},
+        {**GOOD, "extra": {"deep": ["\ud800"]}}, {**GOOD, "\ud800": 1})],
     ("GET", "/translate", None, None, 405),
     ("GET", "/nowhere", None, None, 404),
 ]
@@ -274,7 +227,8 @@ def test_the_access_log_has_one_line_per_request_and_no_traceback(server):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     log = server.stderr()
-    assert "Traceback" not in log
+    assert "Traceback" not in log and " 500 " not in log
+    assert "warning" not in log  # listening on 127.0.0.1 without a key is fine
     assert re.search(r'^\S+ \S+ 127\.0\.0\.1 "POST /translate" 200 [\d.]+ ms$', log, re.M)
     assert re.search(r'^\S+ \S+ 127\.0\.0\.1 "GET /nowhere" 404 [\d.]+ ms$', log, re.M)
 
@@ -292,7 +246,8 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
     server = Server(run_dir, tmp_path, "--api-key", key, "--no-batching", "--max-queue", "1",
                     "--timeout", "0.3", "--max-chars", "100000")
     try:
-        for fields in ({}, {"api_key": "wrong"}, {"api_key": ""}, {"api_key": 1}):
+        for fields in ({}, {"api_key": "wrong"}, {"api_key": ""}, {"api_key": 1},
+                       {"api_key": "s3\ud800"}):
             assert_error(*server.translate("x", **fields), 403)
         assert server.translate("x", api_key="wrong")[1] == {"error": "Invalid API key"}
         with pytest.raises(urllib.error.HTTPError) as refused:
@@ -384,8 +339,39 @@ def test_bad_startup_is_one_error_line(run_dir, tmp_path):
     assert "--timeout" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--api-key", ""))
     assert "--api-key is empty" in error
+    error = one_error_line(run_cli("serve", "-m", run_dir,  # the byte 0xff, from the environment
+                                   env={"TRANSCLI_API_KEY": "k\udcff"}))
+    assert "TRANSCLI_API_KEY) is not UTF-8 text" in error
+    error = one_error_line(subprocess.run(  # a cap the process's open-file limit cannot hold
+        [sys.executable, "-m", "transcli", "serve", "-m", str(run_dir), "--max-connections",
+         "1000"], capture_output=True, text=True, cwd=ROOT, env=ONE_THREAD, timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))))
+    assert "--max-connections 1000 needs about" in error and "ulimit -Hn" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--checkpoint", "999", "--port", "0"))
     assert "999" in error  # raised while the worker thread loads the model
+
+
+@pytest.mark.slow
+def test_listening_beyond_loopback_without_a_key_is_warned(run_dir, tmp_path):
+    """The warning comes as the port is taken, before the model loads (the server is
+    stopped before it listens)."""
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "transcli", "serve", "-m", str(run_dir), "--host",
+             "0.0.0.0", "--port", "0"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=stderr, cwd=ROOT, env=ONE_THREAD)
+    try:
+        deadline = time.monotonic() + 60
+        while "warning" not in log.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait()
+    assert log.read_text().splitlines()[0] == (
+        "transcli: warning: listening on 0.0.0.0 without --api-key: anyone who can reach "
+        "this port can use the model (docs/SERVE.md)")
 
 
 def test_serve_takes_translates_decoding_options():

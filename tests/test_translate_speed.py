@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.common import CORPORA, DEV_SETS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -40,8 +42,8 @@ def test_every_engine_runs_before_torch_in_one_round_and_after_it_in_the_next(be
 @pytest.mark.slow
 def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
                                                    tmp_path: Path) -> None:
-    if not bench.CORPORA.is_dir():
-        pytest.skip(f"{bench.CORPORA} not found")
+    if not CORPORA.is_dir():
+        pytest.skip(f"{CORPORA} not found")
     proc = subprocess.run(
         [sys.executable, "-m", "bench.translate_speed", "--model", str(sample_run),
          "--checkpoint", "200", "--lines", "3", "--rounds", "2", "--threads", "1",
@@ -50,7 +52,7 @@ def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line.split() for line in proc.stdout.splitlines()
             if line.startswith(("torch ", "torch-uncached "))]
-    assert len(rows) == 2 * len(bench.SETS) * len(bench.SEARCHES)
+    assert len(rows) == 2 * len(DEV_SETS) * len(bench.SEARCHES)
     assert "OpenMP wait policy (transcli.system.waitpolicy): " in proc.stdout
     for row in rows:
         assert float(row[4]) > 0  # sentences/s
@@ -59,7 +61,7 @@ def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
         else:  # the uncached decoder beside the cached one, round by round
             assert row[6].endswith("x") and row[7].startswith("(")
     # both decoders gave the same translations
-    for name in bench.SETS:
+    for name in DEV_SETS:
         for label in bench.SEARCHES:
             cached, uncached = (tmp_path / f"{engine}-1-{name}-{label}.es"
                                 for engine in ("torch", "torch-uncached"))

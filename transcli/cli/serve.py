@@ -39,6 +39,14 @@ def serve(
         5.0, help="Milliseconds a request waits for others to share its model batch."),
     no_batching: bool = typer.Option(
         False, "--no-batching", help="Translate each request alone (for comparison)."),
+    read_timeout: float = typer.Option(
+        10.0, help="Seconds a client has to send a request's headers and body (408 after)."),
+    max_connections: int = typer.Option(
+        1000, help="Open connections; past it, the one sending its request longest is closed."),
+    drain_timeout: float = typer.Option(
+        30.0, help="Seconds a stop (SIGINT, SIGTERM) lets requests in flight finish."),
+    docs: bool = typer.Option(
+        False, "--docs", help="Serve /docs, Swagger UI (the browser loads it from a CDN)."),
     decoding: list[tuple[str, Any]],
     device: Device = device_option(),
     sets: Optional[list[str]] = SetOpt,
@@ -47,8 +55,8 @@ def serve(
 
     Concurrent requests share model batches; every answer is what `transcli translate`
     gives for the same lines and options. The model loads before the server listens, so
-    GET /health answering means ready. SIGINT or SIGTERM finishes the requests in flight,
-    then exits 0.
+    GET /health answering means ready. SIGINT or SIGTERM finishes the requests in flight
+    (for up to --drain-timeout seconds), then exits 0.
 
     Examples:
 
@@ -61,6 +69,8 @@ def serve(
     from transcli.serve.server import serve as run_server
 
     limits = Limits(max_chars=max_chars, max_queue=max_queue, timeout=timeout,
-                    max_batch_wait=max_batch_wait / 1000, batching=not no_batching)
+                    max_batch_wait=max_batch_wait / 1000, batching=not no_batching,
+                    read_timeout=read_timeout, max_connections=max_connections,
+                    drain_timeout=drain_timeout)
     run_server(model, checkpoint, [*decoding, *(sets or [])], device or "auto", host, port,
-               limits, api_key)
+               limits, api_key, docs)

@@ -38,6 +38,7 @@ from transcli.system.files import (
     RecordingWriter,
     atomic_path,
     cannot_write,
+    describe_os_error,
     is_temp_file,
     write_failure,
 )
@@ -191,7 +192,10 @@ def read_weights(path: str | Path) -> tuple[dict[str, torch.Tensor], Optional[di
         with open(path, "rb") as handle:
             data = handle.read()
         return st_load(data), _header(io.BytesIO(data), path).get("__metadata__")
-    except (SafetensorError, OSError, ValueError) as exc:
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the checkpoint ({describe_os_error(exc)})") \
+            from None
+    except (SafetensorError, ValueError) as exc:
         raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
 
 

@@ -220,8 +220,9 @@ def read_run_record(run_dir: Path) -> Optional[dict[str, Any]]:
     missing = [key for key in RUN_KEYS if key not in record] if isinstance(record, dict) else 0
     if not isinstance(record, dict) or missing:
         what = f"no '{missing[0]}'" if missing else "not a JSON object"
-        raise UserError(f"{path}: not a transcli run record ({what}); move it away, or "
-                        f"choose another --out")
+        raise UserError(f"{path}: not a transcli run record ({what}): {run_dir} is not a run "
+                        f"dir transcli can read or continue; move the file away (or give "
+                        f"train another --out)")
     return record
 
 

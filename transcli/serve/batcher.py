@@ -129,16 +129,20 @@ class Batcher:
             self._withdraw(job)
             raise
 
-    def stop(self) -> None:
-        """Translate what is queued, then end the worker (waits for it; a worker still
-        loading the model, when a signal stopped `start`, is left to end with the process)."""
+    def stop(self, wait: float | None = None) -> bool:
+        """Translate what is queued, then end the worker, waiting for it at most `wait`
+        seconds; whether it ended (a worker still loading the model, when a signal stopped
+        `start`, or still translating, is left to end with the process)."""
         with self._cond:
             self._stopping = True
             self._cond.notify()
         if self._ready.is_set():
-            self._thread.join()
+            self._thread.join(wait)
+        if self._thread.is_alive():
+            return False
         if self.translator is not None:
             self.translator.warn_truncated()
+        return True
 
     def _withdraw(self, job: Job) -> None:
         with self._cond:

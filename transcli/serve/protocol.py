@@ -29,7 +29,7 @@ from typing import Any, AsyncIterator, Optional, Union
 from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.formparsers import MultiPartException, MultiPartParser, parse_options_header
 from starlette.requests import Request
 
 from transcli.system.files import parse_json
@@ -41,6 +41,7 @@ LANGUAGES = [  # GET /languages: LibreTranslate's shape, one entry per language
 ]
 DETECTED = {"confidence": 100.0, "language": SOURCE}  # what source "auto" is taken as
 MAX_FIELDS = 100  # form fields read before a body is refused
+NOT_UTF8 = "Invalid request: the form is not UTF-8"
 
 
 class ApiError(Exception):
@@ -112,18 +113,22 @@ class TranslateAnswer:
 
 
 async def read_fields(request: Request, limit: int) -> dict[str, Any]:
-    """The fields of a JSON object or form body of at most `limit` bytes (413 above)."""
+    """The fields of a JSON object or form body of at most `limit` bytes (413 above),
+    every string in them text."""
     body = await _read_body(request, limit)
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media == "application/json" or media.endswith("+json"):
-        return _json_fields(body)
-    if media == "application/x-www-form-urlencoded":
-        return _urlencoded_fields(body)
-    if media == "multipart/form-data":
-        return await _multipart_fields(request, body, limit)
-    shown = f"Content-Type {media}" if media else "no Content-Type"
-    raise ApiError(400, f"Invalid request: {shown}; send a JSON object "
-                        f"(application/json) or a form")
+        fields = _json_fields(body)
+    elif media == "application/x-www-form-urlencoded":
+        fields = _urlencoded_fields(body)
+    elif media == "multipart/form-data":
+        fields = await _multipart_fields(request, body, limit)
+    else:
+        shown = f"Content-Type {media}" if media else "no Content-Type"
+        raise ApiError(400, f"Invalid request: {shown}; send a JSON object "
+                            f"(application/json) or a form")
+    _check_text(fields)
+    return fields
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -158,7 +163,7 @@ def _urlencoded_fields(body: bytes) -> dict[str, Any]:
         pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict",
                           max_num_fields=MAX_FIELDS)
     except UnicodeDecodeError:
-        raise ApiError(400, "Invalid request: the form is not UTF-8") from None
+        raise ApiError(400, NOT_UTF8) from None
     except ValueError:
         raise ApiError(400, f"Invalid request: more than {MAX_FIELDS} form fields") from None
     return _single_fields(pairs)
@@ -168,13 +173,35 @@ async def _multipart_fields(request: Request, body: bytes, limit: int) -> dict[s
     async def stream() -> AsyncIterator[bytes]:
         yield body
 
-    parser = MultiPartParser(request.headers, stream(), max_files=0, max_fields=MAX_FIELDS,
-                             max_part_size=limit)
+    parser = _StrictMultiPart(request.headers, stream(), max_files=0, max_fields=MAX_FIELDS,
+                              max_part_size=limit)
     try:
         form = await parser.parse()
     except MultiPartException as exc:
         raise ApiError(400, f"Invalid request: {exc.message}") from None
     return _single_fields(form.multi_items())
+
+
+class _StrictMultiPart(MultiPartParser):
+    """Starlette's multipart parser, but a field's name or value that is not UTF-8 is
+    refused (Starlette reads it as Latin-1), as in an urlencoded form."""
+
+    def on_headers_finished(self) -> None:
+        _, options = parse_options_header(self._current_part.content_disposition)
+        _utf8(options.get(b"name", b""))
+        super().on_headers_finished()
+
+    def on_part_end(self) -> None:
+        if self._current_part.file is None:
+            _utf8(self._current_part.data)
+        super().on_part_end()
+
+
+def _utf8(raw: bytes | bytearray) -> None:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError(400, NOT_UTF8) from None
 
 
 def _single_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -185,6 +212,38 @@ def _single_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ApiError(400, f"Invalid request: {name} given more than once")
         fields[name] = value
     return fields
+
+
+def _check_text(fields: dict[str, Any]) -> None:
+    """Every string of the body, names and nested items included, must be text: JSON's
+    "\\ud800" escape decodes to half a UTF-16 pair, which no answer (not even an error
+    naming it) could hold. A bad `api_key` is an invalid key (403)."""
+    for name, value in fields.items():
+        half = _half_pair(name) or _half_pair(value)
+        if half is None:
+            continue
+        if name == "api_key":
+            raise ApiError(403, "Invalid API key")
+        raise ApiError(400, f"Invalid request: field {name!a} holds {half!a}, half of a "
+                            f"UTF-16 pair, not text")
+
+
+def _half_pair(value: Any) -> Optional[str]:
+    """A lone surrogate in a string, or in the strings nested in lists and objects (walked
+    without recursion: JSON may nest as deep as its parser allows)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return item[exc.start]
+        elif isinstance(item, list):
+            pending += item
+        elif isinstance(item, dict):
+            pending += [*item, *item.values()]
+    return None
 
 
 # ----------------------------------------------------------------------------- checking
@@ -209,12 +268,6 @@ def translate_request(fields: dict[str, Any], max_chars: int) -> TranslateReques
         request = TranslateRequest.model_validate(fields)
     except ValidationError as exc:
         raise ApiError(400, _one_line(exc)) from None
-    for text in request.texts:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:  # JSON's "\ud800" escapes decode to half pairs
-            raise ApiError(400, f"Invalid request: q holds {text[exc.start]!r}, half of a "
-                                f"UTF-16 pair, not text") from None
     chars = sum(map(len, request.texts))
     if chars > max_chars:
         raise ApiError(413, f"Invalid request: request ({chars} characters) exceeds the "

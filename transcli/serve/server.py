@@ -7,15 +7,20 @@ translates once; only then does uvicorn listen, so `/health` answering means rea
 Uvicorn runs its event loop in a thread of its own; the main thread waits and takes the
 stop signals (`transcli.cli.exits` turns them into `Interrupted`). The first SIGINT or
 SIGTERM stops taking connections, lets the requests in flight (queued ones included)
-finish and returns, so the command exits 0; a second one stops at once (128 + N).
+finish for up to `--drain-timeout` seconds, answers 503 to those still open, and returns,
+so the command exits 0, within that time whatever clients do; a second one stops at once
+(128 + N). Reading requests and holding connections is bounded in `connections.py`.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
+import ipaddress
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -30,10 +35,12 @@ if TYPE_CHECKING:
     from transcli.serve.batcher import Batcher
 
 BACKLOG = 128  # connections the kernel holds while the server is busy
+SPARE_FILES = 64  # open files besides connections: the model's, logs, the listening socket
+STOP_GRACE = 5.0  # seconds past --drain-timeout to close up, before exiting regardless
 
 
 def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, host: str,
-          port: int, limits: Limits, api_key: Optional[str]) -> None:
+          port: int, limits: Limits, api_key: Optional[str], docs: bool = False) -> None:
     """Serve the run's model on host:port until a stop signal (module doc); `overrides`
     are the config's, as `load_translator` takes them."""
     from transcli.rundir.run import open_run_dir
@@ -44,28 +51,67 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     check_decode(decode)
     if not decode.threads:  # the HTTP side needs a core of its own to take requests
         decode.threads = max(1, available_cores() - 1)
-    if api_key is not None and not api_key.strip():
-        raise UserError("--api-key is empty: give a key, or leave the option out")
+    check_key_option(api_key)
     require("fastapi", "serve")  # a missing extra is one line too
     uvicorn = require("uvicorn", "serve")
+    allow_descriptors(limits.max_connections)
     sock = bind(host, port)
+    if api_key is None and not ipaddress.ip_address(sock.getsockname()[0]).is_loopback:
+        say(f"warning: listening on {host} without --api-key: anyone who can reach this "
+            f"port can use the model (docs/SERVE.md)")
     try:
         from transcli.inference.translator import load_translator  # torch loads here
         from transcli.serve.app import create_app
         from transcli.serve.batcher import Batcher
+        from transcli.serve.connections import Connection
 
         batcher = Batcher(lambda: load_translator(run, checkpoint, device), limits)
         batcher.start()
-        app = create_app(batcher, limits, api_key, Path(run_dir).name)
-        config = uvicorn.Config(app, access_log=False, log_level="warning",
-                                backlog=BACKLOG, timeout_keep_alive=5)
-        run_until_stopped(uvicorn.Server(config), sock, batcher)
+        app = create_app(batcher, limits, api_key, str(run_dir), docs)
+        config = uvicorn.Config(app, access_log=False, log_level="warning", backlog=BACKLOG,
+                                http=functools.partial(Connection, limits=limits),
+                                timeout_keep_alive=5,
+                                timeout_graceful_shutdown=limits.drain_timeout)
+        stop_by = run_until_stopped(uvicorn.Server(config), sock, batcher)
     finally:
         sock.close()
-    # Only after a graceful stop: an error or a second signal ends the process at once,
+    # Only after a stop on a signal: an error or a second signal ends the process at once,
     # and the worker thread with it.
-    batcher.stop()
+    if not batcher.stop(wait=max(0.5, stop_by - time.monotonic())):
+        say("the model call in progress did not end within --drain-timeout: not waiting")
     say("stopped")
+
+
+def check_key_option(api_key: Optional[str]) -> None:
+    """`--api-key` must be a key a client can send: not blank, and text (an argument's
+    bytes that are not UTF-8 reach Python as lone surrogates)."""
+    if api_key is None:
+        return
+    if not api_key.strip():
+        raise UserError("--api-key is empty: give a key, or leave the option out")
+    try:
+        api_key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError("--api-key (or TRANSCLI_API_KEY) is not UTF-8 text: give a key a "
+                        "client can send") from None
+
+
+def allow_descriptors(connections: int) -> None:
+    """Let this process hold `connections` connections and its own files: its soft limit on
+    open files is raised as far as the hard one allows (`ulimit -n` is often 1024), and a
+    cap even the hard limit cannot hold is refused."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: the system's own limit holds
+        return
+    needed = connections + 2 * BACKLOG + SPARE_FILES  # an accept burst, closing ones, ours
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise UserError(f"--max-connections {connections} needs about {needed} open files, "
+                        f"but this process may open {hard} (ulimit -Hn): lower it")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
 def check_decode(decode: DecodeConfig) -> None:
@@ -102,9 +148,11 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_until_stopped(server: Server, sock: socket.socket, batcher: Batcher) -> None:
+def run_until_stopped(server: Server, sock: socket.socket, batcher: Batcher) -> float:
     """Run uvicorn's `server` on `sock` in a thread until a stop signal, then let it finish
-    the requests in flight (a second signal is not caught: it stops at once)."""
+    the requests in flight for up to `Limits.drain_timeout` seconds (uvicorn then cancels
+    what still runs, and `AccessLog` answers 503); a second signal stops at once. Returns
+    the time (`time.monotonic()`) by which the stop must be done."""
     failed: list[BaseException] = []
     finished = threading.Event()
 
@@ -126,18 +174,24 @@ def run_until_stopped(server: Server, sock: socket.socket, batcher: Batcher) -> 
                 announce(sock, batcher)
                 announced = True
     except KeyboardInterrupt as exc:  # `Interrupted` for SIGTERM and SIGHUP too
+        drain = batcher.limits.drain_timeout
         say(f"{exc or 'SIGINT'}: finishing {batcher.waiting} queued request(s) and those "
-            f"being answered, then stopping (again to stop at once)")
+            f"being answered for up to {drain:g} s, then stopping (again to stop at once)")
         server.should_exit = True
-        try:
+        deadline = time.monotonic() + drain + STOP_GRACE
+        try:  # uvicorn's drain ends in time; this bounds the stop whatever uvicorn does
             while not finished.wait(0.1):
-                pass
+                if time.monotonic() > deadline:
+                    say(f"the HTTP server did not stop {drain:g} s after the signal: "
+                        f"stopping without it")
+                    break
         except KeyboardInterrupt:
             server.force_exit = True
             raise
-        return
+        return deadline
     if failed:
         raise UserError(f"the HTTP server stopped: {failed[0]!r}")
+    return time.monotonic() + batcher.limits.drain_timeout + STOP_GRACE
 
 
 def announce(sock: socket.socket, batcher: Batcher) -> None:

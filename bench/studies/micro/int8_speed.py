@@ -1,7 +1,7 @@
 """Speed of `--int8` (torch engine) with its output layer in int8, as it runs now, against
 int8 Linear layers with the output layer in float32, as it ran before.
 
-    .venv/bin/python bench/int8_speed.py --model RUN_DIR [--checkpoint avg] [--threads 1 2]
+    python -m bench.studies.micro int8-speed --model RUN_DIR [--checkpoint avg] [--threads 1 2]
 
 One process loads the run's model once with `--int8`; the two output products take turns
 on the same slice of lines (`--pairs` pairs of `--lines` lines, each pair in the other
@@ -18,12 +18,8 @@ import os
 import statistics
 import time
 
-import torch
-
-from bench.common import CORPORA, read_lines
-from transcli.inference.translator import load_translator
+from bench.common import CORPORA, cpu_translator, read_lines
 from transcli.model.transformer import output_product
-from transcli.rundir.run import open_run_dir
 
 CASES = [("dev.tatoeba", "greedy", 200), ("dev.newstest2012", "greedy", 125),
          ("dev.tatoeba", "beam", 125), ("dev.newstest2012", "beam", 100)]
@@ -32,9 +28,8 @@ CASES = [("dev.tatoeba", "greedy", 200), ("dev.newstest2012", "greedy", 125),
 def ratios(model_dir: str, checkpoint: str, name: str, strategy: str, threads: int,
            lines: int, pairs: int) -> list[float]:
     """Time with the float32 output product over time with the int8 one, per pair."""
-    translator = load_translator(open_run_dir(model_dir, [
-        f"decode.strategy={strategy}", "decode.beam_size=5", f"decode.threads={threads}",
-        "decode.word_reward=0", "decode.quantize=int8"]), checkpoint, "cpu")
+    translator = cpu_translator(model_dir, checkpoint, threads, [
+        f"decode.strategy={strategy}", "decode.beam_size=5", "decode.quantize=int8"])
     model = translator.engine.model
     products = {"now": model.output_product, "before": output_product}
     text = read_lines(CORPORA / f"{name}.en", 1000)
@@ -62,7 +57,6 @@ def main() -> None:
     args = parser.parse_args()
     print(f"model {args.model} ({args.checkpoint}); load average {os.getloadavg()[0]:.2f}")
     for threads in args.threads:
-        torch.set_num_threads(threads)
         for name, strategy, lines in CASES:
             found = ratios(args.model, args.checkpoint, name, strategy, threads, lines,
                            args.pairs)
@@ -72,6 +66,3 @@ def main() -> None:
                   f"{args.pairs} pairs of {lines} lines)", flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """Peak resident memory of one translation process as the input goes on, per
 `decode.cpu_gemm` (torch's BLAS or oneDNN for the float32 products).
 
-    .venv/bin/python bench/translate_memory.py --model RUN_DIR [--checkpoint avg]
+    .venv/bin/python -m bench.studies.micro memory --model RUN_DIR [--checkpoint avg]
 
 Each setting runs in a subprocess of its own (greedy, 1 thread): 1,000 lines of
 dev.tatoeba, then dev.newstest2012 in three chunks of 1,000, then dev.tatoeba again;
@@ -17,26 +17,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.common import CORPORA, ROOT
+from bench.common import CORPORA, ROOT, cpu_translator, read_lines
 
 GEMMS = ["blas", "onednn"]
 
 
 def worker(args: argparse.Namespace) -> None:
-    from transcli.system import waitpolicy
-
-    waitpolicy.choose()  # before torch loads, as every transcli command does
-    import torch
-
-    torch.set_num_threads(1)
-    from transcli.inference.translator import load_translator
-    from transcli.rundir.run import open_run_dir
-
-    translator = load_translator(open_run_dir(args.model, [
-        "decode.strategy=greedy", "decode.beam_size=1", "decode.word_reward=0",
-        f"decode.cpu_gemm={args.worker}"]), args.checkpoint, "cpu")
-    tatoeba = (CORPORA / "dev.tatoeba.en").read_text(encoding="utf-8").splitlines()[:1000]
-    news = (CORPORA / "dev.newstest2012.en").read_text(encoding="utf-8").splitlines()
+    translator = cpu_translator(args.model, args.checkpoint, 1, [
+        "decode.strategy=greedy", "decode.beam_size=1", f"decode.cpu_gemm={args.worker}"])
+    tatoeba = read_lines(CORPORA / "dev.tatoeba.en", 1000)
+    news = read_lines(CORPORA / "dev.newstest2012.en", 3000)
     chunks = [("tatoeba 1-1000", tatoeba)] + [
         (f"newstest {i + 1}-{i + 1000}", news[i:i + 1000]) for i in range(0, 3000, 1000)]
     for name, lines in chunks + [("tatoeba again", tatoeba)]:
@@ -55,10 +45,6 @@ def main() -> None:
         worker(args)
         return
     for gemm in GEMMS:
-        subprocess.run([sys.executable, "-m", "bench.micro", "memory", "--model",
+        subprocess.run([sys.executable, "-m", "bench.studies.micro", "memory", "--model",
                         str(args.model), "--checkpoint", args.checkpoint, "--worker", gemm],
                        check=True, cwd=ROOT)
-
-
-if __name__ == "__main__":
-    main()

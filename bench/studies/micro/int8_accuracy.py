@@ -1,6 +1,6 @@
 """What the torch engine's int8 weights cost in accuracy: references scored teacher-forced.
 
-    .venv/bin/python bench/int8_accuracy.py --model RUN_DIR [--checkpoint avg] [--lines 1000]
+    python -m bench.studies.micro int8-accuracy --model RUN_DIR [--checkpoint avg] [--lines 1000]
 
 Scores the first --lines pairs of ../shared/corpora/en-es/dev.tatoeba and
 dev.newstest2012 (`score.forced_logprobs`, as `transcli score` does) with the run's model:
@@ -25,8 +25,7 @@ import warnings
 import torch
 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-from bench.common import CORPORA, read_lines
-from bench.translate_speed import SETS
+from bench.common import CORPORA, DEV_SETS, read_lines
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference.quantize import Int8OutputProduct, linear_names, quantize_int8
 from transcli.inference.scoring import forced_logprobs
@@ -75,7 +74,7 @@ def main() -> None:
         warnings.simplefilter("ignore")
         variants = {variant: make(model) for variant, make in VARIANTS.items()}
     print(f"{'set':18s} {'weights':22s} {'NLL/token':>10s} {'mean |change|':>14s}")
-    for name in SETS:
+    for name in DEV_SETS:
         reference, tokens = pair_logprobs(model, tokenizer, name, args.lines)
         scored = ~reference.isnan()
         print(f"{name:18s} {'float32':22s} "
@@ -89,6 +88,3 @@ def main() -> None:
                   f"{change:14.4f}", flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,17 +1,17 @@
-"""The recipe study: which CPU recipe learns most in a fixed compute budget.
+"""The CPU recipe study: which CPU recipe learns most in a fixed compute budget.
 
-    python bench/study.py calibrate --work /tmp/study      # CPU seconds per update, each variant
-    python bench/study.py probe --work /tmp/study --cpu-minutes 32 [--only a b]
-    python bench/study.py table --work /tmp/study
+    python -m bench.studies.cpu_recipes calibrate --work /tmp/study  # CPU s per update, each
+    python -m bench.studies.cpu_recipes probe --work /tmp/study --cpu-minutes 32 [--only a b]
+    python -m bench.studies.cpu_recipes table --work /tmp/study
 
 Probes run side by side, one torch thread each, so the budget is counted in CPU
 time, not wall time: a variant's probe trains `budget / (its CPU seconds per update)`
 updates, whatever else the machine is doing. `calibrate` measures that rate with two
 short runs of each variant (the slope between 10 and 40 updates, so start-up costs
-cancel). Each probe is one `bench/quality.py` run (prepare, train, score beam 4 on
+cancel). Each probe is one `python -m bench.quality` run (prepare, train, score beam 4 on
 dev.tatoeba, dev.newstest2012 and test.tico19 beside Apertium) in WORK/<variant>;
 `table` prints them all. The winner is then confirmed by a wall-clock hour on an idle
-machine: `bench/quality.py --config configs/cpu-1h.yaml --minutes 60`.
+machine: `python -m bench.quality --config configs/cpu-1h.yaml --minutes 60`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import CORPORA, ROOT
+from bench.common import (
+    NEVER,
+    ROOT,
+    data_dir,
+    data_overrides,
+    must,
+    prepare_corpus,
+    set_flags,
+    transcli,
+)
 
 CONFIG = ROOT / "configs" / "small.yaml"
 BF16 = ["train.cpu_precision=bf16"]
@@ -46,55 +55,43 @@ VARIANTS: dict[str, list[str]] = {
     "dropouts": DECAY + ["model.attn_dropout=0.1", "model.act_dropout=0.1"],
     "batch2k": DECAY + ["train.batch_tokens=2048"],
 }
-NEVER = "1000000000"
 
 
-def data_dir(work: Path, sets: list[str]) -> Path:
-    data_sets = [s for s in sets if s.startswith("data.")]
-    return work / ("data-" + "-".join(s.split("=")[1] for s in data_sets) if data_sets
-                   else "data-default")
-
-
-def checkpoint_for(sets: list[str]) -> str:
+def checkpoint_for(overrides: list[str]) -> str:
     """A run with a weight average is scored on it; others on their best validation."""
-    return "avg" if any(s.startswith("train.ema_decay") for s in sets) else "best"
+    return "avg" if any(s.startswith("train.ema_decay") for s in overrides) else "best"
 
 
-def cpu_seconds(args: list[str]) -> float:
-    """CPU time (user + system) of a child process run to completion."""
+def prepared(work: Path, overrides: list[str]) -> Path:
+    data = data_dir(work, overrides)
+    must(prepare_corpus(CONFIG, data, overrides))
+    return data
+
+
+def cpu_seconds(command: list[str]) -> float:
+    """CPU time (user + system) of a transcli command run to completion."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(args, check=True, capture_output=True)
+    with tempfile.NamedTemporaryFile() as log:
+        must(transcli(command, Path(log.name)))
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def prepare(work: Path, sets: list[str]) -> Path:
-    data = data_dir(work, sets)
-    if not (data / "manifest.json").is_file():
-        data_sets = [a for s in sets if s.startswith("data.") for a in ("--set", s)]
-        subprocess.run([sys.executable, "-m", "transcli", "prepare", "--config", str(CONFIG),
-                        "--src-file", str(CORPORA / "train.en"), "--tgt-file",
-                        str(CORPORA / "train.es"), "--out", str(data), *data_sets], check=True)
-    return data
 
 
 def calibrate(work: Path, labels: list[str]) -> None:
     path = work / "calibration.json"
     rates = json.loads(path.read_text()) if path.is_file() else {}
     for label in labels:
-        sets = BF16 + VARIANTS[label]
-        data = prepare(work, sets)
-        train_sets = [s for s in sets if not s.startswith("data.")] + [
+        overrides = BF16 + VARIANTS[label]
+        data = prepared(work, overrides)
+        train = [s for s in overrides if s not in data_overrides(overrides)] + [
             "train.threads=1", "train.valid_every=" + NEVER, "train.save_every=" + NEVER,
             "train.log_every=10"]
         costs = []
         for steps in (10, 40):
             with tempfile.TemporaryDirectory() as tmp:
                 costs.append(cpu_seconds(
-                    [sys.executable, "-m", "transcli", "train", "--config", str(CONFIG),
-                     "--data", str(data), "--out", str(Path(tmp) / "run"),
-                     *[a for s in train_sets + [f"train.max_steps={steps}"]
-                       for a in ("--set", s)]]))
+                    ["train", "--config", CONFIG, "--data", data, "--out", Path(tmp) / "run",
+                     *set_flags(train + [f"train.max_steps={steps}"])]))
         rates[label] = (costs[1] - costs[0]) / 30
         print(f"{label:10s} {rates[label]:.3f} CPU s per update (1 thread)", flush=True)
         path.write_text(json.dumps(rates, indent=1) + "\n")
@@ -107,16 +104,15 @@ def probe(work: Path, labels: list[str], cpu_minutes: float, parallel: int) -> N
     while queue or running:
         while queue and len(running) < parallel:
             label = queue.pop(0)
-            sets = BF16 + VARIANTS[label]
+            overrides = BF16 + VARIANTS[label]
             steps = int(cpu_minutes * 60 / rates[label])
             print(f"probe {label}: {steps} updates ({cpu_minutes:g} CPU minutes)", flush=True)
             log = open(work / f"{label}.log", "w")
             running.append(subprocess.Popen(
                 [sys.executable, "-m", "bench.quality", "--config", str(CONFIG),
                  "--steps", str(steps), "--threads", "1", "--label", label,
-                 "--work", str(work / label), "--data", str(prepare(work, sets)),
-                 "--checkpoint", checkpoint_for(sets),
-                 *[a for s in sets for a in ("--set", s)]],
+                 "--work", str(work / label), "--data", str(prepared(work, overrides)),
+                 "--checkpoint", checkpoint_for(overrides), *set_flags(overrides)],
                 stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OMP_NUM_THREADS": "1"}))
         while all(p.poll() is None for p in running):
             time.sleep(5)
@@ -126,6 +122,8 @@ def probe(work: Path, labels: list[str], cpu_minutes: float, parallel: int) -> N
 
 def table(work: Path, labels: list[str]) -> None:
     done = [work / label for label in labels if (work / label / "results.json").is_file()]
+    if not done:
+        sys.exit(f"{work}: no probe has finished yet (results.json); run `probe` first")
     subprocess.run([sys.executable, "-m", "bench.quality", "--table", *map(str, done)],
                    check=True)
 

@@ -1,14 +1,14 @@
 """CPU attention kernels side by side: torch's plain ("math") kernel and its flash kernel,
 forward only (translation, validation) and forward + backward (training).
 
-    .venv/bin/python bench/attention_speed.py [--threads 1 2] [--rounds 5]
+    .venv/bin/python -m bench.studies.micro attention [--threads 1 2] [--rounds 5]
 
 Each shape is a batch of about --batch-tokens tokens of sentences of one length, heads
 and d_k of --config's model, with a padding mask that hides the last quarter of every
-other sentence, as `transcli.model.transformer.attention` gets it in the encoder. The kernels
-alternate in rounds (`alternate.fastest`), so background load hits both alike.
-`transcli.model.transformer.CPU_ATTENTION` takes flash without autograd, where it is faster at most
-lengths, and math for training (the CPU flash kernel has no dropout).
+other sentence, as `transcli.model.transformer.attention` gets it in the encoder. The
+kernels alternate in rounds (`fastest`), so background load hits both alike.
+`transcli.model.transformer.CPU_ATTENTION` takes flash without autograd, where it is faster
+at most lengths, and math for training (the CPU flash kernel has no dropout).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from bench.common import ROOT, fastest
+from bench.common import ROOT
+from bench.studies.micro import fastest
 from transcli.config.loading import load_config
 
 KERNELS = {"math": SDPBackend.MATH, "flash": SDPBackend.FLASH_ATTENTION}
@@ -78,6 +79,3 @@ def main() -> None:
                       f"{best['math'] / best['flash']:10.2f}", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,10 +1,10 @@
 """What search picks from each step's log-probs, timed: `transcli.inference.selection.top_k` beside
 torch's `topk` (and `max` for k = 1), on [rows, vocab] log-probs.
 
-    .venv/bin/python bench/topk_speed.py [--vocab 8000] [--threads 1 2] [--rounds 5]
+    .venv/bin/python -m bench.studies.micro topk [--vocab 8000] [--threads 1 2] [--rounds 5]
 
 k = 1 is greedy's pick; k = 10 is beam 5's 2K candidates per row. The functions alternate
-in rounds (`alternate.fastest`), so background load hits all alike.
+in rounds (`fastest`), so background load hits all alike.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from bench.common import fastest
+from bench.studies.micro import fastest
 from transcli.inference.selection import top_k
 
 Pick = Callable[[torch.Tensor, int], object]
@@ -53,6 +53,3 @@ def main() -> None:
                 print(f"{threads:7d} {k:3d} {rows:6d}  {cells}  {ratio:10.2f}", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """Time of dropping finished rows from the decoder's cache, the two ways `reorder` can.
 
-    .venv/bin/python bench/drop_speed.py [--config configs/cpu-1h.yaml] [--threads 1 2]
+    .venv/bin/python -m bench.studies.micro drop [--config configs/cpu-1h.yaml] [--threads 1 2]
 
 A model of the config's shape (random weights) decodes `--rows` sentences of `--src-len`
 source tokens, `--position` tokens in, one row per sentence as in greedy search; one row
@@ -11,22 +11,20 @@ first row when one) finish, and the state drops them:
 - `fill`: `DecoderState.drop`, so only the rows from past the kept ones move
   into the dropped rows' places (`kvcache.LayerCache.fill`).
 Each way has its own state (dropped the middle row its way); every call drops from it,
-its tensors put back first. The two alternate in rounds (`alternate.fastest`) and the
-fastest round is printed, in ms.
+its tensors put back first. The two alternate in rounds (`fastest`) and the fastest round
+is printed, in ms.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import Callable
 
 import torch
 
-from bench.common import ROOT, fastest
-from bench.micro.step import decoding_state
-from transcli.config.loading import load_config
+from bench.studies.micro import fastest
+from bench.studies.micro.decoding import decoding_parser, decoding_state, random_model
 from transcli.model.kvcache import DecoderState
 from transcli.model.transformer import Transformer
 
@@ -76,22 +74,11 @@ def after_a_drop(model: Transformer, rows: int, args: argparse.Namespace,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "cpu-1h.yaml")
-    parser.add_argument("--vocab", type=int, default=8000)
-    parser.add_argument("--rows", type=int, nargs="+", default=[32, 128, 372])
+    parser = decoding_parser(__doc__, rows=[32, 128, 372])
     parser.add_argument("--drop", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--src-len", type=int, default=30)
-    parser.add_argument("--position", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5, help="drops timed per round")
-    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-
-    torch.manual_seed(0)
-    model = Transformer(load_config(args.config).model, args.vocab).eval()
-    print(f"{args.config.name}, source {args.src_len} tokens, position {args.position}; "
-          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    model = random_model(args)
     print(f"{'thr':>3} {'rows':>5} {'drop':>5} {'select':>10} {'fill':>10} select/fill")
     with torch.inference_mode():
         for threads in args.threads:
@@ -106,7 +93,3 @@ def main() -> None:
                           f"{1000 * best['fill']:7.2f} ms {best['select'] / best['fill']:8.2f}x",
                           flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
-
-
-if __name__ == "__main__":
-    main()

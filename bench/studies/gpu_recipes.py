@@ -2,9 +2,9 @@
 in its own process, for equal minutes (or equal updates), then each scored with beam
 search on dev.tatoeba, dev.newstest2012 and test.tico19.
 
-    python -m bench.gpu_study --minutes 6                     # every variant, 6 min each
-    python -m bench.gpu_study --only base vocab16k postnorm --updates 2000
-    python -m bench.gpu_study --config configs/gpu-1h.yaml --minutes 8 --work /tmp/study
+    python -m bench.studies.gpu_recipes --minutes 6        # every variant, 6 min each
+    python -m bench.studies.gpu_recipes --only base vocab16k postnorm --updates 2000
+    python -m bench.studies.gpu_recipes --config configs/gpu-1h.yaml --minutes 8 --work /tmp/s
 
 Each variant is `--config` (configs/gpu-10m.yaml by default) with a few `--set`
 overrides (`VARIANTS`); a variant changing data.* settings gets data prepared with them
@@ -25,15 +25,25 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-from bench.common import CORPORA, ROOT
+from bench.common import (
+    CORPORA,
+    NEVER,
+    ROOT,
+    SCORED_SETS,
+    Child,
+    data_dir,
+    data_overrides,
+    prepare_corpus,
+    run_summary,
+    score_set,
+    set_flags,
+)
 
-SETS = ("dev.tatoeba", "dev.newstest2012", "test.tico19")
 CONFIG = ROOT / "configs" / "gpu-10m.yaml"
 # label: overrides of --config; data.* ones prepare data of their own.
 VARIANTS: dict[str, list[str]] = {
@@ -49,55 +59,20 @@ VARIANTS: dict[str, list[str]] = {
     "ffn2048": ["model.d_ff=2048", "model.heads=8"],
     "lr2x": ["train.lr_factor=1.4"],
 }
-NEVER = "1000000000"
 PREPARE_S = 600  # bound on one data preparation
 SCORE_S = 600  # bound on scoring one run on one set
 
 
-def transcli(args: list[str], log: Path, timeout: float, env: dict[str, str],
-             stdout: Optional[Path] = None) -> Optional[str]:
-    """Run `python -m transcli ARGS` with its stderr (and stdout, unless given a file of
-    its own) into `log`; None when it worked, else why not (its last line)."""
-    with open(log, "w", encoding="utf-8") as err, \
-            open(stdout or os.devnull, "w", encoding="utf-8") as out:
-        try:
-            proc = subprocess.run([sys.executable, "-m", "transcli", *args],
-                                  stdout=out if stdout else err, stderr=err, cwd=ROOT,
-                                  env=env, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return f"stopped after {timeout:.0f} s"
-    if proc.returncode == 0:
-        return None
-    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    return f"exit status {proc.returncode}: {(lines or ['no output'])[-1][-200:]}"
-
-
-def data_sets(overrides: list[str]) -> list[str]:
-    return [item for item in overrides if item.startswith("data.")]
-
-
-def data_name(overrides: list[str]) -> str:
-    chosen = data_sets(overrides)
-    return "data-" + ("-".join(item.split("=", 1)[1] for item in chosen) or "default")
-
-
-def prepare(args: argparse.Namespace, variants: dict[str, list[str]], env: dict[str, str]
-            ) -> dict[str, Any]:
-    """Each distinct data setting prepared once under --work: {data name: dir or error}."""
-    prepared: dict[str, Any] = {}
+def prepare(args: argparse.Namespace, variants: dict[str, list[str]]) -> dict[str, Any]:
+    """Each distinct data setting prepared once under --work: {data dir: dir or error}."""
+    prepared: dict[Path, Any] = {}
     for overrides in variants.values():
-        name = data_name(overrides)
-        out = args.work / name
-        if name in prepared or (out / "manifest.json").is_file():
-            prepared[name] = out
-            continue
-        sets = [item for item in data_sets(overrides) for item in ("--set", item)]
-        problem = transcli(["prepare", "-c", str(args.config), "--src-file",
-                            str(args.corpus / "train.en"), "--tgt-file",
-                            str(args.corpus / "train.es"), "--out", str(out), "--force", *sets],
-                           args.work / f"{name}.log", PREPARE_S, env)
-        prepared[name] = out if problem is None else {"error": f"prepare: {problem}"}
-        print(f"prepared {name}: {problem or out}", flush=True)
+        out = data_dir(args.work, overrides)
+        if out not in prepared:
+            problem = prepare_corpus(args.config, out, overrides, args.corpus,
+                                     args.work / f"{out.name}.log", PREPARE_S)
+            prepared[out] = out if problem is None else {"error": f"prepare: {problem}"}
+            print(f"prepared {out.name}: {problem or out}", flush=True)
     return prepared
 
 
@@ -114,36 +89,26 @@ def budget(args: argparse.Namespace) -> list[str]:
 
 
 def train_all(args: argparse.Namespace, variants: dict[str, list[str]],
-              prepared: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+              prepared: dict[Path, Any]) -> dict[str, Any]:
     """Every variant trained at once, each in its own process; {label: run dir or error}."""
-    running: dict[str, tuple[subprocess.Popen, Any]] = {}
+    running: dict[str, Child] = {}
     results: dict[str, Any] = {}
     for label, overrides in variants.items():
-        data = prepared[data_name(overrides)]
-        if isinstance(data, dict):
+        data = prepared[data_dir(args.work, overrides)]
+        if not isinstance(data, Path):  # its data could not be prepared
             results[label] = data
             continue
-        run = args.work / label / "run"
-        sets = [item for s in [*overrides, *budget(args), f"train.device={args.device}",
-                               *args.sets] for item in ("--set", s)]
-        log = open(args.work / f"{label}.train.log", "w", encoding="utf-8")
-        command = [sys.executable, "-m", "transcli", "train", "-c", str(args.config),
-                   "--data", str(data), "--out", str(run), "--force", *sets]
-        running[label] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                           cwd=ROOT, env=env), log)
-        results[label] = run
+        run = results[label] = args.work / label / "run"
+        train = [item for item in overrides if item not in data_overrides(overrides)]
+        running[label] = Child(
+            ["train", "-c", args.config, "--data", data, "--out", run, "--force",
+             *set_flags([*train, *budget(args), f"train.device={args.device}", *args.sets])],
+            log=args.work / f"{label}.train.log")
     deadline = time.monotonic() + args.train_timeout
-    for label, (proc, log) in running.items():
-        try:
-            status = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.terminate()  # transcli saves and stops on SIGTERM
-            status = proc.wait(timeout=120)
-        log.close()
-        if status != 0:
-            tail = (args.work / f"{label}.train.log").read_text(errors="replace").strip()
-            results[label] = {"error": f"train: exit status {status}: "
-                                       f"{(tail.splitlines() or [''])[-1][-200:]}"}
+    for label, child in running.items():
+        problem = child.wait(max(1.0, deadline - time.monotonic()), stop=True)
+        if problem:
+            results[label] = {"error": problem}
         print(f"trained {label}: {results[label]}", flush=True)
     return results
 
@@ -155,46 +120,33 @@ def checkpoint(overrides: list[str], config: Path) -> str:
     return "avg" if load_config(config, overrides).train.ema_decay else "best"
 
 
-def score(args: argparse.Namespace, label: str, run: Path, overrides: list[str],
-          env: dict[str, str]) -> dict[str, Any]:
+def score(args: argparse.Namespace, label: str, run: Path, overrides: list[str]) -> dict:
     """BLEU and chrF of one run on each set, with the config's search."""
-    from transcli.rundir.layout import METRICS_FILE
-    from transcli.rundir.metrics import read_metrics
-
-    lines = read_metrics(run / METRICS_FILE, "train")
-    seconds = sum((b["tgt_tokens"] - a["tgt_tokens"]) / b["tokens_per_s"]
-                  for a, b in zip(lines, lines[1:])) if len(lines) > 1 else 0.0
-    row: dict[str, Any] = {"variant": label, "updates": lines[-1]["step"] if lines else 0,
-                           "tgt_tok_s": ((lines[-1]["tgt_tokens"] - lines[0]["tgt_tokens"])
-                                         / seconds) if seconds else None,
+    summary = run_summary(run)
+    row: dict[str, Any] = {"variant": label, "updates": summary["updates"],
+                           "tgt_tok_s": summary["tgt_tok_s"],
                            "checkpoint": checkpoint(overrides, args.config)}
-    for name in SETS:
-        out = args.work / label / f"{name}.json"
-        problem = transcli(["evaluate", "-m", str(run), "--checkpoint", row["checkpoint"],
-                            "--src", str(args.corpus / f"{name}.en"),
-                            "--ref", str(args.corpus / f"{name}.es"), "--device", args.device,
-                            "--json", "--hyp-out", str(args.work / label / f"{name}.hyp.es")],
-                           args.work / label / f"{name}.log", SCORE_S, env, stdout=out)
-        if problem:
-            row[name] = {"error": problem}
-            continue
-        result = json.loads(out.read_text(encoding="utf-8"))
-        row[name] = {"bleu": result["bleu"], "chrf": result["chrf"]}
-        row.setdefault("signatures", result["signatures"])
+    for name in SCORED_SETS:
+        result = score_set(run, row["checkpoint"], args.corpus, name, args.work / label,
+                           ["--device", args.device], SCORE_S)
+        row[name] = result if "error" in result else {"bleu": result["bleu"],
+                                                      "chrf": result["chrf"]}
+        if "signatures" in result:
+            row.setdefault("signatures", result["signatures"])
     return row
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """One markdown table: variant, updates, tokens/s, BLEU / chrF per set."""
-    head = "| variant | updates | tgt tok/s | " + " | ".join(SETS) + " |"
-    lines = [head, "|---|---:|---:|" + "---:|" * len(SETS)]
+    head = "| variant | updates | tgt tok/s | " + " | ".join(SCORED_SETS) + " |"
+    lines = [head, "|---|---:|---:|" + "---:|" * len(SCORED_SETS)]
     for row in rows:
         if "error" in row:
-            lines.append(f"| {row['variant']} | {row['error']} |" + " |" * (len(SETS) + 1))
+            lines.append(f"| {row['variant']} | {row['error']} |" + " |" * (len(SCORED_SETS) + 1))
             continue
         speed = f"{row['tgt_tok_s']:,.0f}" if row.get("tgt_tok_s") else "-"
         cells = [f"{row[s]['bleu']:.1f} / {row[s]['chrf']:.1f}" if "bleu" in row[s]
-                 else row[s]["error"] for s in SETS]
+                 else row[s]["error"] for s in SCORED_SETS]
         lines.append(f"| {row['variant']} | {row['updates']:,} | {speed} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -235,7 +187,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                         "(default: a tenth of --updates, else 300)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--corpus", type=Path, default=CORPORA,
-                        help="train.{en,es} and the .en/.es files of " + ", ".join(SETS))
+                        help="train.{en,es} and the .en/.es files of " + ", ".join(SCORED_SETS))
     parser.add_argument("--work", type=Path, default=Path("/tmp/transcli-gpu-study"))
     parser.add_argument("--set", dest="sets", action="append", default=[],
                         help="an override for every variant (repeatable)")
@@ -249,7 +201,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
-    missing = [f"{name}.{lang}" for name in ("train", *SETS) for lang in ("en", "es")
+    missing = [f"{name}.{lang}" for name in ("train", *SCORED_SETS) for lang in ("en", "es")
                if not (args.corpus / f"{name}.{lang}").is_file()]
     if missing:
         print(f"gpu-study: {args.corpus}: missing {', '.join(missing)} (give --corpus)",
@@ -257,12 +209,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1
     args.work.mkdir(parents=True, exist_ok=True)
     variants = {label: VARIANTS[label] for label in (args.only or VARIANTS)}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])}
     started = time.monotonic()
-    trained = train_all(args, variants, prepare(args, variants, env), env)
+    trained = train_all(args, variants, prepare(args, variants))
     rows = [{"variant": label, **run} if isinstance(run, dict)
-            else score(args, label, run, variants[label], env) for label, run in trained.items()]
+            else score(args, label, run, variants[label]) for label, run in trained.items()]
     runs = {label: run for label, run in trained.items() if isinstance(run, Path)}
     budget_text = f"{args.updates} updates" if args.updates else f"{args.minutes:g} minutes"
     text = (f"{args.config.name}, {len(variants)} variants side by side on {args.device}, "

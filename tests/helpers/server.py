@@ -1,0 +1,84 @@
+"""`transcli serve` as a test runs it: a real server on a free localhost port, and the
+error shape every refusal must have."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from helpers import ROOT
+
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # as helpers.cli.run_cli runs transcli
+
+
+class Server:
+    """`transcli serve -m RUN --port 0 FLAGS` as a subprocess: its address is read from
+    the line it prints once listening (no port is guessed); stderr goes to a file."""
+
+    def __init__(self, run_dir: Path, folder: Path, *flags: str):
+        self.log = folder / "serve.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "transcli", "serve", "-m", str(run_dir),
+                 "--checkpoint", "last", "--port", "0", *flags],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
+                env=ONE_THREAD)
+        try:
+            self.host, self.port = self._address(deadline=time.monotonic() + 90)
+            self.url = f"http://{self.host}:{self.port}"
+            assert self.request("GET", "/health")[0] == 200
+        except BaseException:
+            self.stop()
+            raise
+
+    def _address(self, deadline: float) -> tuple[str, int]:
+        while time.monotonic() < deadline:
+            found = re.search(r"serving on http://([\d.]+):(\d+)", self.stderr())
+            if found:
+                return found.group(1), int(found.group(2))
+            assert self.process.poll() is None, f"serve ended early:\n{self.stderr()}"
+            time.sleep(0.05)
+        raise AssertionError(f"serve did not start in time:\n{self.stderr()}")
+
+    def stderr(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def request(self, method: str, path: str, body: Any = None,
+                headers: dict[str, str] | None = None, timeout: float = 60
+                ) -> tuple[int, Any, dict[str, str]]:
+        """(status, decoded JSON body, headers); a dict or list body is sent as JSON."""
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+            headers = {"Content-Type": "application/json", **(headers or {})}
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            connection.request(method, path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            return response.status, json.loads(response.read()), dict(response.getheaders())
+        finally:
+            connection.close()
+
+    def translate(self, q: str | list[str], **fields: Any) -> tuple[int, Any]:
+        status, body, _ = self.request("POST", "/translate",
+                                       {"q": q, "source": "en", "target": "es", **fields})
+        return status, body
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=30)
+
+
+def assert_error(status: int, body: Any, expected: int) -> None:
+    """LibreTranslate's error shape: {"error": one line}."""
+    assert status == expected, body
+    assert isinstance(body, dict) and list(body) == ["error"], body
+    assert isinstance(body["error"], str) and body["error"].strip(), body
+    assert "\n" not in body["error"] and "Traceback" not in body["error"]

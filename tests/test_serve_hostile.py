@@ -1,0 +1,203 @@
+"""`transcli serve` against clients that are slow, leave, or never finish: a real server
+(`python -m transcli serve` on a free localhost port, the tiny run) and raw sockets.
+
+Two servers: one with a short --read-timeout and a small --max-connections (slowloris,
+the connection cap, a client leaving, the body cap, --docs); one stopped by SIGTERM while a client
+holds an unfinished body, with a long --read-timeout so that only --drain-timeout ends it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import time
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import pytest
+from helpers.server import Server, assert_error
+
+READ_TIMEOUT = 3.0
+MAX_CONNECTIONS = 8
+HEAD = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+BODY = b'{"q": "I like trees.", "source": "en", "target": "es"}'
+
+
+@pytest.fixture(scope="module")
+def hostile(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    started = Server(run_dir, tmp_path_factory.mktemp("hostile"),
+                     "--read-timeout", str(READ_TIMEOUT),
+                     "--max-connections", str(MAX_CONNECTIONS), "--max-chars", "10000000",
+                     "--docs")
+    yield started
+    started.stop()
+
+
+def connect(server: Server) -> socket.socket:
+    return socket.create_connection((server.host, server.port), timeout=30)
+
+
+def trickle(sock: socket.socket, data: bytes, seconds: float = 30) -> float:
+    """Send `data` a byte every 0.1 s until the server answers (or `seconds` pass); the
+    seconds it took."""
+    start = time.monotonic()
+    for byte in data:
+        if select.select([sock], [], [], 0.1)[0] or time.monotonic() - start > seconds:
+            break
+        sock.sendall(bytes([byte]))
+    select.select([sock], [], [], seconds)
+    return time.monotonic() - start
+
+
+def answer(sock: socket.socket) -> tuple[int, Any, bytes]:
+    """(status, JSON body, head) of the raw answer, read until the server closes."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body) if body else None, head
+
+
+def open_fds(server: Server) -> int:
+    return len(os.listdir(f"/proc/{server.process.pid}/fd"))
+
+
+def wait_for(server: Server, text: str, seconds: float = 10) -> str:
+    deadline = time.monotonic() + seconds
+    while text not in server.stderr():
+        assert time.monotonic() < deadline, f"{text!r} not in the log:\n{server.stderr()}"
+        time.sleep(0.05)
+    return server.stderr()
+
+
+# ----------------------------------------------------------------------------- slow clients
+
+
+@pytest.mark.slow
+def test_a_client_trickling_its_headers_is_dropped_with_408(hostile):
+    with connect(hostile) as sock:
+        seconds = trickle(sock, b"POST /translate HTTP/1.1\r\n" + b"X-Slow: a\r\n" * 100)
+        status, body, _ = answer(sock)
+    assert_error(status, body, 408)
+    assert READ_TIMEOUT - 0.2 < seconds < READ_TIMEOUT + 5
+
+
+@pytest.mark.slow
+def test_a_client_trickling_its_body_is_dropped_with_408(hostile):
+    with connect(hostile) as sock:
+        sock.sendall(HEAD + f"Content-Length: {len(BODY)}\r\n\r\n".encode())
+        seconds = trickle(sock, BODY)
+        status, body, _ = answer(sock)
+    assert_error(status, body, 408)
+    assert READ_TIMEOUT - 0.2 < seconds < READ_TIMEOUT + 5
+    log = wait_for(hostile, '"POST /translate" 408')
+    assert "Traceback" not in log and "Exception in ASGI" not in log
+
+
+def closed(sock: socket.socket, seconds: float = 5) -> bool:
+    """Whether the server has ended the connection (an answer, the end, a reset)."""
+    return bool(select.select([sock], [], [], seconds)[0])
+
+
+@pytest.mark.slow
+def test_past_the_cap_the_slowest_sender_is_closed_and_health_answers(hostile):
+    """The cap's worth of connections that never finish their headers, then one more:
+    the oldest is closed for it. Then a flood of three times the cap: the server holds
+    at most the cap (plus the one it is refusing), and /health answers throughout."""
+    before = open_fds(hostile)
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(MAX_CONNECTIONS + 1):
+            sockets.append(connect(hostile))
+            sockets[-1].sendall(b"GET /health HTTP/1.1\r\n")
+            time.sleep(0.05)  # read by the server, so no longer new and silent
+        assert closed(sockets[0])
+        assert not any(closed(sock, 0) for sock in sockets[1:])
+        assert hostile.request("GET", "/health", timeout=10)[0] == 200
+        assert closed(sockets[1])  # closed to make room for /health
+        for _ in range(3 * MAX_CONNECTIONS):
+            sockets.append(connect(hostile))
+            sockets[-1].sendall(b"GET /health HTTP/1.1\r\n")
+        time.sleep(0.3)  # the flood's first bytes are read: no longer new and silent
+        for _ in range(3):
+            assert hostile.request("GET", "/health", timeout=10)[0] == 200
+        assert open_fds(hostile) <= before + MAX_CONNECTIONS + 1
+        assert sum(not closed(sock, 0) for sock in sockets) <= MAX_CONNECTIONS
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@pytest.mark.slow
+def test_past_the_cap_a_new_connection_gets_503_when_none_can_be_closed(hostile):
+    """Connections that have sent nothing yet are not closed for room in their first
+    second (their request may be on its way): past the cap, the newcomer is refused."""
+    sockets = [connect(hostile) for _ in range(MAX_CONNECTIONS + 1)]
+    try:
+        status, body, head = answer(sockets[-1])
+        assert_error(status, body, 503)
+        assert b"retry-after: 1" in head.lower()
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@pytest.mark.slow
+def test_a_client_leaving_mid_body_gives_one_short_line(hostile):
+    with connect(hostile) as sock:
+        sock.sendall(HEAD + b"Content-Length: 1000\r\n\r\n" + BODY[:10])
+        time.sleep(0.3)
+    log = wait_for(hostile, '"POST /translate" 499')
+    assert log.count('"POST /translate" 499') == 1
+    assert "Traceback" not in log and "Exception in ASGI" not in log
+    assert "ClientDisconnect" not in log
+
+
+@pytest.mark.slow
+def test_the_body_limit_has_a_cap_whatever_max_chars(hostile):
+    """--max-chars 10000000 would allow 120 MB bodies at 12 bytes a character: a declared
+    3 MiB is refused before it is sent, naming the 2 MiB cap."""
+    with connect(hostile) as sock:
+        sock.sendall(HEAD + f"Content-Length: {3 << 20}\r\nConnection: close\r\n\r\n".encode())
+        status, body, _ = answer(sock)
+    assert_error(status, body, 413)
+    assert str(2 << 20) in body["error"]
+
+
+@pytest.mark.slow
+def test_docs_is_served_when_asked_for(hostile):
+    with connect(hostile) as sock:
+        sock.sendall(b"GET /docs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200 ") and b"swagger-ui" in data
+
+
+# ----------------------------------------------------------------------------- stopping
+
+
+@pytest.mark.slow
+def test_sigterm_stops_within_the_drain_time_while_a_body_is_held(run_dir, tmp_path):
+    server = Server(run_dir, tmp_path, "--read-timeout", "60", "--drain-timeout", "1")
+    held: Optional[socket.socket] = None
+    try:
+        held = connect(server)
+        held.sendall(HEAD + b"Content-Length: 1000\r\n\r\n" + BODY[:10])
+        time.sleep(0.5)  # the request has reached the app, which waits for the rest
+        start = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=30) == 0
+        assert time.monotonic() - start < 1 + 5
+        status, body, _ = answer(held)
+        assert_error(status, body, 503)
+        log = server.stderr()
+        assert "SIGTERM: finishing" in log and log.rstrip().endswith("transcli: stopped")
+        assert "Traceback" not in log
+    finally:
+        if held is not None:
+            held.close()
+        server.stop()
