@@ -27,8 +27,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from bench.common import ROOT
-from bench.train_speed import prepared_dir
+from bench.common import ROOT, prepared_dir
 from transcli.config.loading import load_config
 from transcli.data.batching import BatchStream, StreamPosition
 from transcli.data.prepared_dir import open_prepared_dir

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import ROOT
-from bench.train_speed import prepared_dir
+from bench.common import ROOT, prepared_dir
 from transcli.config.loading import load_config
 from transcli.data.batching import BatchPlan, pack_batches
 from transcli.data.encoded import EncodedSplit
