@@ -179,3 +179,23 @@ def test_a_translation_stage_that_cannot_run_is_skipped_with_its_reason(
     said = capsys.readouterr().out.splitlines()[-1]
     assert said.startswith("translate: skipped: exit status ")
     assert (tmp_path / "out" / "gpu-check.log").read_text(encoding="utf-8").endswith(said + "\n")
+
+
+@pytest.mark.slow
+def test_the_gpu_tests_collect_without_the_optional_extras() -> None:
+    """`pytest -m gpu tests` on a GPU image that lacks the ct2 and serve extras (and
+    LibreTranslate's client): the modules that need them skip with the reason, none
+    stops the collection."""
+    missing = ["ctranslate2", "fastapi", "uvicorn", "starlette", "libretranslatepy",
+               "datasets", "multipart", "python_multipart"]
+    code = ("import sys\n"
+            f"for name in {missing!r}:\n"
+            "    sys.modules[name] = None  # as if not installed\n"
+            "import pytest\n"
+            "sys.exit(pytest.main(['--collect-only', '-q', '-rs', '-p', 'no:cacheprovider',\n"
+            "                      '-m', 'gpu', 'tests']))\n")
+    proc = run("-c", code)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "tests/test_gpu.py: " in proc.stdout
+    for module in ("test_export_ct2", "test_serve", "test_serve_hostile"):
+        assert f"SKIPPED [1] tests/{module}.py" in proc.stdout
