@@ -92,7 +92,8 @@ def measure_row(row: Row, data: Path, work: Path, device: str) -> dict[str, Any]
     result: dict[str, Any] = {"config": row.config, "batch_tokens": row.batch_tokens,
                               "setting": row.label, "sets": list(row.sets)}
     last = lines[-1]
-    notes = {key: last[key] for key in ("compiles", "batch_shapes", "peak_gib") if key in last}
+    notes = {key: last[key] for key in ("compiles", "batch_shapes", "graph_skips", "peak_gib")
+             if key in last}
     if start is None or start == len(lines) - 1:
         rate = f", last {last['tokens_per_s']:,.0f} tgt tok/s" if len(lines) > 1 else ""
         why = problem or (f"no steady rate within {row.seconds:.0f} s ({last['step']} updates "
@@ -140,6 +141,8 @@ def table(rows: list[dict[str, Any]], device: str) -> str:
     for row in rows:
         head = f"| {row['config']} | {row['batch_tokens']} | {row['setting']} |"
         compiles = (f"{row['compiles']} ({row['batch_shapes']})" if "compiles" in row else "-")
+        if row.get("graph_skips"):
+            compiles += f", {row['graph_skips']} not graphed"
         if "error" in row:
             lines.append(f"{head} {row['error']} | | | | | | {compiles} |")
             continue

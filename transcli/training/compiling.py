@@ -31,6 +31,14 @@ def compilations() -> int:
     return int(counters["frames"]["ok"])
 
 
+def graph_skips() -> int:
+    """Compiled graphs inductor left out of CUDA graphs in this process (it says why in a
+    warning: a CPU input, a mutated one, ...)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["cudagraph_skips"])
+
+
 def limit_recompiles(limit: int) -> None:
     """torch's per-function limit on compilations (named recompile_limit since 2.6)."""
     config = torch._dynamo.config
@@ -47,7 +55,7 @@ class CompiledStates:
         graphs = {"mode": "reduce-overhead"} if self.graphs else {}
         self.fn = torch.compile(teacher_forced_states(model), dynamic=True, backend=BACKEND,
                                 **graphs)
-        self.before = compilations()
+        self.before, self.skips_before = compilations(), graph_skips()
         self.shapes: set[tuple[int, ...]] = set()
 
     def __call__(self, src: Tensor, tgt_in: Tensor) -> Tensor:
@@ -57,11 +65,16 @@ class CompiledStates:
         return self.fn(src, tgt_in)
 
     def notes(self) -> dict[str, Any]:
-        """What a log line records: compilations and batch shapes so far."""
-        return {"compiles": compilations() - self.before, "batch_shapes": len(self.shapes)}
+        """What a log line records: compilations and batch shapes so far (and graphs left
+        out of CUDA graphs, with train.cuda_graphs)."""
+        notes = {"compiles": compilations() - self.before, "batch_shapes": len(self.shapes)}
+        if self.graphs:
+            notes["graph_skips"] = graph_skips() - self.skips_before
+        return notes
 
     def summary(self) -> str:
         notes = self.notes()
-        graphs = f", {notes['batch_shapes']} CUDA graphs" if self.graphs else ""
+        graphs = (f", CUDA graphs ({notes['graph_skips']} graph(s) left out)" if self.graphs
+                  else "")
         return (f"torch.compile: {notes['compiles']} compilation(s) for "
                 f"{notes['batch_shapes']} batch shapes{graphs} (limit {GRAPH_LIMIT})")
