@@ -60,9 +60,9 @@ FREE_MODEL_KEYS = {"dropout", "attn_dropout", "act_dropout"}
 # Settings a resumed run may change without a word: how it runs and what it keeps or
 # reports, not what it learns.
 SESSION_KEYS = {f"train.{key}" for key in (
-    "max_minutes", "device", "threads", "compile", "log_every", "save_every", "valid_every",
-    "keep_last", "average_last", "valid_bleu_lines", "patience", "early_stop_metric",
-    "tensorboard", "init_from")}
+    "max_minutes", "device", "threads", "compile", "cuda_graphs", "log_every", "save_every",
+    "valid_every", "keep_last", "average_last", "valid_bleu_lines", "patience",
+    "early_stop_metric", "tensorboard", "init_from")}
 
 
 def step_path(run_dir: Path, step: int) -> Path:

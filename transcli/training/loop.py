@@ -49,6 +49,7 @@ from transcli.training.optimization import Optimization
 from transcli.training.parts import (
     record_run,
     run_lock,
+    speed_notes,
     starting_point,
     training_batches,
     training_device,
@@ -137,7 +138,7 @@ class Trainer:
                                             self.tc.cpu_precision)
         start = starting_point(cfg, data, run, dist, device, resume, force, allow_changes)
         self.init, self.changes = start.init, start.changes
-        self.plan, self.make_batch = training_batches(cfg, data, dist.rank, device)
+        self.plan, self.make_batch = training_batches(cfg, data, dist.rank)
         torch.manual_seed(self.tc.seed)
         self.model = Transformer(cfg.model, data.vocab_size).to(device)
         if self.init is not None:  # before the optimizer: a weight average starts from them
@@ -145,7 +146,7 @@ class Trainer:
         self.opt = Optimization(self.model, self.tc, cfg.model.d_model, device)
         self.progress = (restore(self.model, self.opt, self.run_dir, start.step) if start.step
                          else Progress())
-        self.ddp, self.net = training_net(self.model, self.tc, dist, device)
+        self.net = training_net(self.model, self.tc, dist, device)  # fed each batch
         valid = ValidationSet(cfg, data) if dist.main else None
         self.valid = valid if valid is not None and valid.batches else None  # no valid split
         # Everything that can be refused was checked: only now is the run dir written.
@@ -208,7 +209,7 @@ class Trainer:
         so that a long accumulation does not keep it from saving."""
         p = self.progress
         torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
-        self.net.train()
+        self.net.module.train()
         scale = self.dist.world / info.tgt_tokens  # DDP averages gradients over processes
         sums = torch.zeros(4, device=self.device)
         for i, batch in enumerate(batches):
@@ -216,9 +217,9 @@ class Trainer:
                 self.opt.adam.zero_grad(set_to_none=True)
                 return False
             batch = batch.to(self.device)
-            with no_sync(self.ddp, last=i == len(batches) - 1):
+            with no_sync(self.net.ddp, last=i == len(batches) - 1):
                 with self._autocast():
-                    stats = self.net(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
+                    stats = self.net.module(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
                 self.opt.backward(stats[0] * scale)
             sums += stats.detach()
         norm = self.opt.grad_norm()
@@ -253,7 +254,8 @@ class Trainer:
         shown: dict[str, str] = {}
         if p.step % tc.log_every == 0:
             self._read_device_sums()
-            record = self.records.log_line(p, self.lr, self.grad_norm)
+            record = self.records.log_line(p, self.lr, self.grad_norm,
+                                           speed_notes(self.device, self.net))
             shown = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}",
                      "tok_s": f"{record['tokens_per_s']:.0f}"}
         bar.update(p.step, **shown)
@@ -294,8 +296,8 @@ class Trainer:
         if not self.opt.ema:
             self.records.average(self.tc.average_last)
         self.records.log.plot()
-        for line in report.last_lines(reason, p.step, self.tc, self.run_dir,
-                                      self._resume_command()):
+        for line in self.net.summary() + report.last_lines(reason, p.step, self.tc, self.run_dir,
+                                                           self._resume_command()):
             self._say(line)
 
     def _autocast(self) -> contextlib.AbstractContextManager:

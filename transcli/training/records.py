@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import torch
 
@@ -44,16 +44,18 @@ class RunRecords:
         finally:
             self.paused += time.perf_counter() - started
 
-    def log_line(self, p: Progress, lr: float, grad_norm: float, partial: bool = False
+    def log_line(self, p: Progress, lr: float, grad_norm: float,
+                 notes: Optional[dict[str, Any]] = None, partial: bool = False
                  ) -> dict[str, Any]:
-        """The interval's means as a "train" line; a `partial` one (a run's last, shorter
-        interval) is dropped again by a resume, which continues that interval."""
+        """The interval's means as a "train" line, with `notes` (`parts.speed_notes`); a
+        `partial` one (a run's last, shorter interval) is dropped again by a resume,
+        which continues that interval."""
         iv = p.interval
         elapsed = max(time.perf_counter() - self.interval_start - self.paused, 1e-9)
         record = {"step": p.step, "split": "train", "epoch": p.position.epoch, **iv.means(),
                   "lr": lr, "grad_norm": grad_norm, "tokens_per_s": iv.tokens / elapsed,
                   "pad_frac": 1.0 - iv.real / iv.padded, "tgt_tokens": p.tgt_tokens,
-                  "src_tokens": p.src_tokens}
+                  "src_tokens": p.src_tokens, **(notes or {})}
         self.log.append({**record, "partial": True} if partial else record)
         p.interval = Interval()
         self.interval_start, self.paused = time.perf_counter(), 0.0
