@@ -18,10 +18,10 @@ import typer
 
 from transcli.cli.options import (
     CheckpointOpt,
+    DecodeSetOpt,
     Device,
     ForceOpt,
     ModelOpt,
-    SetOpt,
     device_option,
     setting,
     with_decoding,
@@ -55,7 +55,7 @@ def translate(
         "alignment (Pharaoh i-j) into this directory (empty or new, unless --force)."),
     force: bool = ForceOpt,
     device: Device = device_option(),
-    sets: Optional[list[str]] = SetOpt,
+    sets: Optional[list[str]] = DecodeSetOpt,
 ) -> None:
     """Translate English lines to Spanish, in input order, from a file or stdin.
 
@@ -102,6 +102,8 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         translator = _loaded(lambda: load_translator(run, checkpoint, device), typed)
         if translator is None:
             return
+        if note := run.young_note():
+            print(f"transcli: {note}", file=sys.stderr)
         writer = stack.enter_context(_attention_writer(attention, translator, force))
         work = functools.partial(_translated, translator, writer)
         if typed:

@@ -45,12 +45,16 @@ from transcli.system.files import (
 )
 
 MAX_HEADER = 100 << 20  # bytes: safetensors' own limit on a header's size
+TOKENIZER_KEY = "tokenizer_sha256"  # in a weights file's metadata: what it was trained with
 
 
-def save_weights(model: torch.nn.Module, path: str | Path) -> None:
-    """Atomically write the model's weights (tied tensors stored once)."""
+def save_weights(model: torch.nn.Module, path: str | Path,
+                 tokenizer_sha256: Optional[str] = None) -> None:
+    """Atomically write the model's weights (tied tensors stored once), recording the
+    SHA-256 of the tokenizer they were trained with when given (`load_weights`)."""
+    metadata = {TOKENIZER_KEY: tokenizer_sha256} if tokenizer_sha256 else None
     with atomic_path(path, "weights") as tmp, _safetensors_errors(path, "weights"):
-        st_save_model(_unwrap(model), str(tmp))
+        st_save_model(_unwrap(model), str(tmp), metadata=metadata)
 
 
 @contextlib.contextmanager
@@ -64,12 +68,21 @@ def _safetensors_errors(path: str | Path, what: str) -> Iterator[None]:
         raise cannot_write(path, what, exc) from None
 
 
-def load_weights(model: torch.nn.Module, path: str | Path) -> None:
+def load_weights(model: torch.nn.Module, path: str | Path,
+                 tokenizer_sha256: Optional[str] = None) -> None:
     """Load weights into `model`, refusing with one line a file of another shape or
-    vocabulary, or one holding non-finite values. Checkpoints written before the
-    residual blocks had names load too."""
+    vocabulary, one trained with another tokenizer than `tokenizer_sha256` (when both
+    the file and the caller know it), or one holding non-finite values. Checkpoints
+    written before the residual blocks had names load too."""
     module = _unwrap(model)
-    weights = upgrade_parameter_names(read_weights(path)[0])
+    weights, metadata = read_weights(path)
+    trained_with = (metadata or {}).get(TOKENIZER_KEY)
+    if tokenizer_sha256 and trained_with and trained_with != tokenizer_sha256:
+        raise UserError(f"{path}: these weights were trained with another tokenizer than "
+                        f"this run's (SHA-256 {trained_with[:12]}, the run's "
+                        f"{tokenizer_sha256[:12]}): they belong to another run, whose run dir "
+                        f"(-m) they need")
+    weights = upgrade_parameter_names(weights)
     expected = module.state_dict()
     _fill_tied(weights, expected)
     problem = _mismatch(weights, expected)
@@ -113,10 +126,11 @@ def _mismatch(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor
     return ""
 
 
-def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, step: int) -> None:
+def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, step: int,
+                    tokenizer_sha256: Optional[str] = None) -> None:
     """Weights, then training state: a kill between the two leaves the previous
     checkpoint as the latest complete one."""
-    save_weights(model, step_path(Path(run_dir), step))
+    save_weights(model, step_path(Path(run_dir), step), tokenizer_sha256)
     with atomic_path(state_path(Path(run_dir), step), "training state") as tmp, \
             open(tmp, "wb") as handle:
         writer = RecordingWriter(handle)
@@ -255,7 +269,9 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
     if is_step(name):
         path = step_path(run_dir, int(name))
         if not _weights_file(path):
-            raise UserError(f"{run_dir}: no checkpoint of step {int(name)} in {CHECKPOINT_DIR}/")
+            kept = ", ".join(str(step) for step, _ in step_checkpoints(run_dir)) or "none"
+            raise UserError(f"{run_dir}: no checkpoint of step {int(name)} in {CHECKPOINT_DIR}/ "
+                            f"(steps there: {kept}; or best, last, avg)")
         return path
     if not name:
         raise UserError("--checkpoint is empty: give best, last, avg, a step number or a "

@@ -57,7 +57,7 @@ from transcli.training.parts import (
 )
 from transcli.training.records import RunRecords
 from transcli.training.state import DeviceSums, Progress, restore
-from transcli.training.validation import ValidationSet
+from transcli.training.validation import validation_set
 
 RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not per log line)
 
@@ -147,12 +147,12 @@ class Trainer:
         self.progress = (restore(self.model, self.opt, self.run_dir, start.step) if start.step
                          else Progress())
         self.net = training_net(self.model, self.tc, dist, device)  # fed each batch
-        valid = ValidationSet(cfg, data) if dist.main else None
-        self.valid = valid if valid is not None and valid.batches else None  # no valid split
+        self.valid = validation_set(cfg, data) if dist.main else None
         # Everything that can be refused was checked: only now is the run dir written.
         log = MetricsLog(self.run_dir, enabled=dist.main, tensorboard=self.tc.tensorboard)
         record_run(cfg, start.identity, data, run, dist, resume, start.step, log)
-        self.records = RunRecords(self.run_dir, log, dist.main, dist.world, self.progress)
+        self.records = RunRecords(self.run_dir, log, dist.main, dist.world, self.progress,
+                                  data.tokenizer.sha256)
         self.stop_reason: Optional[str] = None  # rank 0's decision: early stop, time limit
         self.device_sums = DeviceSums(device)  # the updates' sums, on the device until read
         self.signals = StopSignals()  # the run's, once it runs
@@ -170,7 +170,7 @@ class Trainer:
         self._say_start()
         stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
         loader = BackgroundLoader(self.make_batch, stream, pin_memory=self.device.type == "cuda")
-        bar = report.ProgressBar(tc, p, self.started, self.dist.main)
+        bar = report.ProgressBar(tc, p, self.started, self.dist.main, self._say)
         with StopSignals(on_disk=self._on_disk) as signals:  # the last save's too
             self.signals = signals
             with contextlib.closing(bar), contextlib.closing(loader):  # each, whatever comes
