@@ -127,12 +127,12 @@ def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
     if hyp_out is not None:
         check_output(hyp_out, inputs, "hypotheses")
     translator = load_translator(run, checkpoint, device)
-    if note := run.young_note():
-        print(f"transcli: {note}", file=sys.stderr)
     with open_text(src) as handle, contextlib.closing(stream(
             text_lines(handle, src), translator.translate, output, total=total)) as hyps:
         yield (line.rstrip() for line in hyps)  # as sacrebleu reads --hyp-out
     translator.warn_truncated()
+    if note := run.young_note():  # after the scores: an error there stays one line
+        print(f"transcli: {note}", file=sys.stderr)
 
 
 def _score(hyps: Iterator[str], refs: list[Iterator[str]], given: Path,

@@ -102,8 +102,6 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         translator = _loaded(lambda: load_translator(run, checkpoint, device), typed)
         if translator is None:
             return
-        if note := run.young_note():
-            print(f"transcli: {note}", file=sys.stderr)
         writer = stack.enter_context(_attention_writer(attention, translator, force))
         work = functools.partial(_translated, translator, writer)
         if typed:
@@ -111,6 +109,8 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         else:
             drain(stream(lines, work, target, total=total, progress=total is not None))
     translator.warn_truncated()
+    if note := run.young_note():  # after the work: an error there stays one line
+        print(f"transcli: {note}", file=sys.stderr)
 
 
 def _loaded(load: Callable[[], Translator], typed: bool) -> Optional[Translator]:
