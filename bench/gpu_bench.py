@@ -11,6 +11,7 @@ prepares what they need on a machine without a GPU.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import subprocess
@@ -161,7 +162,8 @@ def check(args: argparse.Namespace) -> int:
     data = {config: prepared_data(args.data if config == "base" else None, report, config)
             for config in configs}
     stages: dict[str, Callable[..., bool]] = {"table": table_stage, "profile": profile_stage,
-                                              "translate": translate_stage,
+                                              "translate": functools.partial(
+                                                  translate_stage, model=args.model),
                                               "tests": tests_stage}
     report.results["stages"] = {}
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
@@ -232,18 +234,26 @@ def watch_for_result(command: list[str], work: Path, seconds: float) -> dict[str
             else f"no result within {seconds:.0f} s (last line: {tail[-200:]})")
 
 
-def translate_stage(report: Report, data: dict[str, Path], work: Path) -> bool:
-    """bench/translate_speed.py on CUDA in its allowance; where that command fails (e.g.
-    a tree whose translate_speed has no --device yet), the stage says why and is skipped."""
+def translate_stage(report: Report, data: dict[str, Path], work: Path,
+                    model: Optional[Path] = None) -> bool:
+    """bench/translate_speed.py on CUDA in its allowance, on `model` or else on the run the
+    table kept; where there is none or the command fails, the stage says why and is skipped."""
+    kept = next(i for i, row in enumerate(ROWS) if row.keep)
+    run = model or work.parent / "table" / str(kept) / "run"
+    if not any((run / "checkpoints").glob("step-*.safetensors")):
+        report.say(f"translate: skipped: no trained run at {run} (the table stage keeps one; "
+                   f"or give --model RUN)")
+        return False
     out = report.out / "translate" if report.out else work
     seconds = ALLOWANCE["translate"]
-    command = [sys.executable, "-m", "bench.translate_speed", "--device", "cuda", "--budget",
-               f"{seconds:.0f}", "--out", str(out)]
+    command = [sys.executable, "-m", "bench.translate_speed", "--model", str(run),
+               "--checkpoint", "last", "--device", "cuda", "--budget", f"{seconds:.0f}",
+               "--out", str(out)]
     report.say(" ".join(command[1:]))
     status, output = run_for(command, seconds)
     for line in output.strip().splitlines()[-30:]:
         report.say(f"  {line}")
-    report.results["translate"] = {"returncode": status}
+    report.results["translate"] = {"returncode": status, "model": str(run)}
     if status != 0:
         why = f"exit status {status}" if status is not None else f"stopped after {seconds:.0f} s"
         last = (output.strip().splitlines() or ["no output"])[-1][-200:]

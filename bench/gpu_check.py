@@ -12,8 +12,9 @@ gpu-10m at 12K-token batches eager with lengths rounded to 8 and as shipped, com
 and replayed as CUDA graphs, then base at 25K eager and compiled: updates/s, target
 tokens/s, MFU, padding, peak memory, seconds to the first steady update, compilations;
 each measured once its rate is steady), the profile (20 steady gpu-10m updates under
-torch.profiler), the translation table (`python -m bench.translate_speed --device cuda`)
-and the CUDA tests (`pytest -m gpu tests`). Figures go to stdout and, as they come, to
+torch.profiler), the translation table (`python -m bench.translate_speed --device cuda`
+on `--model RUN`, else on the table's gpu-10m eager run, which is stopped by SIGTERM so that
+it saves a checkpoint) and the CUDA tests (`pytest -m gpu tests`). Figures go to stdout and, as they come, to
 --out (default $OUT, when set): gpu-check.log, gpu-check.json, gpu-tests.log,
 gpu-profile.txt and translate/. `e2e` trains base for a set number of minutes and scores
 it with `transcli evaluate --device cuda`.
@@ -49,12 +50,13 @@ class Row:
     batch_tokens: int
     sets: tuple[str, ...]
     seconds: float  # its allowance, process start to kill
+    keep: bool = False  # stopped by SIGTERM instead: its run saves a checkpoint to translate
 
 
 GRAPHS = ("train.compile=true", "train.cuda_graphs=true", "train.batch_shapes=16")
 ROWS = [
     Row("eager, pad 8", "gpu-10m", 12000, ("train.pad_multiple=8",), 25),
-    Row("eager", "gpu-10m", 12000, (), 25),
+    Row("eager", "gpu-10m", 12000, (), 25, keep=True),
     Row("compiled", "gpu-10m", 12000, ("train.compile=true",), 70),
     Row("graphed", "gpu-10m", 12000, GRAPHS, 60),
     Row("eager", "base", 25000, (), 30),
@@ -74,7 +76,8 @@ STAGES = [
     Stage("table", sum(row.seconds for row in ROWS), "training table: each row a fresh "
           "`transcli train`, measured once steady, then stopped"),
     Stage("profile", 35, "20 steady gpu-10m updates under torch.profiler"),
-    Stage("translate", 90, "python -m bench.translate_speed --device cuda --budget 90"),
+    Stage("translate", 90, "python -m bench.translate_speed --device cuda --budget 90 on "
+          "--model, else on the table's gpu-10m eager run (young: its speed, not its BLEU)"),
     Stage("tests", 125, "python -m pytest -m gpu tests (--no-tests skips it)"),
 ]
 
@@ -117,6 +120,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     check.add_argument("--only", nargs="+", choices=[s.name for s in STAGES[1:]],
                        help="run these stages only")
     check.add_argument("--data", type=Path, help="prepared dir of configs/base.yaml's data")
+    check.add_argument("--model", type=Path, help="a trained run dir for the translation "
+                                                  "table (default: the table's gpu-10m run)")
     check.add_argument("--out", type=Path, default=out, help="where the figures go "
                                                              "(default $OUT)")
 

@@ -80,8 +80,9 @@ def watch(row: Row, data: Path, work: Path) -> tuple[list[dict[str, Any]], list[
         if start is not None and Steady.of(lines[start:]).seconds >= MEASURE_S:
             break
     ended = child.process.poll() is not None
-    child.process.kill()
-    problem = child.wait()
+    if not row.keep:
+        child.process.kill()
+    problem = child.wait(0, stop=True)  # a kept row saves its checkpoint on SIGTERM
     return lines, seen, start, problem if ended else None
 
 

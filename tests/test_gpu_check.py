@@ -140,11 +140,14 @@ def test_a_table_row_trains_is_measured_and_stopped_on_the_cpu(
     monkeypatch.setattr(gpu_table, "TOLERANCE", 10.0)
     monkeypatch.setattr(gpu_table, "MEASURE_S", 0.5)
     row = gpu_check.Row("eager", "tiny", 256, ("train.device=cpu", "model.d_model=32",
-                                               "model.d_ff=64", "model.heads=2"), 120)
+                                               "model.d_ff=64", "model.heads=2"), 120,
+                        keep=True)
     started = time.monotonic()
     result = gpu_table.measure_row(row, prepared, tmp_path / "row", "cpu")
     assert time.monotonic() - started < 100, "stopped once measured"
     assert "error" not in result, result
+    assert list((tmp_path / "row" / "run" / "checkpoints").glob("step-*.safetensors")), \
+        "a kept row is stopped by SIGTERM: its run saves what the translation stage reads"
     assert result["updates"] >= 5 and result["tgt_tok_s"] > 0 and 0 < result["pad_frac"] < 0.5
     assert result["mfu"].startswith("n/a") and 0 < result["steady_s"] < 100
     table = gpu_table.table([result, {**result, "error": "no steady rate"}], "cpu")
@@ -172,10 +175,18 @@ def test_the_profile_process_prints_its_figures_on_the_cpu(prepared: Path,
 
 def test_a_translation_stage_that_cannot_run_is_skipped_with_its_reason(
         tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """No run kept by the table: skipped, saying so. A run translate_speed refuses (here a
+    checkpoint that is not a weights file): skipped with the command's exit status."""
     from bench.gpu_bench import Report, translate_stage
 
     report = Report("gpu-check", tmp_path / "out")
-    assert not translate_stage(report, {}, tmp_path / "work")
+    assert not translate_stage(report, {}, tmp_path / "work" / "translate")
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.startswith("translate: skipped: no trained run at ")
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "step-0000001.safetensors").write_text("not weights")
+    assert not translate_stage(report, {}, tmp_path / "work" / "translate", model=run)
     said = capsys.readouterr().out.splitlines()[-1]
     assert said.startswith("translate: skipped: exit status ")
     assert (tmp_path / "out" / "gpu-check.log").read_text(encoding="utf-8").endswith(said + "\n")
