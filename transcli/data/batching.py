@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from transcli.data.encoded import EncodedSplit
+from transcli.data.weights import copy_layers, epoch_copies
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 
 # ----------------------------------------------------------------------------- planning
@@ -67,11 +68,13 @@ class BatchPlan:
 
     Pairs whose rows exceed `max_len` positions (the model's positional table) are
     left out and counted in `skipped`. `multiple`: collation pads lengths to it, and the
-    budget counts that padding.
+    budget counts that padding. `weights`: how often each pair is seen per epoch
+    (`data/weights.py`; None: once each).
     """
 
     def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, batch_tokens: int,
-                 seed: int, max_len: int, shuffle: bool = True, multiple: int = 1):
+                 seed: int, max_len: int, shuffle: bool = True, multiple: int = 1,
+                 weights: Optional[np.ndarray] = None):
         # Rows as the model sees them: src = ids + EOS, tgt_in/out = BOS/EOS + ids.
         self.src_len = np.asarray(src_lengths, np.int64) + 1
         self.tgt_len = np.asarray(tgt_lengths, np.int64) + 1
@@ -83,15 +86,19 @@ class BatchPlan:
         self.seed = seed
         self.shuffle = shuffle
         self.multiple = multiple
+        self.weights = None if weights is None else np.asarray(weights)[self.indices]
         self._cache: tuple[int, list[np.ndarray]] | None = None
 
     def epoch(self, epoch: int) -> list[np.ndarray]:
         """Batches of `epoch` (the last one is cached: epochs are visited in order)."""
         if self._cache is None or self._cache[0] != epoch:
-            rng = np.random.default_rng([self.seed, epoch]) if self.shuffle else None
-            order = length_sorted(self.indices, self.src_len, self.tgt_len, rng)
-            batches = pack_batches(order, self.src_len, self.tgt_len, self.batch_tokens,
-                                   self.multiple)
+            rng = (np.random.default_rng([self.seed, epoch])
+                   if self.shuffle or self.weights is not None else None)
+            layers = ([self.indices] if self.weights is None
+                      else copy_layers(self.indices, epoch_copies(self.weights, rng)))
+            batches = [batch for layer in layers for batch in pack_batches(
+                length_sorted(layer, self.src_len, self.tgt_len, rng), self.src_len,
+                self.tgt_len, self.batch_tokens, self.multiple)]
             if rng is not None:
                 batches = [batches[i] for i in rng.permutation(len(batches))]
             self._cache = (epoch, batches)
@@ -127,6 +134,9 @@ class BatchStream:
 
     def _advance(self) -> np.ndarray:
         batches = self.plan.epoch(self.position.epoch)
+        while not batches:  # weights below 1 can leave an epoch empty
+            self.position.epoch += 1
+            batches = self.plan.epoch(self.position.epoch)
         batch = batches[self.position.index]
         self.position.index += 1
         if self.position.index >= len(batches):
