@@ -96,13 +96,16 @@ class BatchPlan:
                    if self.shuffle or self.weights is not None else None)
             layers = ([self.indices] if self.weights is None
                       else copy_layers(self.indices, epoch_copies(self.weights, rng)))
-            batches = [batch for layer in layers for batch in pack_batches(
-                length_sorted(layer, self.src_len, self.tgt_len, rng), self.src_len,
-                self.tgt_len, self.batch_tokens, self.multiple)]
+            batches = [batch for layer in layers for batch in
+                       self._pack(length_sorted(layer, self.src_len, self.tgt_len, rng))]
             if rng is not None:
                 batches = [batches[i] for i in rng.permutation(len(batches))]
             self._cache = (epoch, batches)
         return self._cache[1]
+
+    def _pack(self, order: np.ndarray) -> list[np.ndarray]:
+        """Length-sorted pairs cut into batches within the budget."""
+        return pack_batches(order, self.src_len, self.tgt_len, self.batch_tokens, self.multiple)
 
 
 @dataclass
