@@ -75,7 +75,8 @@ def test_sigterm_during_a_long_accumulation_saves_without_waiting_for_it(
     run = tmp_path / "run"
     proc = transcli_process(*train_cli(prepared, run, "train.max_steps=3",
                                        "train.accum_steps=10000", "train.save_every=1"))
-    time.sleep(8)  # loading done, deep inside the first update
+    wait_for(run / "run.json", timeout=120)  # every check passed: the run starts now
+    time.sleep(3)  # deep inside the first update
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err

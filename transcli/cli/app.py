@@ -45,12 +45,12 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 def main() -> None:
-    from transcli.cli.boundary import outside_problem, text_streams
+    from transcli.cli.boundary import empty_option, outside_problem, text_streams
     from transcli.cli.exits import run_command
     from transcli.system import waitpolicy
 
     text_streams()
-    problem = outside_problem(sys.argv)
+    problem = outside_problem(sys.argv) or empty_option(sys.argv, app)
     if problem:
         print(f"transcli: error: {problem}", file=sys.stderr)
         sys.exit(1)

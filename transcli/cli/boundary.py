@@ -5,6 +5,9 @@
 - Command-line arguments are UTF-8: Python hands undecodable bytes over as lone
   surrogates, which fail far away (in sentencepiece, in a JSON manifest). Each argument
   is decoded from its original bytes here, or refused naming its position.
+- No option is given an empty value (`-o ""`, `--out=`): Typer reads an empty path as
+  '.', the current directory, so `-o ""` would say ".: is a directory" and `--out ""
+  --force` would write into the current directory (`empty_option`).
 - Text written to stdout is UTF-8 whatever the locale (translations are written as UTF-8
   bytes already); messages on stderr keep the locale's encoding, with what it cannot show
   escaped instead of a crash.
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 
 def outside_problem(argv: list[str]) -> Optional[str]:
@@ -32,6 +35,28 @@ def outside_problem(argv: list[str]) -> Optional[str]:
             raw = os.fsencode(argument)
             return (f"argument {index} ({raw[:40]!r}) is not valid UTF-8 (byte "
                     f"0x{raw[exc.start]:02x}): transcli takes UTF-8 text and file names")
+    return None
+
+
+def empty_option(argv: list[str], app: Any) -> Optional[str]:
+    """The first option of the command in `argv` given an empty value, as a problem to
+    say, or None. `app` is the Typer app, which tells the options that take a value."""
+    if len(argv) < 3 or ("" not in argv and not any(a.endswith("=") for a in argv)):
+        return None  # the usual case: the command's options are not even looked up
+    import typer.main
+
+    command = getattr(typer.main.get_command(app), "commands", {}).get(argv[1])
+    params = getattr(command, "params", [])
+    valued = {opt for param in params if getattr(param, "param_type_name", "") == "option"
+              and not getattr(param, "is_flag", False) for opt in param.opts}
+    for index in range(2, len(argv)):
+        if argv[index] == "--":
+            break
+        name, equals, value = argv[index].partition("=")
+        if name.startswith("--") and name in valued and equals and not value:
+            return f"{name} is empty: give a value"
+        if argv[index] == "" and argv[index - 1] in valued:
+            return f"{argv[index - 1]} is empty: give a value"
     return None
 
 

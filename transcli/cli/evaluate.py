@@ -34,7 +34,7 @@ def evaluate(
     model: Optional[Path] = typer.Option(None, "--model", "-m", help="Run dir to translate with."),
     src: Optional[Path] = typer.Option(None, help="Source file to translate (with --model)."),
     checkpoint: str = CheckpointOpt,
-    hyp_out: Optional[Path] = typer.Option(None, help="Write the scored hypotheses here."),
+    hyp_out: Optional[str] = typer.Option(None, help="Write the scored hypotheses here."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
     decoding: list[tuple[str, Any]],
     device: Device = device_option(),
@@ -57,7 +57,7 @@ def evaluate(
 
 
 def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
-                 src: Optional[Path], checkpoint: str, hyp_out: Optional[Path], as_json: bool,
+                 src: Optional[Path], checkpoint: str, hyp_out: Optional[str | Path], as_json: bool,
                  device: str, overrides: Optional[list[Override]] = None) -> None:
     """Score `hyp`, or the translation of `src` by `model` (with `decode.*` `overrides`,
     as `translate` takes them), against every `ref`; print the scores as text or JSON.
@@ -111,7 +111,7 @@ def _lines(path: Path) -> Iterator[Iterator[str]]:
 
 @contextlib.contextmanager
 def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
-                  hyp_out: Optional[Path], total: Optional[int], device: str,
+                  hyp_out: Optional[str | Path], total: Optional[int], device: str,
                   overrides: list[Override]) -> Iterator[Iterator[str]]:
     """The translations of `src` with the code `transcli translate` uses (the 1-best),
     chunk by chunk as they are scored, each written to `hyp_out` too, which appears whole
@@ -152,7 +152,7 @@ def _score(hyps: Iterator[str], refs: list[Iterator[str]], given: Path,
 
 
 def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Path],
-                   overrides: list[Override], hyp_out: Optional[Path]) -> None:
+                   overrides: list[Override], hyp_out: Optional[str | Path]) -> None:
     """Exactly one way of getting hypotheses, and no option that would be ignored."""
     if hyp is not None and model is not None:
         raise UserError("give either --hyp FILE or --model RUN_DIR, not both")

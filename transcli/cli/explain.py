@@ -16,7 +16,6 @@ from transcli.cli.options import (
     device_option,
     with_decoding,
 )
-from transcli.system.files import OutputFolder
 
 
 @with_decoding
@@ -53,12 +52,12 @@ def explain_texts(run_dir: Path, checkpoint: str, texts: list[str], folder: Path
                   overrides: list[str], device: str, force: bool = False) -> None:
     """`transcli explain`: translate `texts`, write their attention files into `folder`,
     print each description and where its pictures are."""
-    from transcli.inference.attention import RECORD_FILE, AttentionWriter
+    from transcli.inference.attention import AttentionWriter, check_folder
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
 
     run = open_run_dir(run_dir, overrides)
-    OutputFolder(folder, RECORD_FILE, "attention files", force).check("--out")
+    check_folder(folder, force, "--out")
     translator = load_translator(run, checkpoint, device)
     with AttentionWriter(folder, translator, force, "--out") as writer:
         writer.translate(texts, 0)

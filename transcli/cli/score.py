@@ -57,7 +57,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     run = open_run_dir(run_dir)
     target = Output(output, [src, tgt, *run.inputs(checkpoint)], "scores")
     if output != "-":  # a wrong output is said before the model loads
-        check_output(Path(output), target.inputs, "scores")
+        check_output(output, target.inputs, "scores")
     budget = run.config.decode.batch_tokens if batch_tokens is None else batch_tokens
     if budget < 1:
         raise UserError(f"--batch-tokens {budget}: must be at least 1")

@@ -26,7 +26,7 @@ from transcli.cli.options import (
     setting,
     with_decoding,
 )
-from transcli.system.files import OutputFolder, check_output
+from transcli.system.files import check_output
 from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         _check_attention(attention, run, force)
         target = Output(output, [input, *run.inputs(checkpoint)], "translations")
         if output != "-":  # a wrong output is said before the model loads
-            check_output(Path(output), target.inputs, "translations")
+            check_output(output, target.inputs, "translations")
         translator = _loaded(lambda: load_translator(run, checkpoint, device), typed)
         if translator is None:
             return
@@ -164,10 +164,10 @@ def _check_attention(folder: Path | None, run: RunDir, force: bool) -> None:
     """Refuse --attention with settings it cannot work with, or a folder it may not
     write into, before loading the model."""
     if folder is not None:
-        from transcli.inference.attention import RECORD_FILE, check_decode
+        from transcli.inference.attention import check_decode, check_folder
 
         check_decode(run.config.decode)
-        OutputFolder(folder, RECORD_FILE, "attention files", force).check("--attention")
+        check_folder(folder, force, "--attention")
 
 
 def _attention_writer(folder: Path | None, translator: Translator, force: bool

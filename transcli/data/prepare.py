@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import shutil
 import sys
 import threading
@@ -50,8 +49,9 @@ from transcli.data.tokenizer import (
     write_vocab,
 )
 from transcli.system.errors import UserError
-from transcli.system.files import check_parents, file_digest, read_json
+from transcli.system.files import check_parents
 from transcli.system.locks import scratch_dir
+from transcli.system.owned import Contents, OwnedFolder, record_of
 from transcli.system.text import count_lines
 
 FORMAT = "transcli-prepared/1"
@@ -67,7 +67,8 @@ def prepare(cfg: Config, out: Path, force: bool) -> None:
         raise UserError("no training data: give --src-file and --tgt-file, --tsv or --dataset "
                         "(or list sources under data.train in the config)")
     names = output_names(data)
-    check_out(out, force, names)  # fail before the work; checked again before installing
+    folder = OwnedFolder(out, MANIFEST_FILE, "prepare", skip=is_scratch, accept=is_manifest)
+    check_out(folder, force, names)  # fail before the work; checked again before installing
     check_parents(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -79,7 +80,8 @@ def prepare(cfg: Config, out: Path, force: bool) -> None:
             stage.mkdir()
             manifest = _build(cfg, scratch, stage)
             _write_manifest(stage, manifest, names)
-            install(stage, out, names, check_out(out, force, names))
+            folder.install(stage, names, check_out(folder, force, names), "prepared data",
+                           force)
         except OSError as exc:  # disk full, permissions: the user's environment, not a bug
             where = f" ({exc.filename})" if exc.filename else ""
             raise UserError(f"{out}: cannot write the prepared data: {exc.strerror or exc}"
@@ -413,10 +415,9 @@ def config_hash(cfg: Config) -> str:
 
 
 def _write_manifest(stage: Path, manifest: dict[str, Any], names: list[str]) -> None:
-    manifest["files"] = names
-    # Each file's content hash: a later --force replaces only files still as written.
-    manifest["sha256"] = {name: file_digest(stage / name) for name in names
-                          if name != MANIFEST_FILE and (stage / name).is_file()}
+    # The files and their content hashes: a later --force replaces only files still as
+    # written (`system.owned`).
+    manifest.update(record_of(stage, names))
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     (stage / MANIFEST_FILE).write_text(text, encoding="utf-8")
 
@@ -445,17 +446,12 @@ def _drop_summary(dropped: Counter) -> str:
 # ----------------------------------------------------------------------------- --out
 
 
-def check_out(out: Path, force: bool, names: list[str]) -> set[str]:
+def check_out(folder: OwnedFolder, force: bool, names: list[str]) -> Contents:
     """Refuse an --out holding anything without --force, and with --force any file of
-    ours by name that an earlier prepare did not write. Returns the earlier run's files."""
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{out}: exists and is not a directory")
-    if not out.exists():
-        return set()
-    entries = sorted(entry.name for entry in out.iterdir() if not is_scratch(entry.name))
-    previous = _previous_files(out)
-    foreign = [name for name in entries if name not in previous]
-    if entries and not force:
+    ours by name that an earlier prepare did not write. Returns what --out holds."""
+    contents = folder.contents("--out")
+    out, previous, foreign = folder.folder, contents.owned, contents.foreign
+    if contents.names and not force:
         if previous:
             others = (f" (and files prepare did not write, e.g. '{foreign[0]}', which --force "
                       f"keeps)" if foreign else "")
@@ -464,11 +460,8 @@ def check_out(out: Path, force: bool, names: list[str]) -> set[str]:
         raise UserError(f"{out}: is not empty and holds files prepare did not write (e.g. "
                         f"'{foreign[0]}'); choose another --out, or pass --force to write beside "
                         f"them (prepare never deletes files it did not write)")
-    clash = [name for name in names if name in foreign]
-    if clash:
-        raise UserError(f"{out / clash[0]}: exists and was not written by transcli prepare; "
-                        f"refusing to overwrite it, even with --force")
-    return previous
+    folder.refuse_clash(names, contents)
+    return contents
 
 
 def is_scratch(name: str) -> bool:
@@ -477,45 +470,9 @@ def is_scratch(name: str) -> bool:
     return name.startswith(".") and ".prepare-" in name
 
 
-def _previous_files(out: Path) -> set[str]:
-    """Files an earlier prepare wrote here and nobody changed since, by its manifest's
-    content hashes (a manifest from before they were kept vouches for its names); none
-    if unreadable."""
-    try:
-        manifest = read_json(out / MANIFEST_FILE)
-    except (OSError, ValueError):
-        return set()
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        return set()
-    files = manifest.get("files", [])
-    names = {name for name in files if isinstance(name, str) and "/" not in name
-             and name not in ("", ".", "..")}
-    hashes = manifest.get("sha256")
-    if not isinstance(hashes, dict):
-        return names
-    return {name for name in names if name == MANIFEST_FILE or _unchanged(out / name,
-                                                                          hashes.get(name))}
-
-
-def _unchanged(path: Path, digest: Any) -> bool:
-    try:
-        return path.is_file() and not path.is_symlink() and file_digest(path) == digest
-    except OSError:
-        return False
-
-
-def install(stage: Path, out: Path, names: list[str], previous: set[str]) -> None:
-    """Move the staged files into --out: a new dir is one rename; in an existing dir the
-    old manifest goes first and the new one last, so a half-replaced dir never looks
-    complete. Only files named by the earlier manifest are ever removed."""
-    if not out.exists():
-        os.replace(stage, out)
-        return
-    (out / MANIFEST_FILE).unlink(missing_ok=True)
-    for stale in sorted(previous - set(names)):
-        (out / stale).unlink(missing_ok=True)
-    for name in names:
-        os.replace(stage / name, out / name)
+def is_manifest(record: dict[str, Any]) -> bool:
+    """Whether a manifest.json is one of prepare's (the record of the files it wrote)."""
+    return record.get("format") == FORMAT
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -29,10 +29,10 @@ from torch import Tensor, nn
 
 from transcli.config.schema import Config
 from transcli.data.tokenizer import Tokenizer
-from transcli.export import require
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID, UNK_ID
 from transcli.system.errors import UserError
+from transcli.system.extras import require
 
 if TYPE_CHECKING:
     from transcli.rundir.run import RunDir
@@ -152,15 +152,15 @@ def cached_export(run: RunDir, source: Path, quantize: str = "none") -> Path:
     trusted only if the checkpoint's content and every cached file's content hash as
     recorded when it was made (a damaged cache would translate to garbage); otherwise it
     is made again."""
-    from transcli.export import publish, read_record
-    from transcli.system.files import file_digest
+    from transcli.export import exported, publish
+    from transcli.system.owned import file_digest
 
     run_dir = run.path
     weights = None if quantize == "none" else quantize
     record = {"format": "ct2", "exporter": EXPORTER_VERSION, "quantize": weights,
               "source_sha256": file_digest(source)}
     target = _cache_dir(Path(run_dir), source, weights or "float32", record["source_sha256"])
-    if _intact(target, record, read_record(target)):
+    if exported(target).verified_record(record) is not None:  # every file as written
         return target
     model = run.model(source, "cpu")
     try:
@@ -185,18 +185,3 @@ def _cache_dir(run_dir: Path, source: Path, weights: str, digest: str) -> Path:
         return ct2_cache_dir(run_dir, source, weights)
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "transcli" / "ct2" / f"{digest[:32]}-{weights}"
-
-
-def _intact(target: Path, record: dict[str, Any], old: dict[str, Any]) -> bool:
-    """Whether `target` holds the export `record` describes, every file as it was written."""
-    from transcli.system.files import file_digest
-
-    if any(old.get(key) != value for key, value in record.items()):
-        return False
-    hashes = old.get("sha256")
-    if not isinstance(hashes, dict) or set(hashes) != set(old.get("files", [])):
-        return False
-    try:
-        return all(file_digest(target / name) == digest for name, digest in hashes.items())
-    except OSError:
-        return False

@@ -31,10 +31,10 @@ from torch import Tensor, nn
 
 from transcli.config.schema import Config
 from transcli.data.tokenizer import Tokenizer
-from transcli.export import require
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from transcli.system.errors import UserError
+from transcli.system.extras import require
 
 EXTRA = "hf"
 

@@ -34,7 +34,8 @@ from transcli.inference.search import Hypothesis
 from transcli.model.transformer import CrossAttention, Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID
 from transcli.system.errors import UserError
-from transcli.system.files import OutputFolder, atomic_path, describe_os_error, output_file
+from transcli.system.files import output_file
+from transcli.system.owned import Contents, OwnedFolder
 
 ALIGNMENTS_FILE = "alignments.txt"
 RECORD_FILE = "transcli-attention.json"  # the files transcli wrote into the folder
@@ -185,11 +186,10 @@ def plot_layers(attention: Attention, title: str, path: Path) -> None:
 
 
 def _save(fig: Any, path: Path) -> None:
+    """Write the picture to `path` (a temp path of `OwnedFolder.writing`: its OS errors
+    are said there, naming the picture's own name)."""
     try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=100)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot write the picture ({describe_os_error(exc)})") from None
+        fig.savefig(path, format="png", dpi=100)
     finally:
         _pyplot().close(fig)
 
@@ -219,6 +219,16 @@ def check_decode(decode: DecodeConfig, command: str = "--attention") -> None:
                         f"picture shows one translation of one input line")
 
 
+def check_folder(folder: Path, force: bool, option: str) -> Contents:
+    """Refuse, before any work, a folder the attention files may not go into (`option`
+    names it): a file, or a non-empty folder without `force`. Returns what it holds."""
+    contents = OwnedFolder(folder, RECORD_FILE).contents(option)
+    if contents.names and not force:
+        raise UserError(f"{folder}: not empty; pass --force to replace the attention files "
+                        f"transcli wrote there (other files are kept), or give another {option}")
+    return contents
+
+
 class AttentionWriter:
     """Translates lines like `Translator.translate_nbest` and writes each line's
     pictures, description and alignment into `folder` (see the module doc)."""
@@ -230,15 +240,15 @@ class AttentionWriter:
         check_decode(translator.decode, "explain" if option == "--out" else option)
         assert isinstance(translator.engine, TorchEngine)
         self.folder = Path(folder)
-        self.output = OutputFolder(self.folder, RECORD_FILE, "attention files", force)
-        self.option = option
+        self.output = OwnedFolder(self.folder, RECORD_FILE)
+        self.option, self.force = option, force
         self.translator = translator
         self.written: list[Optional[Path]] = []  # the last call's description files
         self._stack = contextlib.ExitStack()
         self._alignments: Any = None
 
     def __enter__(self) -> AttentionWriter:
-        self.output.open(self.option)
+        self.output.start(check_folder(self.folder, self.force, self.option))
         self._alignments_path, = self.output.claim(ALIGNMENTS_FILE)
         self._alignments = self._stack.enter_context(
             output_file(self._alignments_path, what="alignments", guarded=False))
@@ -247,7 +257,7 @@ class AttentionWriter:
     def __exit__(self, *exc: Any) -> None:
         self._stack.__exit__(*exc)
         if self._alignments_path.is_file():
-            self.output.done(self._alignments_path)
+            self.output.add(self._alignments_path)
 
     def translate(self, lines: list[str], first: int) -> list[list[tuple[str, float]]]:
         """Translations of `lines` (input lines first, first + 1, ...), as
@@ -267,12 +277,14 @@ class AttentionWriter:
             mean, layers, text = self.output.claim(f"{stem}.png", f"{stem}-layers.png",
                                                    f"{stem}.txt")
             title = _title(line.strip(), texts[0][0])
-            plot_mean(attention, title, mean)
-            plot_layers(attention, title, layers)
-            with atomic_path(text) as tmp:
+            with self.output.writing(mean, "picture") as tmp:
+                plot_mean(attention, title, tmp)
+            with self.output.writing(layers, "picture") as tmp:
+                plot_layers(attention, title, tmp)
+            with self.output.writing(text, "description") as tmp:
                 tmp.write_text(describe(attention, line.strip(), texts[0][0]), encoding="utf-8")
             self._alignments.write((pharaoh(attention.alignment()) + "\n").encode())
-            self.output.done(mean, layers, text)
+            self.output.add(mean, layers, text)
             self.written.append(text)
         self._alignments.flush()
         return results

@@ -75,7 +75,7 @@ class Ct2Engine:
 
     def __init__(self, model_dir: Path, tokenizer: Tokenizer, decode: DecodeConfig,
                  max_positions: int, device: str | torch.device = "cpu"):
-        from transcli.export import require
+        from transcli.system.extras import require
 
         ctranslate2 = require("ctranslate2", "ct2")
         self.ctranslate2 = ctranslate2

@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from transcli.export import require
 from transcli.serve.limits import Limits
 from transcli.system.errors import UserError
+from transcli.system.extras import require
 
 if TYPE_CHECKING:
     from uvicorn import Server

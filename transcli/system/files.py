@@ -4,19 +4,23 @@
   and so do `atomic_path` and `output_file` for errors while writing.
 - Outputs appear whole or not at all (`atomic_path`, `output_file`): a temp file
   beside the target, fsynced and renamed over it. A replaced file keeps its
-  permission bits; a new one gets the usual `0o666 & ~umask`.
+  permission bits; a new one gets the usual `0o666 & ~umask`. A temp file a killed
+  writer left is removed by the next write of the same output (`remove_stale_temps`).
 - An output is never one of the command's own inputs, and never replaces what is
   not a regular file: a FIFO or character device (`/dev/stdout`, `/dev/null`) is
   written through, a symlink is followed to its target.
 - An existing file that is not empty is replaced only when transcli wrote it and it is
   unchanged since (`written.py` keeps the ledger); otherwise the command is refused.
+  This is checked when the command starts, and again at the moment of replacing
+  (`publish.py`): a file written there during the run is kept, and the output is kept
+  beside it under another name, which the refusal gives.
 Reading text lines has its own rule, in `text.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import fcntl
 import json
 import os
 import re
@@ -27,6 +31,7 @@ from typing import IO, Any, BinaryIO, Iterable, Iterator, Optional
 
 from transcli.system import written
 from transcli.system.errors import UserError, WriteFailed
+from transcli.system.publish import NotOurs, Verdict, keep_visible, new_only, publish, unchanged
 
 BLOCK = 1 << 20
 
@@ -52,12 +57,18 @@ def open_checked(path: str | Path, mode: str = "rb", what: str = "read", **optio
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path, what: str = "file") -> Iterator[Path]:
+def atomic_path(path: str | Path, what: str = "file",
+                ours: Optional[Verdict] = None) -> Iterator[Path]:
     """Yield a temp path beside `path`; on success fsync it and rename it over `path`.
 
     A kill at any instant leaves either the old file or the new one, never half of one.
-    The temp name starts with '.' and ends with '.tmp' (`is_temp_file`), so that a run
-    killed mid-write can find and remove it. Mode: as the replaced file, else umask's.
+    The temp name starts with '.' and ends with '.tmp' (`is_temp_file`), and its writer
+    holds a lock on it, so that one a killed run left can be told and removed
+    (`remove_stale_temps`). Mode: as the replaced file, else umask's.
+    `ours`: None replaces whatever is at `path` (a run dir's own files, under the run's
+    lock); else a file there is replaced only if `ours` holds for it at the moment of
+    replacing (`publish`; `new_only`: the name must be free). If not, the output is kept
+    under a name beside `path` and the refusal is one line naming both.
     An OS error while writing it (disk full, no permission) is one line naming `path`
     and the `what` it holds; one about another file (read in the block) is left as it is.
     """
@@ -65,24 +76,100 @@ def atomic_path(path: str | Path, what: str = "file") -> Iterator[Path]:
     check_parents(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
+        tmp_path, lock = _new_temp(path)
     except OSError as exc:
         raise cannot_write(path, what, exc) from None
-    tmp_path = Path(tmp)
     try:
-        yield tmp_path
-        with open(tmp_path, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.chmod(tmp_path, _mode_for(path))
-        os.replace(tmp_path, path)
-    except OSError as exc:
-        if exc.filename not in (None, str(tmp_path), str(path)):
-            raise
-        raise cannot_write(path, what, exc) from None
+        try:
+            yield tmp_path
+            with open(tmp_path, "rb+") as handle:
+                os.fsync(handle.fileno())
+            os.chmod(tmp_path, _mode_for(path))
+        except OSError as exc:
+            if exc.filename not in (None, str(tmp_path), str(path)):
+                raise
+            raise cannot_write(path, what, exc) from None
+        _put_in_place(tmp_path, path, what, ours)
     finally:
         with contextlib.suppress(OSError):
             tmp_path.unlink(missing_ok=True)
+        os.close(lock)
+
+
+def _put_in_place(tmp: Path, path: Path, what: str, ours: Optional[Verdict]) -> None:
+    """The last step of `atomic_path`: `tmp` becomes `path` (see there)."""
+    try:
+        if ours is None:
+            os.replace(tmp, path)
+            return
+        publish(path.parent, [(path.name, tmp)], {path.name: ours})
+    except NotOurs as exc:
+        try:
+            kept = keep_visible(tmp, path, "new")
+        except OSError as error:
+            raise cannot_write(path, what, error) from None
+        raise UserError(f"{path}: written or changed by someone else while transcli wrote "
+                        f"the {what}; it is kept as it is, and the {what} went to {kept}"
+                        f"{exc.where()}") from None
+    except OSError as exc:
+        raise cannot_write(path, what, exc) from None
+
+
+# Temp files of `atomic_path`: `.NAME.transcli-XXXXXXXX.tmp`, each locked (flock) by its
+# writer for as long as it lives. A lock dies with its process however it dies, so a temp
+# file no process holds is one a killed writer left; the mark in the name keeps the
+# files of other programs (and a user's) out of reach.
+TEMP_MARK = "transcli-"
+
+
+def _new_temp(path: Path) -> tuple[Path, int]:
+    """A new temp file beside `path`, and the descriptor that holds its lock."""
+    while True:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.{TEMP_MARK}", suffix=".tmp",
+                                    dir=path.parent)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # waits only while a cleaner looks at it
+        except OSError:  # a file system without locks: no cleaner can lock it either
+            return Path(name), fd
+        if _still_named(fd, name):
+            return Path(name), fd
+        os.close(fd)  # a cleaner took it for abandoned before it was locked: another one
+
+
+def _still_named(fd: int, name: str) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.lstat(name))
+    except OSError:
+        return False
+
+
+def remove_stale_temps(path: Path, every: bool = False) -> None:
+    """Remove the temp files of `path` (of every file in the folder `path`, when `every`)
+    that `atomic_path` made and no live process holds: a killed writer's leftovers."""
+    folder, prefix = (path, ".") if every else (path.parent, f".{path.name}.{TEMP_MARK}")
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".tmp") and TEMP_MARK in name:
+            _remove_if_abandoned(os.path.join(folder, name))
+
+
+def _remove_if_abandoned(name: str) -> None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: its writer lives
+            if _still_named(fd, name):
+                os.unlink(name)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def cannot_write(path: str | Path, what: str, exc: BaseException) -> WriteFailed:
@@ -155,16 +242,17 @@ def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str =
     block quietly, any other failure is one line. `inputs` are the command's input
     files: naming one of them as the output is refused before anything is written,
     since the atomic rename would destroy the input. Errors while writing are one line
-    naming the file. `guarded` False skips `check_replaceable`, for a caller that has
-    checked the file is its own (`OutputFolder`).
+    naming the file. `guarded` False skips `check_replaceable`, for a caller whose
+    folder record has checked the name (`owned.OwnedFolder`): the name must then be
+    free when the file is put in place.
     """
     if stdout is not None and str(name) == "-":
         with _writing_stdout(what):
             yield stdout
             stdout.flush()
         return
+    check_output(name, inputs, what, guarded)
     path = Path(name)
-    check_output(path, inputs, what, guarded)
     check_parents(path)
     try:
         kind: Optional[int] = os.stat(path).st_mode  # follows symlinks
@@ -181,9 +269,19 @@ def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str =
                 raise
             raise cannot_write(path, what, exc) from None
         return
-    with atomic_path(os.path.realpath(path), what) as tmp, open(tmp, "wb") as handle:
+    target = Path(os.path.realpath(path))
+    remove_stale_temps(target)
+    ours = _written_by_transcli(target) if guarded else new_only
+    with atomic_path(target, what, ours) as tmp, open(tmp, "wb") as handle:
         yield handle
     written.remember(path)
+
+
+def _written_by_transcli(path: Path) -> Verdict:
+    """Whether a file at `path`, judged when it is replaced, is transcli's to replace: the
+    file the ledger has for `path` now (when the command starts), or an empty one."""
+    same = unchanged(written.recorded(path))
+    return lambda st: stat.S_ISREG(st.st_mode) and (st.st_size == 0 or same(st))
 
 
 def check_replaceable(path: Path, what: str) -> None:
@@ -198,11 +296,18 @@ def check_replaceable(path: Path, what: str) -> None:
                         f"or choose another file")
 
 
-def check_output(path: Path, inputs: Iterable[str | Path] = (), what: str = "output",
+def check_output(name: str | Path, inputs: Iterable[str | Path] = (), what: str = "output",
                  guarded: bool = True) -> None:
-    """Refuse an output that is a directory, one of the command's `inputs` (an existing
-    file, or a path an input may take), a file inside an input that is a folder, or
-    (when `guarded`) a file transcli may not replace (`check_replaceable`)."""
+    """Refuse an output that is a directory (or a name ending in '/', which can only
+    name one), one of the command's `inputs` (an existing file, or a path an input may
+    take), a file inside an input that is a folder, or (when `guarded`) a file transcli
+    may not replace (`check_replaceable`)."""
+    if str(name) == "":
+        raise UserError(f"the file name for the {what} is empty")
+    if str(name).endswith(os.sep) and not Path(name).is_dir():
+        raise UserError(f"{name}: ends with '{os.sep}', so it names a folder, and there is "
+                        f"none; give a file name for the {what}")
+    path = Path(name)
     target = os.path.realpath(path)
     for source in inputs:
         if str(source) == "-":
@@ -235,86 +340,6 @@ def write_text_output(name: str | Path, text: str, inputs: Iterable[str | Path] 
     """`output_file` for text already in memory (UTF-8, '\\n' line ends)."""
     with output_file(name, inputs, what) as handle:
         handle.write(text.encode("utf-8"))
-
-
-class OutputFolder:
-    """A folder a command fills file by file, with a record (`record`, JSON: each file
-    written and its content's SHA-256) so that a later run knows which files are
-    transcli's: those still as it wrote them.
-
-    A non-empty folder is refused unless `force`; then the recorded files still as
-    recorded are removed, and a name the command is about to write is refused if a file
-    of that name remains: a user's file is never replaced or removed."""
-
-    def __init__(self, folder: Path, record: str, what: str, force: bool):
-        self.folder, self.record, self.what, self.force = Path(folder), record, what, force
-        self.written: dict[str, str] = {}  # name: SHA-256 of what this run wrote
-        self.claimed: set[str] = set()
-
-    def check(self, option: str) -> None:
-        """Refuse a folder this command may not write into (`option` names it), before
-        any work is done."""
-        folder = self.folder
-        if folder.exists() and not folder.is_dir():
-            raise UserError(f"{folder}: {option} must name a directory, not a file")
-        check_parents(folder)
-        try:
-            entries = any(folder.iterdir()) if folder.is_dir() else False
-        except OSError as exc:
-            raise UserError(f"{folder}: cannot read the folder ({describe_os_error(exc)})") \
-                from None
-        if entries and not self.force:
-            raise UserError(f"{folder}: not empty; pass --force to replace the {self.what} "
-                            f"transcli wrote there (other files are kept), or give another "
-                            f"{option}")
-
-    def open(self, option: str) -> None:
-        """Check the folder, create it, remove what an earlier run of ours left there."""
-        self.check(option)
-        for name, digest in self._previous().items():
-            path = self.folder / name
-            with contextlib.suppress(OSError):
-                if path.is_file() and not path.is_symlink() and file_digest(path) == digest:
-                    path.unlink()
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"{self.folder}: cannot create the folder "
-                            f"({describe_os_error(exc)})") from None
-        (self.folder / self.record).unlink(missing_ok=True)
-
-    def claim(self, *names: str) -> list[Path]:
-        """The paths to write `names` to; refused if a file of one of them is there."""
-        for name in names:
-            if name not in self.claimed and os.path.lexists(self.folder / name):
-                raise UserError(f"{self.folder / name}: exists and was not written by "
-                                f"transcli; refusing to overwrite it, even with --force")
-        self.claimed.update(names)
-        return [self.folder / name for name in names]
-
-    def done(self, *paths: Path) -> None:
-        """Record claimed files once written whole."""
-        self.written.update({path.name: file_digest(path) for path in paths})
-        with atomic_path(self.folder / self.record, "record of the files written") as tmp:
-            tmp.write_text(json.dumps(self.written, indent=0, sort_keys=True), encoding="utf-8")
-
-    def _previous(self) -> dict[str, str]:
-        """What an earlier run recorded (plain names in this folder only)."""
-        try:
-            record = read_json(self.folder / self.record)
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(record, dict):
-            return {}
-        return {name: digest for name, digest in record.items() if isinstance(digest, str)
-                and isinstance(name, str) and "/" not in name and name not in ("", ".", "..")}
-
-
-def file_digest(path: Path) -> str:
-    """The SHA-256 of a file's content, in hex: how transcli tells its own outputs, still
-    as it wrote them, from a user's (records of exports, prepared dirs, attention)."""
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def check_parents(path: Path) -> None:

@@ -31,7 +31,14 @@ def ledger_path() -> Path:
 def wrote(path: Path) -> bool:
     """Whether `path` is a file transcli wrote and that is unchanged since."""
     identity = _identity(path)
-    return identity is not None and _read().get(os.path.realpath(path)) == identity
+    return identity is not None and recorded(path) == identity
+
+
+def recorded(path: Path) -> Optional[tuple[int, int, int, int]]:
+    """The identity (device, inode, size, mtime in ns) of the file transcli last wrote
+    at `path`'s real path, or None: what a file there must still have to be transcli's."""
+    entry = _read().get(os.path.realpath(path))
+    return None if entry is None else (entry[0], entry[1], entry[2], entry[3])
 
 
 def remember(path: Path) -> None:
@@ -42,16 +49,16 @@ def remember(path: Path) -> None:
     entries = _read()
     key = os.path.realpath(path)
     entries.pop(key, None)  # re-inserted last: the newest entries are the ones kept
-    entries[key] = identity
+    entries[key] = list(identity)
     _write(dict(list(entries.items())[-KEEP:]))
 
 
-def _identity(path: Path) -> Optional[list[int]]:
+def _identity(path: Path) -> Optional[tuple[int, int, int, int]]:
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _read() -> dict[str, list[int]]:
@@ -62,8 +69,8 @@ def _read() -> dict[str, list[int]]:
         return {}
     if not isinstance(data, dict):
         return {}
-    return {key: value for key, value in data.items()
-            if isinstance(value, list) and len(value) == 4}
+    return {key: value for key, value in data.items() if isinstance(value, list)
+            and len(value) == 4 and all(isinstance(number, int) for number in value)}
 
 
 def _write(entries: dict[str, list[int]]) -> None:
