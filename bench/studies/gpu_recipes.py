@@ -75,7 +75,7 @@ VARIANTS: dict[str, list[str]] = {
 # Named sets of variants. challenger: what should beat gpu-10m (base, beside them): larger
 # token batches (launch-bound updates), a wider feed-forward layer and 8 heads (the
 # transformer-base shape; at ~4% of the card's peak its extra FLOPs cost little time, and
-# 8 minutes made ~30 passes over the corpus with valid BLEU still rising), and the two
+# 8 minutes made 25 passes over the corpus with valid BLEU still rising), and the two
 # together. Padding needs no variant: the batch order of the GPU-speed work applies to all.
 GROUPS = {"challenger": ["base", "batch24k", "ffn2048", "ffn2048-batch24k"]}
 PREPARE_S = 600  # bound on one data preparation
