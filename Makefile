@@ -70,10 +70,10 @@ evaluate: $(STAMP)  ## Score OUTPUT against REF with sacreBLEU
 bench: $(STAMP)  ## Model forward+backward speed vs torch.nn.Transformer
 	$(BIN)/python -m bench.model_speed
 
-gpu-carry: $(STAMP)  ## Beforehand (no GPU): prepare base + small, copy dev sets into gpu-carry/
+gpu-carry: $(STAMP)  ## Beforehand (no GPU): prepare gpu-10m + base, copy dev sets into gpu-carry/
 	$(BIN)/python -m bench.gpu_check carry $(ARGS)
 
-gpu-check:  ## On a CUDA machine: GPU tests, then training throughput table (under 10 min)
+gpu-check:  ## On a CUDA machine: training table, profile, translation, GPU tests (9 min; ARGS=--plan)
 	@$(GPU_PY) -m bench.gpu_check check $(ARGS)
 
 gpu-e2e:  ## On a CUDA machine: train base MINUTES, then BLEU on dev.tatoeba + newstest2012

@@ -125,6 +125,14 @@ def prepare_corpus(config: Path, out: Path, overrides: Sequence[str] = (),
                      *set_flags(data_overrides(overrides))], log, timeout)
 
 
+def prepared_dir(name: str, data_sets: tuple[str, ...] = ()) -> Path:
+    """The shared corpus prepared with configs/<name>.yaml and `data_sets` overrides, in
+    prepared/bench-<name>[-<overrides>] (built on first use); exits if it cannot be."""
+    out = ROOT / "prepared" / "-".join(["bench", name, *(s.replace("=", "") for s in data_sets)])
+    must(prepare_corpus(ROOT / "configs" / f"{name}.yaml", out, data_sets))
+    return out
+
+
 def score_set(run: Path, checkpoint: str, corpus: Path, name: str, work: Path,
               flags: Sequence[str] = (), timeout: Optional[float] = None) -> dict[str, Any]:
     """`transcli evaluate --json` of a run's checkpoint on `corpus`/NAME.en against NAME.es

@@ -1,40 +1,31 @@
 """The stages behind bench/gpu_check.py, which imports this once CUDA is known to be there
 (the CPU tests import it too: nothing here touches CUDA at import).
 
-Throughput (`check`): each setting (a config at a batch size, eager or compiled; by
-default base at 25,000 tokens and small at 4,096) trains in bf16 through
-`transcli.training.loop.train` in a fresh process (`gpu_check measure`), so its peak
-memory and recompile count are its own; inductor's on-disk cache is shared, so the first
-compiled setting pays most of the compilation. Tokens/s come from the run's
-metrics.jsonl, leaving out a warm-up of training seconds (compilation, the recompiles
-new batch shapes trigger, and the first few hundred updates, which run slower while the
-allocator grows). End to end (`e2e`): `transcli train`, then `transcli evaluate`, as
-bench/quality.py runs them.
+`check` runs the stages of gpu_check.STAGES in turn, each stopped at its allowance: the
+training table (bench/gpu_table.py), the profile (bench/gpu_profile.py, in a process of
+its own), the translation table (bench/translate_speed.py) and the CUDA tests. `e2e`
+trains base, then `transcli evaluate`s it, as bench/quality.py runs them. `carry`
+prepares what they need on a machine without a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, Callable, NoReturn, Optional
 
 import torch
 
 from bench.common import (
     CORPORA,
     DEV_SETS,
-    NEVER,
     ROOT,
-    Steady,
     child_env,
     prepare_corpus,
     run_summary,
@@ -42,31 +33,23 @@ from bench.common import (
     set_flags,
     transcli,
 )
-from bench.flops import Lengths, dense_bf16_peak, mfu_text, training_flops
+from bench.flops import dense_bf16_peak
+from bench.gpu_check import ROWS, STAGES, plan_lines
+from bench.gpu_profile import RESULT, profile_lines, profile_run
+from bench.gpu_table import measure_row, table
 from transcli.config.loading import load_config
-from transcli.config.schema import Config
-from transcli.data.batching import BatchPlan
-from transcli.data.encoded import EncodedSplit, load_manifest
 from transcli.rundir.layout import CONFIG_FILE, CURVES_FILE, METRICS_FILE
-from transcli.rundir.metrics import read_metrics
-from transcli.training.loop import train
 
 BASE = ROOT / "configs" / "base.yaml"
 CARRY = ROOT / "gpu-carry"  # ignored by git: prepared data to copy to a GPU machine
 CARRIED_CORPUS = CARRY / "corpus"
-SETTINGS = ["base:25000", "small:4096"]  # config:batch_tokens, what `check` times
 CHILD_ENV = child_env(PYTHONUNBUFFERED="1")  # a child's lines are logged as they come
-RESULT = "RESULT "  # prefix of a `measure` process's one line of JSON
-EXCEPTION_LINE = re.compile(r"[\w.]*(Error|Exception|Unsupported|Interrupt)\b")
-
-LOG_EVERY = 5
-WARMUP_S = 60.0  # training seconds before the measurement starts (compiled: + allowance)
-STARTUP_S = 30.0  # a `measure` process's imports, data loading and final save (estimate)
-TEST_TIMEOUT_S = 300
+ALLOWANCE = {stage.name: stage.seconds for stage in STAGES}
 
 
 def run_stage(args: argparse.Namespace) -> int:
-    stages = {"check": check, "e2e": e2e, "carry": carry, "measure": measure}
+    stages = {"check": check, "e2e": e2e, "carry": carry,
+              "profile": lambda a: profile_run(a.data)}
     return stages[args.stage](args)
 
 
@@ -74,12 +57,12 @@ def run_stage(args: argparse.Namespace) -> int:
 
 
 class Report:
-    """Lines to stdout and, under the device tool ($OUT set), to $OUT/<name>.log; results
-    to $OUT/<name>.json, rewritten after each step so a stopped run still returns them."""
+    """Lines to stdout and, given an `out` folder, to out/<name>.log as they come; results
+    to out/<name>.json, rewritten after each step so a stopped run still returns them."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, out: Optional[Path]):
         self.name = name
-        self.out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+        self.out = out
         self.results: dict[str, Any] = {}
         if self.out:
             self.out.mkdir(parents=True, exist_ok=True)
@@ -141,7 +124,7 @@ def carried_data(config: str, corpus: Optional[Path] = None) -> Path:
     return out
 
 
-def base_data(explicit: Optional[Path], report: Report, config: str = "base") -> Path:
+def prepared_data(explicit: Optional[Path], report: Report, config: str = "base") -> Path:
     """The corpus prepared with configs/<config>.yaml: given, carried, or prepared now."""
     if explicit is not None:
         if not (explicit / "manifest.json").is_file():
@@ -162,240 +145,137 @@ def base_data(explicit: Optional[Path], report: Report, config: str = "base") ->
     return out
 
 
-def parse_setting(text: str) -> tuple[str, int]:
-    """"small:4096" -> ("small", 4096); a config of configs/."""
-    name, _, tokens = text.partition(":")
-    if not (ROOT / "configs" / f"{name}.yaml").is_file() or not tokens.isdigit():
-        fail(f"--settings {text}: give CONFIG:BATCH_TOKENS with a config of configs/")
-    return name, int(tokens)
-
-
 # ----------------------------------------------------------------------------- check
 
 
 def check(args: argparse.Namespace) -> int:
-    """GPU tests, then throughput of each setting that fits the time budget."""
+    """The stages in turn, each in its allowance; exit status 1 if any failed."""
     started = time.monotonic()
-    report = Report("gpu-check")
+    report = Report("gpu-check", args.out)
     info = report.results["device"] = device_summary()
     report.say(f"gpu-check on {describe(info)}")
-    ok = args.no_tests or run_tests(report)
-    settings = [parse_setting(text) for text in args.settings]
-    data = {name: base_data(args.data if name == "base" else None, report, name)
-            for name in dict.fromkeys(name for name, _ in settings)}
-    report.say(f"\nthroughput in bf16; each setting trains for a warm-up ({WARMUP_S:g} s; "
-               f"compiled, that + a compile allowance) + {args.seconds:g} s, measured after "
-               f"the warm-up")
-    rows = report.results["throughput"] = []
-    compile_allowance = args.compile_seconds
-    # Per setting, eager first (what the compiled run is compared with), so that the
-    # first setting's pair comes before the budget runs out.
-    for config, batch_tokens in settings:
-        for compiled in (False,) if args.no_compile else (False, True):
-            warmup = WARMUP_S + (compile_allowance if compiled else 0.0)
-            left = args.budget - (time.monotonic() - started)
-            if STARTUP_S + warmup + args.seconds > left:
-                row = {"config": config, "batch_tokens": batch_tokens, "compiled": compiled,
-                       "error": f"skipped: needs ~{STARTUP_S + warmup + args.seconds:.0f} s, "
-                                f"{max(left, 0):.0f} s of --budget left"}
-            else:
-                row = spawn_measure(config, data[config], batch_tokens, compiled,
-                                    args.seconds, warmup, left)
-                if compiled and "first_log_s" in row:  # later compiles mostly hit the cache
-                    compile_allowance = max(30.0, 1.5 * row["first_log_s"])
-            rows.append(row)
-            report.say(format_row(row))
+    names = [s.name for s in STAGES[1:] if (not args.only or s.name in args.only)
+             and not (args.no_tests and s.name == "tests")]
+    report.say("plan:\n  " + "\n  ".join(plan_lines(args.no_tests)))
+    configs = dict.fromkeys(row.config for row in ROWS)
+    data = {config: prepared_data(args.data if config == "base" else None, report, config)
+            for config in configs}
+    stages: dict[str, Callable[..., bool]] = {"table": table_stage, "profile": profile_stage,
+                                              "translate": translate_stage,
+                                              "tests": tests_stage}
+    report.results["stages"] = {}
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
+        failed = []
+        for name in names:
+            began = time.monotonic()
+            report.say(f"\n== {name} (allowance {ALLOWANCE[name]:.0f} s)")
+            if not stages[name](report, data, Path(tmp) / name):
+                failed.append(name)
+            report.results["stages"][name] = {"seconds": round(time.monotonic() - began, 1),
+                                              "ok": name not in failed}
             report.save()
-    report.say("\n" + summary_table(rows, info["device"]))
-    report.results["tests_passed"] = ok
-    report.save()
-    failed = [row for row in rows if "error" in row and not row["error"].startswith("skipped")]
-    return 0 if ok and not failed else 1
+    report.say(f"\ngpu-check: {time.monotonic() - started:.0f} s in all; "
+               + (f"failed: {', '.join(failed)}" if failed else "every stage ran"))
+    return 1 if failed else 0
 
 
-def run_tests(report: Report) -> bool:
-    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider",
-               "tests/test_gpu.py"]
-    report.say(f"tests: {' '.join(command[1:])}")
-    started = time.perf_counter()
+def table_stage(report: Report, data: dict[str, Path], work: Path) -> bool:
+    device = report.results["device"]["device"]
+    rows = report.results["table"] = []
+    for i, row in enumerate(ROWS):
+        result = measure_row(row, data[row.config], work / str(i), device)
+        rows.append(result)
+        report.say(table([result], device).splitlines()[-1])
+        report.save()
+    report.say("\n" + table(rows, device))
+    return not any("error" in row for row in rows)
+
+
+def profile_stage(report: Report, data: dict[str, Path], work: Path) -> bool:
+    """`gpu_check profile` in a process of its own, killed once it has printed."""
+    work.mkdir(parents=True)
+    command = [sys.executable, "-m", "bench.gpu_check", "profile", "--data",
+               str(data["gpu-10m"])]
+    result = watch_for_result(command, work, ALLOWANCE["profile"])
+    if isinstance(result, str):
+        report.say(f"profile: {result}")
+        report.results["profile"] = {"error": result}
+        return False
+    report.results["profile"] = result
+    lines = profile_lines(result)
+    for line in lines:
+        report.say(line)
+    if report.out:
+        (report.out / "gpu-profile.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return True
+
+
+def watch_for_result(command: list[str], work: Path, seconds: float) -> dict[str, Any] | str:
+    """Run `command` until it prints a RESULT line (its JSON) or `seconds` pass (why not)."""
+    out, log = work / "stdout", work / "stderr"
+    with open(out, "w") as stdout, open(log, "w") as stderr:
+        process = subprocess.Popen(command, cwd=ROOT, env=CHILD_ENV, stdout=stdout,
+                                   stderr=stderr)
+        started = time.monotonic()
+        while time.monotonic() - started < seconds and process.poll() is None:
+            time.sleep(0.5)
+            found = [line for line in out.read_text().splitlines() if line.startswith(RESULT)]
+            if found:
+                process.kill()
+                process.wait()
+                return json.loads(found[0][len(RESULT):])
+        ended = process.poll()
+        process.kill()
+        process.wait()
+    tail = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+    return (f"exit status {ended}: {tail[-300:]}" if ended is not None
+            else f"no result within {seconds:.0f} s (last line: {tail[-200:]})")
+
+
+def translate_stage(report: Report, data: dict[str, Path], work: Path) -> bool:
+    """bench/translate_speed.py on CUDA in its allowance; where that command fails (e.g.
+    a tree whose translate_speed has no --device yet), the stage says why and is skipped."""
+    out = report.out / "translate" if report.out else work
+    seconds = ALLOWANCE["translate"]
+    command = [sys.executable, "-m", "bench.translate_speed", "--device", "cuda", "--budget",
+               f"{seconds:.0f}", "--out", str(out)]
+    report.say(" ".join(command[1:]))
+    status, output = run_for(command, seconds)
+    for line in output.strip().splitlines()[-30:]:
+        report.say(f"  {line}")
+    report.results["translate"] = {"returncode": status}
+    if status != 0:
+        why = f"exit status {status}" if status is not None else f"stopped after {seconds:.0f} s"
+        last = (output.strip().splitlines() or ["no output"])[-1][-200:]
+        report.say(f"translate: skipped: {why} ({last})")
+    return status == 0
+
+
+def run_for(command: list[str], seconds: float) -> tuple[Optional[int], str]:
+    """(exit status, or None when stopped after `seconds`; stdout and stderr)."""
     try:
         proc = subprocess.run(command, cwd=ROOT, env=CHILD_ENV, capture_output=True,
-                              text=True, timeout=TEST_TIMEOUT_S)
-        output, status = proc.stdout + proc.stderr, proc.returncode
+                              text=True, timeout=seconds)
+        return proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
-        output = (exc.stdout or "") if isinstance(exc.stdout, str) else ""
-        output, status = output + f"\ntimed out after {TEST_TIMEOUT_S} s", -1
-    seconds = time.perf_counter() - started
+        output = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode()
+        return None, output + f"\nstopped after {seconds:.0f} s"
+
+
+def tests_stage(report: Report, data: dict[str, Path], work: Path) -> bool:
+    """`pytest -m gpu tests` in its allowance; the whole output in gpu-tests.log."""
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider",
+               "tests"]
+    report.say(" ".join(command[1:]))
+    status, output = run_for(command, ALLOWANCE["tests"])
     if report.out:
         (report.out / "gpu-tests.log").write_text(output, encoding="utf-8")
     lines = output.strip().splitlines()
     shown = [line for line in lines if line.startswith(("FAILED", "ERROR", "SKIPPED"))]
     for line in shown + lines[-1:]:
         report.say(f"  {line}")
-    report.results["tests"] = {"returncode": status, "seconds": round(seconds, 1),
-                               "summary": lines[-1] if lines else ""}
-    report.save()
+    report.results["tests"] = {"returncode": status, "summary": lines[-1] if lines else ""}
     return status == 0
-
-
-def spawn_measure(config: str, data: Path, batch_tokens: int, compiled: bool, seconds: float,
-                  warmup: float, timeout: float) -> dict[str, Any]:
-    """One setting in a fresh process; its result, or an "error" naming what went wrong."""
-    command = [sys.executable, "-m", "bench.gpu_check", "measure", "--config", config,
-               "--data", str(data), "--batch-tokens", str(batch_tokens), "--seconds",
-               str(seconds), "--warmup-seconds", str(warmup)] + (["--compile"] if compiled else [])
-    row: dict[str, Any] = {"config": config, "batch_tokens": batch_tokens, "compiled": compiled}
-    try:
-        proc = subprocess.run(command, cwd=ROOT, env=CHILD_ENV, capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {**row, "error": f"stopped after {timeout:.0f} s (the rest of --budget)"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(RESULT):
-            return json.loads(line[len(RESULT):])
-    lines = proc.stderr.strip().splitlines() or ["no output"]
-    # dynamo ends with advice lines: the exception's own line says more
-    cause = next((line for line in reversed(lines) if EXCEPTION_LINE.match(line)), lines[-1])
-    return {**row, "error": f"exit status {proc.returncode}: {cause[-300:]}"}
-
-
-def format_row(row: dict[str, Any]) -> str:
-    mode = "compiled" if row["compiled"] else "eager"
-    label = f"  {row.get('config', 'base'):6s} {mode:8s} {row['batch_tokens']:>6} tokens"
-    if "error" in row:
-        return f"{label}  {row['error']}"
-    return (f"{label}  {row['updates_s']:6.1f} updates/s  {row['tgt_tok_s']:>10,.0f} tgt tok/s  "
-            f"pad {100 * row['pad_frac']:4.1f}%  {row['tflop_s']:6.1f} TFLOP/s  MFU {row['mfu']}  "
-            f"peak {row['peak_gib']:.1f} GiB  recompiles {row['recompiles']}\n"
-            f"{'':33s}({row['seconds']:.0f} s, {row['steps']} updates measured after "
-            f"{row['warmup_steps']} warm-up updates in {row['warmup_s']:.0f} s, the first "
-            f"{LOG_EVERY} in {row['first_log_s']:.0f} s, from epoch {row['epoch_at_start']}; "
-            f"{row['graphs']} graphs, {row['graph_breaks']} graph breaks)"
-            + "".join(f"\n{'':33s}recompile: {reason}" for reason in row["recompile_reasons"]))
-
-
-def summary_table(rows: list[dict[str, Any]], device: str) -> str:
-    """One table of every setting. "first updates, s": the first log interval's seconds,
-    which hold compilation (compiled) and the allocator's growth (both)."""
-    lines = [f"bf16 training on {device}:",
-             "| config | batch tokens | mode | updates/s | tgt tok/s | MFU | padding | "
-             "peak GiB | first updates, s | recompiles |",
-             "|---|---:|---|---:|---:|---|---:|---:|---:|---:|"]
-    for row in rows:
-        head = (f"| {row.get('config', 'base')} | {row['batch_tokens']} | "
-                f"{'compiled' if row['compiled'] else 'eager'} |")
-        if "error" in row:
-            lines.append(f"{head} {row['error']} | | | | | | |")
-        else:
-            lines.append(f"{head} {row['updates_s']:.1f} | {row['tgt_tok_s']:,.0f} | "
-                         f"{row['mfu']} | {100 * row['pad_frac']:.1f}% | {row['peak_gib']:.1f} | "
-                         f"{row['first_log_s']:.0f} | {row['recompiles']} |")
-    return "\n".join(lines)
-
-
-# ----------------------------------------------------------------------------- measure
-
-
-class RecompileLog(logging.Handler):
-    """torch.compile's recompile messages in this process (what TORCH_LOGS=recompiles
-    prints): each names the function and the guard that failed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[str] = []
-        import torch._dynamo.guards as guards
-
-        torch._logging.set_logs(recompiles=True)
-        logging.getLogger(f"{guards.__name__}.__recompiles").addHandler(self)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-    def reasons(self, limit: int = 5) -> list[str]:
-        """'function: first failed guard' of the first `limit` recompiles."""
-        found = []
-        for message in self.messages[:limit]:
-            lines = [line.strip() for line in message.splitlines()]
-            guard = next((line[2:] for line in lines if line.startswith("- ")), "?")
-            found.append(f"{lines[0].removeprefix('Recompiling function ')}: {guard}")
-        return found
-
-
-def measure(args: argparse.Namespace) -> int:
-    """Train a config for warm-up + measured time; print one RESULT line of JSON."""
-    cfg = load_config(ROOT / "configs" / f"{args.config}.yaml", [
-        "train.device=cuda", "train.precision=bf16", f"train.compile={str(args.compile).lower()}",
-        f"train.batch_tokens={args.batch_tokens}", f"train.max_steps={NEVER}",
-        f"train.max_minutes={(args.warmup_seconds + args.seconds) / 60}",
-        f"train.log_every={LOG_EVERY}", f"train.valid_every={NEVER}",
-        f"train.save_every={NEVER}", "train.valid_bleu_lines=0", "train.keep_last=1",
-        "train.average_last=1"])
-    recompiles = RecompileLog()
-    torch.cuda.reset_peak_memory_stats()
-    with tempfile.TemporaryDirectory() as tmp:
-        train(cfg, args.data, Path(tmp) / "run")
-        lines = read_metrics(Path(tmp) / "run" / METRICS_FILE, "train")
-    row: dict[str, Any] = {"config": args.config, "batch_tokens": args.batch_tokens,
-                           "compiled": args.compile}
-    logged = [{"step": 0, "epoch": 0, "tgt_tokens": 0, "src_tokens": 0}] + lines
-    cut = warmup_end(logged, args.warmup_seconds)
-    steady = Steady.of(logged[cut:])
-    if not steady.seconds:
-        row["error"] = (f"no log interval ended after {args.warmup_seconds:.0f} s of warm-up "
-                        f"({lines[-1]['step'] if lines else 0} updates)")
-    else:
-        row.update(throughput(cfg, args.data, steady))
-        warmup = Steady.of(logged[:cut + 1])
-        from torch._dynamo.utils import counters
-
-        row.update({
-            "warmup_steps": warmup.steps, "warmup_s": warmup.seconds,
-            "epoch_at_start": logged[cut]["epoch"], "first_log_s": Steady.of(logged[:2]).seconds,
-            "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
-            "reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
-            "recompiles": len(recompiles.messages), "recompile_reasons": recompiles.reasons(),
-            "graphs": counters["stats"]["unique_graphs"],
-            "graph_breaks": sum(counters["graph_break"].values()),
-            "last_loss": lines[-1]["loss"]})
-    print(RESULT + json.dumps(row), flush=True)
-    return 0
-
-
-def warmup_end(lines: list[dict[str, Any]], seconds: float) -> int:
-    """Index of the first line (after a zero `start` line) by which `seconds` of
-    training have passed: the measurement runs from there. At least 1: the first
-    interval, with its first batches (and compilation), is never measured."""
-    elapsed = 0.0
-    for i, (prev, line) in enumerate(zip(lines, lines[1:]), start=1):
-        elapsed += (line["tgt_tokens"] - prev["tgt_tokens"]) / line["tokens_per_s"]
-        if elapsed >= seconds:
-            return i
-    return len(lines) - 1
-
-
-def throughput(cfg: Config, data: Path, steady: Steady) -> dict[str, Any]:
-    """Tokens/s, padding and model FLOP/s of the measured updates.
-
-    The dense FLOPs use the measured source and target tokens; attention, quadratic in
-    each sentence's length, uses the training pairs' average per target token (every
-    epoch visits each pair once, so the measured batches follow that average).
-    """
-    split = EncodedSplit(data, "train")
-    plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
-                     cfg.train.seed, cfg.model.max_positions, multiple=8)
-    per_tgt = Lengths.of(plan.src_len[plan.indices], plan.tgt_len[plan.indices]).per_target_token()
-    n = steady.tgt_tokens
-    counted = Lengths(steady.src_tokens, n, per_tgt.src_sq * n, per_tgt.tgt_sq * n,
-                      per_tgt.cross * n)
-    flops_per_s = training_flops(cfg.model, load_manifest(data)["vocab_size"],
-                                 counted) / steady.seconds
-    peak = dense_bf16_peak(torch.cuda.get_device_name())
-    return {"updates_s": steady.steps / steady.seconds,
-            "tgt_tok_s": n / steady.seconds, "src_tok_s": steady.src_tokens / steady.seconds,
-            "pad_frac": 1 - steady.real / steady.padded, "steps": steady.steps,
-            "seconds": steady.seconds, "tflop_s": flops_per_s / 1e12,
-            "mfu": mfu_text(flops_per_s, torch.cuda.get_device_name()),
-            "mfu_fraction": flops_per_s / peak if peak else None}
 
 
 # ----------------------------------------------------------------------------- e2e
@@ -403,10 +283,10 @@ def throughput(cfg: Config, data: Path, steady: Steady) -> dict[str, Any]:
 
 def e2e(args: argparse.Namespace) -> int:
     """Train base for --minutes, then BLEU/chrF of --checkpoint on the two dev sets."""
-    report = Report("gpu-e2e")
+    report = Report("gpu-e2e", args.out)
     info = report.results["device"] = device_summary()
     report.say(f"gpu-e2e on {describe(info)}")
-    data = base_data(args.data, report)
+    data = prepared_data(args.data, report)
     evals = corpus_with([f"{name}.{lang}" for name in DEV_SETS for lang in ("en", "es")])
     if evals is None:
         fail(f"no {', '.join(DEV_SETS)} .en/.es files in {CARRIED_CORPUS} or {CORPORA}: "
@@ -470,20 +350,22 @@ def describe_run(summary: dict[str, Any]) -> str:
 
 def carry(args: argparse.Namespace) -> int:
     """Fill gpu-carry/ (no GPU needed): the dev sets, and the corpus prepared with each
-    config `check` times (or, with --with-train, the raw training files)."""
+    config of the training table, without the training text it keeps (only subword
+    sampling reads it), so that the folder fits the device tool's 64 MiB."""
     corpus = args.corpus or CORPORA
     names = [f"{name}.{lang}" for name in DEV_SETS for lang in ("en", "es")]
-    needed = names + ["train.en", "train.es"]
-    missing = [name for name in needed if not (corpus / name).is_file()]
+    missing = [name for name in names + ["train.en", "train.es"]
+               if not (corpus / name).is_file()]
     if missing:
         fail(f"{corpus}: missing {', '.join(missing)} (give --corpus DIR)")
     CARRIED_CORPUS.mkdir(parents=True, exist_ok=True)
-    for name in names + (["train.en", "train.es"] if args.with_train else []):
+    for name in names:
         shutil.copyfile(corpus / name, CARRIED_CORPUS / name)
-    if not args.with_train:
-        for config in dict.fromkeys(parse_setting(text)[0] for text in SETTINGS):
-            carried_data(config, corpus)
+    for config in dict.fromkeys(row.config for row in ROWS):
+        out = carried_data(config, corpus)
+        for side in ("en", "es"):
+            (out / f"train.{side}").unlink(missing_ok=True)
     size = sum(f.stat().st_size for f in CARRY.rglob("*") if f.is_file())
     print(f"{CARRY}: {size / 2**20:.1f} MiB; name it in the device tool's carry: "
-          f'carry=["gpu-carry"] (README, section GPUs)')
+          f'carry=["gpu-carry"] (docs/GPU.md)')
     return 0

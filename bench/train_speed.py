@@ -48,8 +48,7 @@ from bench.common import (
     Steady,
     child_env,
     export_tree,
-    must,
-    prepare_corpus,
+    prepared_dir,
     set_flags,
     transcli,
 )
@@ -67,14 +66,6 @@ from transcli.training.schedules import noam_lr
 # The user's setting: each implementation's subprocess starts from it and applies its own
 # default.
 USER_OMP_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")
-
-
-def prepared_dir(name: str, data_sets: tuple[str, ...] = ()) -> Path:
-    """The shared corpus prepared with configs/<name>.yaml and `data_sets` overrides, in
-    prepared/bench-<name>[-<overrides>] (built on first use)."""
-    out = ROOT / "prepared" / "-".join(["bench", name, *(s.replace("=", "") for s in data_sets)])
-    must(prepare_corpus(ROOT / "configs" / f"{name}.yaml", out, data_sets))
-    return out
 
 
 class Implementation:

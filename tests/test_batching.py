@@ -14,6 +14,7 @@ from transcli.data.batching import (
     plain_batches,
 )
 from transcli.data.encoded import EncodedSplit, EncodedWriter
+from transcli.data.shapes import FILLER
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -161,3 +162,43 @@ def test_a_batch_lists_its_real_target_rows(split: EncodedSplit) -> None:
     flat = batch.tgt_out.reshape(-1)
     assert batch.rows.tolist() == (flat != PAD_ID).nonzero().flatten().tolist()
     assert len(batch.rows) == batch.tgt_tokens
+
+
+@pytest.mark.parametrize("shapes", [0, 4])
+def test_the_plan_knows_the_shape_collate_pads_each_batch_to(split: EncodedSplit,
+                                                              shapes: int) -> None:
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, 300, 1, 1000, shapes=shapes)
+    for idx in plan.epoch(0):
+        batch = collate(split, idx, 1, plan.shapes)
+        assert (len(idx), batch.src.shape[1], batch.tgt_in.shape[1]) == plan.shape(idx)
+        assert batch.tgt_out.shape == batch.tgt_in.shape
+
+
+def test_batch_shapes_bound_the_shapes_cover_each_pair_once_and_keep_the_budget(
+        split: EncodedSplit) -> None:
+    """500 pairs of 2-41 positions a side in free batches take dozens of shapes; with
+    batch_shapes=6, six at most, every pair in exactly one batch, the budget kept."""
+    free = BatchPlan(split.src_lengths, split.tgt_lengths, 300, 1, 1000)
+    assert len({free.shape(idx) for idx in free.epoch(0)}) > 20
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, 300, 1, 1000, shapes=6)
+    for epoch in (0, 1):
+        batches = plan.epoch(epoch)
+        shapes = [plan.shape(idx) for idx in batches]
+        assert len(set(shapes)) <= 6
+        assert all(rows * max(s, t) <= 300 for rows, s, t in shapes)
+        pairs = np.concatenate(batches)
+        assert sorted(pairs[pairs != FILLER].tolist()) == list(range(len(split)))
+        assert sum((idx == FILLER).any() for idx in batches) <= 1  # the last box's last batch
+    assert plan.padding(0) < 0.5
+
+
+def test_filler_rows_hold_no_pair_and_count_no_tokens(split: EncodedSplit) -> None:
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, 300, 1, 1000, shapes=3)
+    idx = next(b for b in plan.epoch(0) if (b == FILLER).any())
+    pairs = idx[idx != FILLER]
+    batch, alone = collate(split, idx, 1, plan.shapes), collate(split, pairs)
+    fillers = slice(len(pairs), None)
+    assert batch.src[fillers, 0].eq(EOS_ID).all() and batch.src[fillers, 1:].eq(PAD_ID).all()
+    assert batch.tgt_in[fillers].eq(PAD_ID).all() and batch.tgt_out[fillers].eq(PAD_ID).all()
+    assert (batch.src_tokens, batch.tgt_tokens) == (alone.src_tokens, alone.tgt_tokens)
+    assert batch.rows.tolist() == (batch.tgt_out.reshape(-1) != PAD_ID).nonzero().flatten().tolist()

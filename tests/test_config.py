@@ -160,6 +160,18 @@ def test_a_word_reward_is_refused_with_the_ct2_engine() -> None:
                        ["decode.word_reward=0.2"]).decode.word_reward == 0.2
 
 
+@pytest.mark.parametrize("sets, key, expected", [
+    (["train.cuda_graphs=true", "train.batch_shapes=16"], "train.cuda_graphs", "train.compile"),
+    (["train.cuda_graphs=true", "train.compile=true"], "train.cuda_graphs", "batch_shapes"),
+    (["train.batch_shapes=16", "train.sample_alpha=0.1"], "train.batch_shapes", "sample_alpha"),
+    (["train.batch_shapes=-1"], "train.batch_shapes", "must be in [0, 256]"),
+])
+def test_cuda_graphs_and_batch_shapes_need_what_they_stand_on(sets: list[str], key: str,
+                                                              expected: str) -> None:
+    message = error_of(ROOT / "configs" / "tiny.yaml", sets)
+    assert key in message and expected in message
+
+
 def test_a_negative_word_reward_bound_is_refused() -> None:
     message = error_of(ROOT / "configs" / "tiny.yaml", ["decode.word_reward_bound=-1"])
     assert "decode.word_reward_bound" in message and "must be >= 0" in message

@@ -12,7 +12,13 @@ from helpers.cli import one_error_line, run_cli
 from helpers.memorised import memorised_model
 
 from transcli.data.tokenizer import Tokenizer
-from transcli.inference.attention import ALIGNMENTS_FILE, Attention, cross_attention, kept_weights
+from transcli.inference.attention import (
+    ALIGNMENTS_FILE,
+    Attention,
+    cross_attention,
+    drawable,
+    kept_weights,
+)
 from transcli.model.transformer import merge_heads, split_heads
 from transcli.model.vocab import BOS_ID, EOS_ID
 
@@ -139,3 +145,43 @@ def test_refusals_are_one_line(run_dir, tmp_path):
     line = one_error_line(run_cli("translate", "-m", run, "--attention", tmp_path / "file",
                                   stdin="Hi.\n"))
     assert "must name a directory" in line
+
+
+def test_drawable_escapes_what_the_font_cannot_draw():
+    assert drawable("año ▁el $x$ → …") == "año ▁el $x$ → …"  # the font has these
+    assert drawable("a🌳\x07\tb\udcff") == "a\\U0001f333\\x07\\tb\\udcff"
+
+
+@pytest.mark.slow
+def test_explain_draws_emoji_control_characters_and_dollars_without_noise(run_dir, tmp_path):
+    """The English text is drawn in the titles: an emoji and control characters (no glyph
+    in the font) once gave matplotlib's "Glyph missing" warnings, and `$\\frac` a mathtext
+    traceback."""
+    folder = tmp_path / "pictures"
+    english = f"{ENGLISH[0]} 🌳\x07\x01\t $\\frac and $ more"
+    result = run_cli("explain", "-m", run_dir, english, "-o", folder)
+    assert result.returncode == 0, result.stderr
+    assert "Warning" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert f"English: {english}\n" in result.stdout  # the text itself, beside the pictures
+    for name in ("line-00001.png", "line-00001-layers.png"):
+        assert (folder / name).read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.slow
+def test_explain_explains_each_line_of_an_argument_as_translate_does(run_dir, tmp_path):
+    """A newline inside an argument makes two lines, as in `translate` and `serve`; an
+    empty line gets a note and no pictures, and the numbering runs across arguments."""
+    folder = tmp_path / "pictures"
+    result = run_cli("explain", "-m", run_dir, f"{ENGLISH[0]}\r\n{ENGLISH[1]}", "",
+                     ENGLISH[2], "-o", folder)
+    assert result.returncode == 0, result.stderr
+    spanish = [line.removeprefix("Spanish: ") for line in result.stdout.splitlines()
+               if line.startswith("Spanish: ")]
+    assert spanish == SPANISH[:3]
+    assert "(line 3 is empty: nothing to explain)" in result.stdout
+    assert [line.removeprefix("English: ") for line in result.stdout.splitlines()
+            if line.startswith("English: ")] == ENGLISH[:3]
+    assert {path.name for path in folder.glob("line-*.png")} == {
+        f"line-{n:05d}{kind}.png" for n in (1, 2, 4) for kind in ("", "-layers")}
+    alignments = (folder / ALIGNMENTS_FILE).read_text(encoding="utf-8").split("\n")
+    assert len(alignments) == 5 and alignments[2] == ""  # one line per line, as translate

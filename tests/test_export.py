@@ -56,7 +56,8 @@ def test_cli_refusal_is_one_line(run, tmp_path):
                       "--checkpoint", "1234")
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"transcli: error: {run}: no checkpoint of step 1234 in checkpoints/"]
+        f"transcli: error: {run}: no checkpoint of step 1234 in checkpoints/"
+        " (steps there: 200; or best, last, avg)"]
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import ctranslate2
 import pytest
 import torch
 from helpers import CT2_INT8_EXACT
@@ -21,6 +20,9 @@ from transcli.inference.search import beam_search, greedy_search
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID
 from transcli.rundir.run import open_run_dir
+
+ctranslate2 = pytest.importorskip("ctranslate2", reason="needs the ct2 extra "
+                                  "(pip install 'transcli[ct2]')")
 
 PAIRS = sample_pairs("test", "valid")  # 200 sentences the model was not trained on
 LIMIT = 40  # target tokens, EOS included, for both decoders

@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-
-from bench.common import Steady
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_CHECK = ("-m", "bench.gpu_check")
@@ -87,41 +86,116 @@ def test_local_json_lines_need_no_datasets(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "manifest.json").is_file()
 
 
-def gpu_bench():
-    from bench import gpu_bench
-
-    return gpu_bench
-
-
-def test_the_measurement_starts_once_the_warm_up_seconds_have_passed() -> None:
-    """Two log intervals of 10 s (slow first updates), then three of 1 s: with 15 s of
-    warm-up, the measurement starts at the line that completes the second interval."""
-    lines = [{"step": 0, "epoch": 0, "tgt_tokens": 0, "src_tokens": 0}]
-    for i, rate in enumerate([100.0, 100.0, 1000.0, 1000.0, 1000.0], start=1):
-        lines.append({"step": 5 * i, "epoch": 0, "tgt_tokens": 1000 * i,
-                      "src_tokens": 900 * i, "tokens_per_s": rate, "pad_frac": 0.1})
-    bench = gpu_bench()
-    assert bench.warmup_end(lines, 15.0) == 2
-    assert bench.warmup_end(lines, 0.0) == 1
-    assert bench.warmup_end(lines, 1000.0) == len(lines) - 1  # nothing left to measure
-    steady = Steady.of(lines[2:])
-    assert (steady.steps, steady.seconds, steady.tgt_tokens) == (15, 3.0, 3000)
+def line(step: int, tokens: int, rate: float) -> dict:
+    """A train line of metrics.jsonl: `tokens` target tokens so far, the interval's rate."""
+    return {"step": step, "epoch": 0, "tgt_tokens": tokens, "src_tokens": tokens,
+            "tokens_per_s": rate, "pad_frac": 0.05, "loss": 5.0}
 
 
-def test_a_measured_row_and_a_failed_one_print() -> None:
-    """check's report lines render every key a measurement writes (no GPU needed)."""
-    bench = gpu_bench()
-    row = {"config": "base", "batch_tokens": 25000, "compiled": True, "tgt_tok_s": 1.5e5,
-           "updates_s": 6.0, "pad_frac": 0.3,
-           "tflop_s": 50.0, "mfu": "5.1% of 989 TFLOP/s", "peak_gib": 11.2, "recompiles": 1,
-           "seconds": 20.0, "steps": 140, "warmup_steps": 120, "warmup_s": 60.0,
-           "epoch_at_start": 0, "first_log_s": 30.0, "graphs": 2, "graph_breaks": 1,
-           "recompile_reasons": ["forward: size mismatch"]}
-    text = bench.format_row(row)
-    assert "150,000 tgt tok/s" in text and "from epoch 0" in text and "size mismatch" in text
-    failed = {"config": "small", "batch_tokens": 4096, "compiled": False,
-              "error": "exit status 1: Boom"}
-    table = bench.summary_table([row, failed], "NVIDIA H200")
-    assert ("| base | 25000 | compiled | 6.0 | 150,000 | 5.1% of 989 TFLOP/s | 30.0% | 11.2 "
-            "| 30 | 1 |") in table
-    assert "| small | 4096 | eager | exit status 1: Boom |" in table
+def test_the_plan_lists_every_stage_within_540_seconds_without_a_gpu() -> None:
+    proc = run(*GPU_CHECK, "check", "--plan")
+    assert proc.returncode == 0, proc.stderr
+    names = [text.split()[0] for text in proc.stdout.splitlines() if not text.startswith(" ")]
+    assert names == ["setup", "table", "profile", "translate", "tests", "total"]
+    assert "gpu-10m@12000 graphed" in proc.stdout and "base@25000 compiled" in proc.stdout
+    total = int(proc.stdout.splitlines()[-1].split()[1])
+    assert total <= 540
+    assert "tests" not in run(*GPU_CHECK, "check", "--plan", "--no-tests").stdout
+
+
+def test_the_rate_is_steady_from_the_line_that_ends_three_agreeing_windows() -> None:
+    """Slow first intervals (compilation, the allocator growing), then a rate within 10%:
+    steady from the first line ending three agreeing windows of 4 intervals whose first
+    interval is never the first line's."""
+    from bench.gpu_table import steady_from
+
+    rates = [50.0, 400.0, 700.0] + [1000.0, 1050.0, 980.0, 1020.0] * 6
+    lines, tokens = [{"step": 0, "epoch": 0, "tgt_tokens": 0, "src_tokens": 0}], 0
+    for i, rate in enumerate(rates, start=1):
+        tokens += 1000
+        lines.append(line(5 * i, tokens, rate))
+    start = steady_from(lines)
+    assert start == 3 + 12  # the 3 slow intervals end at line 3; three windows after them
+    assert steady_from(lines[:start]) is None
+    rising = lines[:1] + [line(5 * i, 1000 * i, 100.0 * i) for i in range(1, 40)]
+    assert steady_from(rising) is None  # still speeding up: not steady yet
+
+
+def test_busy_time_is_the_union_of_the_intervals() -> None:
+    from bench.gpu_profile import busy_seconds
+
+    assert busy_seconds([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == 4.0
+    assert busy_seconds([]) == 0.0
+
+
+@pytest.mark.slow
+def test_a_table_row_trains_is_measured_and_stopped_on_the_cpu(
+        prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table's plumbing on the CPU (on a GPU only the config differs): a real
+    `transcli train` process is watched through its log, measured once steady (any rate
+    counts here, so that a busy CPU cannot make it flaky) and killed before its allowance
+    ends; its row has every figure the table prints."""
+    from bench import gpu_check, gpu_table
+
+    monkeypatch.setattr(gpu_table, "TOLERANCE", 10.0)
+    monkeypatch.setattr(gpu_table, "MEASURE_S", 0.5)
+    row = gpu_check.Row("eager", "tiny", 256, ("train.device=cpu", "model.d_model=32",
+                                               "model.d_ff=64", "model.heads=2"), 120)
+    started = time.monotonic()
+    result = gpu_table.measure_row(row, prepared, tmp_path / "row", "cpu")
+    assert time.monotonic() - started < 100, "stopped once measured"
+    assert "error" not in result, result
+    assert result["updates"] >= 5 and result["tgt_tok_s"] > 0 and 0 < result["pad_frac"] < 0.5
+    assert result["mfu"].startswith("n/a") and 0 < result["steady_s"] < 100
+    table = gpu_table.table([result, {**result, "error": "no steady rate"}], "cpu")
+    assert "| tiny | 256 | eager |" in table and "| no steady rate |" in table
+
+
+@pytest.mark.slow
+def test_the_profile_process_prints_its_figures_on_the_cpu(prepared: Path,
+                                                           tmp_path: Path) -> None:
+    """The profile stage's process (on the CPU: no kernels, so no GPU time) profiles 20
+    updates of the real loop, prints its RESULT line and is killed by the watcher."""
+    from bench.gpu_bench import watch_for_result
+    from bench.gpu_profile import profile_lines
+
+    code = ("from pathlib import Path; from transcli.system import waitpolicy; "
+            "waitpolicy.choose(); from bench.gpu_profile import profile_run; "
+            f"profile_run(Path({str(prepared)!r}), 'tiny', 'cpu', ('model.d_model=32', "
+            "'model.d_ff=64', 'model.heads=2', 'train.batch_tokens=256', 'train.threads=1'))")
+    result = watch_for_result([sys.executable, "-c", code], tmp_path, 120)
+    assert isinstance(result, dict), result
+    assert result["updates"] == 20 and result["host_ms_per_update"] > 0
+    assert result["kernels_per_update"] == 0 and result["top_kernels"] == []
+    assert profile_lines(result)[0].startswith("20 updates: ")
+
+
+def test_a_translation_stage_that_cannot_run_is_skipped_with_its_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from bench.gpu_bench import Report, translate_stage
+
+    report = Report("gpu-check", tmp_path / "out")
+    assert not translate_stage(report, {}, tmp_path / "work")
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.startswith("translate: skipped: exit status ")
+    assert (tmp_path / "out" / "gpu-check.log").read_text(encoding="utf-8").endswith(said + "\n")
+
+
+@pytest.mark.slow
+def test_the_gpu_tests_collect_without_the_optional_extras() -> None:
+    """`pytest -m gpu tests` on a GPU image that lacks the ct2 and serve extras (and
+    LibreTranslate's client): the modules that need them skip with the reason, none
+    stops the collection."""
+    missing = ["ctranslate2", "fastapi", "uvicorn", "starlette", "libretranslatepy",
+               "datasets", "multipart", "python_multipart"]
+    code = ("import sys\n"
+            f"for name in {missing!r}:\n"
+            "    sys.modules[name] = None  # as if not installed\n"
+            "import pytest\n"
+            "sys.exit(pytest.main(['--collect-only', '-q', '-rs', '-p', 'no:cacheprovider',\n"
+            "                      '-m', 'gpu', 'tests']))\n")
+    proc = run("-c", code)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "tests/test_gpu.py: " in proc.stdout
+    for module in ("test_export_ct2", "test_serve", "test_serve_hostile"):
+        assert f"SKIPPED [1] tests/{module}.py" in proc.stdout

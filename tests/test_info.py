@@ -23,7 +23,7 @@ from transcli.config.loading import load_config
 from transcli.config.schema import Config, DataConfig, SourceConfig
 from transcli.model.transformer import Transformer, count_parameters
 from transcli.rundir.info import run_info, stored_parameters
-from transcli.rundir.layout import METRICS_FILE, step_path
+from transcli.rundir.layout import METRICS_FILE, RUN_FILE, step_path
 from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
 from transcli.training.loop import train
@@ -82,6 +82,16 @@ def test_info_of_a_run_with_nothing_logged_yet(run_dir, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "no weights saved yet" in result.stdout and "none yet" in result.stdout
     assert "not a run directory" in one_error_line(run_cli("info", tmp_path))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("content", ["[]", '"run"', "{}"])
+def test_info_refuses_a_run_record_that_is_not_one(run_dir, tmp_path, content):
+    """A run.json holding `[]` was once ignored by `info` (only train looked at it)."""
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
+    (run / RUN_FILE).write_text(content + "\n")
+    line = one_error_line(run_cli("info", run))
+    assert line.startswith(f"transcli: error: {run / RUN_FILE}: not a transcli run record (")
 
 
 # ----------------------------------------------------------------------------- config

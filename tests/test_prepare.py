@@ -140,7 +140,7 @@ def _translation_rows(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("shape", ["jsonl-translation", "csv-columns", "parquet-named-columns",
-                                   "disk-dict", "disk-dataset"])
+                                   "disk-dict", "disk-dataset", "hub-folder"])
 def test_hugging_face_local_datasets(tmp_path: Path, shape: str) -> None:
     datasets = pytest.importorskip("datasets")
     pairs = corpus()
@@ -161,6 +161,11 @@ def test_hugging_face_local_datasets(tmp_path: Path, shape: str) -> None:
         table.to_parquet(str(tmp_path / "data.parquet"))
         source = SourceConfig(dataset=str(tmp_path / "data.parquet"),
                               src_column="english", tgt_column="spanish")
+    elif shape == "hub-folder":  # a dataset repository's files: a card and parquet shards
+        (tmp_path / "data" / "data").mkdir(parents=True)
+        (tmp_path / "data" / "README.md").write_text("# en-es pairs\n")
+        table = datasets.Dataset.from_list(_translation_rows(pairs))
+        table.to_parquet(str(tmp_path / "data" / "data" / "train-00000-of-00001.parquet"))
     else:
         table = datasets.Dataset.from_list(_translation_rows(pairs))
         saved = datasets.DatasetDict({"train": table}) if shape == "disk-dict" else table
@@ -347,6 +352,11 @@ BAD_INPUTS = {
                      ["nothing left to train on", "2 with an empty side"]),
     "unknown hub dataset": (["--dataset", "no-such-owner/no-such-dataset"],
                             ["dataset 'no-such-owner/no-such-dataset'", "hub is unreachable"]),
+    "a folder that is not a dataset": (["--dataset", "{tmp}"], [
+        "dataset '{tmp}': a folder that is not a dataset (it holds {tmp}/blank.en, which is "
+        "not a json, jsonl, csv or parquet file); --dataset takes a hub name"]),
+    "a folder of data files that do not fit": (["--dataset", "{mixed}"], [
+        "a folder that is not a dataset (its data files do not share one set of columns)"]),
     "unknown column": (["--dataset", "{jsonl}", "--src-column", "english", "--tgt-column", "es"],
                        ["no column 'english'", "columns: translation"]),
     "missing translation language": (["--dataset", "{jsonl}", "--set", "data.tgt_lang=de"],
@@ -364,14 +374,19 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, files: dict[st
                                                    case: str) -> None:
     jsonl = tmp_path / "data.jsonl"
     jsonl.write_text(json.dumps({"translation": {"en": "Hi.", "es": "Hola."}}) + "\n")
+    mixed = tmp_path / "mixed"  # json files as /tmp holds them: settings, not one dataset
+    mixed.mkdir()
+    (mixed / "settings.json").write_text('{"threads": 4}\n')
+    (mixed / "pairs.json").write_text('{"translation": {"en": "Hi.", "es": "Hola."}}\n')
     args, expected = BAD_INPUTS[case]
-    names = {**{k: str(v) for k, v in files.items()}, "tmp": str(tmp_path), "jsonl": str(jsonl)}
+    names = {**{k: str(v) for k, v in files.items()}, "tmp": str(tmp_path), "jsonl": str(jsonl),
+             "mixed": str(mixed)}
     out = tmp_path / "out"
     result = transcli("prepare", "--config", str(TINY), *[a.format(**names) for a in args],
                       "--out", str(out), env={"HF_HUB_OFFLINE": "1"})
     error = one_error_line(result)
     for fragment in expected:
-        assert fragment.format(n=len(corpus()), n_short=len(corpus()) - 1) in error
+        assert fragment.format(n=len(corpus()), n_short=len(corpus()) - 1, **names) in error
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
 

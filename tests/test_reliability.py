@@ -620,6 +620,36 @@ def test_train_refuses_an_unwritable_run_dir_before_training(prepared: Path,
     assert complete_steps(run) == [2]
 
 
+def _unreadable_best(best: Path) -> None:
+    """The run's only weights as a best.safetensors nobody may read (root ignores modes)."""
+    if os.geteuid() == 0:
+        pytest.skip("root reads a file of mode 000; the directory and FIFO cases run as root")
+    step_path(best.parent.parent, 200).rename(best)
+    best.chmod(0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make, reason, commands", [
+    (Path.mkdir, "a directory, not a checkpoint", ("translate", "export")),
+    (os.mkfifo, "not a regular file, not a checkpoint", ("translate", "export")),
+    (_unreadable_best, "cannot read the checkpoint (Permission denied)",
+     ("translate", "export", "info")),
+])
+def test_a_best_checkpoint_that_cannot_be_read_says_why(run: Path, tmp_path: Path, make,
+                                                        reason: str, commands) -> None:
+    """Once "No such file", or (a directory, a FIFO) the newest step taken in its place
+    with a note that the run had no best checkpoint yet."""
+    best = run / CHECKPOINT_DIR / "best.safetensors"
+    make(best)
+    args = {"translate": ["translate", "-m", run], "info": ["info", run],
+            "export": ["export", "-m", run, "--format", "ct2", "-o", tmp_path / "ct2"]}
+    for command in commands:
+        line = error_of(cli(*args[command], stdin=b"Hello.\n"))
+        assert line == f"transcli: error: {best}: {reason}" + (
+            "" if "Permission" in reason else " (move it away, or give another --checkpoint)")
+    assert not (tmp_path / "ct2").exists()
+
+
 # ----------------------------------------------------------------------------- 6. signals
 
 

@@ -57,6 +57,8 @@ def test_a_resume_that_stops_earlier_keeps_the_runs_target(tmp_path: Path) -> No
     assert (recorded.train.max_steps, recorded.train.valid_every) == (1000, 7)
     _write(run, data, False, "train.max_steps=5000")
     assert load_run_config(run).train.max_steps == 5000  # a longer run is a new target
+    _write(run, data, False, "train.max_steps=5000", "train.max_minutes=1")
+    assert load_run_config(run).train.max_minutes == 0  # this session's limit, not the run's
     _write(run, data, True, "train.max_steps=10")
     assert load_run_config(run).train.max_steps == 10  # a fresh run starts over
 

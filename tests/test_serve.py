@@ -29,12 +29,17 @@ from helpers import PAIRS, ROOT
 from helpers.cli import one_error_line, run_cli
 from helpers.memorised import UNSEEN
 from helpers.server import ONE_THREAD, Server, assert_error
-from libretranslatepy import LibreTranslateAPI
 
 from transcli.inference.translator import load_translator
 from transcli.rundir.run import open_run_dir
 from transcli.serve.batcher import Batcher
 from transcli.serve.limits import Limits
+
+for extra in ("fastapi", "uvicorn"):  # `transcli serve` runs in every test
+    pytest.importorskip(extra, reason="needs the serve extra (pip install 'transcli[serve]')")
+LibreTranslateAPI = pytest.importorskip(
+    "libretranslatepy", reason="needs libretranslatepy, LibreTranslate's client (the dev "
+    "extra)").LibreTranslateAPI
 
 ENGLISH = [en for en, _ in PAIRS]
 MULTI = f"{ENGLISH[0]} {ENGLISH[1]} {UNSEEN[1]}"  # three sentences on one line

@@ -20,6 +20,9 @@ from typing import Any, Iterator, Optional
 import pytest
 from helpers.server import Server, assert_error
 
+for extra in ("fastapi", "uvicorn"):  # `transcli serve` runs in every test
+    pytest.importorskip(extra, reason="needs the serve extra (pip install 'transcli[serve]')")
+
 READ_TIMEOUT = 3.0
 MAX_CONNECTIONS = 8
 HEAD = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

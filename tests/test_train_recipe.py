@@ -165,6 +165,16 @@ def test_a_clock_ended_run_counts_minutes_left_not_a_moving_step_total() -> None
     assert bar.bar.total == 30.0 and bar.bar.n == 10.0
     session = TrainConfig(max_steps=100_000, schedule="linear", decay_minutes=60, max_minutes=10)
     assert ProgressBar(session, Progress(step=3000, seconds=1800.0), 0.0, False).minutes == 10
+    capped = TrainConfig(max_steps=1000, max_minutes=30)  # a cap: max_steps is the end
+    assert ProgressBar(capped, Progress(), 0.0, False).minutes is None
+    said: list[str] = []
+    paced = ProgressBar(decay, Progress(step=3000, seconds=1800.0), ten_minutes_ago, True,
+                        said.append)
+    paced.update(3100)  # no log line yet: no pace
+    paced.update(3200, loss="3.0")  # 200 updates in 10 minutes, 20 minutes left
+    assert said and "20 updates/min" in said[0] and "near update 3,600" in said[0]
+    paced.update(3300, loss="2.9")
+    assert len(said) == 1  # said once
     steps = ProgressBar(TrainConfig(max_steps=500), Progress(step=40), 0.0, enabled=True)
     assert (steps.minutes, steps.bar.total, steps.bar.n, steps.bar.unit) == (None, 500, 40,
                                                                               "step")

@@ -3,6 +3,7 @@ that loads but cannot be used."""
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
@@ -12,8 +13,9 @@ import torch
 from helpers.training import fast_config, train_cli, transcli_process, wait_for
 
 from transcli.rundir.checkpoints import load_state
-from transcli.rundir.layout import METRICS_FILE, complete_steps, state_path
+from transcli.rundir.layout import METRICS_FILE, complete_steps, state_path, step_checkpoints
 from transcli.system.errors import UserError
+from transcli.system.signals import StoppedAtOnce, StopSignals
 from transcli.training.loop import train
 
 
@@ -82,3 +84,70 @@ def test_sigterm_during_a_long_accumulation_saves_without_waiting_for_it(
     assert proc.returncode == 0, err
     assert "SIGTERM received: stopping training after this step" in err
     assert "continue with: transcli train" in err
+
+
+@pytest.mark.slow
+def test_two_sigterms_50_ms_apart_say_which_checkpoint_is_on_disk(prepared: Path,
+                                                                   tmp_path: Path) -> None:
+    """The first asks for a stop with a save, the second stops at once: either way the last
+    line names the checkpoint a resume continues from, and that resume works. (The second
+    once cut the save short and exited with a line about output files.)"""
+    run = tmp_path / "run"
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
+                                       "train.save_every=7"))
+    wait_for(run / METRICS_FILE)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    last = err.replace("\r", "\n").strip().splitlines()[-1]
+    steps = complete_steps(run)
+    if proc.returncode == 0:  # the save was done before the second signal came
+        assert f"checkpoint step {steps[-1]} saved" in last, err
+    else:
+        assert proc.returncode == 128 + signal.SIGTERM, err
+        assert last.startswith("transcli: second SIGTERM: training stopped; "), err
+        assert (f"the last good checkpoint (step {steps[-1]}) is intact" if steps
+                else "no checkpoint had been saved yet") in last
+    assert last.endswith(f"continue with: transcli train --data {prepared} --out {run} --resume")
+    newest = [step for step, _ in step_checkpoints(run)][-1:]
+    assert newest == steps[-1:]  # never weights without their state
+    more = f"train.max_steps={max(steps, default=0) + 2}"
+    resumed = transcli_process(*train_cli(prepared, run, more), "--resume")
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+
+
+def test_a_second_signal_waits_for_a_checkpoint_being_written() -> None:
+    """Real signals to this process: inside `finishing()` the second one is held until the
+    block ends, then stops the work; outside it, it stops at once."""
+    with StopSignals(on_disk=lambda: "step 7 on disk") as signals:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert signals.received == "SIGTERM"
+        with pytest.raises(StoppedAtOnce):
+            with signals.finishing():
+                os.kill(os.getpid(), signal.SIGTERM)
+                written = True  # the block goes on to its end
+        assert written
+        with pytest.raises(StoppedAtOnce) as stopped:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        assert stopped.value.code == 128 + signal.SIGTERM
+
+
+@pytest.mark.slow
+def test_resume_of_a_run_killed_before_its_first_save_starts_over(prepared: Path,
+                                                                  tmp_path: Path) -> None:
+    """Logged, never saved (killed, or stopped at once before the first save): once an
+    IndexError, now a fresh start in the same run dir."""
+    run = tmp_path / "run"
+    proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
+                                       "train.save_every=100000", "train.valid_every=100000"))
+    wait_for(run / METRICS_FILE)
+    proc.kill()
+    proc.wait(timeout=60)
+    assert not complete_steps(run)
+    resumed = transcli_process(*train_cli(prepared, run, "train.max_steps=3"), "--resume")
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert complete_steps(run) == [3]

@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer
 
-from transcli.cli.options import CheckpointOpt, Device, SetOpt, device_option, with_decoding
+from transcli.cli.options import CheckpointOpt, DecodeSetOpt, Device, device_option, with_decoding
 from transcli.config.loading import Override
 from transcli.inference.bleu import CorpusScorer, Scores, format_text, scored_lines
 from transcli.system.errors import UserError
@@ -38,7 +39,7 @@ def evaluate(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
     decoding: list[tuple[str, Any]],
     device: Device = device_option(),
-    sets: Optional[list[str]] = SetOpt,
+    sets: Optional[list[str]] = DecodeSetOpt,
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF and TER, with their signatures),
     translating --src first with --model.
@@ -130,6 +131,8 @@ def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
             text_lines(handle, src), translator.translate, output, total=total)) as hyps:
         yield (line.rstrip() for line in hyps)  # as sacrebleu reads --hyp-out
     translator.warn_truncated()
+    if note := run.young_note():  # after the scores: an error there stays one line
+        print(f"transcli: {note}", file=sys.stderr)
 
 
 def _score(hyps: Iterator[str], refs: list[Iterator[str]], given: Path,

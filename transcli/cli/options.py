@@ -38,6 +38,21 @@ def given(flags: dict[str, Any]) -> list[tuple[str, Any]]:
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (defaults when omitted).")
 SetOpt = typer.Option(None, "--set", metavar="<section.key=value>",
                       help="Override any setting (repeatable).")
+
+
+def _decode_keys(sets: Optional[list[str]]) -> Optional[list[str]]:
+    """Commands that translate with a trained run read only its decode settings: a
+    train.* or data.* key given to them would change nothing, so it is refused."""
+    for item in sets or []:
+        if not item.strip().startswith("decode."):
+            raise typer.BadParameter(f"'{item}': only decode.KEY=VALUE settings apply when "
+                                     f"translating with a trained run")
+    return sets
+
+
+DecodeSetOpt = typer.Option(None, "--set", metavar="<decode.key=value>",
+                            callback=_decode_keys,
+                            help="Override a decode setting (repeatable).")
 ModelOpt = typer.Option(..., "--model", "-m", help="Run directory written by `train`.")
 CheckpointOpt = typer.Option(
     "best", help="best, last, avg, a step number, or a checkpoint path (without best: the "

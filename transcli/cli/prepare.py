@@ -22,7 +22,7 @@ def prepare(
     tsv: Optional[Path] = typer.Option(None, help="TSV: English in column 1, Spanish in column 2."),
     dataset: Optional[str] = typer.Option(
         None, help="Hugging Face dataset: hub name, local json/jsonl/csv/parquet file, "
-        "or save_to_disk directory."),
+        "save_to_disk directory, or a folder of such data files."),
     subset: Optional[str] = typer.Option(None, help="Dataset configuration, e.g. en-es."),
     split: Optional[str] = typer.Option(None, help="Dataset split.", show_default="train"),
     src_column: Optional[str] = typer.Option(

@@ -9,9 +9,9 @@ import typer
 
 from transcli.cli.options import (
     CheckpointOpt,
+    DecodeSetOpt,
     Device,
     ModelOpt,
-    SetOpt,
     device_option,
     with_decoding,
 )
@@ -49,7 +49,7 @@ def serve(
         False, "--docs", help="Serve /docs, Swagger UI (the browser loads it from a CDN)."),
     decoding: list[tuple[str, Any]],
     device: Device = device_option(),
-    sets: Optional[list[str]] = SetOpt,
+    sets: Optional[list[str]] = DecodeSetOpt,
 ) -> None:
     """Serve the model over HTTP with LibreTranslate's API (POST /translate, GET /languages).
 

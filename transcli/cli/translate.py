@@ -18,10 +18,10 @@ import typer
 
 from transcli.cli.options import (
     CheckpointOpt,
+    DecodeSetOpt,
     Device,
     ForceOpt,
     ModelOpt,
-    SetOpt,
     device_option,
     setting,
     with_decoding,
@@ -55,7 +55,7 @@ def translate(
         "alignment (Pharaoh i-j) into this directory (empty or new, unless --force)."),
     force: bool = ForceOpt,
     device: Device = device_option(),
-    sets: Optional[list[str]] = SetOpt,
+    sets: Optional[list[str]] = DecodeSetOpt,
 ) -> None:
     """Translate English lines to Spanish, in input order, from a file or stdin.
 
@@ -109,6 +109,8 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         else:
             drain(stream(lines, work, target, total=total, progress=total is not None))
     translator.warn_truncated()
+    if note := run.young_note():  # after the work: an error there stays one line
+        print(f"transcli: {note}", file=sys.stderr)
 
 
 def _loaded(load: Callable[[], Translator], typed: bool) -> Optional[Translator]:

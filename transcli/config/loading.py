@@ -159,7 +159,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         with open(path, "rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
-        raise UserError(f"{path}: config file not found") from None
+        raise UserError(f"{path}: config file not found{_near_file(path)}") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read config ({describe_os_error(exc)})") from None
     if len(data) > MAX_CONFIG_BYTES:
@@ -225,6 +225,8 @@ def _coerce(value: Any, hint: Any, origin: str, where: str) -> Any:
         return os.fspath(value)
     if isinstance(value, hint) and not (hint is int and isinstance(value, bool)):
         return value
+    if value is None:  # `key:` in YAML, `--set key=` on the command line
+        raise UserError(f"{origin}: '{where}' has no value: give a {hint.__name__}")
     raise UserError(f"{origin}: '{where}' must be {hint.__name__}, "
                     f"got {_type_name(value)} {value!r}")
 
@@ -246,6 +248,16 @@ def _float(value: Any) -> Optional[float]:
 
 def _resolved_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
+
+
+def _near_file(path: Path) -> str:
+    """" (did you mean 'configs/cpu-1h.yaml'?)" for a file of a close name beside it."""
+    try:
+        names = [entry.name for entry in path.parent.iterdir() if entry.is_file()]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
+    return f" (did you mean '{path.parent / close[0]}'?)" if close else ""
 
 
 def _did_you_mean(name: str, candidates: Any, section: str = "") -> str:

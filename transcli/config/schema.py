@@ -32,6 +32,7 @@ MAX_VOCAB = 1_000_000
 MAX_SENTENCE = 1_000_000  # data.max_chars, data.max_tokens
 MAX_THREADS = 1024
 MAX_PAD_MULTIPLE = 128
+MAX_BATCH_SHAPES = 256
 MAX_LENGTH_PENALTY = 10.0  # GNMT's alpha; the literature uses 0-2
 MAX_LENGTH_RATIO = 100.0  # decode.max_len_a: target tokens per source token
 MIN_TEMPERATURE = 1e-3  # below it, exp(log p / T) underflows to nothing
@@ -185,9 +186,17 @@ class TrainConfig:
     device: str = "auto"  # auto, cpu or cuda
     precision: str = "bf16"  # on CUDA: bf16, fp16 (with GradScaler) or fp32
     cpu_precision: str = "fp32"  # on CPU: fp32, or bf16 autocast (fp32 without bf16 kernels)
-    compile: bool = False  # torch.compile the model
+    # torch.compile the model, for any batch shape: a run compiles a few graphs, and stops
+    # compiling (runs eagerly) past 16 (docs/GPU.md, "Speed options").
+    compile: bool = False
+    # With compile, on CUDA: replay each batch shape's CUDA graph (one launch for the
+    # model's hundreds of kernels); needs batch_shapes.
+    cuda_graphs: bool = False
+    # 0: batches of any shape; N: every batch takes one of at most N shapes (rows, source
+    # and target length), at the cost of more padding (`python -m bench.padding`).
+    batch_shapes: int = 0
     threads: int = 0  # CPU threads for torch (0: one per available core)
-    pad_multiple: int = 0  # pad batch lengths to a multiple of this (0: 8 on CUDA, 1 on CPU)
+    pad_multiple: int = 0  # pad batch lengths to a multiple of this (0: 1, no rounding)
     # Exponential moving average of the weights (0: off), e.g. 0.999: used for
     # validation, `best` and `avg` checkpoints.
     ema_decay: float = 0.0
@@ -244,6 +253,12 @@ class TrainConfig:
         _require(self.long_tokens >= 0, "long_tokens", "must be >= 0")
         _within(self, "threads", 0, MAX_THREADS)
         _within(self, "pad_multiple", 0, MAX_PAD_MULTIPLE)
+        _within(self, "batch_shapes", 0, MAX_BATCH_SHAPES)
+        _require(not self.cuda_graphs or self.compile, "cuda_graphs", "needs train.compile: true")
+        _require(not self.cuda_graphs or self.batch_shapes, "cuda_graphs",
+                 "needs train.batch_shapes (e.g. 16): each batch shape records a graph")
+        _require(not self.batch_shapes or not self.sample_alpha, "batch_shapes",
+                 "needs train.sample_alpha: 0 (re-segmented pairs change length each epoch)")
         _require(0.0 <= self.adam_beta1 < 1.0, "adam_beta1", "must be in [0, 1)")
         _require(0.0 <= self.adam_beta2 < 1.0, "adam_beta2", "must be in [0, 1)")
         _require(self.adam_eps > 0, "adam_eps", "must be > 0")

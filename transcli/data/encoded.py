@@ -98,6 +98,10 @@ class EncodedSplit:
 def load_manifest(prepared_dir: str | Path) -> dict[str, Any]:
     """The manifest of a prepared dir; a missing or unreadable one is a UserError."""
     path = Path(prepared_dir) / MANIFEST_FILE
+    if not Path(prepared_dir).is_dir():
+        what = "is a file, not a directory" if Path(prepared_dir).exists() else "not found"
+        raise UserError(f"{prepared_dir}: {what} (--data takes the directory `transcli "
+                        f"prepare` wrote)")
     try:
         manifest = read_json(path)
     except FileNotFoundError:

@@ -7,6 +7,7 @@ An unreachable hub fails at once instead of after `datasets`' retries.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,8 +54,7 @@ def load_hf_dataset(name: str, subset: Optional[str], split: str, cache_dir: Pat
             return datasets.load_dataset(builder, data_files=str(path), split="train",
                                          cache_dir=str(cache_dir))
         if path.is_dir():
-            return datasets.load_dataset(str(path), subset, split=split,
-                                         cache_dir=str(cache_dir))
+            return _load_folder(datasets, path, name, subset, split, cache_dir)
         if _looks_like_path(name):
             raise UserError(f"dataset '{name}': no such file or directory")
         with _offline_unless_reachable(datasets.config) as offline:
@@ -71,6 +71,56 @@ def load_hf_dataset(name: str, subset: Optional[str], split: str, cache_dir: Pat
     except Exception as exc:  # datasets raises many types; the user needs one line
         raise UserError(f"dataset '{name}'" + (f" (subset '{subset}')" if subset else "")
                         + f": cannot load: {_one_line(exc)}") from None
+
+
+def _load_folder(datasets: Any, path: Path, name: str, subset: Optional[str], split: str,
+                 cache_dir: Path) -> Any:
+    """A folder of data files as the hub lays them out (train.jsonl and test.jsonl,
+    data/train-*.parquet). `datasets` takes any folder for one: it globs every file below
+    it (minutes for /usr) and reads whatever it finds (/tmp gave pyarrow's cast error).
+    So a folder holding anything but data files is refused first, in one line that says
+    what it is not and what --dataset takes; so is one whose files do not fit together."""
+    try:
+        _check_data_folder(path)
+    except ValueError as exc:
+        raise _not_a_dataset(name, str(exc)) from None
+    try:
+        return datasets.load_dataset(str(path), subset, split=split, cache_dir=str(cache_dir))
+    except datasets.exceptions.DatasetGenerationError as exc:
+        if not _caused_by(exc, datasets.table.CastError):
+            raise
+        raise _not_a_dataset(name, "its data files do not share one set of columns") from None
+
+
+def _check_data_folder(path: Path) -> None:
+    """ValueError unless every file below `path` is a data file of `DATA_FILE_BUILDERS`'
+    types, a dataset card or a licence (hidden ones, such as .git, aside), and one is."""
+    found = False
+    for folder, folders, files in os.walk(path):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for file in sorted(name for name in files if not name.startswith(".")):
+            if data_suffix(Path(file)) in DATA_FILE_BUILDERS:
+                found = True
+            elif not file.endswith(".md") and not file.startswith(("LICENSE", "COPYING")):
+                raise ValueError(f"it holds {Path(folder, file)}, which is not a json, jsonl, "
+                                 f"csv or parquet file")
+    if not found:
+        raise ValueError("no json, jsonl, csv or parquet file in it")
+
+
+def _not_a_dataset(name: str, reason: str) -> UserError:
+    return UserError(f"dataset '{name}': a folder that is not a dataset ({reason}); --dataset "
+                     f"takes a hub name (owner/name), a json/jsonl/csv/parquet file, a folder "
+                     f"written by save_to_disk, or a folder of such files with the same columns")
+
+
+def _caused_by(exc: BaseException, kind: type) -> bool:
+    """Whether `kind` is in the chain of exceptions that led to `exc`."""
+    while exc is not None:
+        if isinstance(exc, kind):
+            return True
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return False
 
 
 def _is_saved_dataset(path: Path) -> bool:

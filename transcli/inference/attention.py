@@ -20,6 +20,7 @@ Written per input line N (counted from 1) into DIR:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,28 @@ def _pyplot() -> Any:
     return pyplot
 
 
+@functools.lru_cache(maxsize=1)
+def _font_glyphs() -> frozenset[int]:
+    """The code points the pictures' font has glyphs for: the font matplotlib picks first
+    for its default family (DejaVu Sans unless a matplotlibrc says otherwise)."""
+    from matplotlib import font_manager, ft2font
+
+    path = font_manager.findfont(font_manager.FontProperties())
+    return frozenset(ft2font.FT2Font(path).get_charmap())
+
+
+def drawable(text: str) -> str:
+    """`text` as a picture can show it. A character the font has no glyph for (an emoji, a
+    CJK character) or that draws nothing (a control character, a tab, an unusual space)
+    is written as its escape, as Python's `ascii()` writes it (`\\U0001f333`, `\\x07`):
+    the picture then shows which character is there rather than an empty box, matplotlib
+    has nothing to warn about, and the .txt file beside the picture keeps the text as it
+    is. Every text is drawn literally (`parse_math=False`): a `$` is a dollar sign."""
+    glyphs = _font_glyphs()
+    return "".join(char if char.isprintable() and ord(char) in glyphs else ascii(char)[1:-1]
+                   for char in text)
+
+
 def _panel_size(attention: Attention) -> tuple[float, float]:
     """Inches for one heatmap: about a third of an inch per piece, within limits."""
     width = min(24.0, max(4.0, 0.36 * len(attention.source) + 1.6))
@@ -132,9 +155,11 @@ def _heatmap(ax: Any, matrix: Tensor, attention: Attention, labels: bool = True)
     every panel so that they compare."""
     image = ax.imshow(matrix.numpy(), cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto",
                       interpolation="nearest")
-    ax.set_xticks(range(len(attention.source)), attention.source, rotation=60, ha="right",
-                  rotation_mode="anchor", fontsize=9)
-    ax.set_yticks(range(len(attention.target)), attention.target, fontsize=9)
+    ax.set_xticks(range(len(attention.source)), list(map(drawable, attention.source)),
+                  rotation=60, ha="right", rotation_mode="anchor", fontsize=9,
+                  parse_math=False)
+    ax.set_yticks(range(len(attention.target)), list(map(drawable, attention.target)),
+                  fontsize=9, parse_math=False)
     if labels:
         ax.set_xlabel("source pieces (English)")
         ax.set_ylabel("translation pieces (Spanish)")
@@ -143,6 +168,7 @@ def _heatmap(ax: Any, matrix: Tensor, attention: Attention, labels: bool = True)
 
 def _title(english: str, spanish: str) -> str:
     def cut(text: str) -> str:
+        text = drawable(text)
         return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 1] + "…"
 
     return f"{cut(english)}\n→ {cut(spanish)}"
@@ -159,7 +185,8 @@ def plot_mean(attention: Attention, title: str, path: Path) -> None:
     ax.scatter([i for i, _ in pairs], [j for _, j in pairs], s=60, facecolors="none",
                edgecolors="red", linewidths=1.2, label="alignment")
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label="attention weight")
-    ax.set_title(title + "\n(all decoder layers and heads averaged)", fontsize=10)
+    ax.set_title(title + "\n(all decoder layers and heads averaged)", fontsize=10,
+                 parse_math=False)
     _save(fig, path)
 
 
@@ -179,7 +206,7 @@ def plot_layers(attention: Attention, title: str, path: Path) -> None:
             continue
         image = _heatmap(ax, attention.layers[index], attention, labels=index % columns == 0)
         ax.set_title(f"decoder layer {index + 1} (heads averaged)", fontsize=10)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title, fontsize=10, parse_math=False)
     fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.02, pad=0.01,
                  label="attention weight")
     _save(fig, path)

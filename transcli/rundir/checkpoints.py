@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import stat
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Optional
@@ -44,12 +45,16 @@ from transcli.system.files import (
 )
 
 MAX_HEADER = 100 << 20  # bytes: safetensors' own limit on a header's size
+TOKENIZER_KEY = "tokenizer_sha256"  # in a weights file's metadata: what it was trained with
 
 
-def save_weights(model: torch.nn.Module, path: str | Path) -> None:
-    """Atomically write the model's weights (tied tensors stored once)."""
+def save_weights(model: torch.nn.Module, path: str | Path,
+                 tokenizer_sha256: Optional[str] = None) -> None:
+    """Atomically write the model's weights (tied tensors stored once), recording the
+    SHA-256 of the tokenizer they were trained with when given (`load_weights`)."""
+    metadata = {TOKENIZER_KEY: tokenizer_sha256} if tokenizer_sha256 else None
     with atomic_path(path, "weights") as tmp, _safetensors_errors(path, "weights"):
-        st_save_model(_unwrap(model), str(tmp))
+        st_save_model(_unwrap(model), str(tmp), metadata=metadata)
 
 
 @contextlib.contextmanager
@@ -63,12 +68,21 @@ def _safetensors_errors(path: str | Path, what: str) -> Iterator[None]:
         raise cannot_write(path, what, exc) from None
 
 
-def load_weights(model: torch.nn.Module, path: str | Path) -> None:
+def load_weights(model: torch.nn.Module, path: str | Path,
+                 tokenizer_sha256: Optional[str] = None) -> None:
     """Load weights into `model`, refusing with one line a file of another shape or
-    vocabulary, or one holding non-finite values. Checkpoints written before the
-    residual blocks had names load too."""
+    vocabulary, one trained with another tokenizer than `tokenizer_sha256` (when both
+    the file and the caller know it), or one holding non-finite values. Checkpoints
+    written before the residual blocks had names load too."""
     module = _unwrap(model)
-    weights = upgrade_parameter_names(read_weights(path)[0])
+    weights, metadata = read_weights(path)
+    trained_with = (metadata or {}).get(TOKENIZER_KEY)
+    if tokenizer_sha256 and trained_with and trained_with != tokenizer_sha256:
+        raise UserError(f"{path}: these weights were trained with another tokenizer than "
+                        f"this run's (SHA-256 {trained_with[:12]}, the run's "
+                        f"{tokenizer_sha256[:12]}): they belong to another run, whose run dir "
+                        f"(-m) they need")
+    weights = upgrade_parameter_names(weights)
     expected = module.state_dict()
     _fill_tied(weights, expected)
     problem = _mismatch(weights, expected)
@@ -112,10 +126,11 @@ def _mismatch(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor
     return ""
 
 
-def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, step: int) -> None:
+def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, step: int,
+                    tokenizer_sha256: Optional[str] = None) -> None:
     """Weights, then training state: a kill between the two leaves the previous
     checkpoint as the latest complete one."""
-    save_weights(model, step_path(Path(run_dir), step))
+    save_weights(model, step_path(Path(run_dir), step), tokenizer_sha256)
     with atomic_path(state_path(Path(run_dir), step), "training state") as tmp, \
             open(tmp, "wb") as handle:
         writer = RecordingWriter(handle)
@@ -192,11 +207,8 @@ def read_weights(path: str | Path) -> tuple[dict[str, torch.Tensor], Optional[di
         with open(path, "rb") as handle:
             data = handle.read()
         return st_load(data), _header(io.BytesIO(data), path).get("__metadata__")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the checkpoint ({describe_os_error(exc)})") \
-            from None
-    except (SafetensorError, ValueError) as exc:
-        raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
+    except (OSError, SafetensorError, ValueError) as exc:
+        raise _unreadable(path, exc) from None
 
 
 def stored_shapes(path: str | Path) -> dict[str, list[int]]:
@@ -206,8 +218,16 @@ def stored_shapes(path: str | Path) -> dict[str, list[int]]:
         with open(path, "rb") as handle:
             header = _header(handle, path)
     except (OSError, ValueError) as exc:
-        raise UserError(f"{path}: unreadable checkpoint ({exc})") from None
+        raise _unreadable(path, exc) from None
     return {name: entry["shape"] for name, entry in header.items() if name != "__metadata__"}
+
+
+def _unreadable(path: str | Path, exc: Exception) -> UserError:
+    """The one line for a weights file that could not be read: the OS's reason (permission
+    denied, is a directory) apart from a file whose content is not safetensors."""
+    if isinstance(exc, OSError):
+        return UserError(f"{path}: cannot read the checkpoint ({describe_os_error(exc)})")
+    return UserError(f"{path}: unreadable checkpoint ({exc})")
 
 
 def _header(handle: BinaryIO, path: str | Path) -> dict[str, Any]:
@@ -233,7 +253,7 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
     run_dir = Path(run_dir)
     if name in ("best", "avg"):
         path = run_dir / CHECKPOINT_DIR / f"{name}.safetensors"
-        if path.is_file():
+        if _weights_file(path):
             return path
         if name == "avg":
             raise UserError(f"{path}: no averaged checkpoint in this run")
@@ -248,17 +268,39 @@ def resolve_checkpoint(run_dir: str | Path, name: str) -> Path:
         return steps[-1][1]
     if is_step(name):
         path = step_path(run_dir, int(name))
-        if not path.is_file():
-            raise UserError(f"{run_dir}: no checkpoint of step {int(name)} in {CHECKPOINT_DIR}/")
+        if not _weights_file(path):
+            kept = ", ".join(str(step) for step, _ in step_checkpoints(run_dir)) or "none"
+            raise UserError(f"{run_dir}: no checkpoint of step {int(name)} in {CHECKPOINT_DIR}/ "
+                            f"(steps there: {kept}; or best, last, avg)")
         return path
     if not name:
         raise UserError("--checkpoint is empty: give best, last, avg, a step number or a "
                         "file path")
     path = Path(name)
-    if not path.is_file():
-        what = "not a regular file" if path.exists() else "checkpoint not found"
-        raise UserError(f"{path}: {what} (use best, last, avg, a step number or a file path)")
+    if not _weights_file(path):
+        raise UserError(f"{path}: checkpoint not found (use best, last, avg, a step number or "
+                        f"a file path)")
     return path
+
+
+def _weights_file(path: Path) -> bool:
+    """Whether a weights file is at `path` (False: nothing is). Something else there (a
+    directory, a FIFO that would block whoever opens it, a broken link) is refused in one
+    line: it is neither the checkpoint nor its absence, so no other one is taken for it."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if not path.is_symlink():
+            return False
+        raise UserError(f"{path}: a broken symbolic link, not a checkpoint (move it away, or "
+                        f"give another --checkpoint)") from None
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    if stat.S_ISREG(mode):
+        return True
+    what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    raise UserError(f"{path}: {what}, not a checkpoint (move it away, or give another "
+                    f"--checkpoint)")
 
 
 def _unwrap(model: torch.nn.Module) -> torch.nn.Module:

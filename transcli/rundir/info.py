@@ -59,6 +59,8 @@ def run_info(run: RunDir) -> dict[str, Any]:
         "vocab_size": run.tokenizer.vocab_size if (path / TOKENIZER_FILE).is_file() else None,
         "steps": last_step,
         "epoch": train[-1].get("epoch") if train else None,
+        "minutes": train[-1].get("minutes") if train else None,
+        "decay_minutes": cfg.train.decay_minutes,
         "tgt_tokens": train[-1].get("tgt_tokens") if train else None,
         "src_tokens": train[-1].get("src_tokens") if train else None,
         "last_train": _pick(train[-1], "step", "loss", "nll", "lr") if train else None,
@@ -161,6 +163,11 @@ def _trained(info: dict[str, Any]) -> str:
                  f"(as of the last log line)")
     if info["epoch"] is not None:
         text += f", epoch {info['epoch']}"
+    if isinstance(info.get("minutes"), (int, float)):
+        text += f", {info['minutes']:.1f} min of training"
+        if info["decay_minutes"]:
+            left = max(0.0, info["decay_minutes"] - info["minutes"])
+            text += f" ({left:.1f} of the {info['decay_minutes']:g}-minute decay left)"
     return text
 
 

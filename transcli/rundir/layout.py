@@ -35,6 +35,7 @@ from typing import Any, Optional
 
 from transcli.config.loading import load_config, save_config
 from transcli.config.schema import Config, ModelConfig
+from transcli.data.encoded import MANIFEST_FILE
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE
 from transcli.system.errors import UserError
@@ -60,9 +61,11 @@ FREE_MODEL_KEYS = {"dropout", "attn_dropout", "act_dropout"}
 # Settings a resumed run may change without a word: how it runs and what it keeps or
 # reports, not what it learns.
 SESSION_KEYS = {f"train.{key}" for key in (
-    "max_minutes", "device", "threads", "compile", "log_every", "save_every", "valid_every",
-    "keep_last", "average_last", "valid_bleu_lines", "patience", "early_stop_metric",
-    "tensorboard", "init_from")}
+    "max_minutes", "device", "threads", "compile", "cuda_graphs", "log_every", "save_every",
+    "valid_every", "keep_last", "average_last", "valid_bleu_lines", "patience",
+    "early_stop_metric", "tensorboard", "init_from")}
+# Of those, the ones a resume uses for its own session and does not record for the next.
+THIS_SESSION_ONLY = ("max_minutes", "device", "threads")
 
 
 def step_path(run_dir: Path, step: int) -> Path:
@@ -128,8 +131,18 @@ def load_run_config(run_dir: str | Path, overrides: list[str] | None = None) -> 
         raise UserError(f"{run_dir}: run directory not found; {make}")
     path = run_dir / CONFIG_FILE
     if not path.is_file():
-        raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE}); {make}")
+        raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE}); "
+                        f"{_what_it_is(run_dir) or make}")
     return load_config(path, overrides)
+
+
+def _what_it_is(folder: Path) -> Optional[str]:
+    """What a folder given as a run dir is instead, when it is something of transcli's."""
+    if (folder / MANIFEST_FILE).is_file():
+        return f"it is a prepared dir: give it to `transcli train --data {folder}`"
+    if folder.name == CHECKPOINT_DIR and (folder.parent / CONFIG_FILE).is_file():
+        return f"it is a run's checkpoints folder: give the run dir, {folder.parent}"
+    return None
 
 
 def run_identity(cfg: Config, data: PreparedDir) -> dict[str, Any]:
@@ -169,7 +182,7 @@ def start_step(run_dir: Path, record: Optional[dict[str, Any]], previous: Option
                         f"state (step-N.state.pt) in {CHECKPOINT_DIR}/, so there is nothing to "
                         f"continue from; the weights there still translate. Start afresh with "
                         f"--force (it deletes them) or in another --out")
-    return steps[-1]
+    return steps[-1] if steps else 0  # logged, stopped before its first save: start over
 
 
 def dir_entries(run_dir: Path) -> list[str]:
@@ -350,10 +363,11 @@ def remove_stale_temp(run_dir: Path) -> None:
 
 
 def kept_target(previous: Config, cfg: Config) -> Config:
-    """A resumed run's config to record: as given, except that a smaller `max_steps`
-    (stop early this time) does not replace the run's own target, which a later
-    `--resume` without --config would otherwise inherit."""
-    target = previous.train.max_steps
-    if cfg.train.max_steps >= target:
-        return cfg
-    return replace(cfg, train=replace(cfg.train, max_steps=target))
+    """A resumed run's config to record: as given, except what was for this session
+    alone, which a later `--resume` without --config would otherwise inherit: a smaller
+    `max_steps` (stop early this time) keeps the run's own target, and a time limit,
+    device or thread count given for this session (`THIS_SESSION_ONLY`) keeps the run's
+    own."""
+    kept = {key: getattr(previous.train, key) for key in THIS_SESSION_ONLY}
+    kept["max_steps"] = max(previous.train.max_steps, cfg.train.max_steps)
+    return replace(cfg, train=replace(cfg.train, **kept))

@@ -30,8 +30,13 @@ from transcli.rundir.layout import (
     read_run_record,
     recipe_changes,
     run_inputs,
+    step_checkpoints,
 )
 from transcli.system.errors import UserError
+
+# Below this many updates the shipped recipes' models still translate poorly
+# (docs/TRAINING.md, "What a short run gives", has their BLEU by update).
+YOUNG_MODEL = 1000
 
 
 class RunDir:
@@ -75,6 +80,20 @@ class RunDir:
         """The weights file `name` names: best, last, avg, a step number or a path."""
         return resolve_checkpoint(self.path, name)
 
+    def updates(self) -> int:
+        """The updates the run has made, by its newest step checkpoint (0: none saved)."""
+        steps = step_checkpoints(self.path)
+        return steps[-1][0] if steps else 0
+
+    def young_note(self) -> Optional[str]:
+        """A line for a run too young to translate (`YOUNG_MODEL`), else None."""
+        updates = self.updates()
+        if not 0 < updates < YOUNG_MODEL:
+            return None
+        return (f"note: {self.path} has made {updates} updates: a model this young repeats "
+                f"frequent words instead of translating (docs/TRAINING.md, \"What a short run "
+                f"gives\")")
+
     def inputs(self, checkpoint: str) -> list[Path]:
         """The files a command reading this run may use: none may be its output."""
         return run_inputs(self.path, checkpoint)
@@ -82,7 +101,7 @@ class RunDir:
     def model(self, weights: Path, device: str | torch.device = "cpu") -> Transformer:
         """The model of this run's config with the weights of `weights`, in eval mode."""
         model = Transformer(self.config.model, self.tokenizer.vocab_size)
-        load_weights(model, weights)
+        load_weights(model, weights, self.tokenizer.sha256)
         return model.to(device).eval()
 
 

@@ -33,6 +33,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser, parse_opt
 from starlette.requests import Request
 
 from transcli.system.files import parse_json
+from transcli.system.text import lines_of
 
 SOURCE, TARGET = "en", "es"
 LANGUAGES = [  # GET /languages: LibreTranslate's shape, one entry per language
@@ -299,7 +300,7 @@ def _one_line(error: ValidationError) -> str:
 
 def split_lines(texts: list[str]) -> tuple[list[str], list[int]]:
     """All lines of `texts` in order, and how many each text has."""
-    per_text = [[line.removesuffix("\r") for line in text.split("\n")] for text in texts]
+    per_text = [lines_of(text) for text in texts]
     return [line for lines in per_text for line in lines], [len(lines) for lines in per_text]
 
 

@@ -4,8 +4,10 @@ SIGINT (Ctrl-C), SIGTERM (kill, schedulers) and SIGHUP (a dropped SSH session) s
 every command at once (`interrupting`: the exception unwinds, so temp files and
 scratch dirs are removed and no output is left half-written), except training,
 which finishes its current update, saves and exits 0 (`StopSignals`); a second
-signal stops it at once (its files are written atomically, so nothing is torn
-either way). A signal that was ignored when transcli started (`nohup`) stays ignored.
+signal stops it at once, except that a checkpoint being written is finished first
+(weights without their state could not be resumed), and its last line says which
+checkpoint is on disk. A signal that was ignored when transcli started (`nohup`) stays
+ignored.
 Long C code that would delay the signal until it returns runs in a thread the main
 thread waits on (`wait_in_thread`).
 
@@ -85,14 +87,28 @@ def wait_in_thread(function: Callable[[], T], name: str = "worker") -> T:
     return outcome["value"]
 
 
-class StopSignals:
-    """Records the first stop signal in `received`; a second one raises SystemExit, saying
-    `then` (what to type to go on)."""
+class StoppedAtOnce(SystemExit):
+    """A second stop signal: the work stops without finishing (exit status 128 + N)."""
 
-    def __init__(self, what: str = "training", then: str = "continue with --resume"):
-        self.what, self.then = what, then
+    def __init__(self, signum: int):
+        super().__init__(128 + signum)
+        self.name = signal.Signals(signum).name
+
+
+class StopSignals:
+    """Records the first stop signal in `received`; a second one raises `StoppedAtOnce`
+    where the main thread is, or, inside `finishing()` (a checkpoint being written), as
+    soon as that block ends, so that a stop never leaves half a checkpoint. When that has
+    unwound the block (temp files removed, the progress bar closed), its one line is the
+    last thing said: `on_disk()`, read then, tells what is on disk and how to go on."""
+
+    def __init__(self, what: str = "training",
+                 on_disk: Callable[[], str] = lambda: "continue with --resume"):
+        self.what, self.on_disk = what, on_disk
         self.received: Optional[str] = None
         self._previous: dict[int, Any] = {}
+        self._finishing = False
+        self._pending: Optional[int] = None  # a second signal that came while finishing
 
     def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
@@ -102,17 +118,36 @@ class StopSignals:
 
     def _handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
-        if self.received:
-            print(f"transcli: second {name}: stopping {self.what} now; the latest "
-                  f"checkpoint is intact ({self.then})", file=sys.stderr)
-            raise SystemExit(128 + signum)
-        self.received = name
-        print(f"transcli: {name} received: stopping {self.what} after this step, with a "
-              f"checkpoint (a second one stops at once)", file=sys.stderr)
+        if not self.received:
+            self.received = name
+            print(f"transcli: {name} received: stopping {self.what} after this step, with a "
+                  f"checkpoint (a second one stops at once)", file=sys.stderr)
+        elif not self._finishing:
+            raise StoppedAtOnce(signum)
+        elif self._pending is None:
+            self._pending = signum
+            print(f"transcli: second {name}: stopping as soon as the checkpoint being "
+                  f"written is whole", file=sys.stderr)
 
-    def __exit__(self, *exc: Any) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
+    @contextlib.contextmanager
+    def finishing(self) -> Iterator[None]:
+        """A block a second signal does not cut short: it stops the work when it ends."""
+        self._finishing = True
+        try:
+            yield
+        finally:
+            self._finishing = False
+        if self._pending is not None:
+            raise StoppedAtOnce(self._pending)
+
+    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
+        try:
+            if isinstance(exc, StoppedAtOnce):
+                print(f"transcli: second {exc.name}: {self.what} stopped; {self.on_disk()}",
+                      file=sys.stderr)
+        finally:
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)
 
 
 class TolerantStream:

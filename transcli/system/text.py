@@ -101,6 +101,13 @@ def decoded(raw: bytes, first: bool = False) -> Optional[str]:
     return text.removesuffix("\n").removesuffix("\r")
 
 
+def lines_of(text: str) -> list[str]:
+    """The lines of a text given whole (a command-line argument, a request field) by the
+    module's rule: only "\\n" ends a line and a "\\r" before it is dropped; "" is one
+    empty line and a final "\\n" starts one more, so every text has at least one line."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
 def invalid_utf8(raw: bytes, name: str | Path, number: int) -> str:
     """The message for line `number` of `name`, which is not UTF-8: where the bad byte is."""
     try:

@@ -25,11 +25,15 @@ class WeightAverage:
         self.names = [name for name, _ in model.named_parameters()]  # tied tensors once
         self.params = [p for _, p in model.named_parameters()]
         self.average = [p.detach().float().clone() for p in self.params]
+        self.float32 = all(p.dtype == torch.float32 for p in self.params)  # as training keeps them
 
     def update(self, step: int) -> None:
+        """One fused operation over every tensor (per-tensor views or casts first would
+        add hundreds of operations to each update: `python -m bench.launches`)."""
         decay = min(self.decay, (1 + step) / (10 + step))
-        torch._foreach_lerp_(self.average, [p.detach().float() for p in self.params],
-                             1.0 - decay)
+        weights = self.params if self.float32 else [p.detach().float() for p in self.params]
+        with torch.no_grad():
+            torch._foreach_lerp_(self.average, weights, 1.0 - decay)
 
     def state(self) -> dict[str, torch.Tensor]:
         return dict(zip(self.names, self.average))

@@ -49,6 +49,7 @@ from transcli.training.optimization import Optimization
 from transcli.training.parts import (
     record_run,
     run_lock,
+    speed_notes,
     starting_point,
     training_batches,
     training_device,
@@ -56,7 +57,7 @@ from transcli.training.parts import (
 )
 from transcli.training.records import RunRecords
 from transcli.training.state import DeviceSums, Progress, restore
-from transcli.training.validation import ValidationSet
+from transcli.training.validation import validation_set
 
 RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not per log line)
 
@@ -137,7 +138,7 @@ class Trainer:
                                             self.tc.cpu_precision)
         start = starting_point(cfg, data, run, dist, device, resume, force, allow_changes)
         self.init, self.changes = start.init, start.changes
-        self.plan, self.make_batch = training_batches(cfg, data, dist.rank, device)
+        self.plan, self.make_batch = training_batches(cfg, data, dist.rank)
         torch.manual_seed(self.tc.seed)
         self.model = Transformer(cfg.model, data.vocab_size).to(device)
         if self.init is not None:  # before the optimizer: a weight average starts from them
@@ -145,13 +146,13 @@ class Trainer:
         self.opt = Optimization(self.model, self.tc, cfg.model.d_model, device)
         self.progress = (restore(self.model, self.opt, self.run_dir, start.step) if start.step
                          else Progress())
-        self.ddp, self.net = training_net(self.model, self.tc, dist, device)
-        valid = ValidationSet(cfg, data) if dist.main else None
-        self.valid = valid if valid is not None and valid.batches else None  # no valid split
+        self.net = training_net(self.model, self.tc, dist, device)  # fed each batch
+        self.valid = validation_set(cfg, data) if dist.main else None
         # Everything that can be refused was checked: only now is the run dir written.
         log = MetricsLog(self.run_dir, enabled=dist.main, tensorboard=self.tc.tensorboard)
         record_run(cfg, start.identity, data, run, dist, resume, start.step, log)
-        self.records = RunRecords(self.run_dir, log, dist.main, dist.world, self.progress)
+        self.records = RunRecords(self.run_dir, log, dist.main, dist.world, self.progress,
+                                  data.tokenizer.sha256)
         self.stop_reason: Optional[str] = None  # rank 0's decision: early stop, time limit
         self.device_sums = DeviceSums(device)  # the updates' sums, on the device until read
         self.signals = StopSignals()  # the run's, once it runs
@@ -169,15 +170,16 @@ class Trainer:
         self._say_start()
         stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
         loader = BackgroundLoader(self.make_batch, stream, pin_memory=self.device.type == "cuda")
-        bar = report.ProgressBar(tc, p, self.started, self.dist.main)
-        try:
-            with StopSignals(then=f"continue with: {self._resume_command()}") as signals:
-                self.signals = signals
+        bar = report.ProgressBar(tc, p, self.started, self.dist.main, self._say)
+        with StopSignals(on_disk=self._on_disk) as signals:  # the last save's too
+            self.signals = signals
+            with contextlib.closing(bar), contextlib.closing(loader):  # each, whatever comes
                 reason = self._loop(loader, bar)
-        finally:
-            loader.close()
-            bar.close()
-        self._finish(reason)
+            self._finish(reason)
+
+    def _on_disk(self) -> str:
+        """What a run stopped at once leaves: its last complete checkpoint, and how to go on."""
+        return f"{report.saved_steps(self.run_dir)}; continue with: {self._resume_command()}"
 
     def _loop(self, loader: BackgroundLoader, bar: report.ProgressBar) -> str:
         """Update after update until the run ends or is stopped; why it stopped."""
@@ -207,7 +209,7 @@ class Trainer:
         so that a long accumulation does not keep it from saving."""
         p = self.progress
         torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
-        self.net.train()
+        self.net.module.train()
         scale = self.dist.world / info.tgt_tokens  # DDP averages gradients over processes
         sums = torch.zeros(4, device=self.device)
         for i, batch in enumerate(batches):
@@ -215,9 +217,9 @@ class Trainer:
                 self.opt.adam.zero_grad(set_to_none=True)
                 return False
             batch = batch.to(self.device)
-            with no_sync(self.ddp, last=i == len(batches) - 1):
+            with no_sync(self.net.ddp, last=i == len(batches) - 1):
                 with self._autocast():
-                    stats = self.net(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
+                    stats = self.net.module(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
                 self.opt.backward(stats[0] * scale)
             sums += stats.detach()
         norm = self.opt.grad_norm()
@@ -252,7 +254,8 @@ class Trainer:
         shown: dict[str, str] = {}
         if p.step % tc.log_every == 0:
             self._read_device_sums()
-            record = self.records.log_line(p, self.lr, self.grad_norm)
+            record = self.records.log_line(p, self.lr, self.grad_norm,
+                                           speed_notes(self.device, self.net))
             shown = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}",
                      "tok_s": f"{record['tokens_per_s']:.0f}"}
         bar.update(p.step, **shown)
@@ -277,7 +280,7 @@ class Trainer:
             self._say(report.validation_line(record), prefix=False)
 
     def _save(self) -> None:
-        with self.records.pause():
+        with self.records.pause(), self.signals.finishing():  # never half a checkpoint
             self._read_device_sums()  # what is saved comes from finite updates only
             self.records.save(self.model, self.opt, self.progress)
 
@@ -293,8 +296,8 @@ class Trainer:
         if not self.opt.ema:
             self.records.average(self.tc.average_last)
         self.records.log.plot()
-        for line in report.last_lines(reason, p.step, self.tc, self.run_dir,
-                                      self._resume_command()):
+        for line in self.net.summary() + report.last_lines(reason, p.step, self.tc, self.run_dir,
+                                                           self._resume_command()):
             self._say(line)
 
     def _autocast(self) -> contextlib.AbstractContextManager:

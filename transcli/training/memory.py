@@ -83,7 +83,8 @@ def training_estimate(model: ModelConfig, vocab_size: int, batch_tokens: int,
         weights=4 * FP32 * parameter_count(model, vocab_size),
         positions=FP32 * model.max_positions * d,
         activations=activation_bytes * batch_tokens * (per_src + per_tgt),
-        output_layer=FP32 * vocab_size * (2 * min(batch_tokens, chunk_rows(device_type)) + d))
+        output_layer=FP32 * vocab_size * (
+            2 * min(batch_tokens, chunk_rows(device_type, vocab_size)) + d))
 
 
 def available_memory(device: str = "cpu") -> Optional[int]:

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor
 
-# Target positions whose [rows, vocab] logits exist at once in `output_loss`, by device:
-# on the CPU a chunk that stays in cache; on a GPU large enough to keep it busy.
-CHUNK_ROWS = {"cpu": 1024, "cuda": 4096}
+# Target positions whose [rows, vocab] logits exist at once in `output_loss`: on the CPU
+# a chunk that stays in cache; on a GPU, logits of up to 512 MiB (float32), so that a
+# batch of 12K target tokens over a 10K vocabulary is one chunk: each chunk launches
+# about 25 kernels, and a GPU update is bound by its launches (docs/GPU.md).
+CPU_CHUNK_ROWS = 1024
+GPU_CHUNK_LOGITS = 1 << 27
 
 
-def chunk_rows(device_type: str) -> int:
-    return CHUNK_ROWS.get(device_type, CHUNK_ROWS["cpu"])
+def chunk_rows(device_type: str, vocab: int) -> int:
+    if device_type == "cpu":
+        return CPU_CHUNK_ROWS
+    return max(CPU_CHUNK_ROWS, GPU_CHUNK_LOGITS // max(vocab, 1))
 
 
 # ----------------------------------------------------------------------------- the loss
@@ -117,7 +122,7 @@ class _LinearSmoothedNLL(torch.autograd.Function):
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) \
             if wants_grad else None
         sums = torch.zeros(4, dtype=torch.float32, device=hidden.device)
-        step = chunk_rows(h.device.type)
+        step = chunk_rows(h.device.type, w.size(0))
         for start in range(0, h.size(0), step):
             rows = slice(start, start + step)
             grad = _chunk(h[rows], w, t[rows], eps, pad_id, sums, wants_grad)
@@ -165,21 +170,33 @@ def _chunk(h: Tensor, w: Tensor, target: Tensor, eps: float, pad_id: int, sums: 
     return grad.to(h.dtype)
 
 
-class TeacherForcing(torch.nn.Module):
-    """The model and its training loss as one module (what DDP and torch.compile wrap):
-    encode `src`, decode `tgt_in` (BOS + target), score against `tgt_out` (target + EOS)."""
+States = Callable[[Tensor, Tensor], Tensor]
 
-    def __init__(self, model: torch.nn.Module, label_smoothing: float, pad_id: int):
+
+def teacher_forced_states(model: torch.nn.Module) -> States:
+    """(src, tgt_in) -> the decoder's last states [batch, tgt_len, d_model]: the part of
+    an update that `train.compile` compiles (batch shapes are all it depends on)."""
+    return lambda src, tgt_in: model.decode_hidden(tgt_in, model.encode(src))
+
+
+class TeacherForcing(torch.nn.Module):
+    """The model and its training loss as one module (what DDP wraps): encode `src`,
+    decode `tgt_in` (BOS + target), score against `tgt_out` (target + EOS). `states`:
+    what computes the decoder's states, `teacher_forced_states` unless a compiled one."""
+
+    def __init__(self, model: torch.nn.Module, label_smoothing: float, pad_id: int,
+                 states: Optional[States] = None):
         super().__init__()
         self.model = model
         self.label_smoothing = label_smoothing
         self.pad_id = pad_id
+        self.states = states or teacher_forced_states(model)
 
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor,
                 rows: Optional[Tensor] = None) -> Tensor:
         """[loss, nll, tokens, correct] sums, as `output_loss`. `rows`: the flat indices
         of tgt_out's real positions (`Batch.rows`): only they reach the output layer."""
-        hidden = self.model.decode_hidden(tgt_in, self.model.encode(src))
+        hidden = self.states(src, tgt_in)
         if rows is not None:
             hidden = hidden.reshape(-1, hidden.size(-1)).index_select(0, rows)
             tgt_out = tgt_out.reshape(-1).index_select(0, rows)

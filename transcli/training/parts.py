@@ -24,6 +24,7 @@ from transcli.rundir.run import RunDir, resume_changes
 from transcli.system.devices import pick_device
 from transcli.system.errors import UserError
 from transcli.system.locks import DirLock
+from transcli.training.compiling import CompiledStates
 from transcli.training.distributed import Dist
 from transcli.training.init_from import InitSource, init_source, origin_record
 from transcli.training.memory import check_training_memory
@@ -100,45 +101,67 @@ def starting_point(cfg: Config, data: PreparedDir, run: RunDir, dist: Dist,
     return Start(step, init, identity, resume_changes(run, cfg, allow_changes) if step else [])
 
 
-def training_batches(cfg: Config, data: PreparedDir, rank: int, device: torch.device
-                     ) -> tuple[BatchPlan, MakeBatch]:
+def training_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPlan, MakeBatch]:
     """The train split's length-bucketed batch plan, each pair weighted by its source and
     length, and how one of its batches is made."""
     split = data.split("train")
     plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
                      cfg.train.seed, cfg.model.max_positions,
-                     multiple=pad_multiple(cfg.train, device),
+                     multiple=pad_multiple(cfg.train), shapes=cfg.train.batch_shapes,
                      weights=pair_weights(data.manifest, split.src_lengths, cfg.train))
     if not plan.indices.size:
         raise UserError(f"{data.dir}: no training pair fits model.max_positions="
                         f"{cfg.model.max_positions}")
-    return plan, batch_maker(cfg, data, rank, device)
+    return plan, batch_maker(cfg, data, rank, plan)
 
 
-def training_net(model: Transformer, tc: TrainConfig, dist: Dist, device: torch.device
-                 ) -> tuple[Optional[DistributedDataParallel], torch.nn.Module]:
-    """What each micro-batch is fed to: the teacher-forced loss, wrapped in DDP when
-    several processes train (returned too, for `no_sync`), compiled when asked."""
-    net: torch.nn.Module = TeacherForcing(model, tc.label_smoothing, PAD_ID)
+class Net(NamedTuple):
+    """What each micro-batch is fed to (`module`), and its parts a run asks about."""
+
+    ddp: Optional[DistributedDataParallel]  # for `no_sync`, when several processes train
+    module: torch.nn.Module
+    compiled: Optional[CompiledStates]  # with train.compile
+
+    def summary(self) -> list[str]:
+        """What a run's last lines say of its compilations (nothing when eager)."""
+        return [self.compiled.summary()] if self.compiled is not None else []
+
+
+def training_net(model: Transformer, tc: TrainConfig, dist: Dist, device: torch.device) -> Net:
+    """The teacher-forced loss, its model's part compiled when asked (`compiling.py`),
+    wrapped in DDP when several processes train."""
+    compiled = CompiledStates(model, tc, device) if tc.compile else None
+    net: torch.nn.Module = TeacherForcing(model, tc.label_smoothing, PAD_ID, compiled)
     ddp = DistributedDataParallel(net, device_ids=[device.index] if device.index is not None
                                   else None) if dist.world > 1 else None
-    return ddp, torch.compile(ddp or net) if tc.compile else ddp or net
+    return Net(ddp, ddp or net, compiled)
 
 
-def pad_multiple(tc: TrainConfig, device: torch.device) -> int:
-    """What batch lengths are padded to: train.pad_multiple, or by default 8 on CUDA
-    (tensor cores want aligned widths) and 1 on the CPU."""
-    return tc.pad_multiple or (8 if device.type == "cuda" else 1)
+def speed_notes(device: torch.device, net: Net) -> dict[str, Any]:
+    """What a log line adds about the run's speed: compilations and batch shapes (when
+    compiled), the device's peak memory so far (CUDA)."""
+    notes = net.compiled.notes() if net.compiled is not None else {}
+    if device.type == "cuda":
+        notes["peak_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+    return notes
 
 
-def batch_maker(cfg: Config, data: PreparedDir, rank: int, device: torch.device) -> MakeBatch:
+def pad_multiple(tc: TrainConfig) -> int:
+    """What batch lengths are padded to: train.pad_multiple, by default 1 on every device
+    (flash attention and cuBLAS take any length; on the shared corpus rounding to 8 makes
+    24% of a GPU batch padding: `python -m bench.padding`)."""
+    return tc.pad_multiple or 1
+
+
+def batch_maker(cfg: Config, data: PreparedDir, rank: int, plan: BatchPlan) -> MakeBatch:
     """How the loader collates a batch: the encoded ids, or (subword regularisation)
-    the train text segmented anew; lengths padded to `train.pad_multiple`."""
+    the train text segmented anew; lengths padded to `train.pad_multiple`, or to the
+    batch's shape (`train.batch_shapes`)."""
     tc = cfg.train
-    multiple = pad_multiple(tc, device)
+    multiple = pad_multiple(tc)
     split = data.split("train")
     if not tc.sample_alpha:
-        return lambda idx, _: collate(split, idx, multiple)
+        return lambda idx, _: collate(split, idx, multiple, plan.shapes)
     from transcli.data.resegment import Resegmenter
 
     return Resegmenter(data, tc.sample_alpha, tc.sample_nbest, tc.seed, rank,

@@ -13,18 +13,15 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from tqdm import tqdm
 
 from transcli.config.schema import TrainConfig
 from transcli.rundir.layout import CHECKPOINT_DIR, complete_steps
+from transcli.rundir.run import YOUNG_MODEL
 from transcli.training.state import Progress
-
-# Below this many updates the shipped recipes' models still translate poorly
-# (docs/TRAINING.md, "What a short run gives", has their BLEU by update).
-YOUNG_MODEL = 1000
 
 
 def say(message: str, main: bool = True, prefix: bool = True) -> None:
@@ -82,7 +79,8 @@ def plan(tc: TrainConfig, progress: Progress) -> str:
         ends.insert(0, f"the end of its {tc.decay_minutes:g}-minute decay ({left:.1f} min "
                        f"left)")
     if tc.max_minutes:
-        ends.insert(0, f"{tc.max_minutes:g} minutes of this session")
+        ends.insert(0, f"{tc.max_minutes:g} minute{'' if tc.max_minutes == 1 else 's'} of "
+                       f"this session")
     stops = f"It stops at {ends[0]}" + (
         f" (or {' or '.join(ends[1:])}, if sooner)" if len(ends) > 1 else "")
     first = progress.step - progress.step % tc.valid_every + tc.valid_every
@@ -93,13 +91,16 @@ def plan(tc: TrainConfig, progress: Progress) -> str:
 
 
 class ProgressBar:
-    """tqdm counting minutes for a clock-ended run, updates otherwise; the step, loss,
-    learning rate and tokens/s ride along as its postfix."""
+    """tqdm counting minutes for a run its decay's clock ends, updates otherwise; the
+    step, loss, learning rate and tokens/s ride along as its postfix. Once the session's
+    first log line has a pace, a clock-ended run says how many updates its clock will
+    allow (`say`): a slow or busy machine makes far fewer than the recipe's own."""
 
     def __init__(self, tc: TrainConfig, progress: Progress, session_start: float,
-                 enabled: bool):
+                 enabled: bool, say: Callable[[str], None] = lambda line: None):
         self.minutes = clock_minutes(tc, progress)
-        self.session_start = session_start
+        self.session_start, self.first_step, self.say = session_start, progress.step, say
+        self.paced = False
         if self.minutes is not None:
             self.bar = tqdm(total=round(self.minutes, 1), unit="min", disable=not enabled,
                             bar_format="{l_bar}{bar}| {n:.1f}/{total} min "
@@ -119,6 +120,9 @@ class ProgressBar:
         else:
             elapsed = (time.perf_counter() - self.session_start) / 60
             self.bar.n = round(min(elapsed, self.minutes), 1)
+            if fields and not self.paced:
+                self.paced = True
+                self.say(pace_line(step, self.first_step, elapsed, self.minutes))
         self.bar.set_postfix(step=f"{step:,}", **self.fields, refresh=False)
         self.bar.update(0)  # redraws at most once per mininterval
 
@@ -127,12 +131,22 @@ class ProgressBar:
 
 
 def clock_minutes(tc: TrainConfig, progress: Progress) -> Optional[float]:
-    """Minutes this session has before a clock ends the run (decay_minutes, over all
-    sessions; max_minutes, of this one), or None when only max_steps ends it."""
-    left = [tc.max_minutes] if tc.max_minutes else []
-    if tc.decay_minutes:
-        left.append(max(0.0, tc.decay_minutes - progress.seconds / 60))
-    return min(left) if left else None
+    """Minutes this session has before the decay's clock ends the run (or this session's
+    max_minutes, when sooner), or None for a run without a clock-ended decay: its end is
+    max_steps (a max_minutes alone is a cap, shown by the run's last line)."""
+    if not tc.decay_minutes:
+        return None
+    left = max(0.0, tc.decay_minutes - progress.seconds / 60)
+    return min(left, tc.max_minutes) if tc.max_minutes else left
+
+
+def pace_line(step: int, first_step: int, elapsed: float, minutes: float) -> str:
+    """At this session's pace so far, the update the clock's end will come near."""
+    per_minute = (step - first_step) / max(elapsed, 1e-9)
+    at_end = step + per_minute * max(0.0, minutes - elapsed)
+    return (f"at this pace ({per_minute:,.0f} updates/min) this session ends near update "
+            f"{at_end:,.0f}; fewer updates make a weaker model (a busy or slower machine "
+            f"makes fewer: docs/TRAINING.md, \"What a short run gives\")")
 
 
 def saved_steps(run_dir: Path) -> str:

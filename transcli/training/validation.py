@@ -58,7 +58,7 @@ class ValidationSet:
             p.best, improved, stop = update_best(p.best, p.step, scores, tc.early_stop_metric,
                                                  tc.patience)
             if improved:
-                save_weights(model, best_path)
+                save_weights(model, best_path, self.tokenizer.sha256)
         model.train()
         return ({"step": p.step, "split": "valid", "loss": scores["valid_loss"], **scores,
                  "best": improved}, stop)
@@ -80,6 +80,12 @@ class ValidationSet:
                 scores["valid_bleu"] = greedy_bleu(model, self.tokenizer, self.cfg,
                                                    self.sources, self.references, device)
         return scores
+
+
+def validation_set(cfg: Config, data: PreparedDir) -> Optional[ValidationSet]:
+    """The prepared dir's valid split for validation, or None when it has none."""
+    valid = ValidationSet(cfg, data)
+    return valid if valid.batches else None
 
 
 def greedy_bleu(model: Transformer, tokenizer: Tokenizer, cfg: Config, sources: list[str],

@@ -1,0 +1,47 @@
+"""`train.compile` on the CPU: a run compiles a bounded number of graphs whatever its
+batch shapes, and trains as eager does.
+
+torch.compile runs here with the `aot_eager` backend: dynamo captures the graphs and AOT
+autograd derives their backward as on a GPU, without inductor's C++ and Triton code
+generation (minutes on two cores). tests/test_gpu.py runs inductor and CUDA graphs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers.training import fast_config, losses
+
+from transcli.rundir.layout import METRICS_FILE
+from transcli.rundir.metrics import read_metrics
+from transcli.training import compiling
+from transcli.training.loop import train
+
+# Tiny batches over the 32 pairs: batches of many shapes (rows x source x target).
+MANY_SHAPES = ["train.batch_tokens=30", "train.max_steps=40", "train.log_every=10",
+               "train.valid_every=1000", "train.save_every=1000", "model.dropout=0",
+               "train.precision=fp32"]
+
+
+@pytest.mark.slow  # compiling, even without code generation, takes tens of seconds here
+def test_a_compiled_run_over_many_batch_shapes_compiles_a_few_graphs_and_trains_as_eager(
+        prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    """Without dynamic shapes every new batch shape would compile anew, and torch would
+    stop compiling after its limit: here 40 updates meet more shapes than GRAPH_LIMIT and
+    compile at most 3 graphs (a size of 1 specialises). The losses are eager's, up to
+    float reordering."""
+    monkeypatch.setattr(compiling, "BACKEND", "aot_eager")
+    train(fast_config(*MANY_SHAPES), prepared, tmp_path / "eager")
+    train(fast_config(*MANY_SHAPES, "train.compile=true"), prepared, tmp_path / "compiled")
+    lines = read_metrics(tmp_path / "compiled" / METRICS_FILE, "train")
+    last = lines[-1]
+    assert last["batch_shapes"] > compiling.GRAPH_LIMIT
+    assert 1 <= last["compiles"] <= 3
+    assert f"for {last['batch_shapes']} batch shapes (limit {compiling.GRAPH_LIMIT})" in \
+        capsys.readouterr().err
+    eager, compiled = losses(tmp_path / "eager"), losses(tmp_path / "compiled")
+    assert [step for step, _ in compiled] == [step for step, _ in eager] == [10, 20, 30, 40]
+    assert [loss for _, loss in compiled] == pytest.approx([loss for _, loss in eager],
+                                                           rel=1e-4)
