@@ -18,6 +18,7 @@ from transcli.data.batching import BatchPlan, BatchStream, StreamPosition
 from transcli.data.encoded import SPLITS, data_hash, load_manifest, split_files
 from transcli.data.prepare import prepare
 from transcli.data.prepared_dir import open_prepared_dir
+from transcli.data.shapes import FILLER
 from transcli.data.weights import pair_weights
 from transcli.rundir.layout import CHECKPOINT_DIR, step_path
 from transcli.system.errors import UserError
@@ -41,6 +42,17 @@ def test_a_weight_of_two_sees_each_pair_in_two_batches_never_twice_in_one() -> N
     assert all(len(set(idx.tolist())) == len(idx) for idx in batches)
     for idx in batches:  # the budget holds as without weights
         assert len(idx) * max(weighted.src_len[idx].max(), weighted.tgt_len[idx].max()) <= 200
+
+
+def test_weighted_copies_keep_the_plans_batch_shapes() -> None:
+    """With `train.batch_shapes` too (CUDA graphs), each copy layer is packed into the same
+    few shapes: every pair twice, filler rows apart, and no more shapes than asked."""
+    weighted = BatchPlan(LENGTHS[0], LENGTHS[1], 200, 1, 1000, shapes=4,
+                         weights=np.full(300, 2.0))
+    batches = weighted.epoch(0)
+    real = [idx[idx != FILLER] for idx in batches]
+    assert seen(real) == Counter({i: 2 for i in range(300)})
+    assert len({weighted.shape(idx)[1:] for idx in batches}) <= 4
 
 
 def test_fractions_are_chances_drawn_anew_each_epoch_from_the_seed() -> None:

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from transcli.data.encoded import EncodedSplit
-from transcli.data.weights import copy_layers, epoch_copies
 from transcli.data.shapes import FILLER, BatchShapes
+from transcli.data.weights import copy_layers, epoch_copies
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 
 CELL_STEP = 1.1  # the ratio of one length cell to the next (`length_sorted`)
