@@ -58,3 +58,33 @@ def test_the_table_from_recorded_rows() -> None:
 def test_a_missing_corpus_file_is_one_line(tmp_path: Path, capsys) -> None:
     assert gpu_recipes.main(["--corpus", str(tmp_path), "--work", str(tmp_path / "w")]) == 1
     assert "missing train.en" in capsys.readouterr().err
+
+
+def test_the_challenger_plan_says_what_and_how_long_without_running(tmp_path: Path,
+                                                                    capsys) -> None:
+    corpus = sample_corpus(tmp_path / "corpus")
+    work = tmp_path / "work"
+    args = ["--group", "challenger", "--plan", "--corpus", str(corpus), "--work", str(work)]
+    assert gpu_recipes.main([*args, "--minutes", "5.5"]) == 0
+    text = capsys.readouterr().out
+    for label in gpu_recipes.GROUPS["challenger"]:
+        assert f"  {label} " in text
+    assert "train.batch_tokens=24000 train.lr_factor=0.99" in text
+    assert "total ~8.8 min, within 9 min" in text
+    assert not any(work.iterdir())  # nothing prepared, trained or written
+    assert gpu_recipes.main([*args, "--minutes", "8"]) == 0
+    assert "over what one GPU call allows: lower --minutes" in capsys.readouterr().out
+
+
+def test_a_plan_checks_every_variants_settings(tmp_path: Path, capsys) -> None:
+    corpus = sample_corpus(tmp_path / "corpus")
+    status = gpu_recipes.main(["--group", "challenger", "--plan", "--corpus", str(corpus),
+                               "--work", str(tmp_path / "w"), "--set", "train.warmup_steps=0"])
+    assert status == 1
+    assert "'train.warmup_steps' must be at least 1" in capsys.readouterr().err
+
+
+def test_the_challenger_is_gpu_10m_beside_at_most_three_variants() -> None:
+    labels = gpu_recipes.GROUPS["challenger"]
+    assert labels[0] == "base" and len(labels) <= 4 and set(labels) <= set(gpu_recipes.VARIANTS)
+    assert len(gpu_recipes.OUT_FILES) <= 8

@@ -500,7 +500,8 @@ def test_tmx_translation_memory(tmp_path: Path) -> None:
     out = tmp_path / "out"
     manifest = run_prepare(config(SourceConfig(file=str(tmx))), out)
     assert manifest["sources"]["train"] == [{"format": "tmx", "file": str(tmx),
-                                             "read": len(pairs) + 1}]
+                                             "read": len(pairs) + 1,
+                                             "pairs": len(pairs) + 1 - 10, "weight": 1.0}]
     assert manifest["splits"]["train"]["pairs"] == len(pairs) + 1 - 10
     texts = set(decoded_sources(out, "train")) | set(lines(out / "valid.en") + lines(
         out / "test.en"))

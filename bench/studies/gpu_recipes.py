@@ -5,6 +5,7 @@ search on dev.tatoeba, dev.newstest2012 and test.tico19.
     python -m bench.studies.gpu_recipes --minutes 6        # every variant, 6 min each
     python -m bench.studies.gpu_recipes --only base vocab16k postnorm --updates 2000
     python -m bench.studies.gpu_recipes --config configs/gpu-1h.yaml --minutes 8 --work /tmp/s
+    python -m bench.studies.gpu_recipes --group challenger --plan   # what, how long; no GPU
 
 Each variant is `--config` (configs/gpu-10m.yaml by default) with a few `--set`
 overrides (`VARIANTS`); a variant changing data.* settings gets data prepared with them
@@ -17,6 +18,10 @@ the recipe keeps them, else the best validation), and one table is printed (vari
 updates, target tokens/s, BLEU / chrF per set) with a PNG of the training curves.
 Figures go to --work and, when $OUT is set, also into $OUT. Every step is bounded in
 time; a variant that fails is reported in its row and the others go on.
+
+`--group challenger` is the set expected to beat configs/gpu-10m.yaml, beside it (`GROUPS`);
+`--plan` prints what a command would run and how long it would take, from the estimates
+below, and runs nothing (no GPU needed).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import os
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Optional
 
@@ -58,9 +64,30 @@ VARIANTS: dict[str, list[str]] = {
     "batch25k": ["train.batch_tokens=25000"],
     "ffn2048": ["model.d_ff=2048", "model.heads=8"],
     "lr2x": ["train.lr_factor=1.4"],
+    # The update is launch-bound (one H200, 2026-11-27: 21 updates/s at 12K tokens, about 4%
+    # of the card's peak), so twice the tokens per update cost far less than twice the time;
+    # the peak rate scaled by sqrt(2) for the larger batch.
+    "batch24k": ["train.batch_tokens=24000", "train.lr_factor=0.99"],
+    # Both: the larger model on the larger batches.
+    "ffn2048-batch24k": ["model.d_ff=2048", "model.heads=8", "train.batch_tokens=24000",
+                         "train.lr_factor=0.99"],
 }
+# Named sets of variants. challenger: what should beat gpu-10m (base, beside them): larger
+# token batches (launch-bound updates), a wider feed-forward layer and 8 heads (the
+# transformer-base shape; at ~4% of the card's peak its extra FLOPs cost little time, and
+# 8 minutes made 25 passes over the corpus with valid BLEU still rising), and the two
+# together. Padding needs no variant: the batch order of the GPU-speed work applies to all.
+GROUPS = {"challenger": ["base", "batch24k", "ffn2048", "ffn2048-batch24k"]}
 PREPARE_S = 600  # bound on one data preparation
 SCORE_S = 600  # bound on scoring one run on one set
+# --plan's estimates: one prepare of the corpus (25 s on a 2-core CPU, 2026-11-27); a
+# training process's start and last save; one set scored by one run with the config's
+# beam on a GPU, the runs at once (2,000-3,000 lines in 6-8 s of search alone, 2026-11-26).
+PREPARE_ESTIMATE_S = 60
+TRAIN_OVERHEAD_S = 45
+SCORE_ESTIMATE_S = 30
+LIMIT_S = 540  # what one command of the challenger must fit in (a GPU session's call: 10 min)
+OUT_FILES = ("study.md", "study.json", "curves.png")  # copied into $OUT as gpu-<name>
 
 
 def prepare(args: argparse.Namespace, variants: dict[str, list[str]]) -> dict[str, Any]:
@@ -176,10 +203,56 @@ def plot(runs: dict[str, Path], path: Path) -> None:
     plt.close(fig)
 
 
+def estimate(args: argparse.Namespace, variants: dict[str, list[str]]
+             ) -> dict[str, Optional[float]]:
+    """Seconds each stage should take (`--plan`'s estimates): prepares not done yet one
+    after the other, the runs trained at once, then scored at once, three sets each.
+    Training by --updates has no time to tell (None)."""
+    missing = {data_dir(args.work, overrides) for overrides in variants.values()}
+    missing = {out for out in missing if not (out / "manifest.json").is_file()}
+    train = None if args.updates else args.minutes * 60 + TRAIN_OVERHEAD_S
+    stages = {"prepare": float(PREPARE_ESTIMATE_S * len(missing)), "train": train,
+              "score": float(SCORE_ESTIMATE_S * len(SCORED_SETS))}
+    total = None if train is None else sum(v for v in stages.values() if v is not None)
+    return {**stages, "total": total}
+
+
+def plan_text(args: argparse.Namespace, variants: dict[str, list[str]]) -> str:
+    """What the command would run, in how long: every variant's settings checked against
+    the config as training would load them (a typo fails here, not on the GPU)."""
+    times = estimate(args, variants)
+    budget_text = f"{args.updates} updates" if args.updates else f"{args.minutes:g} minutes"
+    lines = [f"plan: {args.config.name}, {len(variants)} variants side by side on "
+             f"{args.device}, {budget_text} each, in {args.work}"]
+    for label, overrides in variants.items():
+        ckpt = checkpoint([*overrides, *budget(args), *args.sets], args.config)
+        lines.append(f"  {label:18s} {' '.join(overrides) or '(the config as it is)'}; "
+                     f"data {data_dir(args.work, overrides).name}; scored: {ckpt}")
+    train = (f"{times['train']:.0f} s (the budget + ~{TRAIN_OVERHEAD_S} s to start and save)"
+             if times["train"] is not None else "not estimated (a budget in updates)")
+    lines.append(f"  prepare ~{times['prepare']:.0f} s (data not prepared yet); train {train}; "
+                 f"score ~{times['score']:.0f} s ({', '.join(SCORED_SETS)}, the runs at once)")
+    total = times["total"]
+    if total is None:
+        lines.append("  total: not estimated (give --minutes)")
+    else:
+        verdict = ("over what one GPU call allows: lower --minutes" if total > LIMIT_S
+                   else "within")
+        lines.append(f"  total ~{total / 60:.1f} min, {verdict} {LIMIT_S / 60:g} min")
+    out = " and into $OUT as gpu-<name>" if os.environ.get("OUT") else ""
+    lines.append(f"  writes {', '.join(OUT_FILES)} into {args.work}{out}")
+    return "\n".join(lines)
+
+
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, default=CONFIG)
-    parser.add_argument("--only", nargs="+", choices=list(VARIANTS), help="these variants")
+    pick = parser.add_mutually_exclusive_group()
+    pick.add_argument("--only", nargs="+", choices=list(VARIANTS), help="these variants")
+    pick.add_argument("--group", choices=list(GROUPS), help="a named set of variants: "
+                      + "; ".join(f"{name}: {' '.join(labels)}" for name, labels in GROUPS.items()))
+    parser.add_argument("--plan", action="store_true",
+                        help="print what would run and how long it would take; run nothing")
     spend = parser.add_mutually_exclusive_group()
     spend.add_argument("--minutes", type=float, default=6.0, help="training minutes each")
     spend.add_argument("--updates", type=int, help="updates each instead of minutes")
@@ -208,11 +281,24 @@ def main(argv: Optional[list[str]] = None) -> int:
               file=sys.stderr)
         return 1
     args.work.mkdir(parents=True, exist_ok=True)
-    variants = {label: VARIANTS[label] for label in (args.only or VARIANTS)}
+    labels = GROUPS[args.group] if args.group else args.only or list(VARIANTS)
+    variants = {label: VARIANTS[label] for label in labels}
+    if args.plan:
+        from transcli.system.errors import UserError
+
+        try:
+            print(plan_text(args, variants))
+        except UserError as exc:  # a variant the config refuses: its one line
+            print(f"gpu-study: {exc}", file=sys.stderr)
+            return 1
+        return 0
     started = time.monotonic()
     trained = train_all(args, variants, prepare(args, variants))
-    rows = [{"variant": label, **run} if isinstance(run, dict)
-            else score(args, label, run, variants[label]) for label, run in trained.items()]
+    with ThreadPoolExecutor(max_workers=len(trained)) as pool:  # the runs scored at once
+        rows = list(pool.map(lambda item: {"variant": item[0], **item[1]}
+                             if isinstance(item[1], dict)
+                             else score(args, item[0], item[1], variants[item[0]]),
+                             trained.items()))
     runs = {label: run for label, run in trained.items() if isinstance(run, Path)}
     budget_text = f"{args.updates} updates" if args.updates else f"{args.minutes:g} minutes"
     text = (f"{args.config.name}, {len(variants)} variants side by side on {args.device}, "
@@ -227,7 +313,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if runs:
         plot(runs, args.work / "curves.png")
     if os.environ.get("OUT"):
-        for name in ("study.md", "study.json", "curves.png"):
+        for name in OUT_FILES:
             if (args.work / name).is_file():
                 shutil.copyfile(args.work / name, Path(os.environ["OUT"]) / f"gpu-{name}")
     return 0 if all("error" not in row for row in rows) else 1

@@ -37,6 +37,7 @@ MAX_LENGTH_PENALTY = 10.0  # GNMT's alpha; the literature uses 0-2
 MAX_LENGTH_RATIO = 100.0  # decode.max_len_a: target tokens per source token
 MIN_TEMPERATURE = 1e-3  # below it, exp(log p / T) underflows to nothing
 MAX_SAMPLE_ALPHA = 100.0  # sentencepiece's smoothing; it refuses non-finite values
+MAX_WEIGHT = 100.0  # a source's or long pairs' weight: copies of a pair per epoch
 SEED_LIMIT = 1 << 63  # seeds are in [0, 2^63): numpy and torch both take them
 
 # train.schedule's names, each the function of that name in transcli.training.objective.
@@ -90,18 +91,24 @@ class SourceConfig:
     tgt_column: Optional[str] = None  # the Spanish column, with src_column
     file: Optional[str] = None  # one file of a format named by `format` or its suffix (.tmx)
     format: Optional[str] = None  # files, tsv, dataset or tmx; inferred from the keys if omitted
+    # Train sources: how often each of its pairs is seen per epoch, relative to the others
+    # (2: twice; 0.5: half of them, drawn anew each epoch). Prepare records it: prepare
+    # again to change it. Duplicates are removed before, so weighting keeps them out.
+    weight: float = 1.0
 
     def given(self) -> dict[str, Any]:
-        """The keys set to something other than their default."""
+        """The keys that name where and how to read the source (its format's keys) set
+        to something other than their default."""
         defaults = SourceConfig()
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != getattr(defaults, f.name)}
+                if f.name != "weight" and getattr(self, f.name) != getattr(defaults, f.name)}
 
     def validate(self) -> None:
         try:
             source_format(self.given())
         except SourceKeyError as exc:
             raise _Invalid(exc.key, str(exc)) from None
+        _require(0.0 < self.weight <= MAX_WEIGHT, "weight", f"must be in (0, {MAX_WEIGHT:g}]")
 
 
 @dataclass
@@ -198,6 +205,13 @@ class TrainConfig:
     # segmentations (-1: all). Valid/test keep the deterministic segmentation.
     sample_alpha: float = 0.0
     sample_nbest: int = 64  # segmentations sampled among (-1: all); see sample_alpha
+    # Pairs whose source side has more than long_tokens tokens are seen long_weight times
+    # per epoch (a fraction: a chance), the others once: on a pool of short conversational
+    # and long news/parliament pairs, more of the long text without another file.
+    long_weight: float = 1.0  # 1: every pair as often; times a source's data.train weight
+    # A long pair's source has more than this many pieces (no EOS); 20 of an 8K vocabulary
+    # is about 15 words.
+    long_tokens: int = 20
     log_every: int = 100  # updates per line of metrics.jsonl
     valid_every: int = 1000  # updates between validations
     save_every: int = 1000  # updates between checkpoints
@@ -234,6 +248,9 @@ class TrainConfig:
                  f"must be in [0, {MAX_SAMPLE_ALPHA:g}]")
         _require(self.sample_nbest == -1 or self.sample_nbest >= 1, "sample_nbest",
                  "must be -1 (all segmentations) or at least 1")
+        _require(0.0 < self.long_weight <= MAX_WEIGHT, "long_weight",
+                 f"must be in (0, {MAX_WEIGHT:g}]")
+        _require(self.long_tokens >= 0, "long_tokens", "must be >= 0")
         _within(self, "threads", 0, MAX_THREADS)
         _within(self, "pad_multiple", 0, MAX_PAD_MULTIPLE)
         _within(self, "batch_shapes", 0, MAX_BATCH_SHAPES)

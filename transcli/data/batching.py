@@ -21,6 +21,7 @@ import torch
 
 from transcli.data.encoded import EncodedSplit
 from transcli.data.shapes import FILLER, BatchShapes
+from transcli.data.weights import copy_layers, epoch_copies
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
 
 CELL_STEP = 1.1  # the ratio of one length cell to the next (`length_sorted`)
@@ -81,12 +82,13 @@ class BatchPlan:
     Pairs whose rows exceed `max_len` positions (the model's positional table) are
     left out and counted in `skipped`. `multiple`: collation pads lengths to it, and the
     budget counts that padding. `shapes` > 0: every batch takes one of at most that many
-    shapes (`BatchShapes`; `collate` pads it to its shape), for CUDA graphs.
+    shapes (`BatchShapes`; `collate` pads it to its shape), for CUDA graphs. `weights`:
+    how often each pair is seen per epoch (`data/weights.py`; None: once each).
     """
 
     def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, batch_tokens: int,
                  seed: int, max_len: int, shuffle: bool = True, multiple: int = 1,
-                 shapes: int = 0):
+                 shapes: int = 0, weights: Optional[np.ndarray] = None):
         # Rows as the model sees them: src = ids + EOS, tgt_in/out = BOS/EOS + ids.
         self.src_len = np.asarray(src_lengths, np.int64) + 1
         self.tgt_len = np.asarray(tgt_lengths, np.int64) + 1
@@ -98,6 +100,7 @@ class BatchPlan:
         self.seed = seed
         self.shuffle = shuffle
         self.multiple = multiple
+        self.weights = None if weights is None else np.asarray(weights)[self.indices]
         self.shapes: Optional[BatchShapes] = None
         if shapes and self.indices.size:
             kept = (self.src_len[self.indices], self.tgt_len[self.indices])
@@ -109,17 +112,22 @@ class BatchPlan:
     def epoch(self, epoch: int) -> list[np.ndarray]:
         """Batches of `epoch` (the last one is cached: epochs are visited in order)."""
         if self._cache is None or self._cache[0] != epoch:
-            rng = np.random.default_rng([self.seed, epoch]) if self.shuffle else None
-            order = length_sorted(self.indices, self.src_len, self.tgt_len, rng)
-            if self.shapes is not None:
-                batches = self.shapes.pack(order, self.box)
-            else:
-                batches = pack_batches(order, self.src_len, self.tgt_len, self.batch_tokens,
-                                       self.multiple)
+            rng = (np.random.default_rng([self.seed, epoch])
+                   if self.shuffle or self.weights is not None else None)
+            layers = ([self.indices] if self.weights is None
+                      else copy_layers(self.indices, epoch_copies(self.weights, rng)))
+            batches = [batch for layer in layers for batch in
+                       self._pack(length_sorted(layer, self.src_len, self.tgt_len, rng))]
             if rng is not None:
                 batches = [batches[i] for i in rng.permutation(len(batches))]
             self._cache = (epoch, batches)
         return self._cache[1]
+
+    def _pack(self, order: np.ndarray) -> list[np.ndarray]:
+        """Length-sorted pairs cut into batches within the budget (of the plan's shapes)."""
+        if self.shapes is not None:
+            return self.shapes.pack(order, self.box)
+        return pack_batches(order, self.src_len, self.tgt_len, self.batch_tokens, self.multiple)
 
     def shape(self, batch: np.ndarray) -> tuple[int, int, int]:
         """(rows, source length, target length) that `collate` pads `batch` to."""
@@ -171,6 +179,9 @@ class BatchStream:
 
     def _advance(self) -> np.ndarray:
         batches = self.plan.epoch(self.position.epoch)
+        while not batches:  # weights below 1 can leave an epoch empty
+            self.position.epoch += 1
+            batches = self.plan.epoch(self.position.epoch)
         batch = batches[self.position.index]
         self.position.index += 1
         if self.position.index >= len(batches):

@@ -103,6 +103,7 @@ class Collected:
     dropped: Counter = field(default_factory=Counter)
     carved: Counter = field(default_factory=Counter)
     sources: list[dict[str, Any]] = field(default_factory=list)  # for the manifest
+    kept: list[int] = field(default_factory=list)  # pairs each source left after cleaning
     labels: list[str] = field(default_factory=list)  # for messages
 
 
@@ -124,6 +125,7 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
     carve = [split for split in ("valid", "test") if split not in held_sources]
     fates["train"] = assign_train(collected["train"], [collected[s] for s in held_sources],
                                   data, carve)
+    record_train_sources(collected["train"], fates["train"], data.train)
     texts = distribute(collected, fates, data, scratch, stage)
     if data.tokenizer_model:
         settings = reuse_tokenizer(Path(data.tokenizer_model), stage)
@@ -161,7 +163,7 @@ def collect(sources: list[Source], cleaner: Cleaner, path: Path, label: str) -> 
     pair_hashes, src_hashes = bytearray(), bytearray()
     with open(path, "wb") as scratch:
         for source in sources:
-            read = 0
+            read = kept = 0
             name = source_label(source.config)
             with _progress(source.total, f"reading {label}: {name}") as bar:
                 for src, tgt in source:
@@ -177,6 +179,7 @@ def collect(sources: list[Source], cleaner: Cleaner, path: Path, label: str) -> 
                     # Tabs cannot occur: normalise() turned them into spaces.
                     line = src_bytes + b"\t" + tgt_bytes + b"\n"
                     scratch.write(line)
+                    kept += 1
                     pair_hashes += hashlib.blake2b(line, digest_size=8).digest()
                     src_hashes += hashlib.blake2b(src_bytes, digest_size=8).digest()
                 skipped = sum(source.skipped.values())
@@ -184,10 +187,22 @@ def collect(sources: list[Source], cleaner: Cleaner, path: Path, label: str) -> 
             result.dropped.update(source.skipped)
             result.read += read + skipped
             result.sources.append({**source.describe(), "read": read + skipped})
+            result.kept.append(kept)
             result.labels.append(name)
     result.pair_hashes = np.frombuffer(bytes(pair_hashes), np.uint64)
     result.src_hashes = np.frombuffer(bytes(src_hashes), np.uint64)
     return result
+
+
+def record_train_sources(train: Collected, fate: np.ndarray, configs: list[SourceConfig]
+                         ) -> None:
+    """Each train source's pairs in the train split and its weight, for the manifest: the
+    split holds one source's pairs after the other's, so the batch plan can weight each
+    pair by its source (data/weights.py)."""
+    ends = np.cumsum(train.kept, dtype=np.int64)
+    for entry, config, start, end in zip(train.sources, configs, ends - train.kept, ends):
+        entry["pairs"] = int((fate[start:end] == TRAIN).sum())
+        entry["weight"] = config.weight
 
 
 def assign_held(held: Collected, split: str) -> np.ndarray:
@@ -381,8 +396,17 @@ def _manifest(cfg: Config, collected: dict[str, Collected], splits: dict[str, di
         "cleaning": cleaning,
         "tokenizer": settings,
         "config_hash": config_hash(cfg),
-        "data_hash": data_hash(stage, encoded),
+        "data_hash": weighted_hash(data_hash(stage, encoded), collected["train"].sources),
     }
+
+
+def weighted_hash(digest: str, sources: list[dict[str, Any]]) -> str:
+    """The data hash, with the sources' weights in it unless all are 1: other weights make
+    other epochs, which a resume must not mix."""
+    weights = [source["weight"] for source in sources]
+    if all(weight == 1.0 for weight in weights):
+        return digest
+    return hashlib.sha256(f"{digest} weights {weights}".encode()).hexdigest()
 
 
 def config_hash(cfg: Config) -> str:

@@ -14,6 +14,7 @@ from torch.nn.parallel import DistributedDataParallel
 from transcli.config.schema import Config, TrainConfig
 from transcli.data.batching import BatchPlan, MakeBatch, collate
 from transcli.data.prepared_dir import PreparedDir
+from transcli.data.weights import pair_weights
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import PAD_ID
 from transcli.rundir.checkpoints import discard_after
@@ -101,11 +102,13 @@ def starting_point(cfg: Config, data: PreparedDir, run: RunDir, dist: Dist,
 
 
 def training_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPlan, MakeBatch]:
-    """The train split's length-bucketed batch plan, and how one of its batches is made."""
+    """The train split's length-bucketed batch plan, each pair weighted by its source and
+    length, and how one of its batches is made."""
     split = data.split("train")
     plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
                      cfg.train.seed, cfg.model.max_positions,
-                     multiple=pad_multiple(cfg.train), shapes=cfg.train.batch_shapes)
+                     multiple=pad_multiple(cfg.train), shapes=cfg.train.batch_shapes,
+                     weights=pair_weights(data.manifest, split.src_lengths, cfg.train))
     if not plan.indices.size:
         raise UserError(f"{data.dir}: no training pair fits model.max_positions="
                         f"{cfg.model.max_positions}")

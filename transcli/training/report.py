@@ -65,6 +65,7 @@ def recipe(tc: TrainConfig, ema: bool) -> str:
     return "".join(f", {name}" for name, on in (
         ("compiled", tc.compile), (f"EMA {tc.ema_decay:g}", ema),
         (f"subword sampling alpha {tc.sample_alpha:g}", tc.sample_alpha),
+        (f"pairs over {tc.long_tokens} source pieces x{tc.long_weight:g}", tc.long_weight != 1),
         (f"{tc.schedule} decay over {tc.decay_minutes:g} min of training", tc.decay_minutes))
         if on)
 
