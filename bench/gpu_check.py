@@ -14,10 +14,10 @@ tokens/s, MFU, padding, peak memory, seconds to the first steady update, compila
 each measured once its rate is steady), the profile (20 steady gpu-10m updates under
 torch.profiler), the translation table (`python -m bench.translate_speed --device cuda`
 on `--model RUN`, else on the table's gpu-10m eager run, which is stopped by SIGTERM so that
-it saves a checkpoint) and the CUDA tests (`pytest -m gpu tests`). Figures go to stdout and, as they come, to
---out (default $OUT, when set): gpu-check.log, gpu-check.json, gpu-tests.log,
-gpu-profile.txt and translate/. `e2e` trains base for a set number of minutes and scores
-it with `transcli evaluate --device cuda`.
+it saves a checkpoint) and the CUDA tests (`pytest -m gpu tests`). Figures go to stdout
+and, as they come, to --out (default $OUT, when set): gpu-check.log, gpu-check.json,
+gpu-tests.log, gpu-profile.txt and translate/. `e2e` trains base for a set number of
+minutes and scores it with `transcli evaluate --device cuda`.
 
 It needs only what a GPU image usually has (torch with CUDA, sentencepiece, sacrebleu,
 typer, tqdm, pyyaml, safetensors, matplotlib, pytest; `PYTHONPATH=.`, nothing installed).
