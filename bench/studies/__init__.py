@@ -1,3 +1,4 @@
-"""Research studies, which the shipped recipes and decisions came from, kept to re-run
-them: the recipe studies (`python -m bench.studies.cpu_recipes`, `...gpu_recipes`) and
-the micro-benchmarks (`python -m bench.studies.micro NAME`)."""
+"""Research studies, which the shipped recipes came from, kept to re-run them: the recipe
+studies (`python -m bench.studies.cpu_recipes`, `...gpu_recipes`). The micro-benchmarks
+behind earlier decisions are retired: docs/BENCHMARKS.md cites their figures and the
+revision that has them."""
