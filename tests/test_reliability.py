@@ -563,6 +563,26 @@ def test_translate_with_a_closed_or_full_std_stream(run: Path, lines: Path, redi
     assert result.stderr.strip().splitlines()[-1].startswith(f"transcli: error: {message}")
 
 
+@pytest.mark.parametrize("files, redirect, message", [
+    ("-i LINES -o /dev/stdout", ">&-", "/dev/stdout: stdout is closed"),
+    ("-i LINES -o /proc/self/fd/1", ">&-", "/proc/self/fd/1: stdout is closed"),
+    ("-i /dev/stdin -o OUT", "<&-", "/dev/stdin: stdin is closed"),
+])
+@pytest.mark.slow
+def test_a_path_to_a_closed_std_stream_is_refused_as_the_stream_is(
+        run: Path, lines: Path, tmp_path: Path, files: str, redirect: str, message: str) -> None:
+    """A closed descriptor is plugged with /dev/null: a path that names it would write into
+    nothing (exit 0, the output lost) or read nothing; refused as `-` is."""
+    files = files.replace("LINES", str(lines)).replace("OUT", str(tmp_path / "out.es"))
+    result = shell(f'"$PY" -m transcli translate -m {run} --checkpoint last --greedy {files} '
+                   f'{redirect}')
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == f"transcli: error: {message} " + (
+        "(there is nothing to read; give an input file instead)" if "stdin" in message else
+        "(nothing can be written to it; give an output file, or leave stdout open)")
+    assert not (tmp_path / "out.es").exists()
+
+
 @pytest.mark.slow
 def test_a_closed_stderr_is_not_handed_to_an_output_file(run: Path, lines: Path,
                                                          tmp_path: Path) -> None:

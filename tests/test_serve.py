@@ -342,6 +342,9 @@ def test_bad_startup_is_one_error_line(run_dir, tmp_path):
     assert "decode.strategy=sample with --engine ct2" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--timeout", "0"))
     assert "--timeout" in error
+    for flag in ("--drain-timeout", "--read-timeout", "--timeout"):  # a stop's wait would
+        error = one_error_line(run_cli("serve", "-m", run_dir, flag, "inf"))  # overflow
+        assert error.endswith(f"{flag} inf: must be in (0, 86400] seconds"), error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--api-key", ""))
     assert "--api-key is empty" in error
     error = one_error_line(run_cli("serve", "-m", run_dir,  # the byte 0xff, from the environment

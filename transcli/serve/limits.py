@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from transcli.system.errors import UserError
 
 MAX_BODY_BYTES = 2 << 20  # a request body is never read past 2 MiB, whatever --max-chars
+MAX_SECONDS = 86_400.0  # a day: the longest wait a flag may set (threads' waits overflow at ~1e9)
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,8 @@ class Limits:
                 raise UserError(f"{flag} {value}: must be at least {least}")
         for flag, seconds in (("--timeout", self.timeout), ("--read-timeout", self.read_timeout),
                               ("--drain-timeout", self.drain_timeout)):
-            if not seconds > 0:
-                raise UserError(f"{flag} {seconds}: must be > 0 seconds")
+            if not 0 < seconds <= MAX_SECONDS:
+                raise UserError(f"{flag} {seconds:g}: must be in (0, {MAX_SECONDS:g}] seconds")
         if not 0 <= self.max_batch_wait <= 1:
             raise UserError(f"--max-batch-wait {self.max_batch_wait * 1000:g}: must be in "
                             f"[0, 1000] milliseconds")

@@ -32,6 +32,7 @@ from typing import IO, Any, BinaryIO, Iterable, Iterator, Optional
 from transcli.system import written
 from transcli.system.errors import UserError, WriteFailed
 from transcli.system.publish import NotOurs, Verdict, keep_visible, new_only, publish, unchanged
+from transcli.system.streams import check_not_closed
 
 BLOCK = 1 << 20
 
@@ -44,6 +45,7 @@ def describe_os_error(exc: OSError) -> str:
 def open_checked(path: str | Path, mode: str = "rb", what: str = "read", **options: Any) -> IO:
     """`open()` whose failures are one line naming the file and what was being done."""
     path = Path(path)
+    check_not_closed(path)
     try:
         return open(path, mode, **options)
     except FileNotFoundError:
@@ -252,6 +254,7 @@ def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str =
             stdout.flush()
         return
     check_output(name, inputs, what, guarded)
+    check_not_closed(name)
     path = Path(name)
     check_parents(path)
     try:

@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from typing import Any, Iterator, NoReturn, Optional, TextIO
 
 from transcli.system.errors import UserError
 
 _FIXES = {"stdin": "there is nothing to read; give an input file instead",
-          "stdout": "nothing can be written to it; give an output file, or leave stdout open"}
+          "stdout": "nothing can be written to it; give an output file, or leave stdout open",
+          "stderr": "nothing can be written to it; give an output file, or leave stderr open"}
+STD_NAMES = ("stdin", "stdout", "stderr")
+PLUGGED: set[int] = set()  # descriptors 0-2 closed when transcli started, now /dev/null
+_FD_PATH = re.compile(r"/dev/(?:(stdin|stdout|stderr)|fd/(\d+))|/proc/(?:self|\d+)/fd/(\d+)")
 
 
 class ClosedStream:
@@ -104,6 +109,7 @@ def guard_std_streams() -> None:
         if getattr(sys, name) is not None and _is_open(fd):
             continue
         if not _is_open(fd):
+            PLUGGED.add(fd)
             plug = os.open(os.devnull, flags)
             if plug != fd:
                 os.dup2(plug, fd)
@@ -114,6 +120,19 @@ def guard_std_streams() -> None:
             setattr(sys, name, ClosedStream(name))
     if not isinstance(sys.stdout, (ClosedStream, CheckedStdout)):
         sys.stdout = CheckedStdout(sys.stdout)  # type: ignore[assignment]
+
+
+def check_not_closed(path: str | os.PathLike) -> None:
+    """A path to one of this process's standard descriptors (`/dev/stdout`, `/dev/fd/1`,
+    `/proc/self/fd/1`) that was closed at start would read or write the /dev/null that
+    plugs it: refused in one line, as `-` is."""
+    match = _FD_PATH.fullmatch(os.path.normpath(os.fspath(path)))
+    if match is None or not PLUGGED:
+        return
+    fd = STD_NAMES.index(match[1]) if match[1] else int(match[2] or match[3])
+    if fd in PLUGGED:
+        raise UserError(f"{os.fspath(path)}: {STD_NAMES[fd]} is closed "
+                        f"({_FIXES[STD_NAMES[fd]]})")
 
 
 def _raw_stdout() -> Any:
