@@ -17,6 +17,7 @@ import fcntl
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -160,6 +161,15 @@ def test_a_file_changed_after_the_check_is_kept_and_so_is_the_output(tmp_path: P
             handle.write(b"ours\n")
             fresh.write_bytes(MINE)
     assert fresh.read_bytes() == MINE and (tmp_path / "fresh.txt.new-2").read_text() == "ours\n"
+
+    folder = tmp_path / "folder.txt"  # a folder appears at the name: the kept output
+    with pytest.raises(UserError, match="went to .*folder.txt.new$"):  # has a file's mode
+        with output_file(folder) as handle:
+            handle.write(b"ours\n")
+            folder.mkdir(mode=0o755)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "folder.txt.new").stat().st_mode) == 0o666 & ~umask
 
     write_text_output(out.with_name("mine.txt"), "first\n")
     write_text_output(out.with_name("mine.txt"), "second\n")  # still transcli's: replaced

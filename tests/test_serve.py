@@ -453,3 +453,16 @@ def test_int8_translates_each_request_alone(run_dir):
     assert not batcher.merging and batcher.model_calls == 4
     assert answers == alone
 
+
+
+def test_the_access_line_keeps_a_forwarded_client_in_one_field():
+    """uvicorn takes the client address from X-Forwarded-For when a loopback proxy sends
+    it: a forged one cannot add fields to the log line."""
+    from transcli.serve.app import access_line
+
+    scope = {"client": ('a b" x', 0), "method": "GET", "path": "/health",
+             "raw_path": b"/health"}
+    line = access_line(scope, 200, 0.001)
+    assert line.split()[2] == "a%20b%22%20x" and line.endswith('"GET /health" 200 1.0 ms')
+    scope["client"] = ("::1", 5000)
+    assert access_line(scope, 200, 0.001).split()[2] == "::1"

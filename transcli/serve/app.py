@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from typing import Any, Optional
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -203,7 +204,9 @@ def access_line(scope: Scope, status: int, seconds: float) -> str:
     """`2025-01-31 12:00:00 127.0.0.1 "POST /translate" 200 12.3 ms`; the path as sent,
     still %-encoded, so it cannot break the line."""
     client = scope.get("client")
-    host = client[0] if client else "-"
+    # uvicorn takes the client from X-Forwarded-For when it comes from a trusted proxy
+    # (loopback): whatever a client sends there must not add fields to the line.
+    host = quote(str(client[0]), safe=":.[]") if client else "-"
     raw = scope.get("raw_path")
     path = raw.decode("ascii", "backslashreplace") if raw else scope["path"]
     when = time.strftime("%Y-%m-%d %H:%M:%S")

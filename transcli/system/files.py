@@ -220,12 +220,17 @@ def is_temp_file(name: str) -> bool:
 
 
 def _mode_for(path: Path) -> int:
+    """The mode of the regular file being replaced, else the umask's default for a new one
+    (never a folder's or a device's execute bits)."""
     try:
-        return stat.S_IMODE(path.stat().st_mode)
+        mode = path.stat().st_mode
+        if stat.S_ISREG(mode):
+            return stat.S_IMODE(mode)
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        pass
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def same_file(a: Path, b: Path) -> bool:
