@@ -584,6 +584,25 @@ def test_a_path_to_a_closed_std_stream_is_refused_as_the_stream_is(
 
 
 @pytest.mark.slow
+def test_an_input_that_is_also_stdout_or_stdin_is_refused(run: Path, lines: Path,
+                                                          tmp_path: Path) -> None:
+    """`-i f > f` (the shell emptied f first; cat says "input file is output file") and
+    `-o /dev/stdin` with stdin a pipe (it would write into its own input, forever)."""
+    same = tmp_path / "same.en"
+    same.write_text("Hello.\n", encoding="utf-8")
+    result = shell(f'"$PY" -m transcli translate -m {run} --checkpoint last --greedy '
+                   f'-i {same} > {same}')
+    assert result.returncode == 1 and result.stderr.strip().splitlines()[-1] == (
+        f"transcli: error: {same}: is both an input and standard output (`> {same}` emptied "
+        f"it before the command started); write the translations to another file")
+    result = shell(f'cat {lines} | timeout 60 "$PY" -m transcli translate -m {run} '
+                   f'--checkpoint last --greedy -o /dev/stdin')
+    assert result.returncode == 1 and result.stderr.strip().splitlines()[-1] == (
+        "transcli: error: /dev/stdin: is this command's standard input; refusing to write "
+        "the translations into it")
+
+
+@pytest.mark.slow
 def test_a_closed_stderr_is_not_handed_to_an_output_file(run: Path, lines: Path,
                                                          tmp_path: Path) -> None:
     """`2>&-`: descriptor 2 is plugged, so the output file cannot land on it."""

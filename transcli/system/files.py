@@ -254,6 +254,7 @@ def output_file(name: str | Path, inputs: Iterable[str | Path] = (), what: str =
     free when the file is put in place.
     """
     if stdout is not None and str(name) == "-":
+        check_stdout(inputs, what)
         with _writing_stdout(what):
             yield stdout
             stdout.flush()
@@ -319,6 +320,9 @@ def check_output(name: str | Path, inputs: Iterable[str | Path] = (), what: str 
     target = os.path.realpath(path)
     for source in inputs:
         if str(source) == "-":
+            if _same_as_descriptor(path, 0):  # `-o /dev/stdin`: it would write into its input
+                raise UserError(f"{path}: is this command's standard input; refusing to "
+                                f"write the {what} into it")
             continue
         inside = Path(source).is_dir() and Path(target).is_relative_to(os.path.realpath(source))
         if same_file(path, Path(source)) or target == os.path.realpath(source) or inside:
@@ -328,6 +332,26 @@ def check_output(name: str | Path, inputs: Iterable[str | Path] = (), what: str 
         raise UserError(f"{path}: is a directory; give a file name for the {what}")
     if guarded and path.is_file():  # a FIFO or a device is written through, not replaced
         check_replaceable(path, what)
+
+
+def _same_as_descriptor(path: Path, fd: int) -> bool:
+    """Whether `path` is the file or pipe open on descriptor `fd`."""
+    try:
+        mine, theirs = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
+
+
+def check_stdout(inputs: Iterable[str | Path], what: str) -> None:
+    """`-i FILE > FILE`: the shell emptied the input before the command started, so
+    nothing can be saved; say so rather than write an empty output and exit 0."""
+    for source in inputs:
+        if str(source) != "-" and _same_as_descriptor(Path(source), 1) and \
+                stat.S_ISREG(os.stat(source).st_mode):
+            raise UserError(f"{source}: is both an input and standard output (`> {source}` "
+                            f"emptied it before the command started); write the {what} "
+                            f"to another file")
 
 
 @contextlib.contextmanager
