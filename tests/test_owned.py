@@ -330,6 +330,17 @@ def test_a_temp_file_left_by_a_kill_is_removed_by_the_next_write(run_dir: Path,
     assert hidden(tmp_path) == sorted([live.name, others.name])
 
 
+def test_an_output_name_near_the_systems_limit_is_written_and_its_temps_cleaned(
+        tmp_path: Path) -> None:
+    """A 240-character file name (under NAME_MAX, 255): its temp file's name still fits,
+    and a leftover temp of it is found by the cleaner."""
+    out = tmp_path / ("n" * 236 + ".txt")
+    leftover = tmp_path / f".{out.name[:200]}.transcli-deadbeef.tmp"
+    leftover.write_text("a killed writer's")
+    write_text_output(out, "ours\n")
+    assert out.read_text() == "ours\n" and hidden(tmp_path) == []
+
+
 # ----------------------------------------------------------------------------- names
 
 

@@ -31,7 +31,15 @@ from typing import IO, Any, BinaryIO, Iterable, Iterator, Optional
 
 from transcli.system import written
 from transcli.system.errors import UserError, WriteFailed
-from transcli.system.publish import NotOurs, Verdict, keep_visible, new_only, publish, unchanged
+from transcli.system.publish import (
+    NotOurs,
+    Verdict,
+    hidden_prefix,
+    keep_visible,
+    new_only,
+    publish,
+    unchanged,
+)
 from transcli.system.streams import check_not_closed
 
 BLOCK = 1 << 20
@@ -127,8 +135,7 @@ TEMP_MARK = "transcli-"
 def _new_temp(path: Path) -> tuple[Path, int]:
     """A new temp file beside `path`, and the descriptor that holds its lock."""
     while True:
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.{TEMP_MARK}", suffix=".tmp",
-                                    dir=path.parent)
+        fd, name = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # waits only while a cleaner looks at it
         except OSError:  # a file system without locks: no cleaner can lock it either
@@ -136,6 +143,10 @@ def _new_temp(path: Path) -> tuple[Path, int]:
         if _still_named(fd, name):
             return Path(name), fd
         os.close(fd)  # a cleaner took it for abandoned before it was locked: another one
+
+
+def _temp_prefix(path: Path) -> str:
+    return hidden_prefix(path) + TEMP_MARK
 
 
 def _still_named(fd: int, name: str) -> bool:
@@ -148,7 +159,7 @@ def _still_named(fd: int, name: str) -> bool:
 def remove_stale_temps(path: Path, every: bool = False) -> None:
     """Remove the temp files of `path` (of every file in the folder `path`, when `every`)
     that `atomic_path` made and no live process holds: a killed writer's leftovers."""
-    folder, prefix = (path, ".") if every else (path.parent, f".{path.name}.{TEMP_MARK}")
+    folder, prefix = (path, ".") if every else (path.parent, _temp_prefix(path))
     try:
         names = [entry.name for entry in os.scandir(folder)]
     except OSError:

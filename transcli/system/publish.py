@@ -105,11 +105,17 @@ def publish(folder: Path, new: Sequence[tuple[str, Path]], ours: Mapping[str, Ve
         moved.unlink(missing_ok=True)
 
 
+def hidden_prefix(path: Path) -> str:
+    """`.NAME.`, the start of a hidden name beside `path`, with NAME cut to 200 characters
+    so that a file whose name is near the system's limit (255 bytes) still has one."""
+    return f".{path.name[:200]}."
+
+
 def set_aside(path: Path) -> Optional[Path]:
     """Rename whatever is at `path` to a new hidden name beside it and return that name;
     None when nothing is there. Something that cannot be moved (a folder in place of a
     file) is not ours: `NotOurs`."""
-    fd, aside = tempfile.mkstemp(prefix=f".{path.name}.", suffix=ASIDE_SUFFIX, dir=path.parent)
+    fd, aside = tempfile.mkstemp(prefix=hidden_prefix(path), suffix=ASIDE_SUFFIX, dir=path.parent)
     os.close(fd)
     try:
         os.rename(path, aside)  # over our own empty placeholder: atomic, never a user's
