@@ -120,6 +120,13 @@ def test_malformed_yaml_names_file_and_line(tmp_path: Path) -> None:
     assert str(path) in message and "line 4" in message
 
 
+def test_a_character_yaml_refuses_is_named_with_its_line(tmp_path: Path) -> None:
+    """A control character (a binary file given as the config): its code and line, once."""
+    path = write(tmp_path, "model:\n  d_model: 256\n\x07\n")
+    assert error_of(path) == (f"{path}: line 3: malformed YAML: character #x0007 is not "
+                              f"allowed in YAML")
+
+
 def test_missing_file(tmp_path: Path) -> None:
     message = error_of(tmp_path / "nope.yaml")
     assert "nope.yaml" in message and "not found" in message

@@ -172,16 +172,25 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         raw = _parse_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "malformed YAML"
-        kind = "" if isinstance(exc, _DuplicateKey) else "malformed YAML: "
-        raise UserError(f"{path}:{where}: {kind}{problem}") from None
+        raise UserError(f"{path}:{_yaml_problem(exc, text)}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise UserError(f"{path}: the top level must be a mapping of sections")
     return raw
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """` line L, column C: what is wrong`, from the parser's error."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None)
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
+        where = f" line {text[:exc.position].count(chr(10)) + 1}"
+        problem = f"character #x{exc.character:04x} is not allowed in YAML" \
+            if isinstance(exc.character, int) else exc.reason
+    kind = "" if isinstance(exc, _DuplicateKey) else "malformed YAML: "
+    return f"{where}: {kind}{problem or 'not YAML'}"
 
 
 def _build(cls: type, raw: Any, origin: str, prefix: str) -> Any:
