@@ -185,3 +185,19 @@ def test_explain_explains_each_line_of_an_argument_as_translate_does(run_dir, tm
         f"line-{n:05d}{kind}.png" for n in (1, 2, 4) for kind in ("", "-layers")}
     alignments = (folder / ALIGNMENTS_FILE).read_text(encoding="utf-8").split("\n")
     assert len(alignments) == 5 and alignments[2] == ""  # one line per line, as translate
+
+
+@pytest.mark.slow
+def test_explain_and_attention_into_the_run_dir_are_refused(run_dir, tmp_path):
+    """--out / --attention inside the run dir, even with --force: one line, nothing
+    written among the run's files."""
+    before = sorted(p.name for p in run_dir.rglob("*"))
+    error = one_error_line(run_cli("explain", "-m", run_dir, "--force", ENGLISH[0], "-o",
+                                   run_dir / "checkpoints"))
+    assert error == (f"transcli: error: {run_dir / 'checkpoints'}: is inside the run dir "
+                     f"{run_dir}; give --out a folder of its own")
+    error = one_error_line(run_cli("translate", "-m", run_dir, "--attention", run_dir,
+                                   "--force", stdin=ENGLISH[0] + "\n"))
+    assert error.endswith(f"is inside the run dir {run_dir}; give --attention a folder of "
+                          f"its own")
+    assert sorted(p.name for p in run_dir.rglob("*")) == before

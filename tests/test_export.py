@@ -74,6 +74,17 @@ def test_refusals(run, tmp_path, options, message):
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("inside", [".", "checkpoints", "exports/ct2"])
+def test_an_out_inside_the_run_dir_is_refused(run, inside):
+    """The run dir, its checkpoints/ or a folder below them: the export's files would
+    land among the run's own (--force or not)."""
+    out = run / inside
+    before = sorted(p.name for p in run.rglob("*"))
+    with pytest.raises(UserError, match=f"is inside the run dir {run}; give --out a folder"):
+        export_run(open_run_dir(run), "hf", out, "last", force=True)
+    assert sorted(p.name for p in run.rglob("*")) == before
+
+
 def test_non_empty_out_needs_force_and_keeps_other_files(run, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

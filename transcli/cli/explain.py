@@ -78,6 +78,7 @@ def explain_texts(run_dir: Path, checkpoint: str, texts: list[str], folder: Path
 
     lines = [line for text in texts for line in lines_of(text)]  # as translate and serve
     run = open_run_dir(run_dir, overrides)
+    run.check_outside(folder, "--out")
     check_folder(folder, force, "--out")
     translator = load_translator(run, checkpoint, device)
     with AttentionWriter(folder, translator, force, "--out") as writer:

@@ -169,6 +169,7 @@ def _check_attention(folder: Path | None, run: RunDir, force: bool) -> None:
         from transcli.inference.attention import check_decode, check_folder
 
         check_decode(run.config.decode)
+        run.check_outside(folder, "--attention")
         check_folder(folder, force, "--attention")
 
 

@@ -50,6 +50,7 @@ def export_run(run: RunDir, fmt: str, out: Path, checkpoint: str = "best",
     module = format_module(fmt)
     module.check_options(quantize)
     module.check(run.config)
+    run.check_outside(out, "--out")
     _check_destination(out, force)
     source = run.checkpoint(checkpoint)
     model = run.model(source, "cpu")

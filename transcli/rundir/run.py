@@ -13,6 +13,7 @@ would translate to garbage) is refused with one line.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -93,6 +94,14 @@ class RunDir:
         return (f"note: {self.path} has made {updates} updates: a model this young repeats "
                 f"frequent words instead of translating (docs/TRAINING.md, \"What a short run "
                 f"gives\")")
+
+    def check_outside(self, folder: Path, option: str) -> None:
+        """Refuse an output folder (`option` names it) that is this run dir or inside it:
+        its files would land among the run's own."""
+        inside = Path(os.path.realpath(folder)).is_relative_to(os.path.realpath(self.path))
+        if inside:
+            raise UserError(f"{folder}: is inside the run dir {self.path}; give {option} "
+                            f"a folder of its own")
 
     def inputs(self, checkpoint: str) -> list[Path]:
         """The files a command reading this run may use: none may be its output."""
