@@ -118,6 +118,14 @@ def test_missing_file_is_one_line_naming_it(tmp_path: Path) -> None:
     assert "gone.es" in message
 
 
+def test_a_dash_is_named_as_not_a_file_here(tmp_path: Path) -> None:
+    ref = write(tmp_path / "ref.es", REF_A)
+    assert run_error("--hyp", "-", "--ref", ref).endswith(
+        "--hyp -: evaluate reads files, not standard input; give --hyp a file")
+    assert run_error("--hyp", ref, "--ref", ref, "--ref", "-").endswith(
+        "--ref -: evaluate reads files, not standard input; give --ref a file")
+
+
 def test_mismatched_line_counts_name_both_files_and_counts(tmp_path: Path) -> None:
     hyp = write(tmp_path / "hyp.es", "uno\ndos\n")
     ref = write(tmp_path / "ref.es", REF_A)

@@ -66,6 +66,10 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
     translation starts; the files are then read, translated and scored a chunk at a
     time, so memory does not grow with them."""
     overrides = list(overrides or [])
+    for option, value in (("--hyp", hyp), ("--src", src), *(("--ref", path) for path in ref)):
+        if str(value) == "-":  # not a file name here: "-: file not found" would mislead
+            raise UserError(f"{option} -: evaluate reads files, not standard input; give "
+                            f"{option} a file")
     _check_options(hyp, model, src, overrides, hyp_out)
     given = hyp if model is None else src
     assert given is not None
