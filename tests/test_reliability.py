@@ -796,3 +796,24 @@ def test_a_scratch_dir_left_by_a_killed_process_is_removed_by_the_next(tmp_path:
         with scratch_dir(tmp_path, ".out.prepare-"):
             pass
     assert not abandoned.exists() and held.is_dir()
+
+
+@pytest.mark.slow
+def test_a_signal_with_stdout_redirected_to_a_file_says_what_it_holds(run: Path,
+                                                                      tmp_path: Path) -> None:
+    """`> out.es` is the shell's file, written as lines come: the stop line says that it
+    holds only the lines before the signal, not that no output was left half-written."""
+    source = tmp_path / "many.en"
+    source.write_text("".join(line + "\n" for line in ENGLISH * 2000), encoding="utf-8")
+    with open(tmp_path / "out.es", "wb") as redirected:
+        proc = subprocess.Popen([sys.executable, "-m", "transcli", *map(str, translate_args(
+            run, "-i", source))], stdout=redirected, stderr=subprocess.PIPE, cwd=ROOT,
+            env=ENV, preexec_fn=default_signals)
+        err = _read_in_background(proc.stderr)
+        _wait_until(err, b"line/s", proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    time.sleep(0.1)
+    last = b"".join(err).decode().replace("\r", "\n").strip().splitlines()[-1]
+    assert last == ("transcli: stopped by SIGTERM; stdout, a file, holds only the "
+                    "translations written before it")

@@ -18,7 +18,12 @@ import typer
 
 from transcli.system.errors import UserError
 from transcli.system.signals import Interrupted, interrupting, tolerant_stderr
-from transcli.system.streams import finish_stdout, guard_std_streams, silence_stdout
+from transcli.system.streams import (
+    finish_stdout,
+    guard_std_streams,
+    silence_stdout,
+    stdout_output_in_a_file,
+)
 
 TYPER_INTERRUPTED = 130  # the status Typer turns a KeyboardInterrupt into
 
@@ -89,5 +94,9 @@ def out_of_memory(exc: BaseException) -> bool:
 
 
 def _stopped(signal: Interrupted) -> int:
-    say(f"stopped by {signal}; no output file was left half-written")
+    what = stdout_output_in_a_file()
+    if what:  # `> out.txt`: the shell's file, written as the lines came
+        say(f"stopped by {signal}; stdout, a file, holds only the {what} written before it")
+    else:
+        say(f"stopped by {signal}; no output file was left half-written")
     return 128 + signal.signum

@@ -367,8 +367,9 @@ def check_stdout(inputs: Iterable[str | Path], what: str) -> None:
 
 @contextlib.contextmanager
 def _writing_stdout(what: str) -> Iterator[None]:
-    from transcli.system.streams import silence_stdout
+    from transcli.system.streams import output_on_stdout, silence_stdout
 
+    output_on_stdout(what)
     try:
         yield
     except BrokenPipeError:  # the reader left: it wants no more

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import sys
 from typing import Any, Iterator, NoReturn, Optional, TextIO
 
@@ -120,6 +121,24 @@ def guard_std_streams() -> None:
             setattr(sys, name, ClosedStream(name))
     if not isinstance(sys.stdout, (ClosedStream, CheckedStdout)):
         sys.stdout = CheckedStdout(sys.stdout)  # type: ignore[assignment]
+
+
+_OUTPUT_ON_STDOUT: list[str] = []  # what a command writes to stdout as its output, if any
+
+
+def output_on_stdout(what: str) -> None:
+    """Note that the command's `what` goes to stdout (for the line a signal's stop says)."""
+    _OUTPUT_ON_STDOUT.append(what)
+
+
+def stdout_output_in_a_file() -> Optional[str]:
+    """The output being written to stdout when stdout is a regular file (`> out.txt`, the
+    shell's file, written as lines come), else None."""
+    try:
+        in_a_file = stat.S_ISREG(os.fstat(1).st_mode)
+    except OSError:
+        return None
+    return _OUTPUT_ON_STDOUT[-1] if _OUTPUT_ON_STDOUT and in_a_file else None
 
 
 def check_not_closed(path: str | os.PathLike) -> None:
