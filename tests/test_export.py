@@ -85,6 +85,12 @@ def test_an_out_inside_the_run_dir_is_refused(run, inside):
     assert sorted(p.name for p in run.rglob("*")) == before
 
 
+def test_an_out_folder_named_near_the_systems_limit(run, tmp_path):
+    out = tmp_path / ("d" * 250)  # its temp folders' names are cut, not refused
+    export_run(open_run_dir(run), "ct2", out, "last")
+    assert (out / "model.bin").is_file() and leftovers(tmp_path) == []
+
+
 def test_non_empty_out_needs_force_and_keeps_other_files(run, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

@@ -339,6 +339,9 @@ def test_an_output_name_near_the_systems_limit_is_written_and_its_temps_cleaned(
     leftover.write_text("a killed writer's")
     write_text_output(out, "ours\n")
     assert out.read_text() == "ours\n" and hidden(tmp_path) == []
+    euros = tmp_path / ("€" * 80)  # 240 bytes in 80 characters: the cut counts bytes
+    write_text_output(euros, "ours\n")
+    assert euros.read_text() == "ours\n" and hidden(tmp_path) == []
 
 
 # ----------------------------------------------------------------------------- names

@@ -566,6 +566,8 @@ def test_translate_with_a_closed_or_full_std_stream(run: Path, lines: Path, redi
 @pytest.mark.parametrize("files, redirect, message", [
     ("-i LINES -o /dev/stdout", ">&-", "/dev/stdout: stdout is closed"),
     ("-i LINES -o /proc/self/fd/1", ">&-", "/proc/self/fd/1: stdout is closed"),
+    ("-i LINES -o //proc/thread-self/fd/1", ">&-", "//proc/thread-self/fd/1: stdout is closed"),
+    ("-i LINES -o LINK", ">&-", "LINK: stdout is closed"),  # a symlink to /dev/stdout
     ("-i /dev/stdin -o OUT", "<&-", "/dev/stdin: stdin is closed"),
 ])
 @pytest.mark.slow
@@ -573,7 +575,9 @@ def test_a_path_to_a_closed_std_stream_is_refused_as_the_stream_is(
         run: Path, lines: Path, tmp_path: Path, files: str, redirect: str, message: str) -> None:
     """A closed descriptor is plugged with /dev/null: a path that names it would write into
     nothing (exit 0, the output lost) or read nothing; refused as `-` is."""
+    (tmp_path / "link").symlink_to("/dev/stdout")
     files = files.replace("LINES", str(lines)).replace("OUT", str(tmp_path / "out.es"))
+    files, message = (text.replace("LINK", str(tmp_path / "link")) for text in (files, message))
     result = shell(f'"$PY" -m transcli translate -m {run} --checkpoint last --greedy {files} '
                    f'{redirect}')
     assert result.returncode == 1 and "Traceback" not in result.stderr
@@ -581,6 +585,14 @@ def test_a_path_to_a_closed_std_stream_is_refused_as_the_stream_is(
         "(there is nothing to read; give an input file instead)" if "stdin" in message else
         "(nothing can be written to it; give an output file, or leave stdout open)")
     assert not (tmp_path / "out.es").exists()
+
+
+def test_a_config_from_a_closed_stdin_is_refused() -> None:
+    """`-c /dev/stdin <&-` read the /dev/null plugging it: every default, exit 0."""
+    result = shell('"$PY" -m transcli config -c /dev/stdin <&-')
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip() == ("transcli: error: /dev/stdin: stdin is closed (there is "
+                                     "nothing to read; give an input file instead)")
 
 
 @pytest.mark.slow
@@ -593,8 +605,17 @@ def test_an_input_that_is_also_stdout_or_stdin_is_refused(run: Path, lines: Path
     result = shell(f'"$PY" -m transcli translate -m {run} --checkpoint last --greedy '
                    f'-i {same} > {same}')
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1] == (
-        f"transcli: error: {same}: is both an input and standard output (`> {same}` emptied "
-        f"it before the command started); write the translations to another file")
+        f"transcli: error: {same}: is both an input and standard output (`>` empties it "
+        f"before the command starts); write the translations to another file")
+    same.write_text("Hello.\n", encoding="utf-8")
+    result = shell(f'"$PY" -m transcli translate -m {run} --checkpoint last --greedy '
+                   f'< {same} >> {same}')  # would append its translations to its input
+    assert result.returncode == 1 and "standard input: is both an input and standard " \
+        "output" in result.stderr and same.read_text(encoding="utf-8") == "Hello.\n"
+    result = shell(f'echo Hi. | "$PY" -m transcli translate -m {run} --checkpoint last '
+                   f'--greedy -i {same} -o /dev/stdin')  # the pipe it holds itself
+    assert result.returncode == 1 and "/dev/stdin: is this command's standard input" \
+        in result.stderr
     result = shell(f'cat {lines} | timeout 60 "$PY" -m transcli translate -m {run} '
                    f'--checkpoint last --greedy -o /dev/stdin')
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1] == (

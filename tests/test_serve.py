@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import re
 import resource
 import shutil
@@ -345,6 +346,10 @@ def test_bad_startup_is_one_error_line(run_dir, tmp_path):
     for flag in ("--drain-timeout", "--read-timeout", "--timeout"):  # a stop's wait would
         error = one_error_line(run_cli("serve", "-m", run_dir, flag, "inf"))  # overflow
         assert error.endswith(f"{flag} inf: must be in (0, 86400] seconds"), error
+    error = one_error_line(run_cli("serve", "-m", run_dir,
+                                   env={**os.environ, "TRANSCLI_API_KEY": ""}))
+    assert error.endswith("TRANSCLI_API_KEY is set but empty: give it a key, or unset it to "
+                          "serve without one")
     error = one_error_line(run_cli("serve", "-m", run_dir, "--api-key", ""))
     assert "--api-key is empty" in error
     error = one_error_line(run_cli("serve", "-m", run_dir,  # the byte 0xff, from the environment
@@ -464,5 +469,7 @@ def test_the_access_line_keeps_a_forwarded_client_in_one_field():
              "raw_path": b"/health"}
     line = access_line(scope, 200, 0.001)
     assert line.split()[2] == "a%20b%22%20x" and line.endswith('"GET /health" 200 1.0 ms')
+    scope["client"] = ("x" * 100_000, 0)
+    assert len(access_line(scope, 200, 0.001).split()[2]) == 100
     scope["client"] = ("::1", 5000)
     assert access_line(scope, 200, 0.001).split()[2] == "::1"

@@ -24,6 +24,7 @@ import yaml
 from transcli.config.schema import Config
 from transcli.system.errors import UserError
 from transcli.system.files import describe_os_error
+from transcli.system.streams import check_not_closed
 
 MAX_CONFIG_BYTES = 1 << 20  # far beyond any config; a bound on what is read
 MAX_DEPTH = 32  # a config nests four levels (data.train[0].tsv)
@@ -155,6 +156,7 @@ def _parse_yaml(text: str) -> Any:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    check_not_closed(path)  # `-c /dev/stdin <&-` would read the defaults from /dev/null
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)

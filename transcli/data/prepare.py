@@ -52,6 +52,7 @@ from transcli.system.errors import UserError
 from transcli.system.files import check_parents
 from transcli.system.locks import scratch_dir
 from transcli.system.owned import Contents, OwnedFolder, record_of
+from transcli.system.publish import hidden_prefix
 from transcli.system.text import count_lines
 
 FORMAT = "transcli-prepared/1"
@@ -74,7 +75,8 @@ def prepare(cfg: Config, out: Path, force: bool) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{out}: cannot create the output dir: {exc.strerror}") from None
-    with scratch_dir(out.parent, f".{out.name or 'prepared'}.prepare-") as scratch:
+    prefix = hidden_prefix(out if out.name else Path("prepared")) + "prepare-"
+    with scratch_dir(out.parent, prefix) as scratch:
         try:
             stage = scratch / "stage"
             stage.mkdir()

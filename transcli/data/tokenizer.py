@@ -19,6 +19,7 @@ import sentencepiece as spm
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from transcli.system.errors import UserError
 from transcli.system.signals import wait_in_thread
+from transcli.system.streams import check_not_closed
 from transcli.system.text import count_lines
 
 TOKENIZER_FILE = "spm.model"  # name of the model file inside prepared and run dirs
@@ -39,6 +40,7 @@ class Tokenizer:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        check_not_closed(self.path)
         if not self.path.is_file():
             raise UserError(f"{self.path}: tokenizer model not found")
         try:

@@ -30,6 +30,7 @@ from transcli.system.errors import UserError
 from transcli.system.files import check_parents, describe_os_error
 from transcli.system.locks import scratch_dir
 from transcli.system.owned import OwnedFolder, record_of
+from transcli.system.publish import hidden_prefix
 
 if TYPE_CHECKING:
     from transcli.rundir.run import RunDir
@@ -85,7 +86,7 @@ def publish(out: Path, record: dict[str, Any], fill: Callable[[Path], None], *,
     transcli's (a cache in a run dir), so an old one is swapped out as a whole."""
     out = Path(out)
     _make_parent(out)
-    with scratch_dir(out.parent, f".{out.name}.", ".tmp") as scratch:
+    with scratch_dir(out.parent, hidden_prefix(out), ".tmp") as scratch:
         try:
             tmp = scratch / "export"
             tmp.mkdir()
@@ -122,7 +123,7 @@ def _swap(tmp: Path, out: Path) -> None:
     """Replace the whole directory `out` by `tmp` (the old one removed after)."""
     old = None
     if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        old = Path(tempfile.mkdtemp(prefix=hidden_prefix(out), suffix=".old", dir=out.parent))
         os.replace(out, old / out.name)
     try:
         os.rename(tmp, out)

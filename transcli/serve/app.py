@@ -200,13 +200,16 @@ class AccessLog:
                   flush=True)
 
 
+MAX_CLIENT_CHARS = 100  # an address is at most 45 characters; the rest is a forged header
+
+
 def access_line(scope: Scope, status: int, seconds: float) -> str:
     """`2025-01-31 12:00:00 127.0.0.1 "POST /translate" 200 12.3 ms`; the path as sent,
     still %-encoded, so it cannot break the line."""
     client = scope.get("client")
     # uvicorn takes the client from X-Forwarded-For when it comes from a trusted proxy
     # (loopback): whatever a client sends there must not add fields to the line.
-    host = quote(str(client[0]), safe=":.[]") if client else "-"
+    host = quote(str(client[0])[:MAX_CLIENT_CHARS], safe=":.[]") if client else "-"
     raw = scope.get("raw_path")
     path = raw.decode("ascii", "backslashreplace") if raw else scope["path"]
     when = time.strftime("%Y-%m-%d %H:%M:%S")

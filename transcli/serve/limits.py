@@ -31,7 +31,7 @@ class Limits:
         for flag, seconds in (("--timeout", self.timeout), ("--read-timeout", self.read_timeout),
                               ("--drain-timeout", self.drain_timeout)):
             if not 0 < seconds <= MAX_SECONDS:
-                raise UserError(f"{flag} {seconds:g}: must be in (0, {MAX_SECONDS:g}] seconds")
+                raise UserError(f"{flag} {seconds}: must be in (0, {MAX_SECONDS:g}] seconds")
         if not 0 <= self.max_batch_wait <= 1:
             raise UserError(f"--max-batch-wait {self.max_batch_wait * 1000:g}: must be in "
                             f"[0, 1000] milliseconds")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import functools
 import ipaddress
+import os
 import socket
 import sys
 import threading
@@ -82,9 +83,16 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     say("stopped")
 
 
+KEY_VARIABLE = "TRANSCLI_API_KEY"
+
+
 def check_key_option(api_key: Optional[str]) -> None:
     """`--api-key` must be a key a client can send: not blank, and text (an argument's
     bytes that are not UTF-8 reach Python as lone surrogates)."""
+    # Click reads an empty variable as unset: a slip must not turn the key off silently.
+    if api_key is None and os.environ.get(KEY_VARIABLE) is not None:
+        raise UserError(f"{KEY_VARIABLE} is set but empty: give it a key, or unset it "
+                        f"to serve without one")
     if api_key is None:
         return
     if not api_key.strip():

@@ -329,11 +329,11 @@ def check_output(name: str | Path, inputs: Iterable[str | Path] = (), what: str 
                         f"none; give a file name for the {what}")
     path = Path(name)
     target = os.path.realpath(path)
+    if _same_as_descriptor(path, 0):  # `-o /dev/stdin`: its input, or a pipe it holds
+        raise UserError(f"{path}: is this command's standard input; refusing to write the "
+                        f"{what} into it")
     for source in inputs:
         if str(source) == "-":
-            if _same_as_descriptor(path, 0):  # `-o /dev/stdin`: it would write into its input
-                raise UserError(f"{path}: is this command's standard input; refusing to "
-                                f"write the {what} into it")
             continue
         inside = Path(source).is_dir() and Path(target).is_relative_to(os.path.realpath(source))
         if same_file(path, Path(source)) or target == os.path.realpath(source) or inside:
@@ -345,24 +345,29 @@ def check_output(name: str | Path, inputs: Iterable[str | Path] = (), what: str 
         check_replaceable(path, what)
 
 
-def _same_as_descriptor(path: Path, fd: int) -> bool:
-    """Whether `path` is the file or pipe open on descriptor `fd`."""
+def _same_as_descriptor(path: Path | int, fd: int) -> bool:
+    """Whether `path` (or descriptor) is the file or pipe open on descriptor `fd`; a
+    device (/dev/null for a command run with `< /dev/null`) is shared, never the same."""
     try:
-        mine, theirs = os.fstat(fd), os.stat(path)
+        mine = os.fstat(fd)
+        theirs = os.fstat(path) if isinstance(path, int) else os.stat(path)
     except OSError:
         return False
-    return (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
+    return (not stat.S_ISCHR(mine.st_mode)
+            and (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino))
 
 
 def check_stdout(inputs: Iterable[str | Path], what: str) -> None:
-    """`-i FILE > FILE`: the shell emptied the input before the command started, so
-    nothing can be saved; say so rather than write an empty output and exit 0."""
+    """Standard output that is one of the input files (`-i f > f`, `< f >> f`): `>` has
+    emptied it before the command started, `>>` would feed it its own output; refused
+    rather than write an empty output and exit 0 (as cat does)."""
     for source in inputs:
-        if str(source) != "-" and _same_as_descriptor(Path(source), 1) and \
-                stat.S_ISREG(os.stat(source).st_mode):
-            raise UserError(f"{source}: is both an input and standard output (`> {source}` "
-                            f"emptied it before the command started); write the {what} "
-                            f"to another file")
+        same = _same_as_descriptor(0, 1) if str(source) == "-" else \
+            _same_as_descriptor(Path(source), 1)
+        if same and stat.S_ISREG(os.fstat(1).st_mode):
+            name = "standard input" if str(source) == "-" else str(source)
+            raise UserError(f"{name}: is both an input and standard output (`>` empties it "
+                            f"before the command starts); write the {what} to another file")
 
 
 @contextlib.contextmanager

@@ -106,9 +106,9 @@ def publish(folder: Path, new: Sequence[tuple[str, Path]], ours: Mapping[str, Ve
 
 
 def hidden_prefix(path: Path) -> str:
-    """`.NAME.`, the start of a hidden name beside `path`, with NAME cut to 200 characters
-    so that a file whose name is near the system's limit (255 bytes) still has one."""
-    return f".{path.name[:200]}."
+    """`.NAME.`, the start of a hidden name beside `path`, with NAME cut to 200 bytes so
+    that a file whose name is near the system's limit (255 bytes) still has one."""
+    return f".{os.fsdecode(os.fsencode(path.name)[:200])}."
 
 
 def set_aside(path: Path) -> Optional[Path]:

@@ -26,7 +26,9 @@ _FIXES = {"stdin": "there is nothing to read; give an input file instead",
           "stderr": "nothing can be written to it; give an output file, or leave stderr open"}
 STD_NAMES = ("stdin", "stdout", "stderr")
 PLUGGED: set[int] = set()  # descriptors 0-2 closed when transcli started, now /dev/null
-_FD_PATH = re.compile(r"/dev/(?:(stdin|stdout|stderr)|fd/(\d+))|/proc/(?:self|\d+)/fd/(\d+)")
+_FD_PATH = re.compile(r"/dev/(?:(stdin|stdout|stderr)|fd/(\d+))"
+                      r"|/proc/(?:self|thread-self|\d+(?:/task/\d+)?)/fd/(\d+)")
+_MAX_HOPS = 40  # the kernel's own limit on symbolic links followed in one path
 
 
 class ClosedStream:
@@ -141,17 +143,30 @@ def stdout_output_in_a_file() -> Optional[str]:
     return _OUTPUT_ON_STDOUT[-1] if _OUTPUT_ON_STDOUT and in_a_file else None
 
 
+def descriptor_named(path: str | os.PathLike) -> Optional[int]:
+    """The descriptor `path` names through /dev/stdin..stderr, /dev/fd/N or /proc/.../fd/N,
+    directly or by symbolic links to one of those; None for any other path."""
+    name = os.path.abspath(os.fspath(path))
+    for _ in range(_MAX_HOPS):
+        name = os.path.normpath("/" + name.lstrip("/"))  # normpath keeps a leading "//"
+        match = _FD_PATH.fullmatch(name)
+        if match:
+            return STD_NAMES.index(match[1]) if match[1] else int(match[2] or match[3])
+        try:
+            target = os.readlink(name)
+        except OSError:  # not a link (or not there): an ordinary path
+            return None
+        name = os.path.join(os.path.dirname(name), target)
+    return None
+
+
 def check_not_closed(path: str | os.PathLike) -> None:
-    """A path to one of this process's standard descriptors (`/dev/stdout`, `/dev/fd/1`,
-    `/proc/self/fd/1`) that was closed at start would read or write the /dev/null that
-    plugs it: refused in one line, as `-` is."""
-    match = _FD_PATH.fullmatch(os.path.normpath(os.fspath(path)))
-    if match is None or not PLUGGED:
-        return
-    fd = STD_NAMES.index(match[1]) if match[1] else int(match[2] or match[3])
+    """A path to one of this process's standard descriptors that was closed at start would
+    read or write the /dev/null that plugs it: refused in one line, as `-` is."""
+    fd = descriptor_named(path) if PLUGGED else None
     if fd in PLUGGED:
-        raise UserError(f"{os.fspath(path)}: {STD_NAMES[fd]} is closed "
-                        f"({_FIXES[STD_NAMES[fd]]})")
+        name = STD_NAMES[fd]
+        raise UserError(f"{os.fspath(path)}: {name} is closed ({_FIXES[name]})")
 
 
 def _raw_stdout() -> Any:
