@@ -126,6 +126,20 @@ def test_a_dash_is_named_as_not_a_file_here(tmp_path: Path) -> None:
         "--ref -: evaluate reads files, not standard input; give --ref a file")
 
 
+def test_a_report_redirected_into_an_input_is_refused(tmp_path: Path) -> None:
+    """`evaluate --hyp h -r f >> f` would append the report to the reference."""
+    ref = write(tmp_path / "ref.es", REF_A)
+    before = ref.read_bytes()
+    with open(ref, "ab") as appended:
+        result = subprocess.run([sys.executable, "-m", "transcli", "evaluate", "--hyp",
+                                 str(ref), "--ref", str(ref)], stdout=appended,
+                                stderr=subprocess.PIPE, text=True, timeout=60)
+    assert result.returncode == 1 and ref.read_bytes() == before
+    assert result.stderr.strip() == (
+        f"transcli: error: {ref}: is both an input and standard output (`>` empties it "
+        f"before the command starts); write the scores to another file")
+
+
 def test_mismatched_line_counts_name_both_files_and_counts(tmp_path: Path) -> None:
     hyp = write(tmp_path / "hyp.es", "uno\ndos\n")
     ref = write(tmp_path / "ref.es", REF_A)

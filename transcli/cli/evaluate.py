@@ -20,7 +20,7 @@ from transcli.cli.options import CheckpointOpt, DecodeSetOpt, Device, device_opt
 from transcli.config.loading import Override
 from transcli.inference.bleu import CorpusScorer, Scores, format_text, scored_lines
 from transcli.system.errors import UserError
-from transcli.system.files import check_output
+from transcli.system.files import check_output, check_stdout
 from transcli.system.text import count_lines, open_text, text_lines
 
 SCORE_CHUNK = 10_000  # lines scored at a time
@@ -73,6 +73,7 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
     _check_options(hyp, model, src, overrides, hyp_out)
     given = hyp if model is None else src
     assert given is not None
+    check_stdout([given, *ref], "scores")  # the report would land in an input
     total = _check_counts(given, ref)
     with contextlib.ExitStack() as stack:
         refs = [scored_lines(stack.enter_context(_lines(path))) for path in ref]

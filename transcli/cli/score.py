@@ -13,7 +13,7 @@ import typer
 
 from transcli.cli.options import CheckpointOpt, Device, ModelOpt, device_option, setting
 from transcli.system.errors import UserError
-from transcli.system.files import check_output
+from transcli.system.files import check_output, check_stdout
 from transcli.system.text import count_lines, open_text, text_lines
 
 
@@ -55,6 +55,8 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     from transcli.rundir.run import open_run_dir
     from transcli.system.devices import pick_device
 
+    if output == "-":  # `--tgt f > f`: said before "line counts differ" (f is empty now)
+        check_stdout([src, tgt], "scores")
     pairs = _count_pairs(src, tgt)
     run = open_run_dir(run_dir)
     target = Output(output, [src, tgt, *run.inputs(checkpoint)], "scores")
