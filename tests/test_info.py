@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import typing
@@ -92,6 +93,16 @@ def test_info_refuses_a_run_record_that_is_not_one(run_dir, tmp_path, content):
     (run / RUN_FILE).write_text(content + "\n")
     line = one_error_line(run_cli("info", run))
     assert line.startswith(f"transcli: error: {run / RUN_FILE}: not a transcli run record (")
+
+
+@pytest.mark.slow
+def test_a_run_record_that_is_a_fifo_is_refused_not_waited_on(run_dir, tmp_path):
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
+    (run / RUN_FILE).unlink(missing_ok=True)
+    os.mkfifo(run / RUN_FILE)
+    line = one_error_line(run_cli("info", run, timeout=60))
+    assert line == (f"transcli: error: {run / RUN_FILE}: not a regular file: {run} is not a "
+                    f"run dir transcli can read or continue")
 
 
 # ----------------------------------------------------------------------------- config

@@ -148,6 +148,21 @@ def test_past_the_cap_a_new_connection_gets_503_when_none_can_be_closed(hostile)
             sock.close()
 
 
+def test_newcomers_past_the_cap_that_leave_at_once_log_no_traceback(hostile):
+    """A newcomer refused past the cap that has closed already: its 503 cannot be ended
+    (ENOTCONN), which asyncio printed as a traceback per connection."""
+    sockets = [connect(hostile) for _ in range(MAX_CONNECTIONS)]
+    try:
+        for _ in range(10):
+            with connect(hostile) as leaving:
+                leaving.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(1)
+        assert "Traceback" not in hostile.stderr() and "Exception" not in hostile.stderr()
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 @pytest.mark.slow
 def test_a_client_leaving_mid_body_gives_one_short_line(hostile):
     with connect(hostile) as sock:

@@ -225,6 +225,9 @@ def read_run_record(run_dir: Path) -> Optional[dict[str, Any]]:
     path = run_dir / RUN_FILE
     if not path.exists():
         return None
+    if not path.is_file():  # a FIFO would block the command for ever, a folder fail later
+        raise UserError(f"{path}: not a regular file: {run_dir} is not a run dir transcli "
+                        f"can read or continue")
     try:
         record = read_json(path)
     except (OSError, ValueError) as exc:

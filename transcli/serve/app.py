@@ -209,7 +209,7 @@ def access_line(scope: Scope, status: int, seconds: float) -> str:
     client = scope.get("client")
     # uvicorn takes the client from X-Forwarded-For when it comes from a trusted proxy
     # (loopback): whatever a client sends there must not add fields to the line.
-    host = quote(str(client[0])[:MAX_CLIENT_CHARS], safe=":.[]") if client else "-"
+    host = quote(str(client[0]), safe=":.[]")[:MAX_CLIENT_CHARS] if client else "-"
     raw = scope.get("raw_path")
     path = raw.decode("ascii", "backslashreplace") if raw else scope["path"]
     when = time.strftime("%Y-%m-%d %H:%M:%S")

@@ -130,7 +130,11 @@ class Connection(H11Protocol):
             self.transport.close()
             return
         self.lingering = True
-        self.transport.write_eof()  # the client reads the answer, then the end
+        try:
+            self.transport.write_eof()  # the client reads the answer, then the end
+        except OSError:  # the client has gone already (ENOTCONN): nothing left to say
+            self.transport.abort()
+            return
         self.loop.call_later(LINGER, self.transport.abort)
 
     def _log_as(self, status: int) -> None:
