@@ -376,6 +376,6 @@ def carry(args: argparse.Namespace) -> int:
         for side in ("en", "es"):
             (out / f"train.{side}").unlink(missing_ok=True)
     size = sum(f.stat().st_size for f in CARRY.rglob("*") if f.is_file())
-    print(f"{CARRY}: {size / 2**20:.1f} MiB; name it in the device tool's carry: "
-          f'carry=["gpu-carry"] (docs/GPU.md)')
+    print(f"{CARRY}: {size / 2**20:.1f} MiB; copy it into the checkout on the GPU machine "
+          f"(docs/GPU.md, make gpu-carry)")
     return 0

@@ -361,10 +361,15 @@ def check_stdout(inputs: Iterable[str | Path], what: str) -> None:
     """Standard output that is one of the input files (`-i f > f`, `< f >> f`): `>` has
     emptied it before the command started, `>>` would feed it its own output; refused
     rather than write an empty output and exit 0 (as cat does)."""
+    try:
+        if not stat.S_ISREG(os.fstat(1).st_mode):  # a terminal, a pipe: nothing to lose
+            return
+    except OSError:
+        return
     for source in inputs:
         same = _same_as_descriptor(0, 1) if str(source) == "-" else \
             _same_as_descriptor(Path(source), 1)
-        if same and stat.S_ISREG(os.fstat(1).st_mode):
+        if same:
             name = "standard input" if str(source) == "-" else str(source)
             raise UserError(f"{name}: is both an input and standard output (`>` empties it "
                             f"before the command starts); write the {what} to another file")
