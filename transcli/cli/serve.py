@@ -15,6 +15,7 @@ from transcli.cli.options import (
     device_option,
     with_decoding,
 )
+from transcli.serve.server import KEY_VARIABLE
 
 
 @with_decoding
@@ -27,7 +28,7 @@ def serve(
     port: int = typer.Option(5000, min=0, max=65535, metavar="<int>",
                              help="Port (0: any free one; the address is printed on stderr)."),
     api_key: Optional[str] = typer.Option(
-        None, envvar="TRANSCLI_API_KEY", show_envvar=True,
+        None, envvar=KEY_VARIABLE, show_envvar=True,
         help="Answer only requests whose api_key field is this (403 otherwise)."),
     max_chars: int = typer.Option(10_000, help="Characters per request, all texts together "
                                   "(413 above)."),

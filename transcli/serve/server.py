@@ -83,7 +83,7 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     say("stopped")
 
 
-KEY_VARIABLE = "TRANSCLI_API_KEY"
+KEY_VARIABLE = "TRANSCLI_API_KEY"  # the environment's --api-key
 
 
 def check_key_option(api_key: Optional[str]) -> None:
@@ -100,8 +100,8 @@ def check_key_option(api_key: Optional[str]) -> None:
     try:
         api_key.encode("utf-8")
     except UnicodeEncodeError:
-        raise UserError("--api-key (or TRANSCLI_API_KEY) is not UTF-8 text: give a key a "
-                        "client can send") from None
+        raise UserError(f"--api-key (or {KEY_VARIABLE}) is not UTF-8 text: give a key a "
+                        f"client can send") from None
 
 
 def allow_descriptors(connections: int) -> None:
