@@ -15,8 +15,10 @@ dev.tatoeba, dev.newstest2012 and test.tico19 beside Apertium) in WORK/<variant>
 machine: `python -m bench.quality --config configs/cpu-1h.yaml --minutes 70`.
 
 Round 1 (`--round 1`) varied configs/small.yaml and found the recipe of
-configs/cpu-1h.yaml; round 2 (the default) varies configs/cpu-1h.yaml itself, its decay
-ending with the probe's updates instead of its clock (docs/CPU-RECIPE.md has both).
+configs/cpu-1h.yaml; round 2 (the default) varied configs/cpu-1h.yaml in its 3+3 x 256
+shape and found its 2+2 x 320 one; round 3 (`--round 3`) varies configs/cpu-1h.yaml as it
+is. Rounds 2 and 3 end the decay with the probe's updates instead of the clock
+(docs/CPU-RECIPE.md has the rounds run so far).
 """
 
 from __future__ import annotations
@@ -59,11 +61,14 @@ ROUND_1: dict[str, list[str]] = {
     "dropouts": DECAY + ["model.attn_dropout=0.1", "model.act_dropout=0.1"],
     "batch2k": DECAY + ["train.batch_tokens=2048"],
 }
-# Round 2, label: overrides of configs/cpu-1h.yaml. The two shapes cost about what
-# 3+3 x 256 costs per target token (12 d^2 per encoder layer, 16 d^2 per decoder layer,
-# plus the 8K output layer), and keep its peak learning rate (lr_factor x sqrt(d/256)):
-# 6+6 x 192 is pre-norm, since 6 post-norm encoder layers stalled in round 1 (enc6dec2).
-ROUND_2: dict[str, list[str]] = {
+# configs/cpu-1h.yaml's shape before round two chose 2+2 x 320.
+SHAPE_3X256 = ["model.enc_layers=3", "model.dec_layers=3", "model.d_model=256",
+               "model.d_ff=1024", "model.heads=4", "train.lr_factor=0.5"]
+# Round 2, label: overrides of configs/cpu-1h.yaml in its 3+3 x 256 shape. The two shapes
+# cost about what 3+3 x 256 costs per target token (12 d^2 per encoder layer, 16 d^2 per
+# decoder layer, plus the 8K output layer), and keep its peak learning rate (lr_factor x
+# sqrt(d/256)): 6+6 x 192 is pre-norm, since 6 post-norm encoder layers stalled in round 1.
+ROUND_2: dict[str, list[str]] = {label: SHAPE_3X256 + overrides for label, overrides in {
     "cpu1h": [],
     "long2x": ["train.long_weight=2"],
     "vocab16k": ["data.vocab_size=16000"],
@@ -71,12 +76,17 @@ ROUND_2: dict[str, list[str]] = {
                   "model.d_ff=768", "model.pre_norm=true", "train.lr_factor=0.433"],
     "wide2x320": ["model.enc_layers=2", "model.dec_layers=2", "model.d_model=320",
                   "model.d_ff=1280", "model.heads=5", "train.lr_factor=0.559"],
+}.items()}
+# Round 3, label: overrides of configs/cpu-1h.yaml as it is (2+2 x 320).
+ROUND_3: dict[str, list[str]] = {
+    "cpu1h": [],
     "dropout0.1": ["model.dropout=0.1"],
     "sampling": ["train.sample_alpha=0.1"],
     "ema0.9995": ["train.ema_decay=0.9995"],
 }
 ROUNDS = {1: (ROOT / "configs" / "small.yaml", ROUND_1),
-          2: (ROOT / "configs" / "cpu-1h.yaml", ROUND_2)}
+          2: (ROOT / "configs" / "cpu-1h.yaml", ROUND_2),
+          3: (ROOT / "configs" / "cpu-1h.yaml", ROUND_3)}
 
 
 def checkpoint_for(config: Path, overrides: list[str]) -> str:
@@ -158,7 +168,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["calibrate", "probe", "table"])
     parser.add_argument("--round", type=int, choices=list(ROUNDS), default=2,
-                        help="1: variants of configs/small.yaml; 2: of configs/cpu-1h.yaml")
+                        help="1: variants of configs/small.yaml; 2: of configs/cpu-1h.yaml's "
+                        "earlier 3+3 shape; 3: of configs/cpu-1h.yaml")
     parser.add_argument("--work", type=Path, default=Path("/tmp/transcli-study"))
     parser.add_argument("--only", nargs="+", metavar="LABEL", help="these variants: "
                         + "; ".join(f"round {n}: {' '.join(v)}" for n, (_, v) in ROUNDS.items()))
