@@ -27,7 +27,8 @@ cat <<'NOTE'
    That score is a toy's: a small model trained for minutes on 1,822 short sample pairs,
    tested on sentences like them. On sentences of your own it often repeats itself.
    A real model: the CPU recipe, one hour on 2 cores of ../shared/corpora/en-es, reached
-   BLEU 47.9 on Tatoeba and 19.6 on news (Apertium: 26.9 and 19.7); README, "The workflow":
+   BLEU 45.9 on Tatoeba and 16.9 on news (Apertium: 26.9 and 19.7; README, "Results",
+   says on which machine); README, "The workflow":
      transcli prepare -c configs/cpu-1h.yaml --src-file ../shared/corpora/en-es/train.en \
        --tgt-file ../shared/corpora/en-es/train.es --out prep
      transcli train -c configs/cpu-1h.yaml --data prep --out run
