@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import PAIRS, ROOT
+from helpers import PAIRS, ROOT, default_signals
 from helpers.cli import one_error_line, run_cli
 from helpers.memorised import memorised_model
 
@@ -36,6 +36,7 @@ class Terminal:
     def __init__(self, *args: str | Path):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: become transcli at once
+            default_signals()  # Ctrl-C must reach it however the tests were started
             os.chdir(ROOT)
             os.execve(sys.executable, [sys.executable, "-m", "transcli", *map(str, args)],
                       ONE_THREAD)

@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 import pytest
-from helpers import PAIRS, ROOT
+from helpers import PAIRS, ROOT, default_signals
 from helpers.cli import one_error_line
 from helpers.training import fast_config, train_cli, transcli_process, wait_for
 
@@ -64,13 +64,6 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def default_signals() -> None:
-    """For `preexec_fn`: a test runner started in the background may ignore SIGINT, and
-    the child would inherit that (transcli keeps ignored signals ignored)."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 def cli(*args: str | Path, stdin: Optional[bytes] = None,

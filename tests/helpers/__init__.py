@@ -5,6 +5,7 @@ running the command itself in `cli.py`."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import torch
@@ -16,6 +17,14 @@ TINY_CONFIG = ROOT / "configs" / "tiny.yaml"
 # noisier than torch's (docs/INFERENCE.md has the figures): the tests hold CTranslate2's
 # int8 to exact agreement with float32 only where AVX512 is present.
 CT2_INT8_EXACT = torch.backends.cpu.get_cpu_capability() == "AVX512"
+
+
+def default_signals() -> None:
+    """For a child that gets stop signals (`preexec_fn`, or before `exec`): a test runner
+    started in the background (`make test &`, `nohup`) ignores SIGINT or SIGHUP, a child
+    would inherit that, and transcli keeps ignored signals ignored, as a shell asks."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 # A few pairs written for the tests (the shipped corpus lives in data/sample).
 PAIRS = [

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import ROOT
+from helpers import ROOT, default_signals
 from transcli.config.loading import load_config
 from transcli.config.schema import Config, SourceConfig
 from transcli.data.prepare import prepare
@@ -51,6 +51,8 @@ def train_cli(data: Path, out: Path, *extra_sets: str) -> list[str]:
 
 
 def transcli_process(*args: str, **options) -> subprocess.Popen:
+    """`transcli ARGS` running, for the tests that stop it with a signal."""
+    options.setdefault("preexec_fn", default_signals)
     return subprocess.Popen([sys.executable, "-m", "transcli", *args], env=ENV, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options)
 
