@@ -81,6 +81,30 @@ def test_weight_average_follows_the_formula() -> None:
     assert torch.allclose(model.weight, start + 2)
 
 
+def _average_of_a_counting_weight(decay: float, updates: int) -> float:
+    """The average after `updates` updates of a weight that equals the update's number:
+    the average is then `updates` minus the mean age of the weights it holds."""
+    model = torch.nn.Linear(1, 1, bias=False)
+    average = WeightAverage(model, decay)
+    with torch.no_grad():
+        model.weight.zero_()
+        average.average[0].zero_()
+        for step in range(1, updates + 1):
+            model.weight.fill_(step)
+            average.update(step)
+    return average.average[0].item()
+
+
+def test_the_average_is_the_last_tenth_of_a_short_run_then_one_over_one_minus_decay() -> None:
+    """docs/TRAINING.md: below update 8,990 the warm-up caps a decay of 0.999, so any
+    decay from 0.999 up gives the same average, whose weights are about n / 10 updates
+    old; past the warm-up they are about 1 / (1 - decay) updates old."""
+    short = [_average_of_a_counting_weight(decay, 3000) for decay in (0.999, 0.9995)]
+    assert short[0] == short[1]
+    assert 3000 - short[0] == pytest.approx(300, rel=0.02)
+    assert 30000 - _average_of_a_counting_weight(0.999, 30000) == pytest.approx(1000, rel=0.02)
+
+
 @pytest.mark.slow
 def test_resume_is_exact_with_sampling_averaging_and_a_decaying_schedule(
         prepared: Path, tmp_path: Path) -> None:
