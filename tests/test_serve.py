@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import http.client
 import os
 import re
 import resource
@@ -140,6 +141,12 @@ def test_health_languages_and_openapi(server, run_dir):
     status, health, _ = server.request("GET", "/health")
     assert status == 200 and health["status"] == "ok" and health["waiting"] == 0
     assert health["model"] == str(run_dir)  # as given to -m, not its last folder
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=60)
+    connection.request("HEAD", "/health")  # a load balancer's probe: the status, no body
+    response = connection.getresponse()
+    assert (response.status, response.read()) == (200, b"")
+    assert response.getheader("Content-Type") == "application/json"
+    connection.close()
     status, spec, _ = server.request("GET", "/openapi.json")
     assert status == 200 and {"/translate", "/languages", "/health"} <= set(spec["paths"])
     for page in ("/docs", "/redoc"):  # Swagger UI and ReDoc load from a CDN: off by default

@@ -82,7 +82,7 @@ def create_app(batcher: Batcher, limits: Limits, api_key: Optional[str], model_n
         """The languages, each with the targets it translates to (LibreTranslate's shape)."""
         return JSONResponse(LANGUAGES)
 
-    @app.get("/health")
+    @app.api_route("/health", methods=["GET", "HEAD"])  # HEAD: a load balancer's probe
     async def health() -> JSONResponse:
         """Up means ready (the server listens only once the model is loaded) and its model
         worker alive (else 503, for a supervisor to restart it); the model (its run dir as
