@@ -149,6 +149,7 @@ def test_health_languages_and_openapi(server, run_dir):
     connection.close()
     status, spec, _ = server.request("GET", "/openapi.json")
     assert status == 200 and {"/translate", "/languages", "/health"} <= set(spec["paths"])
+    assert set(spec["paths"]["/health"]) == {"get"}  # HEAD is not part of the API
     for page in ("/docs", "/redoc"):  # Swagger UI and ReDoc load from a CDN: off by default
         assert_error(*server.request("GET", page)[:2], 404)
 
