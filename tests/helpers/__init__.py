@@ -26,6 +26,7 @@ def default_signals() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
 
+
 # A few pairs written for the tests (the shipped corpus lives in data/sample).
 PAIRS = [
     ("I like trees.", "Me gustan los árboles."),
