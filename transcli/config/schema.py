@@ -132,6 +132,9 @@ class DataConfig:
     # `train --init-from` must share that run's vocabulary.
     tokenizer_model: Optional[str] = None
     character_coverage: float = 1.0  # 1.0 keeps ¿ ¡ ñ and accents
+    # Characters without a piece of their own are spelt as their UTF-8 bytes (256 of the
+    # vocab_size pieces), so that none becomes <unk>: Greek, Chinese, emoji come back.
+    byte_fallback: bool = True
     # Sentences sampled to train sentencepiece: its trainer's memory grows with the
     # sentences it holds, so this bounds prepare's peak memory whatever the corpus size.
     input_sentence_size: int = 1_000_000
