@@ -126,16 +126,20 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_spm: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def sample_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 400-piece joint sentencepiece model of data/sample's training text, trained by
-    transcli's own tokenizer trainer (under a second), without byte fallback: the kind
-    of tokenizer runs prepared before it have, which must keep working."""
+    """A 400-piece joint sentencepiece model of data/sample's training text without byte
+    fallback: the kind of tokenizer runs prepared before it have, which must keep
+    working."""
+    return sample_tokenizer(tmp_path_factory.mktemp("sample-spm"), 400, byte_fallback=False)
+
+
+def sample_tokenizer(folder: Path, vocab_size: int, byte_fallback: bool) -> Path:
+    """data/sample's training text through transcli's tokenizer trainer (under a second)."""
     from transcli.data.tokenizer import train_tokenizer
 
-    folder = tmp_path_factory.mktemp("sample-spm")
     sample = ROOT / "data" / "sample"
-    train_tokenizer([sample / "train.en", sample / "train.es"], folder, vocab_size=400,
+    train_tokenizer([sample / "train.en", sample / "train.es"], folder, vocab_size=vocab_size,
                     model_type="unigram", character_coverage=1.0, input_sentence_size=100_000,
-                    seed=1, byte_fallback=False)
+                    seed=1, byte_fallback=byte_fallback)
     return folder / TOKENIZER_FILE
 
 
@@ -158,14 +162,7 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory, sample_spm: Path) -> Pa
 def bytes_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`sample_spm` with byte fallback, as `prepare` trains it now: 400 pieces and the 256
     byte pieces."""
-    from transcli.data.tokenizer import train_tokenizer
-
-    folder = tmp_path_factory.mktemp("bytes-spm")
-    sample = ROOT / "data" / "sample"
-    train_tokenizer([sample / "train.en", sample / "train.es"], folder, vocab_size=656,
-                    model_type="unigram", character_coverage=1.0, input_sentence_size=100_000,
-                    seed=1, byte_fallback=True)
-    return folder / TOKENIZER_FILE
+    return sample_tokenizer(tmp_path_factory.mktemp("bytes-spm"), 656, byte_fallback=True)
 
 
 @pytest.fixture(scope="session")

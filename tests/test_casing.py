@@ -4,6 +4,7 @@ every run and resume."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +113,13 @@ def test_settings_it_cannot_go_with_are_refused(sets: list[str], expected: str) 
     with pytest.raises(UserError, match="train.(case_augment|batch_shapes)") as error:
         load_config(ROOT / "configs" / "tiny.yaml", sets)
     assert expected in str(error.value)
+
+
+def test_a_prepared_dir_without_its_train_text_is_named(prepared: Path, tmp_path: Path
+                                                        ) -> None:
+    copy = tmp_path / "prepared"
+    shutil.copytree(prepared, copy)
+    (copy / "train.es").unlink()
+    with pytest.raises(UserError, match=r"train.es: train text not found; case augmentation "
+                                        r"\(train.case_augment\) needs a prepared dir"):
+        CaseAugment(open_prepared_dir(copy), 0.1, seed=1)
