@@ -17,7 +17,7 @@ from typing import Iterator
 
 import pytest
 import sentencepiece as spm
-from helpers import PAIRS, ROOT, TINY_CONFIG
+from helpers import BYTE_PAIRS, PAIRS, ROOT, TINY_CONFIG
 
 from transcli.config.loading import load_config, save_config
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
@@ -126,15 +126,20 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_spm: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def sample_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 400-piece joint sentencepiece model of data/sample's training text, trained by
-    transcli's own tokenizer trainer (under a second)."""
+    """A 400-piece joint sentencepiece model of data/sample's training text without byte
+    fallback: the kind of tokenizer runs prepared before it have, which must keep
+    working."""
+    return sample_tokenizer(tmp_path_factory.mktemp("sample-spm"), 400, byte_fallback=False)
+
+
+def sample_tokenizer(folder: Path, vocab_size: int, byte_fallback: bool) -> Path:
+    """data/sample's training text through transcli's tokenizer trainer (under a second)."""
     from transcli.data.tokenizer import train_tokenizer
 
-    folder = tmp_path_factory.mktemp("sample-spm")
     sample = ROOT / "data" / "sample"
-    train_tokenizer([sample / "train.en", sample / "train.es"], folder, vocab_size=400,
+    train_tokenizer([sample / "train.en", sample / "train.es"], folder, vocab_size=vocab_size,
                     model_type="unigram", character_coverage=1.0, input_sentence_size=100_000,
-                    seed=1)
+                    seed=1, byte_fallback=byte_fallback)
     return folder / TOKENIZER_FILE
 
 
@@ -150,4 +155,27 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory, sample_spm: Path) -> Pa
     save_config(cfg, run / CONFIG_FILE)
     (run / TOKENIZER_FILE).write_bytes(sample_spm.read_bytes())
     save_weights(sample_model(sample_spm), step_path(run, 200))
+    return run
+
+
+@pytest.fixture(scope="session")
+def bytes_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`sample_spm` with byte fallback, as `prepare` trains it now: 400 pieces and the 256
+    byte pieces."""
+    return sample_tokenizer(tmp_path_factory.mktemp("bytes-spm"), 656, byte_fallback=True)
+
+
+@pytest.fixture(scope="session")
+def bytes_run(tmp_path_factory: pytest.TempPathFactory, bytes_spm: Path) -> Path:
+    """A run dir (tiny config, greedy) whose only checkpoint, step 200, is the tiny model
+    memorising PAIRS and BYTE_PAIRS through `bytes_spm`: it writes Greek, Chinese and
+    emoji as byte pieces. Tests must not write into it: copy it first."""
+    from helpers.memorised import memorised_model
+
+    run = tmp_path_factory.mktemp("bytes-run") / "run"
+    run.mkdir()
+    cfg = load_config(TINY_CONFIG, ["decode.strategy=greedy", "decode.n_best=1"])
+    save_config(cfg, run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(bytes_spm.read_bytes())
+    save_weights(memorised_model(bytes_spm, tuple(PAIRS + BYTE_PAIRS)), step_path(run, 200))
     return run

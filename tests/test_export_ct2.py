@@ -1,8 +1,9 @@
 """The CTranslate2 export is exact: on a model trained a little on data/sample,
 `score_batch` gives transcli's teacher-forced log-probs and greedy `translate_batch`
 transcli's greedy output, line for line, on the 200 test + valid sentences; also for
-the model variants (pre-norm, untied output, separate embeddings). Beam search is
-CTranslate2's own: its agreement with transcli's is measured and printed."""
+the model variants (pre-norm, untied output, separate embeddings) and a byte-fallback
+vocabulary. Beam search is CTranslate2's own: its agreement with transcli's is measured
+and printed."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import CT2_INT8_EXACT
-from helpers.memorised import pad, sample_model, sample_pairs, untrained_run
+from helpers import BYTE_PAIRS, CT2_INT8_EXACT
+from helpers import PAIRS as MEMORISED
+from helpers.memorised import memorised_model, pad, sample_model, sample_pairs, untrained_run
 
 from transcli.data.tokenizer import Tokenizer
 from transcli.export import EXPORT_FILE, export_run
@@ -141,6 +143,25 @@ def test_model_variants_are_exact(variant, sample_spm, tokenizer, tmp_path):
     english = [en for en, _ in PAIRS[:40]]
     assert ct2_search(translator, tokenizer, english, 1, 0.0) == torch_greedy(
         model, tokenizer, english)
+
+
+def test_byte_fallback_vocabulary_is_exact(bytes_run, bytes_spm, tmp_path):
+    """Byte pieces go in and come out of CTranslate2 as they do of transcli: log-probs and
+    greedy ids agree, and the text of its tokens, as sentencepiece decodes them for a
+    CTranslate2 user, is transcli's, Greek, Chinese and emoji included."""
+    export_run(open_run_dir(bytes_run), "ct2", tmp_path / "ct2", "last")
+    translator, tokenizer = load(tmp_path / "ct2"), Tokenizer(bytes_spm)
+    pairs = MEMORISED + BYTE_PAIRS
+    model = memorised_model(bytes_spm, tuple(pairs))
+    assert_scores_match(translator, model, tokenizer, pairs)
+    english = [en for en, _ in pairs]
+    ours = torch_greedy(model, tokenizer, english)
+    assert ct2_search(translator, tokenizer, english, 1, 0.0) == ours
+    tokens = translator.translate_batch(pieces(tokenizer, english), beam_size=1,
+                                        max_decoding_length=LIMIT)
+    texts = [tokenizer.sp.decode(r.hypotheses[0]) for r in tokens]
+    assert texts == tokenizer.decode(ours) == [es for _, es in pairs]
+    assert any(tokenizer.sp.IsByte(i) for ids in ours for i in ids)
 
 
 def test_int8_quantized_export(sample_run, exported, tmp_path, tokenizer):

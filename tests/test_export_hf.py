@@ -2,7 +2,8 @@
 model trained a little on data/sample, transcli's teacher-forced log-probs and, with
 `generate` (greedy), transcli's greedy output line for line on the 200 test + valid
 sentences; `MarianTokenizer` encodes and decodes as transcli does. Also for untied /
-separate embeddings; pre-norm is refused. Beam agreement is measured and printed."""
+separate embeddings and a byte-fallback vocabulary; pre-norm is refused. Beam agreement
+is measured and printed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,16 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from helpers.memorised import TINY_CONFIG, pad, sample_model, sample_pairs, untrained_run
+from helpers import BYTE_PAIRS
+from helpers import PAIRS as MEMORISED
+from helpers.memorised import (
+    TINY_CONFIG,
+    memorised_model,
+    pad,
+    sample_model,
+    sample_pairs,
+    untrained_run,
+)
 
 from transcli.config.loading import load_config, save_config
 from transcli.config.schema import DecodeConfig
@@ -161,6 +171,31 @@ def test_model_variants_are_exact(variant, sample_spm, tokenizer, tmp_path):
     export_run(open_run_dir(run), "hf", tmp_path / "hf", "last")
     ours, theirs = teacher_forced(model, load(tmp_path / "hf"), tokenizer, PAIRS[:40])
     assert (ours - theirs).abs().max().item() < 1e-4
+
+
+def test_byte_fallback_vocabulary_is_exact(bytes_run, bytes_spm, tmp_path):
+    """Byte pieces through `MarianTokenizer` and `generate`: the same ids in and out as
+    transcli, and the decoded text transcli's, Greek, Chinese and emoji included."""
+    export_run(open_run_dir(bytes_run), "hf", tmp_path / "hf", "last")
+    tokenizer, marian = Tokenizer(bytes_spm), load(tmp_path / "hf")
+    hf_tokenizer = transformers.MarianTokenizer.from_pretrained(str(tmp_path / "hf"))
+    pairs = MEMORISED + BYTE_PAIRS
+    model = memorised_model(bytes_spm, tuple(pairs))
+    english = [en for en, _ in pairs]
+    assert hf_tokenizer(english)["input_ids"] == [ids + [EOS_ID]
+                                                  for ids in tokenizer.encode(english)]
+    ours, theirs = teacher_forced(model, marian, tokenizer, pairs)
+    assert (ours - theirs).abs().max().item() < 1e-4
+    src = pad([ids + [EOS_ID] for ids in tokenizer.encode(english)])
+    with torch.inference_mode():
+        greedy = [h.tokens for h in greedy_search(model, src, LIMIT)]
+        out = marian.generate(**hf_tokenizer(english, return_tensors="pt", padding=True),
+                              num_beams=1, do_sample=False, max_new_tokens=LIMIT)
+    assert generated(marian, tokenizer, english, num_beams=1, do_sample=False) == [
+        ids + [EOS_ID] for ids in greedy]
+    texts = hf_tokenizer.batch_decode(out, skip_special_tokens=True)
+    assert texts == tokenizer.decode(greedy) == [es for _, es in pairs]
+    assert any(tokenizer.sp.IsByte(i) for ids in greedy for i in ids)
 
 
 def test_pre_norm_is_refused_and_nothing_written(sample_spm, tmp_path):

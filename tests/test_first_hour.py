@@ -74,7 +74,7 @@ def test_weights_of_a_run_with_another_tokenizer_are_refused(prepared: Path,
     bpe.mkdir()
     train_tokenizer([prepared / "train.en", prepared / "train.es"], bpe, vocab_size=size,
                     model_type="bpe", character_coverage=1.0, input_sentence_size=100000,
-                    seed=1)
+                    seed=1, byte_fallback=True)
     cfg = load_config(TINY_CONFIG, ["data.valid_size=4", "data.test_size=4"])
     cfg.data.tokenizer_model = str(bpe / TOKENIZER_FILE)
     cfg.data.train = [SourceConfig(src_file=str(prepared / "train.en"),

@@ -80,7 +80,7 @@ def test_local_json_lines_need_no_datasets(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(f'{{"translation": {{"en": "Line {i}.", "es": "Línea {i}."}}}}\n'
                              for i in range(40)), encoding="utf-8")
-    proc = prepare_without_datasets(pairs, tmp_path / "out", "--set", "data.vocab_size=60",
+    proc = prepare_without_datasets(pairs, tmp_path / "out", "--set", "data.vocab_size=316",
                                     "--set", "data.valid_size=5", "--set", "data.test_size=5")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out" / "manifest.json").is_file()

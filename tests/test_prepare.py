@@ -26,7 +26,7 @@ from transcli.data.prepare import prepare
 from transcli.data.tokenizer import Tokenizer
 from transcli.system.errors import UserError
 
-SETTINGS = ["data.vocab_size=120", "data.valid_size=5", "data.test_size=5"]
+SETTINGS = ["data.vocab_size=376", "data.valid_size=5", "data.test_size=5"]
 
 NOUNS = [("cat", "gato"), ("dog", "perro"), ("boy", "niño"), ("year", "año"),
          ("gentleman", "señor"), ("tree", "árbol"), ("song", "canción"), ("train", "tren"),
@@ -106,9 +106,9 @@ def test_file_pair_through_the_cli(tmp_path: Path) -> None:
     assert sizes == {"train": len(pairs) - 10, "valid": 5, "test": 5}
     assert manifest["counts"]["train"]["read"] == len(pairs)
     assert manifest["vocab_size"] == Tokenizer(out / "spm.model").vocab_size
-    assert manifest["vocab_size"] < 120  # a small corpus: prepare says it got fewer pieces
+    assert manifest["vocab_size"] < 376  # a small corpus: prepare says it got fewer pieces
     assert f"the vocabulary has {manifest['vocab_size']} pieces, fewer than " \
-           f"data.vocab_size=120" in result.stderr
+           f"data.vocab_size=376" in result.stderr
     assert len(manifest["data_hash"]) == 64 and manifest["config_hash"]
     for split in ("train", "valid", "test"):
         encoded = EncodedSplit(out, split)
@@ -420,7 +420,7 @@ def test_out_holding_other_files_is_refused_and_never_emptied(tmp_path: Path) ->
     out.mkdir()
     (out / "notes.txt").write_text("mine", encoding="utf-8")
     args = ["prepare", "--config", str(TINY), "--src-file", str(src), "--tgt-file", str(tgt),
-            "--out", str(out), "--set", "data.vocab_size=120"]
+            "--out", str(out), "--set", "data.vocab_size=376"]
     error = one_error_line(transcli(*args))
     assert "notes.txt" in error and "--force" in error
     assert os.listdir(out) == ["notes.txt"]

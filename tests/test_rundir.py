@@ -97,7 +97,7 @@ def another_tokenizer_of_the_same_size(prepared: Path, folder: Path) -> Path:
     size = Tokenizer(prepared / TOKENIZER_FILE).vocab_size
     train_tokenizer([prepared / "train.en", prepared / "train.es"], folder, vocab_size=size,
                     model_type="bpe", character_coverage=1.0, input_sentence_size=100000,
-                    seed=1)
+                    seed=1, byte_fallback=True)
     assert Tokenizer(folder / TOKENIZER_FILE).vocab_size == size
     return folder / TOKENIZER_FILE
 

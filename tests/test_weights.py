@@ -115,7 +115,7 @@ def test_prepare_records_each_sources_pairs_and_weight(tmp_path: Path) -> None:
             path.write_text("".join(pair[side] + "\n" for pair in pairs), encoding="utf-8")
     hashes = []
     for weight in (1.0, 3.0):
-        cfg = load_config(None, ["data.vocab_size=60", "data.valid_size=4",
+        cfg = load_config(None, ["data.vocab_size=316", "data.valid_size=4",
                                  "data.test_size=4"])
         cfg.data.train = [SourceConfig(src_file=str(files["a", "en"]),
                                        tgt_file=str(files["a", "es"])),

@@ -46,3 +46,12 @@ PAIRS = [
     ("Please speak more slowly.", "Por favor, habla más despacio."),
     ("The dog sleeps under the table.", "El perro duerme debajo de la mesa."),
 ]
+
+# Pairs whose characters data/sample never has (Greek, Chinese, emoji with a variation
+# selector): with byte fallback they are spelt as byte pieces, and a model memorising
+# them must give them back character for character.
+BYTE_PAIRS = [
+    ('The word "λόγος" means reason.', 'La palabra "λόγος" significa razón.'),
+    ("Tokyo is called 東京 in Japanese.", "Tokio se llama 東京 en japonés."),
+    ("I love this 😀 so much ❤️.", "Me encanta tanto esto 😀 ❤️."),
+]

@@ -27,13 +27,14 @@ FAST = ["model.d_model=32", "model.d_ff=64", "model.heads=2", "model.enc_layers=
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
-def prepare_sample(folder: Path, first: int, lines: int) -> Path:
-    """`transcli prepare` on sample lines [first, first + lines): 4 valid, 4 test, rest train."""
+def prepare_sample(folder: Path, first: int, lines: int, *sets: str) -> Path:
+    """`transcli prepare` on sample lines [first, first + lines): 4 valid, 4 test, rest
+    train; `sets`: more config overrides."""
     for lang in ("en", "es"):
         text = (SAMPLE / f"train.{lang}").read_text(encoding="utf-8").splitlines()
         (folder / f"corpus.{lang}").write_text("\n".join(text[first:first + lines]) + "\n",
                                                encoding="utf-8")
-    cfg = load_config(TINY, ["data.valid_size=4", "data.test_size=4"])
+    cfg = load_config(TINY, ["data.valid_size=4", "data.test_size=4", *sets])
     cfg.data.train = [SourceConfig(src_file=str(folder / "corpus.en"),
                                    tgt_file=str(folder / "corpus.es"))]
     prepare(cfg, folder / "prepared", force=False)

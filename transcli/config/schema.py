@@ -132,6 +132,9 @@ class DataConfig:
     # `train --init-from` must share that run's vocabulary.
     tokenizer_model: Optional[str] = None
     character_coverage: float = 1.0  # 1.0 keeps ¿ ¡ ñ and accents
+    # Characters without a piece of their own are spelt as their UTF-8 bytes (256 of the
+    # vocab_size pieces), so that none becomes <unk>: Greek, Chinese, emoji come back.
+    byte_fallback: bool = True
     # Sentences sampled to train sentencepiece: its trainer's memory grows with the
     # sentences it holds, so this bounds prepare's peak memory whatever the corpus size.
     input_sentence_size: int = 1_000_000
@@ -212,6 +215,10 @@ class TrainConfig:
     # A long pair's source has more than this many pieces (no EOS); 20 of an 8K vocabulary
     # is about 15 words.
     long_tokens: int = 20
+    # The share of training pairs shown in another case each epoch, on both sides: half
+    # of them ALL CAPS, half Title Case (every word capitalised), so that such input is
+    # translated, not taken for noise. 0: off. A pair's case is drawn per epoch.
+    case_augment: float = 0.0
     log_every: int = 100  # updates per line of metrics.jsonl
     valid_every: int = 1000  # updates between validations
     save_every: int = 1000  # updates between checkpoints
@@ -251,6 +258,11 @@ class TrainConfig:
         _require(0.0 < self.long_weight <= MAX_WEIGHT, "long_weight",
                  f"must be in (0, {MAX_WEIGHT:g}]")
         _require(self.long_tokens >= 0, "long_tokens", "must be >= 0")
+        _require(0.0 <= self.case_augment <= 1.0, "case_augment", "must be in [0, 1]")
+        _require(not self.batch_shapes or not self.case_augment, "batch_shapes",
+                 "needs train.case_augment: 0 (cased pairs change length each epoch)")
+        _require(not self.case_augment or not self.sample_alpha, "case_augment",
+                 "needs train.sample_alpha: 0 (subword sampling re-encodes pairs as written)")
         _within(self, "threads", 0, MAX_THREADS)
         _within(self, "pad_multiple", 0, MAX_PAD_MULTIPLE)
         _within(self, "batch_shapes", 0, MAX_BATCH_SHAPES)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Protocol
 
 import numpy as np
 import torch
@@ -76,6 +76,18 @@ def length_cell(lengths: np.ndarray) -> np.ndarray:
     return np.floor(np.log(np.maximum(lengths, 1)) / np.log(CELL_STEP)).astype(np.int64)
 
 
+class Variants(Protocol):
+    """Pairs shown in another form in some epochs (e.g. cased, `data/casing.py`), whose
+    lengths the plan must know to keep batches within their budget."""
+
+    def epoch(self, epoch: int, pairs: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Which of `pairs` (positions in it) `epoch` shows as a variant; the variants'
+        ids (what a batch then holds instead: each beyond the split's pair ids, naming
+        the pair and the form), and their tokens per side (without EOS)."""
+        ...
+
+
 class BatchPlan:
     """The batches of a split: per epoch, length-bucketed then shuffled from (seed, epoch).
 
@@ -84,16 +96,21 @@ class BatchPlan:
     budget counts that padding. `shapes` > 0: every batch takes one of at most that many
     shapes (`BatchShapes`; `collate` pads it to its shape), for CUDA graphs. `weights`:
     how often each pair is seen per epoch (`data/weights.py`; None: once each).
+    `variants`: pairs shown in another form this epoch, batched by their own lengths
+    (their batches hold the variants' ids, which the caller's collation understands).
     """
 
     def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, batch_tokens: int,
                  seed: int, max_len: int, shuffle: bool = True, multiple: int = 1,
-                 shapes: int = 0, weights: Optional[np.ndarray] = None):
+                 shapes: int = 0, weights: Optional[np.ndarray] = None,
+                 variants: Optional[Variants] = None):
+        if shapes and variants is not None:
+            raise ValueError("batch shapes are fixed per pair: no variants with them")
         # Rows as the model sees them: src = ids + EOS, tgt_in/out = BOS/EOS + ids.
         self.src_len = np.asarray(src_lengths, np.int64) + 1
         self.tgt_len = np.asarray(tgt_lengths, np.int64) + 1
-        fits = max_len // multiple * multiple  # the longest row padding keeps within max_len
-        keep = (self.src_len <= fits) & (self.tgt_len <= fits)
+        self.fits = max_len // multiple * multiple  # the longest row padding keeps in max_len
+        keep = (self.src_len <= self.fits) & (self.tgt_len <= self.fits)
         self.indices = np.flatnonzero(keep)
         self.skipped = int(len(keep) - len(self.indices))
         self.batch_tokens = batch_tokens
@@ -101,6 +118,7 @@ class BatchPlan:
         self.shuffle = shuffle
         self.multiple = multiple
         self.weights = None if weights is None else np.asarray(weights)[self.indices]
+        self.variants = variants
         self.shapes: Optional[BatchShapes] = None
         if shapes and self.indices.size:
             kept = (self.src_len[self.indices], self.tgt_len[self.indices])
@@ -114,20 +132,49 @@ class BatchPlan:
         if self._cache is None or self._cache[0] != epoch:
             rng = (np.random.default_rng([self.seed, epoch])
                    if self.shuffle or self.weights is not None else None)
-            layers = ([self.indices] if self.weights is None
-                      else copy_layers(self.indices, epoch_copies(self.weights, rng)))
-            batches = [batch for layer in layers for batch in
-                       self._pack(length_sorted(layer, self.src_len, self.tgt_len, rng))]
+            pool, src_len, tgt_len, relabel = self._pool(epoch)
+            layers = ([pool] if self.weights is None
+                      else copy_layers(pool, epoch_copies(self.weights, rng)))
+            batches = [relabel(batch) for layer in layers for batch in
+                       self._pack(length_sorted(layer, src_len, tgt_len, rng), src_len, tgt_len)]
             if rng is not None:
                 batches = [batches[i] for i in rng.permutation(len(batches))]
             self._cache = (epoch, batches)
         return self._cache[1]
 
-    def _pack(self, order: np.ndarray) -> list[np.ndarray]:
+    def _pool(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                         Callable[[np.ndarray], np.ndarray]]:
+        """The epoch's pairs and their row lengths (by id), and what turns a packed batch
+        into the one handed out. With `variants`, the pairs shown as a variant this epoch
+        (where it fits `max_len`) are packed under ids past the split's, with the
+        variants' lengths, and handed out as the variants' ids."""
+        if self.variants is None:
+            return self.indices, self.src_len, self.tgt_len, lambda batch: batch
+        where, ids, src, tgt = self.variants.epoch(epoch, self.indices)
+        fit = (src + 1 <= self.fits) & (tgt + 1 <= self.fits)
+        where, ids = where[fit], ids[fit]
+        first = len(self.src_len)
+        pool = self.indices.copy()
+        pool[where] = first + np.arange(len(where))
+        src_len = np.concatenate([self.src_len, src[fit] + 1])
+        tgt_len = np.concatenate([self.tgt_len, tgt[fit] + 1])
+
+        def relabel(batch: np.ndarray) -> np.ndarray:
+            varied = batch >= first
+            if not varied.any():
+                return batch
+            batch = batch.copy()
+            batch[varied] = ids[batch[varied] - first]
+            return batch
+
+        return pool, src_len, tgt_len, relabel
+
+    def _pack(self, order: np.ndarray, src_len: np.ndarray, tgt_len: np.ndarray
+              ) -> list[np.ndarray]:
         """Length-sorted pairs cut into batches within the budget (of the plan's shapes)."""
         if self.shapes is not None:
             return self.shapes.pack(order, self.box)
-        return pack_batches(order, self.src_len, self.tgt_len, self.batch_tokens, self.multiple)
+        return pack_batches(order, src_len, tgt_len, self.batch_tokens, self.multiple)
 
     def shape(self, batch: np.ndarray) -> tuple[int, int, int]:
         """(rows, source length, target length) that `collate` pads `batch` to."""

@@ -137,6 +137,7 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
                 list(texts["train"]), stage, vocab_size=data.vocab_size,
                 model_type=data.tokenizer, character_coverage=data.character_coverage,
                 input_sentence_size=data.input_sentence_size, seed=data.seed,
+                byte_fallback=data.byte_fallback,
                 max_sentence_length=max(4192, 4 * data.max_chars + 16))
     tokenizer = Tokenizer(stage / TOKENIZER_FILE)
     splits = {split: encode_split(tokenizer, *texts[split], stage, split) for split in SPLITS}

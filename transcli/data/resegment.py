@@ -24,11 +24,10 @@ from transcli.system.errors import UserError
 class LineFile:
     """A UTF-8 text file's lines by index, memory-mapped (no copy of the corpus in RAM)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, needed_by: str = "subword sampling (train.sample_alpha)"):
         if not path.is_file():
-            raise UserError(f"{path}: train text not found; subword sampling "
-                            f"(train.sample_alpha) needs a prepared dir written by this "
-                            f"version of `transcli prepare`")
+            raise UserError(f"{path}: train text not found; {needed_by} needs a prepared "
+                            f"dir written by this version of `transcli prepare`")
         self.data = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size \
             else np.zeros(0, np.uint8)
         ends = np.flatnonzero(self.data == ord("\n"))

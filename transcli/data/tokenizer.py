@@ -70,15 +70,23 @@ class Tokenizer:
         """Sub-word ids without BOS/EOS (callers add what their side needs)."""
         return self.sp.Encode(texts)
 
+    @functools.cached_property
+    def byte_fallback(self) -> bool:
+        """Whether characters without a piece are spelt as byte pieces (`<0xE6>`...), so
+        that encoding never gives `<unk>`; False for models trained before it was on."""
+        return any(self.sp.IsByte(i) for i in range(self.vocab_size))
+
     def decode(self, ids: Iterable[list[int]]) -> list[str]:
-        """Text from ids; special ids (pad/bos/eos) are dropped."""
+        """Text from ids; special ids (pad/bos/eos) are dropped. Byte pieces become the
+        characters they spell; bytes that spell none (a sequence the model cut short or
+        began in the middle) become U+FFFD each, and the text around them is kept."""
         cleaned = [[i for i in seq if i > EOS_ID or i == UNK_ID] for seq in ids]
         return self.sp.Decode(cleaned)
 
 
 def train_tokenizer(
     files: Sequence[Path], out_dir: Path, *, vocab_size: int, model_type: str,
-    character_coverage: float, input_sentence_size: int, seed: int,
+    character_coverage: float, input_sentence_size: int, seed: int, byte_fallback: bool,
     max_sentence_length: int = 4192,
 ) -> dict[str, Any]:
     """Train the joint sentencepiece model on every line of `files`; write
@@ -89,7 +97,9 @@ def train_tokenizer(
     that many here (seeded, in file order); sentences arrive through an iterator
     and the model through a buffer, so no temp path ends up inside the model.
     Text is already NFC and whitespace-normalised, so the model normalises
-    nothing (`identity`) and decode(encode(s)) == s for every covered character.
+    nothing (`identity`) and decode(encode(s)) == s for every covered character; with
+    `byte_fallback` for every character (the others are spelt as UTF-8 bytes, whose 256
+    pieces count within `vocab_size`).
     """
     total = sum(count_lines(path) or 0 for path in files)
     keep = _sample_mask(total, input_sentence_size, seed)
@@ -99,6 +109,8 @@ def train_tokenizer(
         pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
         normalization_rule_name="identity", hard_vocab_limit=False,
         max_sentence_length=max_sentence_length, num_threads=TRAIN_THREADS)
+    if byte_fallback:  # only then: a false one given would be written into the model
+        settings["byte_fallback"] = True
     model = io.BytesIO()
     try:
         # In a thread, so that Ctrl-C stops prepare now, not when training ends.
@@ -106,19 +118,21 @@ def train_tokenizer(
             sentence_iterator=_lines(files, keep), model_writer=model, minloglevel=2,
             **settings), name="sentencepiece")
     except RuntimeError as exc:  # e.g. vocab_size too small for the corpus' characters
-        raise UserError(_training_error(str(exc), vocab_size, total)) from None
+        raise UserError(_training_error(str(exc), vocab_size, total, byte_fallback)) from None
     (out_dir / TOKENIZER_FILE).write_bytes(model.getvalue())
     write_vocab(out_dir / TOKENIZER_FILE, out_dir / VOCAB_FILE)
     sampled = int(keep.sum()) if keep is not None else total
-    return {**settings, "sentences": total, "sampled": sampled}
+    return {**settings, "byte_fallback": byte_fallback, "sentences": total, "sampled": sampled}
 
 
-def _training_error(message: str, vocab_size: int, sentences: int) -> str:
+def _training_error(message: str, vocab_size: int, sentences: int, byte_fallback: bool) -> str:
     """sentencepiece's check failures, as what to change in the config."""
     chars = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
     if chars:
+        needs = ("its characters, the special tokens and 256 byte pieces (data.byte_fallback)"
+                 if byte_fallback else "its characters and the special tokens")
         return (f"data.vocab_size={vocab_size} is too small: the training text needs "
-                f"{chars.group(1)} pieces for its characters and the special tokens; "
+                f"{chars.group(1)} pieces for {needs}; "
                 f"raise data.vocab_size or lower data.character_coverage")
     reason = " ".join(message.split("] ", 1)[-1].split()) or "unknown error"
     return (f"sentencepiece training failed on {sentences} sentences: {reason} (the settings "

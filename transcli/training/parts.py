@@ -13,6 +13,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from transcli.config.schema import Config, TrainConfig
 from transcli.data.batching import BatchPlan, MakeBatch, collate
+from transcli.data.casing import CaseAugment
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.weights import pair_weights
 from transcli.model.transformer import Transformer
@@ -103,16 +104,24 @@ def starting_point(cfg: Config, data: PreparedDir, run: RunDir, dist: Dist,
 
 def training_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPlan, MakeBatch]:
     """The train split's length-bucketed batch plan, each pair weighted by its source and
-    length, and how one of its batches is made."""
+    length (and a share cased each epoch: `train.case_augment`), and how one of its
+    batches is made."""
     split = data.split("train")
+    cases = case_augment(cfg.train, data)
     plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
                      cfg.train.seed, cfg.model.max_positions,
                      multiple=pad_multiple(cfg.train), shapes=cfg.train.batch_shapes,
-                     weights=pair_weights(data.manifest, split.src_lengths, cfg.train))
+                     weights=pair_weights(data.manifest, split.src_lengths, cfg.train),
+                     variants=cases)
     if not plan.indices.size:
         raise UserError(f"{data.dir}: no training pair fits model.max_positions="
                         f"{cfg.model.max_positions}")
-    return plan, batch_maker(cfg, data, rank, plan)
+    return plan, batch_maker(cfg, data, rank, plan, cases)
+
+
+def case_augment(tc: TrainConfig, data: PreparedDir) -> Optional[CaseAugment]:
+    """Which pairs each epoch shows cased (`train.case_augment`), or None when off."""
+    return CaseAugment(data, tc.case_augment, tc.seed) if tc.case_augment else None
 
 
 class Net(NamedTuple):
@@ -153,13 +162,17 @@ def pad_multiple(tc: TrainConfig) -> int:
     return tc.pad_multiple or 1
 
 
-def batch_maker(cfg: Config, data: PreparedDir, rank: int, plan: BatchPlan) -> MakeBatch:
+def batch_maker(cfg: Config, data: PreparedDir, rank: int, plan: BatchPlan,
+                cases: Optional[CaseAugment] = None) -> MakeBatch:
     """How the loader collates a batch: the encoded ids, or (subword regularisation)
-    the train text segmented anew; lengths padded to `train.pad_multiple`, or to the
-    batch's shape (`train.batch_shapes`)."""
+    the train text segmented anew, or (`cases`) cased pairs encoded from their text;
+    lengths padded to `train.pad_multiple`, or to the batch's shape
+    (`train.batch_shapes`)."""
     tc = cfg.train
     multiple = pad_multiple(tc)
     split = data.split("train")
+    if cases is not None:  # the plan's batches hold cased pairs' ids
+        return lambda idx, _: cases.collate(idx, multiple)
     if not tc.sample_alpha:
         return lambda idx, _: collate(split, idx, multiple, plan.shapes)
     from transcli.data.resegment import Resegmenter

@@ -66,6 +66,7 @@ def recipe(tc: TrainConfig, ema: bool) -> str:
         ("compiled", tc.compile), (f"EMA {tc.ema_decay:g}", ema),
         (f"subword sampling alpha {tc.sample_alpha:g}", tc.sample_alpha),
         (f"pairs over {tc.long_tokens} source pieces x{tc.long_weight:g}", tc.long_weight != 1),
+        (f"{tc.case_augment * 100:g}% of pairs cased", tc.case_augment),
         (f"{tc.schedule} decay over {tc.decay_minutes:g} min of training", tc.decay_minutes))
         if on)
 
