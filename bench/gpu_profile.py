@@ -1,7 +1,7 @@
 """The profile stage of `gpu-check`: 20 steady updates of configs/gpu-10m.yaml (bf16, as
 shipped) under torch.profiler, in a process of its own (`gpu_check profile`).
 
-The real training loop runs (`transcli.training.loop.train`); its `Trainer._update` is
+The real training loop runs (`transcli.training.loop.train`); its `Trainer.update` is
 wrapped to time each update on the host and to profile updates `WARMUP` to `WARMUP` + 20
 (the first ones grow the allocator and pick kernels). Reported: how busy the GPU was over
 those updates' wall time (the union of its kernels' and copies' intervals), the kernels it
@@ -60,10 +60,10 @@ def summarise(events: Any, wall_s: float, host_s: list[float], updates: int) -> 
 
 
 class Profiled:
-    """`Trainer._update`, profiling updates WARMUP .. WARMUP + PROFILED - 1."""
+    """`Trainer.update`, profiling updates WARMUP .. WARMUP + PROFILED - 1."""
 
     def __init__(self, cuda: bool) -> None:
-        self.plain, self.count, self.cuda = Trainer._update, 0, cuda
+        self.plain, self.count, self.cuda = Trainer.update, 0, cuda
         self.host: list[float] = []
         self.profiler = profile(activities=[ProfilerActivity.CPU]
                                 + ([ProfilerActivity.CUDA] if cuda else []))
@@ -102,7 +102,7 @@ def profile_run(data: Path, config: str = "gpu-10m", device: str = "cuda",
         f"train.valid_every={NEVER}", f"train.save_every={NEVER}", "train.valid_bleu_lines=0",
         *sets])
     profiled = Profiled(device == "cuda")
-    Trainer._update = lambda trainer, batches, info: profiled(trainer, batches, info)
+    Trainer.update = lambda trainer, batches, info: profiled(trainer, batches, info)
     with tempfile.TemporaryDirectory() as tmp:
         train(cfg, data, Path(tmp) / "run")
     return 1  # the run ended before the profile was printed

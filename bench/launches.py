@@ -5,7 +5,7 @@
 
 A small model's update on a GPU is launch-bound when its kernels are many and short: each
 one costs the host a few microseconds to issue whatever its size. This counts the aten
-operations one real update dispatches (`Trainer._update`: forward, the fused loss,
+operations one real update dispatches (`Trainer.update`: forward, the fused loss,
 backward, clipping, Adam, the weight average), under a TorchDispatchMode on the CPU, with
 the config's model and bf16 autocast as the GPU trains. Views and allocations launch no
 kernel and are counted apart; the rest is the proxy. The CPU runs a few paths of its own
@@ -79,10 +79,10 @@ def count_update(trainer: Trainer, updates: int = 3) -> tuple[OpCounter, int]:
     batch = trainer.make_batch(stream.next(), StreamPosition())
     info = share_step_info([batch], trainer.dist, 0.0)
     for _ in range(updates - 1):
-        trainer._update([batch], info)
+        trainer.update([batch], info)
     counter = OpCounter()
     with counter:
-        trainer._update([batch], info)
+        trainer.update([batch], info)
     return counter, batch.tgt_tokens
 
 
