@@ -206,8 +206,7 @@ class Trainer:
         without waiting for it: an update whose loss or gradient is not finite is skipped
         there (`Optimization.step`) and reported when the device sums are next read. A
         single process stopped by a signal between its batches drops the update (False),
-        so that a long accumulation does not keep it from saving. Public: the training
-        benchmarks time and profile it (bench/train_speed.py --profile)."""
+        so that a long accumulation does not keep it from saving (bench/ profiles it)."""
         p = self.progress
         torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
         self.net.module.train()
