@@ -1,29 +1,17 @@
 """Load on `transcli serve`: sentences/s and latency under concurrent clients, with request
 batching on and off, beside offline `transcli translate` of the same lines.
 
-    .venv/bin/python -m bench.serve_load --model RUN [--clients 16 [64 ...]] [--seconds 20]
-        [--lines 1000] [--checkpoint best] [--search greedy|beam] [--threads N]
-        [--engine torch|ct2] [--set section.key=value ...] [--corpus FILE]
+    python -m bench.serve_load --model RUN [--clients 16 [64 ...]] [--seconds 20]
+        [--lines 1000] [--checkpoint best] [--search greedy|beam] [--set decode.threads=2]
 
-The lines are the first --lines non-blank lines of ../shared/corpora/en-es/dev.tatoeba.en
-(short conversational sentences). Every figure comes from processes this script starts
-itself, on 127.0.0.1 only:
-
-- offline: `transcli translate -i FILE` of all the lines, timed as a subprocess; its
-  start-up (torch, the model: timed on a one-line file) is subtracted, so the rate is
-  translation alone;
-- served, batching and not (`--no-batching`): a `transcli serve` on a free port, then
-  for each --clients count, that many threads, each on its own keep-alive connection,
-  sending one line per request (the next line of the list, from its own starting point)
-  as soon as its last answer came, for --seconds seconds after a warm-up (at most
-  MAX_REQUESTS requests in all): requests/s, latency percentiles, and the mean number of
-  requests per model call (the server's /health counts);
-- a lone short sentence: one client, greedy search, lines of at most 6 words, sent one
-  after the other on a batching server: the latency a single user sees.
-
-The clients run in this process and share the CPU with the server, as a load generator
-on the same machine does. Prints the load average before and after: compare figures
-from an idle machine.
+The first --lines non-blank lines of dev.tatoeba.en. Offline: `transcli translate` of all
+of them, less its start-up (a one-line file's time). Served (`transcli serve` on a free
+port of 127.0.0.1, batching and `--no-batching`): for each --clients count, that many
+threads in this process, each on its own keep-alive connection sending one line per
+request as soon as its last answer came, for --seconds after a warm-up: requests/s,
+latency percentiles, requests per model call (from /health). Then a lone short sentence:
+one client, greedy, lines of at most 6 words, on a batching server. Prints the load
+average before and after: compare figures from an idle machine (docs/SERVE.md).
 """
 
 from __future__ import annotations
@@ -34,18 +22,16 @@ import http.client
 import json
 import os
 import re
-import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
-from bench.common import CORPORA, ROOT, must, read_lines, set_flags, transcli
+from bench.common import CORPORA, Child, must, read_lines, set_flags, transcli
 
 MAX_REQUESTS = 200_000  # a bound on any one load run, whatever --seconds says
 SHORT_WORDS = 6  # "a short sentence": at most this many words
@@ -66,24 +52,16 @@ class Row:
         return self.requests / self.seconds
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: Optional[list[str]] = None) -> None:
+    args = parse_args(argv)
     lines = [line for line in read_lines(args.corpus, args.lines * 2) if line.strip()]
     lines = lines[:args.lines]
     search = ["--greedy"] if args.search == "greedy" else []
-    common = ["-m", str(args.model), "--checkpoint", args.checkpoint]
-    if args.threads is not None:
-        common += ["--set", f"decode.threads={args.threads}"]
-    if args.engine is not None:
-        common += ["--engine", args.engine]
-    common += set_flags(args.set)
-    runs = "the run's"
+    common = ["-m", str(args.model), "--checkpoint", args.checkpoint, *set_flags(args.set)]
     print(f"serve_load: {args.model} (checkpoint {args.checkpoint}), {len(lines)} lines of "
-          f"{args.corpus.name}, search {args.search}, engine {args.engine or runs}, "
-          f"decode.threads {runs if args.threads is None else args.threads}, "
-          f"--set {' '.join(args.set) or 'none'}, {os.cpu_count()} CPUs", flush=True)
+          f"{args.corpus.name}, search {args.search}, --set {' '.join(args.set) or 'none'}, "
+          f"{os.cpu_count()} CPUs", flush=True)
     print(f"uptime before: {uptime()}", flush=True)
-
     rows = [offline_row(common + search, lines)]
     for name, flags in (("serve, batching", []), ("serve, no batching", ["--no-batching"])):
         with server(common + search + flags) as (host, port):
@@ -97,7 +75,7 @@ def main() -> None:
     print(f"uptime after: {uptime()}")
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, required=True, help="run directory")
     parser.add_argument("--checkpoint", default="best")
@@ -107,14 +85,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--search", choices=("greedy", "beam"), default="greedy",
                         help="beam: the run's decode.beam_size")
-    parser.add_argument("--threads", type=int, help="decode.threads, offline and served "
-                        "alike (default: the run's; 0: one per core)")
-    parser.add_argument("--engine", choices=("torch", "ct2"),
-                        help="decode.engine, offline and served alike (default: the run's)")
     parser.add_argument("--set", action="append", default=[], metavar="section.key=value",
-                        help="a setting for offline and served alike (repeatable)")
+                        help="a setting for offline and served alike, e.g. decode.threads=2 "
+                        "or decode.engine=ct2 (repeatable)")
     parser.add_argument("--corpus", type=Path, default=CORPORA / "dev.tatoeba.en")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not all(1 <= n <= 256 for n in args.clients) or not 0 < args.seconds <= 600:
         parser.error("--clients must be in [1, 256] and --seconds in (0, 600]")
     return args
@@ -152,33 +127,20 @@ def timed_translate(flags: list[str], source: Path, target: Path) -> float:
 @contextlib.contextmanager
 def server(flags: list[str]) -> Iterator[tuple[str, int]]:
     """A `transcli serve` on a free port of 127.0.0.1, ready; stopped by SIGTERM after."""
-    with tempfile.TemporaryFile("w+b") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "transcli", "serve", *flags, "--port", "0",
-             "--max-queue", "1024"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=log, cwd=ROOT)
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "serve.log"
+        child = Child(["serve", *flags, "--port", "0", "--max-queue", "1024"], log)
         try:
-            yield wait_listening(process, log)
+            deadline = time.monotonic() + 120
+            while not (found := re.search(r"serving on http://([\d.]+):(\d+)",
+                                          log.read_text(errors="replace"))):
+                if child.process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"serve_load: the server did not start: "
+                                     f"{child.last_line()}")
+                time.sleep(0.05)
+            yield found.group(1), int(found.group(2))
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def wait_listening(process: subprocess.Popen, log: object) -> tuple[str, int]:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        log.seek(0)  # type: ignore[attr-defined]
-        text = log.read().decode(errors="replace")  # type: ignore[attr-defined]
-        if found := re.search(r"serving on http://([\d.]+):(\d+)", text):
-            return found.group(1), int(found.group(2))
-        if process.poll() is not None:
-            raise SystemExit(f"serve_load: the server did not start:\n{text}")
-        time.sleep(0.05)
-    raise SystemExit("serve_load: the server did not start within 120 s")
+            child.wait(0, stop=True)
 
 
 def load_row(name: str, host: str, port: int, lines: list[str], clients: int,
