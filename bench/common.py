@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional, Sequence
@@ -33,13 +33,11 @@ def read_lines(path: Path, count: int) -> list[str]:
         return [line.rstrip("\n") for _, line in zip(range(count), handle)]
 
 
-def corpus_with(names: Sequence[str]) -> Optional[Path]:
-    """The first corpus folder holding all of `names`: gpu-carry/corpus (on a GPU
-    machine), then the shared corpora."""
-    for folder in (CARRY / "corpus", CORPORA):
-        if all((folder / name).is_file() for name in names):
-            return folder
-    return None
+def corpus_with(names: Sequence[str]) -> Path:
+    """gpu-carry/corpus where it holds all of `names` (on a GPU machine), else the shared
+    corpora."""
+    carried = CARRY / "corpus"
+    return carried if all((carried / name).is_file() for name in names) else CORPORA
 
 
 def set_flags(overrides: Sequence[str]) -> list[str]:
@@ -62,9 +60,6 @@ def child_env(tree: Path = ROOT, **extra: str) -> dict[str, str]:
     """This environment with `tree`'s transcli first on the path, installed or not."""
     paths = [str(tree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), **extra}
-
-
-# ----------------------------------------------------------------------------- transcli
 
 
 class Child:
@@ -127,8 +122,7 @@ def transcli(args: Sequence[Any], log: Optional[Path] = None, timeout: Optional[
 
 
 class Outcome(NamedTuple):
-    """How a benchmark run by `run_child` ended: None or why it failed, its output lines,
-    the JSON of its RESULT line (None without one)."""
+    """A benchmark run by `run_child`: why it failed (or None), its output, its RESULT."""
 
     problem: Optional[str]
     lines: list[str]
@@ -184,10 +178,21 @@ class Report:
             (self.out / f"{self.name}.json").write_text(json.dumps(self.results, indent=1) + "\n",
                                                         encoding="utf-8")
 
-    def keep(self, source: Path, name: str) -> None:
-        """A copy of a file in the out folder, when there is one."""
-        if self.out and source.is_file():
-            shutil.copyfile(source, self.out / name)
+
+def cuda_problem() -> Optional[str]:
+    """Why this Python cannot run on CUDA, or None when it can (torch imported only here)."""
+    try:
+        import torch
+    except ImportError as exc:
+        return (f"{sys.executable} cannot import torch ({exc}); run it with the Python that "
+                f"has CUDA torch (PYTHON=... make gpu-check)")
+    with warnings.catch_warnings():  # a driver mismatch warns; the one line below says it
+        warnings.simplefilter("ignore")
+        available = torch.cuda.is_available()
+    if not available:
+        return (f"no CUDA device here (torch {torch.__version__}: torch.cuda.is_available() "
+                f"is False); run it on a GPU machine (README, section GPUs)")
+    return None
 
 
 def must(problem: Optional[str]) -> None:
@@ -209,11 +214,16 @@ def prepare_corpus(config: Path, out: Path, overrides: Sequence[str] = (),
                      *set_flags(data_overrides(overrides))], log, timeout)
 
 
-def prepared_dir(name: str, data_sets: tuple[str, ...] = ()) -> Path:
-    """The shared corpus prepared with configs/<name>.yaml and `data_sets` overrides, in
-    prepared/bench-<name>[-<overrides>] (built on first use); exits if it cannot be."""
-    out = ROOT / "prepared" / "-".join(["bench", name, *(s.replace("=", "") for s in data_sets)])
-    must(prepare_corpus(ROOT / "configs" / f"{name}.yaml", out, data_sets))
+def prepared_dir(name: str) -> Path:
+    """The corpus prepared with configs/<name>.yaml: gpu-carry/<name>-data where `make
+    gpu-carry` made it, else prepared/bench-<name>, built on first use from gpu-carry/corpus
+    or the shared corpora; exits if it cannot be."""
+    if (CARRY / f"{name}-data" / "manifest.json").is_file():
+        return CARRY / f"{name}-data"
+    out = ROOT / "prepared" / f"bench-{name}"
+    problem = prepare_corpus(ROOT / "configs" / f"{name}.yaml", out,
+                             corpus=corpus_with(["train.en", "train.es"]))
+    must(problem and f"{problem} (no corpus: `make gpu-carry` beforehand, docs/GPU.md)")
     return out
 
 
@@ -227,9 +237,6 @@ def score_set(run: Path, checkpoint: str, corpus: Path, name: str, work: Path,
                         "--hyp-out", work / f"{name}.hyp.es", "--json", *flags],
                        work / f"{name}.log", timeout, stdout=result)
     return {"error": problem} if problem else json.loads(result.read_text(encoding="utf-8"))
-
-
-# ----------------------------------------------------------------------------- metrics
 
 
 @dataclass
@@ -259,20 +266,21 @@ class Steady:
         for field in fields(self):
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
+    def rate(self) -> Optional[float]:
+        """Target tokens/s, None without a measured interval."""
+        return self.tgt_tokens / self.seconds if self.seconds else None
+
 
 def run_summary(run: Path) -> dict[str, Any]:
     """Updates made, target tokens/s after the first log interval (None before a second
-    one), the last training loss and the last validation line of a run."""
+    one) and the last validation line of a run."""
     from transcli.rundir.layout import METRICS_FILE
     from transcli.rundir.metrics import read_metrics
 
     records = read_metrics(run / METRICS_FILE)
     train = [r for r in records if r["split"] == "train"]
     valid = [r for r in records if r["split"] == "valid"]
-    steady = Steady.of(train)
-    return {"updates": train[-1]["step"] if train else 0,
-            "tgt_tok_s": steady.tgt_tokens / steady.seconds if steady.seconds else None,
-            "last_train_loss": train[-1]["loss"] if train else None,
+    return {"updates": train[-1]["step"] if train else 0, "tgt_tok_s": Steady.of(train).rate(),
             "last_valid": valid[-1] if valid else None}
 
 

@@ -23,10 +23,9 @@ import shutil
 import sys
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn, Optional
+from typing import Callable, Optional
 
 from bench.common import (
     CARRY,
@@ -35,8 +34,10 @@ from bench.common import (
     ROOT,
     Report,
     corpus_with,
+    cuda_problem,
     must,
     prepare_corpus,
+    prepared_dir,
     run_child,
 )
 
@@ -89,27 +90,6 @@ def plan_lines(no_tests: bool = False) -> list[str]:
     return lines[:2] + rows + lines[2:] + [f"{'total':10s} {total:4.0f} s  (at most {TOTAL_S})"]
 
 
-def cuda_problem() -> Optional[str]:
-    """Why this Python cannot run the GPU stages, or None when it can."""
-    try:
-        import torch
-    except ImportError as exc:
-        return (f"{sys.executable} cannot import torch ({exc}); run it with the Python that "
-                f"has CUDA torch (PYTHON=... make gpu-check)")
-    with warnings.catch_warnings():  # a driver mismatch warns; the one line below says it
-        warnings.simplefilter("ignore")
-        available = torch.cuda.is_available()
-    if not available:
-        return (f"no CUDA device here (torch {torch.__version__}: torch.cuda.is_available() "
-                f"is False); run it on a GPU machine (README, section GPUs)")
-    return None
-
-
-def fail(message: str) -> NoReturn:
-    print(f"gpu-check: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
 def start_report(name: str, out: Optional[Path]) -> Report:
     """A report headed by the device it runs on."""
     import torch
@@ -126,28 +106,11 @@ def start_report(name: str, out: Optional[Path]) -> Report:
     return report
 
 
-# ----------------------------------------------------------------------------- data
-
-
 def prepared_data(explicit: Optional[Path], config: str = "base") -> Path:
-    """The corpus prepared with configs/<config>.yaml: --data, else gpu-carry/<config>-data
-    (`make gpu-carry`), prepared there now if it is not (a minute or more)."""
-    if explicit is not None:
-        if not (explicit / "manifest.json").is_file():
-            fail(f"{explicit}: not a prepared dir (no manifest.json)")
-        return explicit
-    out, corpus = CARRY / f"{config}-data", corpus_with(["train.en", "train.es"])
-    if corpus is None and not (out / "manifest.json").is_file():
-        fail(f"no prepared data in {out} and no train.en/train.es in {CARRY / 'corpus'} or "
-             f"{CORPORA}: run `make gpu-carry` beforehand and copy gpu-carry/ along "
-             f"(docs/GPU.md), or give --data")
-    problem = prepare_corpus(ROOT / "configs" / f"{config}.yaml", out, corpus=corpus or CORPORA)
-    if problem:
-        fail(problem)
-    return out
-
-
-# ----------------------------------------------------------------------------- check
+    """The corpus prepared with configs/<config>.yaml: --data, else carried or prepared."""
+    if explicit is not None and not (explicit / "manifest.json").is_file():
+        must(f"gpu-check: {explicit}: not a prepared dir (no manifest.json)")
+    return explicit or prepared_dir(config)
 
 
 def check(args: argparse.Namespace) -> int:
@@ -178,22 +141,19 @@ def check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def row_command(row: Row, data: Path, work: Path) -> list[str]:
-    """The `bench.train_speed --steady` command that measures one row."""
-    sets = [f"train.batch_tokens={row.batch_tokens}", *row.sets]
-    return ["bench.train_speed", "--steady", "--configs", row.config, "--data", str(data),
-            "--device", "cuda", "--seconds", str(row.seconds - CHILD_START_S), "--label",
-            row.label, "--work", str(work), *[f"--set={item}" for item in sets]] + (
-                ["--keep"] if row.keep else [])
-
-
 def table_stage(report: Report, data: dict[str, Path], work: Path) -> bool:
-    """Each row measured by a child; its line of the table as it comes, then the table."""
+    """Each row measured by `bench.train_speed --steady`; its line of the table as it comes,
+    then the table."""
     from bench.train_speed import table_lines
 
     rows = report.results["table"] = []
     for i, row in enumerate(ROWS):
-        outcome = run_child(row_command(row, data[row.config], work / str(i)), row.seconds + 60,
+        sets = [f"train.batch_tokens={row.batch_tokens}", *row.sets]
+        outcome = run_child(["bench.train_speed", "--steady", "--configs", row.config, "--data",
+                             str(data[row.config]), "--device", "cuda", "--seconds",
+                             str(row.seconds - CHILD_START_S), "--label", row.label, "--work",
+                             str(work / str(i)), *[f"--set={item}" for item in sets]]
+                            + (["--keep"] if row.keep else []), row.seconds + 60,
                             work / f"{i}.log")
         rows.append(outcome.result or {"config": row.config, "batch_tokens": row.batch_tokens,
                                        "setting": row.label, "error": outcome.problem})
@@ -257,17 +217,15 @@ def tests_stage(report: Report, data: dict[str, Path], work: Path) -> bool:
     return outcome.problem is None
 
 
-# ----------------------------------------------------------------------------- e2e, carry
-
-
 def e2e(args: argparse.Namespace) -> int:
     """`bench.quality`: base trained --minutes on CUDA, --checkpoint scored on two dev sets."""
     report = start_report("gpu-e2e", args.out)
     data = prepared_data(args.data)
-    evals = corpus_with([f"{name}.{lang}" for name in DEV_SETS for lang in ("en", "es")])
-    if evals is None:
-        fail(f"no {', '.join(DEV_SETS)} .en/.es files in {CARRY / 'corpus'} or {CORPORA}: "
-             f"run `make gpu-carry` beforehand and carry gpu-carry (README, section GPUs)")
+    names = [f"{name}.{lang}" for name in DEV_SETS for lang in ("en", "es")]
+    evals = corpus_with(names)
+    if not all((evals / name).is_file() for name in names):
+        must(f"gpu-check: no {', '.join(DEV_SETS)} .en/.es files in {CARRY / 'corpus'} or "
+             f"{CORPORA}: run `make gpu-carry` beforehand and carry gpu-carry (docs/GPU.md)")
     command = ["bench.quality", "--config", str(ROOT / "configs" / "base.yaml"), "--data",
                str(data), "--corpus", str(evals), "--test-sets", *DEV_SETS, "--device", "cuda",
                "--minutes", f"{args.minutes + 5:g}", "--checkpoint", args.checkpoint,
@@ -281,8 +239,9 @@ def e2e(args: argparse.Namespace) -> int:
     results = args.work / "results.json"
     if outcome.problem is None and results.is_file():
         report.results["quality"] = json.loads(results.read_text(encoding="utf-8"))
-    report.keep(args.work / "run" / METRICS_FILE, "gpu-e2e-metrics.jsonl")
-    report.keep(args.work / "run" / CURVES_FILE, "gpu-e2e-curves.png")
+    for name, kept in ((METRICS_FILE, "metrics.jsonl"), (CURVES_FILE, "curves.png")):
+        if args.out and (args.work / "run" / name).is_file():
+            shutil.copyfile(args.work / "run" / name, args.out / f"gpu-e2e-{kept}")
     report.save()
     return 0 if "quality" in report.results else 1
 
@@ -296,7 +255,7 @@ def carry(args: argparse.Namespace) -> int:
     missing = [name for name in names + ["train.en", "train.es"]
                if not (corpus / name).is_file()]
     if missing:
-        fail(f"{corpus}: missing {', '.join(missing)} (give --corpus DIR)")
+        must(f"gpu-check: {corpus}: missing {', '.join(missing)} (give --corpus DIR)")
     (CARRY / "corpus").mkdir(parents=True, exist_ok=True)
     for name in names:
         shutil.copyfile(corpus / name, CARRY / "corpus" / name)
@@ -320,24 +279,20 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     check.add_argument("--plan", action="store_true",
                        help="print the stages and their allowances, touch no GPU")
     check.add_argument("--no-tests", action="store_true", help="skip the CUDA tests")
-    check.add_argument("--only", nargs="+", choices=list(STAGES)[1:],
-                       help="run these stages only")
-    check.add_argument("--data", type=Path, help="prepared dir of configs/base.yaml's data")
+    check.add_argument("--only", nargs="+", choices=list(STAGES)[1:], help="these stages only")
     check.add_argument("--model", type=Path, help="a trained run dir for the translation "
                                                   "table (default: the table's gpu-10m run)")
-    check.add_argument("--out", type=Path, default=out, help="where the figures go "
-                                                             "(default $OUT)")
-
     e2e = stages.add_parser("e2e", help="train base for --minutes, then BLEU on dev sets")
-    e2e.add_argument("--data", type=Path, help="prepared dir of configs/base.yaml's data")
     e2e.add_argument("--minutes", type=float, default=5.0, help="training time")
     e2e.add_argument("--work", type=Path, default=Path("/tmp/transcli-gpu-e2e"),
                      help="run dir and translations go here (the run is started afresh)")
     e2e.add_argument("--checkpoint", default="last", help="best, last or avg")
     e2e.add_argument("--set", dest="sets", action="append", default=[],
                      help="extra training overrides, section.key=value (repeatable)")
-    e2e.add_argument("--out", type=Path, default=out, help=argparse.SUPPRESS)
-
+    for stage in (check, e2e):
+        stage.add_argument("--data", type=Path, help="prepared dir of configs/base.yaml's data")
+        stage.add_argument("--out", type=Path, default=out, help="where the figures go "
+                                                                 "(default $OUT)")
     carry = stages.add_parser("carry", help="prepare the table's corpora and copy the dev "
                                             "sets into gpu-carry/ (no GPU needed)")
     carry.add_argument("--corpus", type=Path, help="dir with train.{en,es} and the dev sets "
@@ -351,7 +306,7 @@ def main() -> None:
         print("\n".join(plan_lines(args.no_tests)))
         return
     if args.stage != "carry" and (problem := cuda_problem()):
-        fail(problem)
+        must(f"gpu-check: {problem}")
     sys.exit({"check": check, "e2e": e2e, "carry": carry}[args.stage](args))
 
 

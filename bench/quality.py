@@ -1,5 +1,5 @@
-"""Quality benchmark: prepare -> train for a budget -> evaluate, beside Apertium. The one
-"train, then score" of bench/: `gpu_check e2e` and the recipe studies run it too.
+"""Quality benchmark: prepare, train for a budget, then score beside Apertium: the one
+"train, then score" of bench/ (`gpu_check e2e` and the recipe study run it too).
 
     python -m bench.quality --config configs/small.yaml --minutes 60 --work /tmp/q/today
     python -m bench.quality --config configs/small.yaml --steps 1300 --threads 1 \\
@@ -7,15 +7,10 @@
     python -m bench.quality --table /tmp/q/today /tmp/q/decay     # the README table
     python -m bench.quality --skip-train --work /tmp/q/today       # re-score a run
 
-Trains on --corpus (../shared/corpora/en-es by default)/train, for --minutes of wall time
-(then SIGTERM: transcli saves and exits cleanly; a second run with the same --work resumes
-unless --fresh) or for --steps updates (a budget that does not depend on what else the
-machine is doing, for probes run side by side), then scores a checkpoint on dev.tatoeba,
-dev.newstest2012 and test.tico19 (--test-sets) with `transcli evaluate` (the config's beam,
-sacreBLEU defaults), and the rule-based Apertium (`apt-get install apertium-eng-spa`),
-where installed, on the same files with the same scorer. Each run writes results.json
-into --work; --table prints several runs as one table. Everything is written under --work
-(and --data), never into the repository.
+Trains on --corpus/train for --minutes (then SIGTERM: transcli saves and exits; the same
+--work resumes unless --fresh) or --steps updates, then scores a checkpoint on
+--test-sets with `transcli evaluate`, and Apertium (`apt-get install apertium-eng-spa`)
+where installed. Writes results.json and everything else under --work (and --data).
 """
 
 from __future__ import annotations
@@ -47,18 +42,6 @@ RESULTS = "results.json"
 SCORE_S = 3600  # a bound on scoring one set
 
 
-def train(args: argparse.Namespace, data: Path, run: Path, overrides: list[str]) -> float:
-    """Train until the step budget is reached or --minutes run out (then SIGTERM: finish
-    the step, save, exit 0); returns the minutes it took."""
-    resume = (run / "config.yaml").is_file() and not args.fresh
-    command = ["train", "--config", args.config, "--data", data, "--out", run,
-               *set_flags(item for item in overrides if not item.startswith("data.")),
-               "--resume" if resume else "--force"]
-    start = time.monotonic()
-    must(Child(command).wait(None if args.steps else args.minutes * 60, stop=True))
-    return (time.monotonic() - start) / 60
-
-
 def score_apertium(name: str, args: argparse.Namespace) -> Optional[dict]:
     """Apertium line by line (-u drops its unknown-word marks); None when not installed."""
     if shutil.which("apertium") is None:
@@ -81,8 +64,7 @@ def score_apertium(name: str, args: argparse.Namespace) -> Optional[dict]:
 def scores(args: argparse.Namespace, run: Path, overrides: list[str]) -> dict[str, Any]:
     """BLEU and chrF of the run's --checkpoint, and of Apertium, on each set."""
     found: dict[str, Any] = {}
-    flags = [*(["--beam-size", str(args.beam_size)] if args.beam_size else []),
-             *(["--device", args.device] if args.device else []),
+    flags = [*(["--device", args.device] if args.device else []),
              *set_flags(item for item in overrides if item.startswith("decode."))]
     for name in args.test_sets:
         ours = score_set(run, args.checkpoint, args.corpus, name, args.work, flags, SCORE_S)
@@ -104,16 +86,22 @@ def run_benchmark(args: argparse.Namespace) -> None:
         overrides += [f"train.max_steps={args.steps}", "train.max_minutes=0",
                       "train.decay_minutes=0"]
     spent = None
-    if not args.skip_train:
+    if not args.skip_train:  # to the step budget, or SIGTERM at --minutes: transcli saves
         data = args.data or args.work / "data"
         must(prepare_corpus(args.config, data, overrides, args.corpus))
-        spent = train(args, data, run, overrides)
+        resume = (run / "config.yaml").is_file() and not args.fresh
+        start = time.monotonic()
+        must(Child(["train", "--config", args.config, "--data", data, "--out", run,
+                    *set_flags(item for item in overrides if not item.startswith("data.")),
+                    "--resume" if resume else "--force"]).wait(
+                        None if args.steps else args.minutes * 60, stop=True))
+        spent = (time.monotonic() - start) / 60
         print(f"trained {spent:.1f} min", flush=True)
     summary = run_summary(run)
     results: dict[str, Any] = {
         "label": args.label or args.work.name, "config": str(args.config), "sets": args.sets,
         "budget": f"{args.steps} updates" if args.steps else f"{args.minutes:g} min",
-        "minutes": spent, "checkpoint": args.checkpoint, "beam": args.beam_size,
+        "minutes": spent, "checkpoint": args.checkpoint,
         "load_average_end": os.getloadavg()[0], "updates": summary["updates"],
         "tgt_tokens_per_s": summary["tgt_tok_s"] or 0.0,
         "last_valid": summary["last_valid"] or {}, "scores": scores(args, run, overrides)}
@@ -163,7 +151,6 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--label", help="the run's name in the table (default: WORK's name)")
     parser.add_argument("--threads", type=int, default=0, help="train.threads (0: default)")
     parser.add_argument("--device", help="train.device, and evaluate's (default: the config's)")
-    parser.add_argument("--beam-size", type=int, help="default: the config's decode.beam_size")
     parser.add_argument("--checkpoint", default="best")
     parser.add_argument("--fresh", action="store_true",
                         help="train the run afresh, never resume it")

@@ -1,17 +1,12 @@
-"""Load on `transcli serve`: sentences/s and latency under concurrent clients, with request
+"""Load on `transcli serve`: lines/s and latency under concurrent clients, with request
 batching on and off, beside offline `transcli translate` of the same lines.
 
     python -m bench.serve_load --model RUN [--clients 16 [64 ...]] [--seconds 20]
         [--lines 1000] [--checkpoint best] [--search greedy|beam] [--set decode.threads=2]
 
-The first --lines non-blank lines of dev.tatoeba.en. Offline: `transcli translate` of all
-of them, less its start-up (a one-line file's time). Served (`transcli serve` on a free
-port of 127.0.0.1, batching and `--no-batching`): for each --clients count, that many
-threads in this process, each on its own keep-alive connection sending one line per
-request as soon as its last answer came, for --seconds after a warm-up: requests/s,
-latency percentiles, requests per model call (from /health). Then a lone short sentence:
-one client, greedy, lines of at most 6 words, on a batching server. Prints the load
-average before and after: compare figures from an idle machine (docs/SERVE.md).
+Offline: `transcli translate` of the lines less its start-up. Served, on 127.0.0.1: for
+each --clients count, that many threads on keep-alive connections, one line per request,
+for --seconds after a warm-up; then a lone short sentence, greedy. docs/SERVE.md.
 """
 
 from __future__ import annotations
@@ -99,29 +94,23 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-# ----------------------------------------------------------------------------- offline
-
-
 def offline_row(flags: list[str], lines: list[str]) -> Row:
     """`transcli translate` of all lines, less its start-up (a one-line file's time)."""
     with tempfile.TemporaryDirectory() as folder:
         every, one = Path(folder) / "all.en", Path(folder) / "one.en"
         every.write_text("\n".join(lines) + "\n", encoding="utf-8")
         one.write_text(lines[0] + "\n", encoding="utf-8")
-        startup = timed_translate(flags, one, Path(folder) / "one.es")
-        total = timed_translate(flags, every, Path(folder) / "all.es")
+        startup, total = (timed_translate(flags, source) for source in (one, every))
     print(f"offline: {total:.2f} s for {len(lines)} lines, of which start-up {startup:.2f} s",
           flush=True)
     return Row("offline translate (file)", 0, len(lines), total - startup, [])
 
 
-def timed_translate(flags: list[str], source: Path, target: Path) -> float:
+def timed_translate(flags: list[str], source: Path) -> float:
     start = time.perf_counter()
+    target = source.with_suffix(".es")
     must(transcli(["translate", *flags, "-i", source, "-o", target], target.with_suffix(".log")))
     return time.perf_counter() - start
-
-
-# ----------------------------------------------------------------------------- served
 
 
 @contextlib.contextmanager
@@ -207,9 +196,6 @@ def health(host: str, port: int) -> dict:
     body = json.loads(connection.getresponse().read())
     connection.close()
     return body
-
-
-# ----------------------------------------------------------------------------- the table
 
 
 def print_table(rows: list[Row]) -> None:

@@ -1,21 +1,15 @@
-"""Training speed of `transcli train` in target tokens/s: side by side (the default),
-measured once steady (the rows of `make gpu-check`'s table), or profiled.
+"""Training speed of `transcli train` in target tokens/s: side by side (the default), one
+run measured once steady (a row of `make gpu-check`'s table), or profiled.
 
-    python -m bench.train_speed --baseline 0aaecd6 --bf16              # small, 4 min
-    python -m bench.train_speed --bf16 --variant prenorm:model.pre_norm=true --curve-steps 300
+    python -m bench.train_speed --baseline 0aaecd6 --bf16           # vs a revision, 4 min
     python -m bench.train_speed --steady --configs gpu-10m --device cuda --seconds 25
     python -m bench.train_speed --profile --configs gpu-10m --device cuda
 
-Side by side: the real `python -m transcli train` of this tree, of --baseline REV (that
-revision's tree) and of each --variant, on the same data, config and seed, taking turns
-in --rounds, each resuming its run, so that background load hits all alike; tokens/s from
-metrics.jsonl without each round's first interval. --curve-steps N then trains each N
-updates from scratch and prints their losses at the same steps. --steady: one fresh run,
-watched until its rate is steady (WINDOWS windows of WINDOW log lines within TOLERANCE of
-their median, never the first line), measured MEASURE_S seconds, stopped (--keep: by
-SIGTERM, so that it saves a checkpoint); prints its table row and a RESULT line.
---profile: PROFILED updates after WARMUP under torch.profiler, each `Trainer.update`
-timed on the host. docs/BENCHMARKS.md and docs/GPU.md have the figures.
+Side by side: the real `python -m transcli train` of this tree and of --baseline REV (its
+tree exported), same data, config and seed, taking turns in --rounds so that background
+load hits both alike. --steady
+prints a table row and a RESULT line of JSON; --profile times each `Trainer.update` and
+profiles PROFILED of them. docs/BENCHMARKS.md and docs/GPU.md say more and have figures.
 """
 
 from __future__ import annotations
@@ -33,7 +27,6 @@ from typing import Any, Optional
 from unittest import mock
 
 from bench.common import (
-    CORPORA,
     NEVER,
     RESULT,
     ROOT,
@@ -71,9 +64,6 @@ LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaGraphLaunch", "cudaLaunch
 
 def config_path(name: str) -> Path:
     return ROOT / "configs" / f"{name}.yaml"
-
-
-# ----------------------------------------------------------------------------- compared
 
 
 class Implementation:
@@ -127,13 +117,6 @@ def compare(name: str, args: argparse.Namespace, baseline: Optional[Path], tmp: 
                                     tmp / f"{name}-baseline", sets, args))
     loops.append(Implementation("this tree", ROOT, config, data, tmp / f"{name}-ours", sets,
                                 args))
-    for variant in args.variant:
-        label, _, items = variant.partition(":")
-        extra = [item for item in items.split(",") if item]
-        data_sets = tuple(item for item in extra if item.startswith("data."))
-        loops.append(Implementation(label, ROOT, config, prepared_dir(name, data_sets),
-                                    tmp / f"{name}-{label}",
-                                    sets + [i for i in extra if i not in data_sets], args))
     for _ in range(args.rounds):
         for loop in loops:
             loop.run_for(args.seconds / args.rounds / len(loops))
@@ -149,39 +132,13 @@ def compare(name: str, args: argparse.Namespace, baseline: Optional[Path], tmp: 
     print("  ratio to the first row: " + ", ".join(
         f"{label} {rate / first_rate:.2f}x" for label, (rate, _, _) in list(results.items())[1:]),
         flush=True)
-    if args.curve_steps:
-        curves(name, loops, args.curve_steps)
-
-
-def curves(name: str, loops: list[Implementation], steps: int) -> None:
-    """Each implementation trained `steps` updates from scratch: losses at the same steps."""
-    every = max(1, steps // 10)
-    table = {}
-    for loop in loops:
-        loop.run = loop.run.with_name(loop.run.name + "-curve")
-        loop.train([f"train.max_steps={steps}", f"train.log_every={every}",
-                    "train.max_minutes=0"], resume=False)
-        table[loop.label] = {r["step"]: r["loss"] for r in loop.lines()}
-    print(f"{name}: training loss (label-smoothed) at the same steps, same seed and data order")
-    print("  step " + "".join(f"{label:>24s}" for label in table))
-    for step in sorted(next(iter(table.values()))):
-        print(f"  {step:4d} " + "".join(f"{losses.get(step, float('nan')):24.4f}"
-                                        for losses in table.values()))
-
-
-# ----------------------------------------------------------------------------- --steady
-
-
-def window_rate(lines: list[dict[str, Any]]) -> float:
-    steady = Steady.of(lines)
-    return steady.tgt_tokens / steady.seconds
 
 
 def steady_from(lines: list[dict[str, Any]]) -> Optional[int]:
     """The index of the line from which the rate is steady (`lines[0]` being `START`),
     or None yet."""
     for end in range(WINDOW * WINDOWS + 1, len(lines)):
-        rates = [window_rate(lines[e - WINDOW:e + 1])
+        rates = [Steady.of(lines[e - WINDOW:e + 1]).rate()
                  for e in range(end - WINDOW * (WINDOWS - 1), end + 1, WINDOW)]
         middle = statistics.median(rates)
         if all(abs(rate - middle) <= TOLERANCE * middle for rate in rates):
@@ -289,9 +246,6 @@ def table_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-# ----------------------------------------------------------------------------- --profile
-
-
 def busy_seconds(intervals: list[tuple[float, float]]) -> float:
     """The length of the union of (start, end) intervals."""
     total, reach = 0.0, float("-inf")
@@ -324,20 +278,16 @@ class Profiled:
     run is asked to stop."""
 
     def __init__(self, update: Any, cuda: bool) -> None:
+        import torch
         from torch.profiler import ProfilerActivity, profile
 
-        self.plain, self.count, self.cuda = update, 0, cuda
+        self.plain, self.count = update, 0
+        self.synchronize = torch.cuda.synchronize if cuda else lambda: None
         self.host: list[float] = []
         self.profiler = profile(activities=[ProfilerActivity.CPU]
                                 + ([ProfilerActivity.CUDA] if cuda else []))
         self.started = 0.0
         self.result: Optional[dict[str, Any]] = None
-
-    def synchronize(self) -> None:
-        import torch
-
-        if self.cuda:
-            torch.cuda.synchronize()
 
     def __call__(self, trainer: Any, batches: Any, info: Any) -> bool:
         if self.count == WARMUP:
@@ -381,9 +331,6 @@ def profile_lines(result: dict[str, Any]) -> list[str]:
     return lines + [f"| {name[:90]} | {ms:.2f} |" for name, ms in result["top_kernels"]]
 
 
-# ----------------------------------------------------------------------------- main
-
-
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     mode = parser.add_mutually_exclusive_group()
@@ -405,10 +352,6 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--bf16", action="store_true", help="train.cpu_precision=bf16")
     parser.add_argument("--log-every", type=int, default=50,
                         help="train.log_every: updates per measured interval")
-    parser.add_argument("--variant", action="append", default=[],
-                        help="LABEL:key=value,... this tree with other settings (repeatable)")
-    parser.add_argument("--curve-steps", type=int, default=0,
-                        help="then train each implementation N updates and compare losses")
     parser.add_argument("--label", default="as shipped", help="--steady: the row's setting")
     parser.add_argument("--keep", action="store_true",
                         help="--steady: stop by SIGTERM, so that the run saves a checkpoint")
@@ -443,7 +386,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} CPU threads, OMP_WAIT_POLICY "
           f"{USER_OMP_WAIT_POLICY or 'unset (each version applies its own default)'}; "
-          f"load average {os.getloadavg()[0]:.2f}; corpus {CORPORA}", flush=True)
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         baseline = export_tree(args.baseline, Path(tmp) / "baseline") if args.baseline else None
         for name in args.configs:

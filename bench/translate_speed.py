@@ -6,18 +6,13 @@
     python -m bench.translate_speed --model RUN --batch-rows 1 16 1000 --threads 1
     python -m bench.translate_speed --model RUN --device cuda --budget 90 --out DIR
 
-The first --lines lines of dev.tatoeba.en and dev.newstest2012.en, greedy and beam 5,
-through `Translator` (what `transcli translate` runs), without a word reward (CTranslate2
-has none), with each engine (`ENGINES`; `torch@REV` with --baseline REV: that revision's
-code) and thread count. Each (engine, threads) is a worker process of its own, kept
-running: peak memory and load time are its own. The engines take turns cell by cell,
-each after a short pause, in an order reversed every other round; a cell's figures are
-the median over rounds, and each ratio (to torch fp32, to REV, to the largest
---batch-rows) the median of the rounds' own ratios, lowest and highest in brackets. With
---budget each cell translates in chunks until its share of the time left is spent (on
-CUDA: one round, one thread count). Engines CTranslate2 cannot run here are skipped,
-saying why. --out DIR keeps the table (translate-speed.log, .json). docs/BENCHMARKS.md
-and docs/INFERENCE.md have the figures.
+The first --lines lines of the dev sets, greedy and beam 5, through `Translator` without
+a word reward (CTranslate2 has none), with each engine (`ENGINES`; `torch@REV`: revision
+REV's code) and thread count, each a worker process of its own, kept running. The engines
+take turns cell by cell, in an order reversed every other round; a cell's figure is the
+median over rounds, and each ratio the median of the rounds' own ratios (lowest and
+highest in brackets). With --budget each cell stops at its share of the time left (CUDA:
+one round, one thread count). docs/BENCHMARKS.md and docs/INFERENCE.md have figures.
 """
 
 from __future__ import annotations
@@ -36,7 +31,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from bench.common import CORPORA, DEV_SETS, ROOT, Report, corpus_with, export_tree, read_lines
+from bench.common import DEV_SETS, ROOT, Report, corpus_with, cuda_problem, export_tree, read_lines
 
 if TYPE_CHECKING:  # the workers import transcli only once their tree is on the path
     from transcli.inference.translator import Translator
@@ -62,18 +57,7 @@ PAUSE_SECONDS = 0.3  # before each timed run: the engine before it stops spin-wa
 
 def corpus() -> Path:
     """The folder holding the dev sets (gpu-carry/corpus on a GPU machine)."""
-    return corpus_with([f"{name}.{lang}" for name in SETS for lang in ("en", "es")]) or CORPORA
-
-
-def cpu_description() -> str:
-    """The CPU's vendor, torch's vector ISA for it, and what decode.cpu_gemm=auto picks."""
-    import torch
-
-    from transcli.inference.cpu_products import cpu_vendor, use_onednn
-
-    pick = "onednn" if use_onednn("auto") else "blas"
-    return (f"{cpu_vendor() or 'vendor unknown'}, {torch.backends.cpu.get_cpu_capability()}; "
-            f"decode.cpu_gemm=auto takes {pick} here")
+    return corpus_with([f"{name}.{lang}" for name in SETS for lang in ("en", "es")])
 
 
 def default_cpu_engine() -> str:
@@ -99,9 +83,6 @@ def ct2_problem(device: str) -> Optional[str]:
     if device == "cuda" and ctranslate2.get_cuda_device_count() == 0:
         return "this CTranslate2 build sees no CUDA device"
     return None
-
-
-# ----------------------------------------------------------------------------- the worker
 
 
 def cpu_setup(threads: int) -> None:
@@ -236,9 +217,6 @@ class Worker:
         return final
 
 
-# ----------------------------------------------------------------------------- the CPU
-
-
 def run_cells(args: argparse.Namespace, report: Report) -> None:
     """The engines (x batch sizes) take turns cell by cell, round after round, one thread
     count after the other; with a --budget each cell stops at its share of the time left."""
@@ -365,9 +343,6 @@ def bleu(row: dict, name: str) -> float:
     return BLEU().corpus_score(hyps, [refs]).score
 
 
-# ----------------------------------------------------------------------------- main
-
-
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, required=True, help="trained run dir")
@@ -407,15 +382,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 def problem(args: argparse.Namespace) -> Optional[str]:
     """Why the benchmark cannot run here, or None."""
     if not (corpus() / f"{args.sets[0]}.en").is_file():
-        return f"{CORPORA} not found: the benchmark needs the dev sets (or gpu-carry/corpus)"
-    if args.device == "cuda":
-        try:
-            import torch
-        except ImportError as exc:
-            return f"{sys.executable} cannot import torch ({exc})"
-        if not torch.cuda.is_available():
-            return f"--device cuda: no CUDA device here (torch {torch.__version__})"
-    elif any(engine in HALF for engine in args.engines):
+        return f"{corpus()}: no {args.sets[0]}.en: the benchmark needs the dev sets"
+    if args.device == "cuda" and (problem := cuda_problem()):
+        return f"--device cuda: {problem}"
+    if args.device == "cpu" and any(engine in HALF for engine in args.engines):
         return "torch-half and ct2-half run on CUDA only (--device cuda)"
     return None
 
@@ -442,8 +412,13 @@ def header(args: argparse.Namespace, report: Report) -> None:
     if args.device == "cuda":
         report.say(f"CUDA: {torch.cuda.get_device_name()}, torch {torch.__version__}; budget "
                    f"{args.budget:g} s")
-    else:
-        report.say(f"CPU: {cpu_description()}; {args.rounds} rounds")
+        return
+    from transcli.inference.cpu_products import cpu_vendor
+
+    pick = "onednn" if default_cpu_engine() == "torch-onednn" else "blas"
+    report.say(f"CPU: {cpu_vendor() or 'vendor unknown'}, "
+               f"{torch.backends.cpu.get_cpu_capability()}; decode.cpu_gemm=auto takes {pick} "
+               f"here; {args.rounds} rounds")
 
 
 def main() -> None:

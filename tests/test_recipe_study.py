@@ -117,7 +117,7 @@ def test_each_budget_becomes_its_quality_run(tmp_path: Path) -> None:
     def command(*flags: str, rate: float | None = None) -> list[str]:
         args = recipes.parse_args(["--device", "cpu", "--work", str(tmp_path), *flags])
         args.config = ROOT / "configs" / "cpu-1h.yaml"
-        return recipes.quality_command(args, "cpu1h", ["model.dropout=0.1"], rate)
+        return recipes.quality_args(args, "cpu1h", ["model.dropout=0.1"], rate)
 
     by_cpu = command("--cpu-minutes", "64", rate=1.5)
     assert by_cpu[by_cpu.index("--steps") + 1] == "2560" and "--threads" in by_cpu
@@ -131,7 +131,7 @@ def test_each_budget_becomes_its_quality_run(tmp_path: Path) -> None:
 
 
 def test_a_variant_the_round_does_not_have_is_one_line(capsys) -> None:
-    assert recipes.main(["--device", "cpu", "--table", "--only", "vocab32k"]) == 2
+    assert recipes.main(["--device", "cpu", "--plan", "--only", "vocab32k"]) == 2
     assert capsys.readouterr().err == (
         "recipes: round cpu3 has no variant 'vocab32k' (it has "
         + ", ".join(recipes.ROUNDS["cpu3"][1]) + ")\n")

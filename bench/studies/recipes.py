@@ -4,18 +4,14 @@ on one GPU: variants trained side by side, each scored, one table.
     python -m bench.studies.recipes --device cuda --minutes 6             # every GPU variant
     python -m bench.studies.recipes --device cuda --group challenger --minutes 5 --plan
     python -m bench.studies.recipes --device cpu --round cpu3 --cpu-minutes 64 --work /tmp/s3
-    python -m bench.studies.recipes --round cpu3 --table --work /tmp/s3   # the table so far
 
-A round is a config and its variants, a few overrides each (ROUNDS; a variant with data.*
-ones gets its own prepared data). Each variant is one `python -m bench.quality` run in
-WORK/<variant> (trained, then scored with the config's beam on the averaged weights when
-the recipe keeps them, else the best validation), --parallel at a time; one that has its
-results.json is not run again, so a stopped study goes on. The table and the curves go to
-WORK (and to $OUT when set). Budgets: --minutes (wall time, each decay ending with it, the
-study's own warm-up), --updates, or --cpu-minutes (CPU time, one thread each: budget / its
-CPU seconds per update, measured first between a 10- and a 40-update run). --plan prints
-what would run and for how long, checking every variant's settings, without a GPU.
-docs/CPU-RECIPE.md and docs/GPU.md have the rounds run so far.
+Each variant (ROUNDS) is one `python -m bench.quality` run in WORK/<variant>, --parallel
+at a time; one with its results.json is not run again, so that a stopped study goes on
+(and the same command again prints the table). The table and the curves go to WORK (and
+to $OUT when set). Budgets: --minutes (each decay
+ending with it), --updates, or --cpu-minutes (one thread each: budget / its CPU seconds
+per update, measured first). --plan checks every variant and says how long, without a GPU.
+docs/CPU-RECIPE.md and docs/GPU.md say more and have the rounds run so far.
 """
 
 from __future__ import annotations
@@ -26,7 +22,6 @@ import math
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,9 +33,12 @@ from bench.common import (
     NEVER,
     ROOT,
     SCORED_SETS,
+    Child,
+    child_env,
     data_dir,
     data_overrides,
     must,
+    output_lines,
     prepare_corpus,
     set_flags,
     transcli,
@@ -83,16 +81,13 @@ ROUNDS: dict[str, tuple[Path, dict[str, list[str]]]] = {
     "cpu3": (CONFIGS / "cpu-1h.yaml", {label: BF16 + o for label, o in CPU_3.items()}),
     "gpu": (CONFIGS / "gpu-10m.yaml", GPU)}
 # Named sets of gpu variants. challenger: what should beat gpu-10m (base, beside them):
-# larger token batches (launch-bound updates), a wider feed-forward layer and 8 heads (the
-# transformer-base shape; at ~4% of the card's peak its extra FLOPs cost little time, and
-# 8 minutes made 25 passes over the corpus with valid BLEU still rising), and the two.
+# larger batches (launch-bound updates), the transformer-base FFN and heads (at ~4% of the
+# card's peak extra FLOPs cost little; 8 minutes made 25 passes with BLEU still rising).
 GROUPS = {"challenger": ["base", "batch24k", "ffn2048", "ffn2048-batch24k"]}
-# --plan's estimates: one prepare of the corpus (25 s on a 2-core CPU, 2026-11-27); a
-# training process's start and last save; one set scored by one run with the config's
-# beam on a GPU, the runs at once (2,000-3,000 lines in 6-8 s of search alone, 2026-11-26).
-PREPARE_ESTIMATE_S = 60
-TRAIN_OVERHEAD_S = 45
-SCORE_ESTIMATE_S = 30
+# --plan's estimates: one prepare of the corpus (25 s on a 2-core CPU, 2026-11-27), a
+# training process's start and last save, one set scored by the runs at once on a GPU
+# with the config's beam (2,000-3,000 lines in 6-8 s of search alone, 2026-11-26).
+PREPARE_ESTIMATE_S, TRAIN_OVERHEAD_S, SCORE_ESTIMATE_S = 60, 45, 30
 LIMIT_S = 540  # what one command of the challenger must fit in (a GPU session's call: 10 min)
 OUT_FILES = ("study.md", "study.json", "curves.png")
 
@@ -105,10 +100,9 @@ def checkpoint(config: Path, overrides: list[str]) -> str:
 
 
 def budget(args: argparse.Namespace) -> list[str]:
-    """The study's warm-up (--warmup; by default a tenth of --updates, or 300 with
-    --minutes, the config's with --cpu-minutes); with --minutes, each decay ending with it."""
-    warmup = args.warmup or (max(1, args.updates // 10) if args.updates else
-                             300 if args.minutes else None)
+    """The study's warm-up (a tenth of --updates, 300 with --minutes, the config's with
+    --cpu-minutes; --set train.warmup_steps=N wins); with --minutes, decays end with it."""
+    warmup = max(1, args.updates // 10) if args.updates else 300 if args.minutes else None
     return ([f"train.warmup_steps={warmup}"] if warmup else []) + (
         [f"train.decay_minutes={args.minutes}", f"train.max_steps={NEVER}"] if args.minutes
         else [])
@@ -126,15 +120,6 @@ def prepare(args: argparse.Namespace, variants: dict[str, list[str]]) -> dict[Pa
     return failed
 
 
-def cpu_seconds(command: list[Any]) -> float:
-    """CPU time (user + system) of a transcli command run to completion."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with tempfile.NamedTemporaryFile() as log:
-        must(transcli(command, Path(log.name)))
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def calibrate(args: argparse.Namespace, variants: dict[str, list[str]]) -> dict[str, float]:
     """CPU seconds per update (one thread) of each variant, measured once into WORK."""
     path = args.work / "calibration.json"
@@ -144,20 +129,24 @@ def calibrate(args: argparse.Namespace, variants: dict[str, list[str]]) -> dict[
         train = [s for s in overrides if s not in data_overrides(overrides)] + [
             "train.threads=1", f"train.valid_every={NEVER}", f"train.save_every={NEVER}",
             "train.log_every=10", "train.decay_minutes=0", "train.max_minutes=0"]
-        costs = []
+        costs = []  # CPU time (user + system) of a run of 10 updates, then of 40
         for steps in (10, 40):
             with tempfile.TemporaryDirectory() as tmp:
-                costs.append(cpu_seconds(
-                    ["train", "--config", args.config, "--data", data_dir(args.work, overrides),
-                     "--out", Path(tmp) / "run", *set_flags(train + [f"train.max_steps={steps}"])]))
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                must(transcli(["train", "--config", args.config, "--data",
+                               data_dir(args.work, overrides), "--out", Path(tmp) / "run",
+                               *set_flags(train + [f"train.max_steps={steps}"])],
+                              Path(tmp) / "log"))
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                costs.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         rates[label] = (costs[1] - costs[0]) / 30
         print(f"{label:10s} {rates[label]:.3f} CPU s per update (1 thread)", flush=True)
         path.write_text(json.dumps(rates, indent=1) + "\n")
     return rates
 
 
-def quality_command(args: argparse.Namespace, label: str, overrides: list[str],
-                    rate: Optional[float]) -> list[str]:
+def quality_args(args: argparse.Namespace, label: str, overrides: list[str],
+                 rate: Optional[float]) -> list[str]:
     """The `bench.quality` run of one variant within the study's budget."""
     sets = [*overrides, *budget(args), *args.sets]
     if rate:
@@ -166,11 +155,10 @@ def quality_command(args: argparse.Namespace, label: str, overrides: list[str],
         spend = ["--steps", str(args.updates)]
     else:  # the decay ends the run; the cap is a margin over it
         spend = ["--minutes", f"{args.minutes + 3:g}"]
-    return [sys.executable, "-m", "bench.quality", "--config", str(args.config), *spend,
-            "--label", label, "--work", str(args.work / label), "--data",
-            str(data_dir(args.work, overrides)), "--corpus", str(args.corpus), "--device",
-            args.device, "--checkpoint", checkpoint(args.config, sets),
-            *[f"--set={item}" for item in sets]]
+    return ["--config", str(args.config), *spend, "--label", label, "--work",
+            str(args.work / label), "--data", str(data_dir(args.work, overrides)), "--corpus",
+            str(args.corpus), "--device", args.device, "--checkpoint",
+            checkpoint(args.config, sets), *[f"--set={item}" for item in sets]]
 
 
 def run_all(args: argparse.Namespace, variants: dict[str, list[str]],
@@ -180,18 +168,18 @@ def run_all(args: argparse.Namespace, variants: dict[str, list[str]],
              and data_dir(args.work, variants[label]) not in failed]
     rates = calibrate(args, {label: variants[label] for label in queue}) \
         if args.cpu_minutes else {}
-    env = {**os.environ, "OMP_NUM_THREADS": "1"} if args.cpu_minutes else None
-    running: list[subprocess.Popen] = []
+    env = child_env(OMP_NUM_THREADS="1") if args.cpu_minutes else None
+    running: list[Child] = []
     while queue or running:
         while queue and len(running) < args.parallel:
             label = queue.pop(0)
             print(f"training {label}", flush=True)
-            with open(args.work / f"{label}.log", "w") as log:
-                running.append(subprocess.Popen(
-                    quality_command(args, label, variants[label], rates.get(label)), cwd=ROOT,
-                    stdout=log, stderr=subprocess.STDOUT, env=env))
+            running.append(Child(quality_args(args, label, variants[label], rates.get(label)),
+                                 args.work / f"{label}.log", env=env, module="bench.quality"))
         time.sleep(1)
-        running = [process for process in running if process.poll() is None]
+        for child in [child for child in running if child.process.poll() is not None]:
+            child.wait()
+            running.remove(child)
 
 
 def study_rows(args: argparse.Namespace, variants: dict[str, list[str]],
@@ -203,8 +191,8 @@ def study_rows(args: argparse.Namespace, variants: dict[str, list[str]],
         if results.is_file():
             rows.append(json.loads(results.read_text(encoding="utf-8")))
             continue
-        lines = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
-        why = failed.get(data_dir(args.work, overrides)) or (lines or ["not run"])[-1][-200:]
+        lines = output_lines(log.read_bytes()) if log.is_file() else ["not run"]
+        why = failed.get(data_dir(args.work, overrides)) or lines[-1][-200:]
         rows.append({"label": label, "error": why})
     return rows
 
@@ -240,10 +228,6 @@ def write_table(args: argparse.Namespace, variants: dict[str, list[str]],
     text = "\n".join([f"{args.config.name}, round {args.round}, {len(variants)} variants on "
                       f"{args.device}; tokens/s is each run's share of the device",
                       *table_lines(rows)])
-    signature = next((r["scores"][s]["signature"] for r in rows for s in r.get("scores", {})),
-                     None)
-    if signature:
-        text += f"\nsacreBLEU BLEU {signature['bleu']}, chrF {signature['chrf']}"
     print(text)
     (args.work / "study.md").write_text(text + "\n", encoding="utf-8")
     (args.work / "study.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
@@ -298,8 +282,6 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     spend.add_argument("--minutes", type=float, help="training minutes each (default 6)")
     spend.add_argument("--updates", type=int, help="updates each")
     spend.add_argument("--cpu-minutes", type=float, help="CPU-minutes each, one thread")
-    parser.add_argument("--warmup", type=int, help="warm-up updates of every variant "
-                        "(default: a tenth of --updates, else 300; --cpu-minutes: the config's)")
     parser.add_argument("--parallel", type=int, help="runs at a time (default: all on CUDA, 2)")
     parser.add_argument("--corpus", type=Path, default=CORPORA,
                         help="train.{en,es} and the .en/.es files of " + ", ".join(SCORED_SETS))
@@ -308,7 +290,6 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                         help="an override for every variant (repeatable)")
     parser.add_argument("--plan", action="store_true",
                         help="print what would run and how long it would take; run nothing")
-    parser.add_argument("--table", action="store_true", help="print the table of WORK; run nothing")
     args = parser.parse_args(argv)
     args.round = args.round or ("gpu" if args.device == "cuda" else "cpu3")
     if args.minutes is None and not (args.updates or args.cpu_minutes):
@@ -330,7 +311,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args.parallel = args.parallel or (len(variants) if args.device == "cuda" else 2)
     missing = [f"{name}.{lang}" for name in ("train", *SCORED_SETS) for lang in ("en", "es")
                if not (args.corpus / f"{name}.{lang}").is_file()]
-    if missing and not args.table:
+    if missing:
         print(f"recipes: {args.corpus}: missing {', '.join(missing)} (give --corpus)",
               file=sys.stderr)
         return 1
@@ -344,9 +325,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             return 1
         return 0
     args.work.mkdir(parents=True, exist_ok=True)
-    failed = {} if args.table else prepare(args, variants)
-    if not args.table:
-        run_all(args, variants, failed)
+    failed = prepare(args, variants)
+    run_all(args, variants, failed)
     return write_table(args, variants, failed)
 
 
