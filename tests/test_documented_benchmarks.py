@@ -21,8 +21,8 @@ COMMAND = re.compile(r"python3? -m (bench(?:\.\w+)+)(?: ([a-z][\w-]*))?((?:[^`\n
 FOUND = [(path, match.groups()) for path in DOCS + SOURCES
          for match in COMMAND.finditer(path.read_text(encoding="utf-8"))]
 MODULES = sorted({(module, sub or "") for _, (module, sub, _) in FOUND})
-WRITTEN = sorted({(path.name, f"{module} {sub or ''}{rest}".strip()) for path, (module, sub, rest)
-                  in FOUND if path in DOCS and rest.strip()})
+WRITTEN = sorted({(path.name, " ".join(filter(None, (module, sub, rest.strip()))))
+                  for path, (module, sub, rest) in FOUND if path in DOCS and rest.strip()})
 
 
 def parse(module: str, argv: list[str]) -> None:
