@@ -8,6 +8,7 @@ transcli must train, translate and evaluate there from `PYTHONPATH=.` alone.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -130,27 +131,33 @@ def test_busy_time_is_the_union_of_the_intervals() -> None:
 
 @pytest.mark.slow
 def test_a_table_row_trains_is_measured_and_stopped_on_the_cpu(
-        prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
     """A row of the table (`bench.train_speed --steady`) on the CPU (on a GPU only the
     config differs): a real `transcli train` process is watched through its log, measured
     once steady (any rate counts here, so that a busy CPU cannot make it flaky) and
-    stopped before its allowance ends; its row has every figure the table prints."""
+    stopped before its allowance ends; it prints its table row and its figures on a RESULT
+    line, which has every figure the table prints."""
     from bench import train_speed
+    from bench.common import RESULT
 
     monkeypatch.setattr(train_speed, "TOLERANCE", 10.0)
     monkeypatch.setattr(train_speed, "MEASURE_S", 0.5)
-    args = train_speed.parse_args([
-        "--steady", "--configs", "tiny", "--device", "cpu", "--seconds", "120", "--keep",
-        "--label", "eager", *[f"--set={item}" for item in (
-            "train.batch_tokens=256", "model.d_model=32", "model.d_ff=64", "model.heads=2")]])
     started = time.monotonic()
-    result = train_speed.measure_steady(args, prepared, tmp_path / "row")
+    status = train_speed.main([
+        "--steady", "--configs", "tiny", "--device", "cpu", "--seconds", "120", "--keep",
+        "--label", "eager", "--data", str(prepared), "--work", str(tmp_path / "row"),
+        *[f"--set={item}" for item in ("train.batch_tokens=256", "model.d_model=32",
+                                       "model.d_ff=64", "model.heads=2")]])
     assert time.monotonic() - started < 100, "stopped once measured"
-    assert "error" not in result, result
+    printed = capsys.readouterr().out.splitlines()
+    assert status == 0 and printed[-1].startswith(RESULT), printed
+    result = json.loads(printed[-1][len(RESULT):])  # as gpu-check reads it (run_child)
     assert list((tmp_path / "row" / "run" / "checkpoints").glob("step-*.safetensors")), \
         "a kept row is stopped by SIGTERM: its run saves what the translation stage reads"
     assert result["updates"] >= 5 and result["tgt_tok_s"] > 0 and 0 < result["pad_frac"] < 0.5
     assert result["mfu"].startswith("n/a") and 0 < result["steady_s"] < 100
+    assert printed[-2] == train_speed.table_lines([result])[-1]
     table = train_speed.table_lines([result, {**result, "error": "no steady rate"}])
     assert "| tiny | 256 | eager |" in table[2] and "| no steady rate |" in table[3]
 

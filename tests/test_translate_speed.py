@@ -53,7 +53,7 @@ def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
     if not CORPORA.is_dir():
         pytest.skip(f"{CORPORA} not found")
     proc = short_run(sample_run, tmp_path, "--lines", "3", "--engines", "torch",
-                     "torch-uncached")
+                     "torch-uncached", "--budget", "600")  # each cell within its share
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line.split() for line in proc.stdout.splitlines()
             if line.startswith(("torch ", "torch-uncached "))]
