@@ -67,8 +67,8 @@ translate: $(STAMP)  ## Translate INPUT to OUTPUT with the model in RUN (- for s
 evaluate: $(STAMP)  ## Score OUTPUT against REF with sacreBLEU
 	$(TRANSCLI) evaluate --hyp $(OUTPUT) --ref $(REF) $(ARGS)
 
-bench: $(STAMP)  ## Model forward+backward speed vs torch.nn.Transformer
-	$(BIN)/python -m bench.model_speed
+bench: $(STAMP)  ## Training speed of configs/small.yaml, target tokens/s (4 min)
+	$(BIN)/python -m bench.train_speed
 
 gpu-carry: $(STAMP)  ## Beforehand (no GPU): prepare gpu-10m + base, copy dev sets into gpu-carry/
 	$(BIN)/python -m bench.gpu_check carry $(ARGS)

@@ -1,10 +1,7 @@
-"""What the benchmarks and studies share: where the corpora are, `python -m transcli` run
-in a process of its own (prepare, train, evaluate), what a run's metrics.jsonl says about
-its speed, another git revision's tree, and the one translator set-up of the CPU timings.
-
-A benchmark runs transcli as a user does, in a child process, so that each figure (time,
-memory) is that command's own and a failed command is reported, not fatal: `Child` and
-`transcli` give back why it failed (its exit status and last line) or None.
+"""What the benchmarks and studies share: where the corpora are, a process of their own for
+each `python -m transcli` command and each benchmark they run (so that its time and memory
+are its own, and a failure is reported, not fatal), a run's speed from its metrics.jsonl,
+another git revision's tree, and `Report`. Only the standard library at import time.
 """
 
 from __future__ import annotations
@@ -14,22 +11,33 @@ import os
 import signal
 import subprocess
 import sys
+import time
+import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"  # the shared EN-ES corpora
+CARRY = ROOT / "gpu-carry"  # ignored by git: what `make gpu-carry` prepares for a GPU machine
 DEV_SETS = ("dev.tatoeba", "dev.newstest2012")  # short conversational, long news sentences
 SCORED_SETS = (*DEV_SETS, "test.tico19")  # what the recipe benchmarks score
 NEVER = "1000000000"  # a step count no run reaches: never validate, save or stop by it
 STOP_S = 300  # how long a stopped `transcli train` may take to save and exit
+RESULT = "RESULT "  # starts the line of JSON figures a benchmark prints for its parent
 
 
 def read_lines(path: Path, count: int) -> list[str]:
     """The first `count` lines of a text file, without their newlines."""
     with open(path, encoding="utf-8") as handle:
         return [line.rstrip("\n") for _, line in zip(range(count), handle)]
+
+
+def corpus_with(names: Sequence[str]) -> Path:
+    """gpu-carry/corpus where it holds all of `names` (on a GPU machine), else the shared
+    corpora."""
+    carried = CARRY / "corpus"
+    return carried if all((carried / name).is_file() for name in names) else CORPORA
 
 
 def set_flags(overrides: Sequence[str]) -> list[str]:
@@ -54,23 +62,23 @@ def child_env(tree: Path = ROOT, **extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), **extra}
 
 
-# ----------------------------------------------------------------------------- transcli
-
-
 class Child:
-    """`python -m transcli ARGS` in a process of its own, started now: its stderr, and its
-    stdout unless `stdout` names a file for it, go to `log` (the terminal when None)."""
+    """`python -m MODULE ARGS` (transcli by default) in a process of its own, started now:
+    its stderr, and its stdout unless `stdout` names a file for it, go to `log` (the
+    terminal when None). With `group`, in a process group of its own, stopped whole: the
+    processes a benchmark starts stop with it."""
 
-    def __init__(self, args: Sequence[str], log: Optional[Path] = None,
+    def __init__(self, args: Sequence[Any], log: Optional[Path] = None,
                  stdout: Optional[Path] = None, env: Optional[dict[str, str]] = None,
-                 cwd: Path = ROOT):
-        self.name, self.log = args[0], log
+                 cwd: Path = ROOT, module: str = "transcli", group: bool = False):
+        self.name, self.log, self.group = args[0] if module == "transcli" else module, log, group
         self.files = [open(path, "w", encoding="utf-8") for path in (log, stdout) if path]
         err = self.files[0] if log else None
         out = self.files[-1] if stdout else err
-        self.process = subprocess.Popen([sys.executable, "-m", "transcli", *map(str, args)],
+        self.process = subprocess.Popen([sys.executable, "-m", module, *map(str, args)],
                                         stdout=out, stderr=err, cwd=cwd,
-                                        env=env or child_env())
+                                        env=env or child_env(), start_new_session=group)
+        self.started = time.monotonic()
 
     def wait(self, timeout: Optional[float] = None, stop: bool = False) -> Optional[str]:
         """None once it has exited 0, else why not. After `timeout` seconds it is ended:
@@ -80,30 +88,111 @@ class Child:
             late = False
         except subprocess.TimeoutExpired:
             late = True
-            self.process.send_signal(signal.SIGTERM if stop else signal.SIGKILL)
+            self.send(signal.SIGTERM if stop else signal.SIGKILL)
             try:
                 self.process.wait(timeout=STOP_S)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                self.send(signal.SIGKILL)
                 self.process.wait()
         for handle in self.files:
             handle.close()
         if self.process.returncode == 0:
             return None
-        why = f"stopped after {timeout:.0f} s" if late else f"exit status {self.process.returncode}"
+        why = (f"stopped after {time.monotonic() - self.started:.0f} s" if late
+               else f"exit status {self.process.returncode}")
         return f"{self.name}: {why}" + (f": {self.last_line()}" if self.log else "")
+
+    def send(self, number: int) -> None:
+        if self.group:
+            os.killpg(self.process.pid, number)
+        else:
+            self.process.send_signal(number)
 
     def last_line(self) -> str:
         """The log's last line (a progress bar's last state counts as one)."""
-        text = self.log.read_text(encoding="utf-8", errors="replace").replace("\r", "\n")
-        return (text.strip().splitlines() or ["no output"])[-1][-200:]
+        lines = output_lines(self.log.read_bytes()) if self.log else []
+        return (lines or ["no output"])[-1][-200:]
 
 
-def transcli(args: Sequence[str], log: Optional[Path] = None, timeout: Optional[float] = None,
+def transcli(args: Sequence[Any], log: Optional[Path] = None, timeout: Optional[float] = None,
              stdout: Optional[Path] = None, env: Optional[dict[str, str]] = None,
              cwd: Path = ROOT) -> Optional[str]:
     """Run `python -m transcli ARGS` to its end (see `Child`): None, or why it failed."""
     return Child(args, log, stdout, env, cwd).wait(timeout)
+
+
+class Outcome(NamedTuple):
+    """A benchmark run by `run_child`: why it failed (or None), its output, its RESULT."""
+
+    problem: Optional[str]
+    lines: list[str]
+    result: Optional[dict[str, Any]]
+
+
+def run_child(args: Sequence[str], seconds: float, log: Path,
+              say: Optional[Callable[[str], None]] = None) -> Outcome:
+    """`python -m ARGS` (a benchmark, pytest) run for at most `seconds` with its output in
+    `log`, then each line of it but RESULT lines handed to `say`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    child = Child(args[1:], log, env=child_env(PYTHONUNBUFFERED="1"), module=args[0],
+                  group=True)
+    try:
+        problem = child.wait(seconds, stop=True)
+    except KeyboardInterrupt:  # its group is not the terminal's: stop it too
+        child.send(signal.SIGTERM)
+        raise
+    lines = output_lines(log.read_bytes())
+    for line in lines:
+        if say and not line.startswith(RESULT):
+            say(line)
+    found = [json.loads(line[len(RESULT):]) for line in lines if line.startswith(RESULT)]
+    return Outcome(problem, lines, found[-1] if found else None)
+
+
+def output_lines(output: bytes) -> list[str]:
+    """A child's output as lines, a progress bar's redrawn line as its last state."""
+    lines = output.decode("utf-8", errors="replace").splitlines()
+    return [line.split("\r")[-1] for line in lines if line.split("\r")[-1].strip()]
+
+
+class Report:
+    """Figures printed and, given an `out` folder, kept there as they come: the lines in
+    out/NAME.log, `results` in out/NAME.json (rewritten by each `save`, so that a run
+    stopped half-way still leaves what it measured)."""
+
+    def __init__(self, name: str, out: Optional[Path]):
+        self.name, self.out = name, out
+        self.results: dict[str, Any] = {}
+        if out:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"{name}.log").write_text("", encoding="utf-8")
+
+    def say(self, text: str = "") -> None:
+        print(text, flush=True)
+        if self.out:
+            with open(self.out / f"{self.name}.log", "a", encoding="utf-8") as log:
+                log.write(text + "\n")
+
+    def save(self) -> None:
+        if self.out and self.results:
+            (self.out / f"{self.name}.json").write_text(json.dumps(self.results, indent=1) + "\n",
+                                                        encoding="utf-8")
+
+
+def cuda_problem() -> Optional[str]:
+    """Why this Python cannot run on CUDA, or None when it can (torch imported only here)."""
+    try:
+        import torch
+    except ImportError as exc:
+        return (f"{sys.executable} cannot import torch ({exc}); run it with the Python that "
+                f"has CUDA torch (PYTHON=... make gpu-check)")
+    with warnings.catch_warnings():  # a driver mismatch warns; the one line below says it
+        warnings.simplefilter("ignore")
+        available = torch.cuda.is_available()
+    if not available:
+        return (f"no CUDA device here (torch {torch.__version__}: torch.cuda.is_available() "
+                f"is False); run it on a GPU machine (README, section GPUs)")
+    return None
 
 
 def must(problem: Optional[str]) -> None:
@@ -125,11 +214,16 @@ def prepare_corpus(config: Path, out: Path, overrides: Sequence[str] = (),
                      *set_flags(data_overrides(overrides))], log, timeout)
 
 
-def prepared_dir(name: str, data_sets: tuple[str, ...] = ()) -> Path:
-    """The shared corpus prepared with configs/<name>.yaml and `data_sets` overrides, in
-    prepared/bench-<name>[-<overrides>] (built on first use); exits if it cannot be."""
-    out = ROOT / "prepared" / "-".join(["bench", name, *(s.replace("=", "") for s in data_sets)])
-    must(prepare_corpus(ROOT / "configs" / f"{name}.yaml", out, data_sets))
+def prepared_dir(name: str) -> Path:
+    """The corpus prepared with configs/<name>.yaml: gpu-carry/<name>-data where `make
+    gpu-carry` made it, else prepared/bench-<name>, built on first use from gpu-carry/corpus
+    or the shared corpora; exits if it cannot be."""
+    if (CARRY / f"{name}-data" / "manifest.json").is_file():
+        return CARRY / f"{name}-data"
+    out = ROOT / "prepared" / f"bench-{name}"
+    problem = prepare_corpus(ROOT / "configs" / f"{name}.yaml", out,
+                             corpus=corpus_with(["train.en", "train.es"]))
+    must(problem and f"{problem} (no corpus: `make gpu-carry` beforehand, docs/GPU.md)")
     return out
 
 
@@ -143,9 +237,6 @@ def score_set(run: Path, checkpoint: str, corpus: Path, name: str, work: Path,
                         "--hyp-out", work / f"{name}.hyp.es", "--json", *flags],
                        work / f"{name}.log", timeout, stdout=result)
     return {"error": problem} if problem else json.loads(result.read_text(encoding="utf-8"))
-
-
-# ----------------------------------------------------------------------------- metrics
 
 
 @dataclass
@@ -175,24 +266,22 @@ class Steady:
         for field in fields(self):
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
+    def rate(self) -> Optional[float]:
+        """Target tokens/s, None without a measured interval."""
+        return self.tgt_tokens / self.seconds if self.seconds else None
+
 
 def run_summary(run: Path) -> dict[str, Any]:
     """Updates made, target tokens/s after the first log interval (None before a second
-    one), the last training loss and the last validation line of a run."""
+    one) and the last validation line of a run."""
     from transcli.rundir.layout import METRICS_FILE
     from transcli.rundir.metrics import read_metrics
 
     records = read_metrics(run / METRICS_FILE)
     train = [r for r in records if r["split"] == "train"]
     valid = [r for r in records if r["split"] == "valid"]
-    steady = Steady.of(train)
-    return {"updates": train[-1]["step"] if train else 0,
-            "tgt_tok_s": steady.tgt_tokens / steady.seconds if steady.seconds else None,
-            "last_train_loss": train[-1]["loss"] if train else None,
+    return {"updates": train[-1]["step"] if train else 0, "tgt_tok_s": Steady.of(train).rate(),
             "last_valid": valid[-1] if valid else None}
-
-
-# ----------------------------------------------------------------------------- CPU timings
 
 
 def export_tree(revision: str, folder: Path) -> Path:
@@ -203,27 +292,3 @@ def export_tree(revision: str, folder: Path) -> Path:
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder
 
-
-def cpu_setup(threads: int) -> None:
-    """This process set up for CPU translation as `transcli translate` sets itself up: the
-    OpenMP wait policy chosen before torch loads (if it has not loaded yet), torch's
-    threads set."""
-    if "torch" not in sys.modules:
-        from transcli.system import waitpolicy
-
-        waitpolicy.choose()
-    import torch
-
-    torch.set_num_threads(threads)
-
-
-def cpu_translator(model: Path | str, checkpoint: str, threads: int,
-                   settings: Sequence[str]) -> Any:
-    """A CPU `Translator` at `threads` threads without a word reward (CTranslate2 has
-    none), after `cpu_setup`."""
-    cpu_setup(threads)
-    from transcli.inference.translator import load_translator
-    from transcli.rundir.run import open_run_dir
-
-    run = open_run_dir(model, [f"decode.threads={threads}", "decode.word_reward=0", *settings])
-    return load_translator(run, checkpoint, "cpu")

@@ -1,29 +1,12 @@
-"""Load on `transcli serve`: sentences/s and latency under concurrent clients, with request
+"""Load on `transcli serve`: lines/s and latency under concurrent clients, with request
 batching on and off, beside offline `transcli translate` of the same lines.
 
-    .venv/bin/python -m bench.serve_load --model RUN [--clients 16 [64 ...]] [--seconds 20]
-        [--lines 1000] [--checkpoint best] [--search greedy|beam] [--threads N]
-        [--engine torch|ct2] [--set section.key=value ...] [--corpus FILE]
+    python -m bench.serve_load --model RUN [--clients 16 [64 ...]] [--seconds 20]
+        [--lines 1000] [--checkpoint best] [--search greedy|beam] [--set decode.threads=2]
 
-The lines are the first --lines non-blank lines of ../shared/corpora/en-es/dev.tatoeba.en
-(short conversational sentences). Every figure comes from processes this script starts
-itself, on 127.0.0.1 only:
-
-- offline: `transcli translate -i FILE` of all the lines, timed as a subprocess; its
-  start-up (torch, the model: timed on a one-line file) is subtracted, so the rate is
-  translation alone;
-- served, batching and not (`--no-batching`): a `transcli serve` on a free port, then
-  for each --clients count, that many threads, each on its own keep-alive connection,
-  sending one line per request (the next line of the list, from its own starting point)
-  as soon as its last answer came, for --seconds seconds after a warm-up (at most
-  MAX_REQUESTS requests in all): requests/s, latency percentiles, and the mean number of
-  requests per model call (the server's /health counts);
-- a lone short sentence: one client, greedy search, lines of at most 6 words, sent one
-  after the other on a batching server: the latency a single user sees.
-
-The clients run in this process and share the CPU with the server, as a load generator
-on the same machine does. Prints the load average before and after: compare figures
-from an idle machine.
+Offline: `transcli translate` of the lines less its start-up. Served, on 127.0.0.1: for
+each --clients count, that many threads on keep-alive connections, one line per request,
+for --seconds after a warm-up; then a lone short sentence, greedy. docs/SERVE.md.
 """
 
 from __future__ import annotations
@@ -34,18 +17,16 @@ import http.client
 import json
 import os
 import re
-import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
-from bench.common import CORPORA, ROOT, must, read_lines, set_flags, transcli
+from bench.common import CORPORA, Child, must, read_lines, set_flags, transcli
 
 MAX_REQUESTS = 200_000  # a bound on any one load run, whatever --seconds says
 SHORT_WORDS = 6  # "a short sentence": at most this many words
@@ -66,24 +47,16 @@ class Row:
         return self.requests / self.seconds
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: Optional[list[str]] = None) -> None:
+    args = parse_args(argv)
     lines = [line for line in read_lines(args.corpus, args.lines * 2) if line.strip()]
     lines = lines[:args.lines]
     search = ["--greedy"] if args.search == "greedy" else []
-    common = ["-m", str(args.model), "--checkpoint", args.checkpoint]
-    if args.threads is not None:
-        common += ["--set", f"decode.threads={args.threads}"]
-    if args.engine is not None:
-        common += ["--engine", args.engine]
-    common += set_flags(args.set)
-    runs = "the run's"
+    common = ["-m", str(args.model), "--checkpoint", args.checkpoint, *set_flags(args.set)]
     print(f"serve_load: {args.model} (checkpoint {args.checkpoint}), {len(lines)} lines of "
-          f"{args.corpus.name}, search {args.search}, engine {args.engine or runs}, "
-          f"decode.threads {runs if args.threads is None else args.threads}, "
-          f"--set {' '.join(args.set) or 'none'}, {os.cpu_count()} CPUs", flush=True)
+          f"{args.corpus.name}, search {args.search}, --set {' '.join(args.set) or 'none'}, "
+          f"{os.cpu_count()} CPUs", flush=True)
     print(f"uptime before: {uptime()}", flush=True)
-
     rows = [offline_row(common + search, lines)]
     for name, flags in (("serve, batching", []), ("serve, no batching", ["--no-batching"])):
         with server(common + search + flags) as (host, port):
@@ -97,7 +70,7 @@ def main() -> None:
     print(f"uptime after: {uptime()}")
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, required=True, help="run directory")
     parser.add_argument("--checkpoint", default="best")
@@ -107,14 +80,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--search", choices=("greedy", "beam"), default="greedy",
                         help="beam: the run's decode.beam_size")
-    parser.add_argument("--threads", type=int, help="decode.threads, offline and served "
-                        "alike (default: the run's; 0: one per core)")
-    parser.add_argument("--engine", choices=("torch", "ct2"),
-                        help="decode.engine, offline and served alike (default: the run's)")
     parser.add_argument("--set", action="append", default=[], metavar="section.key=value",
-                        help="a setting for offline and served alike (repeatable)")
+                        help="a setting for offline and served alike, e.g. decode.threads=2 "
+                        "or decode.engine=ct2 (repeatable)")
     parser.add_argument("--corpus", type=Path, default=CORPORA / "dev.tatoeba.en")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not all(1 <= n <= 256 for n in args.clients) or not 0 < args.seconds <= 600:
         parser.error("--clients must be in [1, 256] and --seconds in (0, 600]")
     return args
@@ -124,61 +94,42 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-# ----------------------------------------------------------------------------- offline
-
-
 def offline_row(flags: list[str], lines: list[str]) -> Row:
     """`transcli translate` of all lines, less its start-up (a one-line file's time)."""
     with tempfile.TemporaryDirectory() as folder:
         every, one = Path(folder) / "all.en", Path(folder) / "one.en"
         every.write_text("\n".join(lines) + "\n", encoding="utf-8")
         one.write_text(lines[0] + "\n", encoding="utf-8")
-        startup = timed_translate(flags, one, Path(folder) / "one.es")
-        total = timed_translate(flags, every, Path(folder) / "all.es")
+        startup, total = (timed_translate(flags, source) for source in (one, every))
     print(f"offline: {total:.2f} s for {len(lines)} lines, of which start-up {startup:.2f} s",
           flush=True)
     return Row("offline translate (file)", 0, len(lines), total - startup, [])
 
 
-def timed_translate(flags: list[str], source: Path, target: Path) -> float:
+def timed_translate(flags: list[str], source: Path) -> float:
     start = time.perf_counter()
+    target = source.with_suffix(".es")
     must(transcli(["translate", *flags, "-i", source, "-o", target], target.with_suffix(".log")))
     return time.perf_counter() - start
-
-
-# ----------------------------------------------------------------------------- served
 
 
 @contextlib.contextmanager
 def server(flags: list[str]) -> Iterator[tuple[str, int]]:
     """A `transcli serve` on a free port of 127.0.0.1, ready; stopped by SIGTERM after."""
-    with tempfile.TemporaryFile("w+b") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "transcli", "serve", *flags, "--port", "0",
-             "--max-queue", "1024"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=log, cwd=ROOT)
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "serve.log"
+        child = Child(["serve", *flags, "--port", "0", "--max-queue", "1024"], log)
         try:
-            yield wait_listening(process, log)
+            deadline = time.monotonic() + 120
+            while not (found := re.search(r"serving on http://([\d.]+):(\d+)",
+                                          log.read_text(errors="replace"))):
+                if child.process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"serve_load: the server did not start: "
+                                     f"{child.last_line()}")
+                time.sleep(0.05)
+            yield found.group(1), int(found.group(2))
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def wait_listening(process: subprocess.Popen, log: object) -> tuple[str, int]:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        log.seek(0)  # type: ignore[attr-defined]
-        text = log.read().decode(errors="replace")  # type: ignore[attr-defined]
-        if found := re.search(r"serving on http://([\d.]+):(\d+)", text):
-            return found.group(1), int(found.group(2))
-        if process.poll() is not None:
-            raise SystemExit(f"serve_load: the server did not start:\n{text}")
-        time.sleep(0.05)
-    raise SystemExit("serve_load: the server did not start within 120 s")
+            child.wait(0, stop=True)
 
 
 def load_row(name: str, host: str, port: int, lines: list[str], clients: int,
@@ -245,9 +196,6 @@ def health(host: str, port: int) -> dict:
     body = json.loads(connection.getresponse().read())
     connection.close()
     return body
-
-
-# ----------------------------------------------------------------------------- the table
 
 
 def print_table(rows: list[Row]) -> None:

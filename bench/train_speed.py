@@ -1,50 +1,36 @@
-"""Training speed: `transcli train` now against an earlier version of itself (and a naive
-loop), in target tokens/s, on the shared en-es corpus; and their loss curves side by side.
+"""Training speed of `transcli train` in target tokens/s: side by side (the default), one
+run measured once steady (a row of `make gpu-check`'s table), or profiled.
 
-    python -m bench.train_speed --baseline 0aaecd6 --bf16              # small, 4 min
-    python -m bench.train_speed --baseline 0aaecd6 --bf16 --curve-steps 300
-    python -m bench.train_speed --configs tiny small --naive           # vs a naive loop
-    python -m bench.train_speed --bf16 --variant prenorm:model.pre_norm=true \
-        --variant vocab16k:data.vocab_size=16000                       # config variants
+    python -m bench.train_speed --baseline 0aaecd6 --bf16           # vs a revision, 4 min
+    python -m bench.train_speed --steady --configs gpu-10m --device cuda --seconds 25
+    python -m bench.train_speed --profile --configs gpu-10m --device cuda
 
-Each implementation is the real `python -m transcli train` of a source tree (this one,
-and with --baseline REV that git revision, exported to a temp dir), run as a subprocess
-on the same prepared data with the same config and seed. The runs alternate in rounds
-(each round resumes the run for its share of --seconds), so background load hits all
-alike; tokens/s comes from each run's metrics.jsonl (a line every --log-every updates),
-leaving out the first interval of every round (warm-up). Keep --log-every at the
-configs' 50 when comparing with an older tree (0aaecd6 among them): those hand freed
-memory back to the OS at every log line, which at one line per update makes their
-steps much slower than in their users' runs (README, "Benchmarks"). --curve-steps N then trains each
-implementation N updates from scratch and prints their losses at the same steps: a
-faster step must not change what is learnt. --variant LABEL:key=value,... adds this
-tree with other settings (a `data.*` one gets its own prepared dir).
-
---naive adds the textbook loop: torch.nn.Transformer with the same dimensions
-(bench/reference.py), the same objective and optimiser, fed fixed-size
-batches of random pairs (no length bucketing), as many pairs per batch as ours
-averages. Prepared data is cached in prepared/bench-<config> (built on first use).
-GPU figures (base in bf16, eager and compiled, MFU, peak memory) come from
-bench/gpu_check.py.
+Side by side: the real `python -m transcli train` of this tree and of --baseline REV (its
+tree exported), same data, config and seed, taking turns in --rounds so that background
+load hits both alike. --steady
+prints a table row and a RESULT line of JSON; --profile times each `Trainer.update` and
+profiles PROFILED of them. docs/BENCHMARKS.md and docs/GPU.md say more and have figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import json
 import os
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
-
-import numpy as np
-import torch
+from typing import Any, Optional
+from unittest import mock
 
 from bench.common import (
-    CORPORA,
     NEVER,
+    RESULT,
     ROOT,
+    Child,
     Steady,
     child_env,
     export_tree,
@@ -52,29 +38,41 @@ from bench.common import (
     set_flags,
     transcli,
 )
-from bench.reference import Reference
+from bench.flops import Lengths, dense_bf16_peak, mfu_text, training_flops
 from transcli.config.loading import load_config
 from transcli.config.schema import Config
-from transcli.data.batching import BatchPlan, collate
 from transcli.data.encoded import EncodedSplit, load_manifest
-from transcli.model.vocab import PAD_ID
 from transcli.rundir.layout import METRICS_FILE
 from transcli.rundir.metrics import read_metrics
-from transcli.training.objective import label_smoothed_nll
-from transcli.training.schedules import noam_lr
 
 # The user's setting: each implementation's subprocess starts from it and applies its own
 # default.
 USER_OMP_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")
+QUIET = [f"train.max_steps={NEVER}", f"train.valid_every={NEVER}", f"train.save_every={NEVER}",
+         "train.valid_bleu_lines=0"]  # nothing but updates: no end, validation or save
+LOG_EVERY = 5  # --steady's log interval, in updates
+WINDOW = 4  # log lines per window
+WINDOWS = 3  # consecutive windows that must agree
+TOLERANCE = 0.10  # how far from their median
+MEASURE_S = 6.0  # training seconds measured once steady
+START = {"step": 0, "epoch": 0, "tgt_tokens": 0, "src_tokens": 0}  # before the first line
+WARMUP = 60  # --profile: updates before the profiled ones (allocator, kernel choice)
+PROFILED = 20
+LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaGraphLaunch", "cudaLaunchKernelExC",
+            "cuLaunchKernelEx", "cudaMemcpyAsync", "cudaMemsetAsync")
+
+
+def config_path(name: str) -> Path:
+    return ROOT / "configs" / f"{name}.yaml"
 
 
 class Implementation:
     """`python -m transcli train` of one source tree, resumed round after round."""
 
     def __init__(self, label: str, tree: Path, config: Path, data: Path, run: Path,
-                 sets: list[str], threads: int, log_every: int):
+                 sets: list[str], args: argparse.Namespace):
         self.label, self.tree, self.config, self.data, self.run = label, tree, config, data, run
-        self.sets, self.threads, self.log_every = sets, threads, log_every
+        self.sets, self.threads, self.log_every = sets, args.threads, args.log_every
         self.rounds: list[list[dict]] = []
 
     def train(self, sets: list[str], resume: bool) -> None:
@@ -89,12 +87,12 @@ class Implementation:
             sys.exit(f"{self.label}: {problem}")
 
     def run_for(self, seconds: float) -> None:
-        before = len(self._lines())
+        before = len(self.lines())
         self.train([f"train.max_minutes={seconds / 60}", f"train.log_every={self.log_every}"],
                    resume=bool(self.rounds))
-        self.rounds.append(self._lines()[before:])
+        self.rounds.append(self.lines()[before:])
 
-    def _lines(self) -> list[dict]:
+    def lines(self) -> list[dict]:
         return [r for r in read_metrics(self.run / METRICS_FILE, "train") if not r.get("partial")]
 
     def result(self) -> tuple[float, float, float]:
@@ -109,90 +107,20 @@ class Implementation:
         return total.tgt_tokens / total.seconds, 1 - total.real / total.padded, total.seconds
 
 
-class Naive:
-    """The textbook loop: random pairs, padded to the longest, no bucketing."""
-
-    label = "naive loop"
-
-    def __init__(self, cfg: Config, split: EncodedSplit, plan: BatchPlan, pairs_per_batch: int,
-                 vocab: int, device: torch.device):
-        torch.manual_seed(cfg.train.seed)
-        self.cfg, self.split, self.device = cfg, split, device
-        self.model = Reference(cfg.model, vocab).to(device).train()
-        tc = cfg.train
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=0.0, eps=tc.adam_eps,
-                                          betas=(tc.adam_beta1, tc.adam_beta2))
-        self.candidates = plan.indices  # pairs that fit the positional table
-        self.pairs = pairs_per_batch
-        self.rng = np.random.default_rng(0)
-        self.step = 0
-        self.tokens = self.seconds = self.padded = self.real = 0.0
-        for _ in range(2):  # warm-up, not counted
-            self._step()
-
-    def _step(self) -> tuple[int, int, int]:
-        tc = self.cfg.train
-        batch = collate(self.split, self.rng.choice(self.candidates, self.pairs, replace=False))
-        batch = batch.to(self.device)
-        self.step += 1
-        for group in self.optimizer.param_groups:
-            group["lr"] = noam_lr(self.step, self.cfg.model.d_model, tc.warmup_steps,
-                                  tc.lr_factor)
-        log_probs = self.model(batch.src, batch.tgt_in)
-        loss, _, tokens, _ = label_smoothed_nll(log_probs, batch.tgt_out, tc.label_smoothing,
-                                                PAD_ID)
-        (loss / tokens).backward()
-        if tc.clip_grad_norm:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.clip_grad_norm)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return batch.tgt_tokens, batch.padded_positions, batch.real_positions
-
-    def run_for(self, seconds: float) -> None:
-        start = time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            tokens, padded, real = self._step()
-            self.tokens += tokens
-            self.padded += padded
-            self.real += real
-        self.seconds += time.perf_counter() - start
-
-    def result(self) -> tuple[float, float, float]:
-        return self.tokens / self.seconds, 1 - self.real / self.padded, self.seconds
-
-
 def compare(name: str, args: argparse.Namespace, baseline: Optional[Path], tmp: Path) -> None:
-    data = prepared_dir(name)
-    config = ROOT / "configs" / f"{name}.yaml"
-    sets = ["train.device=cpu", "train.max_steps=" + NEVER, "train.valid_every=" + NEVER,
-            "train.save_every=" + NEVER] + (["train.cpu_precision=bf16"] if args.bf16 else [])
-    loops: list = []
+    data, config = prepared_dir(name), config_path(name)
+    sets = [f"train.device={args.device}", *QUIET, *args.sets] + (
+        ["train.cpu_precision=bf16"] if args.bf16 else [])
+    loops: list[Implementation] = []
     if baseline is not None:
         loops.append(Implementation(f"baseline {args.baseline}", baseline, config, data,
-                                    tmp / f"{name}-baseline", sets, args.threads,
-                                    args.log_every))
+                                    tmp / f"{name}-baseline", sets, args))
     loops.append(Implementation("this tree", ROOT, config, data, tmp / f"{name}-ours", sets,
-                                args.threads, args.log_every))
-    for variant in args.variant:
-        label, _, items = variant.partition(":")
-        extra = [item for item in items.split(",") if item]
-        data_sets = tuple(item for item in extra if item.startswith("data."))
-        loops.append(Implementation(label, ROOT, config, prepared_dir(name, data_sets),
-                                    tmp / f"{name}-{label}",
-                                    sets + [i for i in extra if i not in data_sets], args.threads,
-                                    args.log_every))
-    if args.naive:
-        cfg = load_config(config)
-        split = EncodedSplit(data, "train")
-        plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
-                         cfg.train.seed, cfg.model.max_positions)
-        pairs = round(len(plan.indices) / len(plan.epoch(0)))
-        loops.append(Naive(cfg, split, plan, pairs, load_manifest(data)["vocab_size"],
-                           torch.device("cpu")))
+                                args))
     for _ in range(args.rounds):
         for loop in loops:
             loop.run_for(args.seconds / args.rounds / len(loops))
-    cfg = load_config(config)
+    cfg = load_config(config, args.sets)
     print(f"{name}: d_model {cfg.model.d_model}, {cfg.model.enc_layers}+{cfg.model.dec_layers} "
           f"layers, vocab {load_manifest(data)['vocab_size']}, {cfg.train.batch_tokens} "
           f"tokens/batch, {'bf16 autocast' if args.bf16 else 'fp32'}, {args.threads} threads")
@@ -204,54 +132,268 @@ def compare(name: str, args: argparse.Namespace, baseline: Optional[Path], tmp: 
     print("  ratio to the first row: " + ", ".join(
         f"{label} {rate / first_rate:.2f}x" for label, (rate, _, _) in list(results.items())[1:]),
         flush=True)
-    if args.curve_steps:
-        curves(name, [loop for loop in loops if isinstance(loop, Implementation)],
-               args.curve_steps)
 
 
-def curves(name: str, loops: list[Implementation], steps: int) -> None:
-    """Each implementation trained `steps` updates from scratch: losses at the same steps."""
-    every = max(1, steps // 10)
-    table = {}
-    for loop in loops:
-        loop.run = loop.run.with_name(loop.run.name + "-curve")
-        loop.train([f"train.max_steps={steps}", f"train.log_every={every}",
-                    "train.max_minutes=0"], resume=False)
-        table[loop.label] = {r["step"]: r["loss"] for r in loop._lines()}
-    print(f"{name}: training loss (label-smoothed) at the same steps, same seed and data order")
-    print("  step " + "".join(f"{label:>24s}" for label in table))
-    for step in sorted(next(iter(table.values()))):
-        print(f"  {step:4d} " + "".join(f"{losses.get(step, float('nan')):24.4f}"
-                                        for losses in table.values()))
+def steady_from(lines: list[dict[str, Any]]) -> Optional[int]:
+    """The index of the line from which the rate is steady (`lines[0]` being `START`),
+    or None yet."""
+    for end in range(WINDOW * WINDOWS + 1, len(lines)):
+        rates = [Steady.of(lines[e - WINDOW:e + 1]).rate()
+                 for e in range(end - WINDOW * (WINDOWS - 1), end + 1, WINDOW)]
+        middle = statistics.median(rates)
+        if all(abs(rate - middle) <= TOLERANCE * middle for rate in rates):
+            return end
+    return None
 
 
-def main() -> None:
+def steady_sets(args: argparse.Namespace) -> list[str]:
+    return [f"train.device={args.device}", "train.precision=bf16", *QUIET,
+            f"train.log_every={LOG_EVERY}", "train.keep_last=1",
+            f"train.max_minutes={args.seconds / 60:.3f}", *args.sets]
+
+
+def watch(args: argparse.Namespace, data: Path, work: Path) -> tuple[
+        list[dict[str, Any]], list[float], Optional[int], Optional[str]]:
+    """Train until measured (or the allowance is spent): the log lines (after `START`),
+    the wall seconds at which each was seen, where steadiness began, and why the process
+    ended by itself (None when it was stopped here)."""
+    run = work / "run"
+    started = time.monotonic()
+    child = Child(["train", "--config", config_path(args.configs[0]), "--data", data, "--out",
+                   run, "--force", *set_flags(steady_sets(args))], work / "train.log",
+                  env=child_env(PYTHONUNBUFFERED="1"))
+    lines, seen, start = [START], [], None
+    while time.monotonic() - started < args.seconds and child.process.poll() is None:
+        time.sleep(0.25)
+        lines = [START, *read_metrics(run / METRICS_FILE, "train")]
+        seen += [time.monotonic() - started] * (len(lines) - 1 - len(seen))
+        start = start or steady_from(lines)
+        if start is not None and Steady.of(lines[start:]).seconds >= MEASURE_S:
+            break
+    ended = child.process.poll() is not None
+    if not args.keep:
+        child.process.kill()
+    problem = child.wait(0, stop=True)  # a kept run saves its checkpoint on SIGTERM
+    return lines, seen, start, problem if ended else None
+
+
+def measure_steady(args: argparse.Namespace, data: Path, work: Path) -> dict[str, Any]:
+    """One row of the table: its figures, or an "error" saying why there are none."""
+    work.mkdir(parents=True, exist_ok=True)
+    lines, seen, start, problem = watch(args, data, work)
+    cfg = load_config(config_path(args.configs[0]), steady_sets(args))
+    result: dict[str, Any] = {"config": args.configs[0], "batch_tokens": cfg.train.batch_tokens,
+                              "setting": args.label, "sets": args.sets}
+    last = lines[-1]
+    result.update({key: last[key] for key in ("compiles", "batch_shapes", "graph_skips",
+                                              "peak_gib") if key in last})
+    if start is None or start == len(lines) - 1:
+        rate = f", last {last['tokens_per_s']:,.0f} tgt tok/s" if len(lines) > 1 else ""
+        why = problem or (f"no steady rate within {args.seconds:.0f} s ({last['step']} "
+                          f"updates logged{rate})" if len(lines) > 1 else
+                          f"no update logged within {args.seconds:.0f} s (still compiling?)")
+        return {**result, "error": why}
+    steady = Steady.of(lines[start:])
+    return {**result, **throughput(cfg, data, steady, args.device),
+            "steady_s": seen[start - 1], "partial": steady.seconds < MEASURE_S,
+            "loss": last["loss"]}
+
+
+def throughput(cfg: Config, data: Path, steady: Steady, device: str) -> dict[str, Any]:
+    """Tokens/s, padding and model FLOP/s of the measured updates.
+
+    The dense FLOPs use the measured source and target tokens; attention, quadratic in
+    each sentence's length, uses the training pairs' average per target token (every
+    epoch visits each pair once, so the measured batches follow that average).
+    """
+    from transcli.data.batching import BatchPlan
+
+    split = EncodedSplit(data, "train")
+    plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
+                     cfg.train.seed, cfg.model.max_positions)
+    per_tgt = Lengths.of(plan.src_len[plan.indices], plan.tgt_len[plan.indices]).per_target_token()
+    n = steady.tgt_tokens
+    counted = Lengths(steady.src_tokens, n, per_tgt.src_sq * n, per_tgt.tgt_sq * n,
+                      per_tgt.cross * n)
+    flops_per_s = training_flops(cfg.model, load_manifest(data)["vocab_size"],
+                                 counted) / steady.seconds
+    peak = dense_bf16_peak(device)
+    return {"updates_s": steady.steps / steady.seconds, "tgt_tok_s": n / steady.seconds,
+            "pad_frac": 1 - steady.real / steady.padded, "updates": steady.steps,
+            "seconds": steady.seconds, "tflop_s": flops_per_s / 1e12,
+            "mfu": mfu_text(flops_per_s, device),
+            "mfu_fraction": flops_per_s / peak if peak else None}
+
+
+def table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The rows as a Markdown table: its head, then one line per row."""
+    lines = ["| config | batch tokens | setting | updates/s | tgt tok/s | MFU | padding | "
+             "peak GiB | s to steady | compiles (shapes) |",
+             "|---|---:|---|---:|---:|---|---:|---:|---:|---:|"]
+    for row in rows:
+        head = f"| {row['config']} | {row['batch_tokens']} | {row['setting']} |"
+        compiles = (f"{row['compiles']} ({row['batch_shapes']})" if "compiles" in row else "-")
+        if row.get("graph_skips"):
+            compiles += f", {row['graph_skips']} not graphed"
+        if "error" in row:
+            lines.append(f"{head} {row['error']} | | | | | | {compiles} |")
+            continue
+        partial = " (partial)" if row["partial"] else ""
+        lines.append(f"{head} {row['updates_s']:.1f} | {row['tgt_tok_s']:,.0f}{partial} | "
+                     f"{row['mfu']} | {100 * row['pad_frac']:.1f}% | "
+                     f"{row.get('peak_gib', float('nan')):.1f} | {row['steady_s']:.0f} | "
+                     f"{compiles} |")
+    return lines
+
+
+def busy_seconds(intervals: list[tuple[float, float]]) -> float:
+    """The length of the union of (start, end) intervals."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+def summarise(events: Any, wall_s: float, host_s: list[float]) -> dict[str, Any]:
+    """The profile's figures from torch.profiler's events (times in microseconds)."""
+    import torch
+
+    device = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+    device_time: collections.Counter[str] = collections.Counter()
+    for e in device:
+        device_time[e.name] += e.time_range.end - e.time_range.start
+    launches = sum(1 for e in events if e.name.startswith(LAUNCHES))
+    busy = busy_seconds([(e.time_range.start, e.time_range.end) for e in device]) / 1e6
+    n = len(host_s)
+    return {"updates": n, "wall_ms_per_update": 1e3 * wall_s / n, "gpu_busy": busy / wall_s,
+            "kernels_per_update": len(device) / n, "launch_calls_per_update": launches / n,
+            "host_ms_per_update": 1e3 * sum(host_s) / n,
+            "top_kernels": [[name, us / 1e3 / n] for name, us in device_time.most_common(10)]}
+
+
+class Profiled:
+    """`Trainer.update` timed, updates WARMUP .. WARMUP + PROFILED - 1 profiled; then the
+    run is asked to stop."""
+
+    def __init__(self, update: Any, cuda: bool) -> None:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        self.plain, self.count = update, 0
+        self.synchronize = torch.cuda.synchronize if cuda else lambda: None
+        self.host: list[float] = []
+        self.profiler = profile(activities=[ProfilerActivity.CPU]
+                                + ([ProfilerActivity.CUDA] if cuda else []))
+        self.started = 0.0
+        self.result: Optional[dict[str, Any]] = None
+
+    def __call__(self, trainer: Any, batches: Any, info: Any) -> bool:
+        if self.count == WARMUP:
+            self.synchronize()
+            self.profiler.__enter__()
+            self.started = time.perf_counter()
+        began = time.perf_counter()
+        done = self.plain(trainer, batches, info)
+        if self.count >= WARMUP and self.result is None:
+            self.host.append(time.perf_counter() - began)
+        self.count += 1
+        if self.count == WARMUP + PROFILED:
+            self.synchronize()
+            wall = time.perf_counter() - self.started
+            self.profiler.__exit__(None, None, None)
+            self.result = summarise(self.profiler.events(), wall, self.host)
+            trainer.stop_reason = "profiled"
+        return done
+
+
+def profile_run(args: argparse.Namespace, data: Path) -> Optional[dict[str, Any]]:
+    """Train the config until profiled (in a temp dir); its figures, or None when the run
+    ended first."""
+    from transcli.training.loop import Trainer, train
+
+    cfg = load_config(config_path(args.configs[0]), [f"train.device={args.device}", *QUIET,
+                                                     f"train.log_every={NEVER}", *args.sets])
+    profiled = Profiled(Trainer.update, args.device == "cuda")
+    with mock.patch.object(Trainer, "update", lambda trainer, *batch: profiled(trainer, *batch)):
+        with tempfile.TemporaryDirectory() as tmp:
+            train(cfg, data, Path(tmp) / "run")
+    return profiled.result
+
+
+def profile_lines(result: dict[str, Any]) -> list[str]:
+    lines = [f"{result['updates']} updates: {result['wall_ms_per_update']:.1f} ms each, GPU busy "
+             f"{100 * result['gpu_busy']:.0f}% of that; {result['kernels_per_update']:.0f} "
+             f"kernels and {result['launch_calls_per_update']:.0f} launch calls per update; "
+             f"host {result['host_ms_per_update']:.1f} ms per update",
+             "| kernel | GPU ms per update |", "|---|---:|"]
+    return lines + [f"| {name[:90]} | {ms:.2f} |" for name, ms in result["top_kernels"]]
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--configs", nargs="+", default=["small"])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--steady", action="store_true", help="measure one run once steady")
+    mode.add_argument("--profile", action="store_true", help="profile updates of one run")
+    parser.add_argument("--configs", nargs="+", default=["small"],
+                        help="configs of configs/ (--steady and --profile: the first)")
+    parser.add_argument("--data", type=Path, help="--steady, --profile: the config's prepared "
+                        "dir (default: the shared corpus, prepared once)")
+    parser.add_argument("--device", default="cpu", help="train.device")
+    parser.add_argument("--set", dest="sets", action="append", default=[],
+                        help="an override for every run, section.key=value (repeatable)")
+    parser.add_argument("--seconds", type=float, help="compared: per config, all runs "
+                        "together (default 240); --steady: the allowance (default 60)")
     parser.add_argument("--baseline", help="a git revision to compare with (e.g. 0aaecd6)")
-    parser.add_argument("--seconds", type=float, default=240.0,
-                        help="per config, all implementations together")
     parser.add_argument("--rounds", type=int, default=4, help="alternations per config")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--threads", type=int, help="compared: torch threads per run "
+                        "(default: torch's)")
     parser.add_argument("--bf16", action="store_true", help="train.cpu_precision=bf16")
     parser.add_argument("--log-every", type=int, default=50,
                         help="train.log_every: updates per measured interval")
-    parser.add_argument("--naive", action="store_true", help="also time the naive loop")
-    parser.add_argument("--variant", action="append", default=[],
-                        help="LABEL:key=value,... this tree with other settings (repeatable)")
-    parser.add_argument("--curve-steps", type=int, default=0,
-                        help="then train each implementation N updates and compare losses")
-    args = parser.parse_args()
+    parser.add_argument("--label", default="as shipped", help="--steady: the row's setting")
+    parser.add_argument("--keep", action="store_true",
+                        help="--steady: stop by SIGTERM, so that the run saves a checkpoint")
+    parser.add_argument("--work", type=Path, help="--steady: the run and its log go here")
+    args = parser.parse_args(argv)
+    args.seconds = args.seconds or (60.0 if args.steady else 240.0)
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    if args.profile:  # it trains in this process: OpenMP's threads wait as transcli's do
+        from transcli.system import waitpolicy
+
+        waitpolicy.choose()
+    if args.steady:
+        with tempfile.TemporaryDirectory() as tmp:
+            row = measure_steady(args, args.data or prepared_dir(args.configs[0]),
+                                 args.work or Path(tmp))
+        print("\n".join(table_lines([row])) + "\n" + RESULT + json.dumps(row), flush=True)
+        return 1 if "error" in row else 0
+    if args.profile:
+        result = profile_run(args, args.data or prepared_dir(args.configs[0]))
+        if result is None:
+            print(f"the run ended before {WARMUP + PROFILED} updates", file=sys.stderr)
+            return 1
+        print("\n".join(profile_lines(result)) + "\n" + RESULT + json.dumps(result), flush=True)
+        return 0
+    import torch
+
+    args.threads = args.threads or torch.get_num_threads()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} CPU threads, OMP_WAIT_POLICY "
           f"{USER_OMP_WAIT_POLICY or 'unset (each version applies its own default)'}; "
-          f"load average {os.getloadavg()[0]:.2f}; corpus {CORPORA}", flush=True)
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         baseline = export_tree(args.baseline, Path(tmp) / "baseline") if args.baseline else None
         for name in args.configs:
             compare(name, args, baseline, Path(tmp))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -6,47 +6,13 @@
     python -m bench.translate_speed --model RUN --batch-rows 1 16 1000 --threads 1
     python -m bench.translate_speed --model RUN --device cuda --budget 90 --out DIR
 
-Translates the first --lines lines of dev.tatoeba.en (short conversational sentences) and
-dev.newstest2012.en (long news sentences) with greedy search and beam 5 (--sets and
---searches choose), through `Translator` -- the code `transcli translate` runs -- with
-each engine and thread count: `torch` (fp32, products through torch's BLAS), `torch-int8`
-(int8 weights, `quantize.quantize_int8`), `ct2` and `ct2-int8` (the run's CTranslate2
-export, made beforehand so it is not timed), `torch-uncached` (the decoder re-run over the
-whole prefix every step: the reference the cache is measured against), `torch-onednn`
-(float32 products through oneDNN: `decode.cpu_gemm=onednn`; the header says which of the
-two `decode.cpu_gemm=auto`, the default, takes on this CPU) and, on CUDA, `torch-half`
-and `ct2-half` (`decode.precision` auto: bf16, or fp16 without it). With `--baseline
-REV`, each torch engine asked for also runs as that git revision's code runs it
-(`torch@REV`, ...; the tree exported to a temp dir). Every engine searches without a word
-reward (CTranslate2 has none).
-
-`--batch-rows N ...` (CPU): each set is translated N lines per `translate` call, as
-`serve` hands the model one merged batch of requests after another; every size is a cell
-of its own, and each size's speed is also given over the largest size's, round by round.
-It runs the engine the default `decode.cpu_gemm=auto` runs on this CPU unless --engines
-says.
-
-Each (engine, threads) runs in a subprocess of its own, holding a translator per search, so
-peak RSS and load time are its own; on the CPU it stays running while its thread count is
-measured, and the engines take turns cell by cell, each after a short pause, in an order
-reversed every other round, so that background load hits all alike. Prints, per cell, the
-median over rounds of sentences/s, of sentences per CPU second of the worker (on a machine
-shared with other jobs these count the work, not the waits) and of target tokens/s; each
-engine's speed relative to torch fp32 (and to the same engine at REV, or to the largest
-batch size) as the median of the rounds' own ratios, the lowest and highest in brackets;
-BLEU of the output against the references, peak memory and load time.
-
-`--device cuda` runs the CUDA engines (torch, torch-half, ct2, ct2-half) one after another,
-one round; `--budget SECONDS` bounds the whole run: each cell translates its set in chunks
-until its share of the time left is spent, and the lines it reached are counted and
-scored. ct2 rows are skipped, with the reason, where CTranslate2 is missing or has no CUDA.
-Peak memory on CUDA is torch's allocator peak for torch engines and, for CTranslate2 (whose
-allocator torch does not see), the device memory the worker holds after the cell.
-
-`--out DIR` also writes the table into DIR as translate-speed.txt and translate-speed.json.
-On a CPU shared with other jobs torch's OpenMP threads spin-wait for cores the others hold;
-transcli then sets OMP_WAIT_POLICY=PASSIVE (transcli.system.waitpolicy), and the line under
-the table says which policy each worker ran with. The header prints the load average.
+The first --lines lines of the dev sets, greedy and beam 5, through `Translator` without
+a word reward (CTranslate2 has none), with each engine (`ENGINES`; `torch@REV`: revision
+REV's code) and thread count, each a worker process of its own, kept running. The engines
+take turns cell by cell, in an order reversed every other round; a cell's figure is the
+median over rounds, and each ratio the median of the rounds' own ratios (lowest and
+highest in brackets). With --budget each cell stops at its share of the time left (CUDA:
+one round, one thread count). docs/BENCHMARKS.md and docs/INFERENCE.md have figures.
 """
 
 from __future__ import annotations
@@ -65,7 +31,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from bench.common import CORPORA, DEV_SETS, ROOT, cpu_setup, export_tree, read_lines
+from bench.common import DEV_SETS, ROOT, Report, corpus_with, cuda_problem, export_tree, read_lines
 
 if TYPE_CHECKING:  # the workers import transcli only once their tree is on the path
     from transcli.inference.translator import Translator
@@ -85,30 +51,13 @@ ENGINES = {"torch": ["decode.engine=torch", "decode.quantize=none", "decode.cpu_
            "ct2-half": ["decode.engine=ct2", "decode.quantize=none"]}
 HALF = ("torch-half", "ct2-half")  # decode.precision auto; every other engine fp32 on CUDA
 CUDA_ENGINES = ["torch", "torch-half", "ct2", "ct2-half"]
-CARRIED_CORPUS = ROOT / "gpu-carry" / "corpus"  # the dev sets `make gpu-carry` copies
 CHUNK_LINES = 500  # lines per `translate` call of a cell that runs against the clock
 PAUSE_SECONDS = 0.3  # before each timed run: the engine before it stops spin-waiting
-TABLE = ("translate-speed.txt", "translate-speed.json")  # what --out DIR receives
 
 
 def corpus() -> Path:
-    """The folder holding the dev sets: gpu-carry/corpus (a GPU machine), else the shared
-    corpora."""
-    names = [f"{name}.{lang}" for name in SETS for lang in ("en", "es")]
-    if all((CARRIED_CORPUS / name).is_file() for name in names):
-        return CARRIED_CORPUS
-    return CORPORA
-
-
-def cpu_description() -> str:
-    """The CPU's vendor, torch's vector ISA for it, and what decode.cpu_gemm=auto picks."""
-    import torch
-
-    from transcli.inference.cpu_products import cpu_vendor, use_onednn
-
-    pick = "onednn" if use_onednn("auto") else "blas"
-    return (f"{cpu_vendor() or 'vendor unknown'}, {torch.backends.cpu.get_cpu_capability()}; "
-            f"decode.cpu_gemm=auto takes {pick} here")
+    """The folder holding the dev sets (gpu-carry/corpus on a GPU machine)."""
+    return corpus_with([f"{name}.{lang}" for name in SETS for lang in ("en", "es")])
 
 
 def default_cpu_engine() -> str:
@@ -136,7 +85,15 @@ def ct2_problem(device: str) -> Optional[str]:
     return None
 
 
-# ----------------------------------------------------------------------------- the worker
+def cpu_setup(threads: int) -> None:
+    """This process set up as `transcli translate` sets itself up: the OpenMP wait policy
+    chosen before torch loads, torch's threads set."""
+    from transcli.system import waitpolicy
+
+    waitpolicy.choose()
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -260,12 +217,9 @@ class Worker:
         return final
 
 
-# ----------------------------------------------------------------------------- the CPU
-
-
-def cpu_main(args: argparse.Namespace, report: Report) -> None:
+def run_cells(args: argparse.Namespace, report: Report) -> None:
     """The engines (x batch sizes) take turns cell by cell, round after round, one thread
-    count after the other."""
+    count after the other; with a --budget each cell stops at its share of the time left."""
     rows = args.batch_rows or [0]
     with tempfile.TemporaryDirectory() as tmp:
         sources = {engine: None for engine in args.engines}
@@ -278,15 +232,18 @@ def cpu_main(args: argparse.Namespace, report: Report) -> None:
         for threads in args.threads:
             workers = {engine: Worker(args, engine, threads, source)
                        for engine, source in sources.items()}
+            left = args.rounds * len(cells(args, rows)) * len(workers)
             for round_ in range(args.rounds):
                 for cell in cells(args, rows):
                     for engine in turns(list(workers), round_):
                         time.sleep(PAUSE_SECONDS)
+                        cap = (args.started + args.budget - time.perf_counter()) / left
+                        left -= 1
                         results.setdefault((engine, threads, *cell), []).append(
-                            workers[engine].translate(*cell))
+                            workers[engine].translate(*cell, max(1.0, cap)))
             for engine, started in workers.items():
                 processes[(engine, threads)] = {**started.ready, **started.close()}
-    cpu_table(list(sources), args, results, processes, report)
+    table(list(sources), args, results, processes, report)
 
 
 def cells(args: argparse.Namespace, rows: list[int]) -> list[tuple[str, str, int]]:
@@ -301,28 +258,34 @@ def turns(engines: list[str], round_: int) -> list[str]:
     return engines if round_ % 2 == 0 else engines[::-1]
 
 
-def cpu_table(engines: list[str], args: argparse.Namespace, results: dict[tuple, list[dict]],
-              processes: dict[tuple, dict], report: Report) -> None:
+def table(engines: list[str], args: argparse.Namespace, results: dict[tuple, list[dict]],
+          processes: dict[tuple, dict], report: Report) -> None:
     """One line per (engine, threads, set, search, rows): its speeds, the median over
-    rounds, and its speed over others' in the same rounds (`versus`)."""
+    rounds, and its speed over others' in the same rounds (`versus`). Peak memory: the
+    worker's RSS; on CUDA the device's (torch's allocator peak, or for CTranslate2, whose
+    allocator torch does not see, what the worker holds after the cell)."""
     width = max(map(len, engines)) + 2
     report.say(f"{'engine':<{width}}{'thr':>4} {'set':<18}{'search':<8}{'rows':>6}{'sent/s':>9}"
                f"{'cpu sent/s':>11}{'tok/s':>8}" + "".join(
                    f"{name:>19}" for name in versus_names(args)) +
-               f"{'BLEU':>7}{'RSS MiB':>9}{'load s':>8}")
+               f"{'BLEU':>7}{'peak MiB':>9}{'load s':>8}")
     for engine in engines:
         for threads in args.threads:
             process = processes[(engine, threads)]
             for name, label, n in cells(args, args.batch_rows or [0]):
-                rounds = results[(engine, threads, name, label, n)]
+                key = (engine, threads, name, label, n)
+                rounds, score = results[key], bleu(results[key][-1], name)
+                peak = (process["peak_rss_mib"] if args.device == "cpu" else rounds[-1][
+                    "device_mib" if engine.startswith("ct2") else "torch_peak_mib"])
                 report.say(f"{engine:<{width}}{threads:>4} {name:<18}{label:<8}{n or 'all':>6}"
                            f"{rate(rounds, 'lines', 'seconds'):>9.1f}"
                            f"{rate(rounds, 'lines', 'cpu_seconds'):>11.1f}"
                            f"{rate(rounds, 'tokens', 'seconds'):>8.0f}" + "".join(
-                               f"{ratio:>19}" for ratio in versus(
-                                   args, results, (engine, threads, name, label, n)))
-                           + f"{bleu(rounds[-1], name):>7.1f}"
-                           f"{process['peak_rss_mib']:>9.0f}{process['load_seconds']:>8.2f}")
+                               f"{ratio:>19}" for ratio in versus(args, results, key))
+                           + f"{score:>7.1f}{peak:>9.0f}{process['load_seconds']:>8.2f}")
+                report.results.setdefault("cells", []).append(
+                    {"engine": engine, "threads": threads, "set": name, "search": label,
+                     "rows": n, "rounds": rounds, "bleu": score, "peak_mib": peak})
     policies = {f"{engine} x{threads}": process["wait_policy"]
                 for (engine, threads), process in processes.items()}
     alike = set(policies.values())
@@ -380,71 +343,6 @@ def bleu(row: dict, name: str) -> float:
     return BLEU().corpus_score(hyps, [refs]).score
 
 
-# ----------------------------------------------------------------------------- CUDA
-
-
-def cuda_main(args: argparse.Namespace, report: Report) -> None:
-    """The CUDA engines one after another, each cell against the clock of --budget (which
-    started with the run: exports and loading count)."""
-    deadline = args.started + args.budget
-    engines = [e for e in args.engines if not (e.startswith("ct2") and ct2_problem("cuda"))]
-    for skipped in (e for e in args.engines if e not in engines):
-        report.say(f"{skipped}: skipped, {ct2_problem('cuda')}")
-    runs = [(e, name, label) for e in engines for name in args.sets for label in args.searches]
-    report.say(f"{'engine':<12}{'set':<18}{'search':<8}{'lines':>6}{'sent/s':>9}{'tok/s':>9}"
-               f"{'BLEU':>7}{'peak MiB':>10}{'load s':>8}")
-    load_estimate, done = 0.0, 0
-    for engine in engines:
-        started = time.perf_counter()
-        worker = Worker(args, engine, args.threads[0], None)
-        load_estimate = load_estimate or time.perf_counter() - started
-        for name in args.sets:
-            for label in args.searches:
-                left = deadline - time.perf_counter() - load_estimate * (
-                    len(engines) - engines.index(engine) - 1)
-                cap = max(1.0, left / (len(runs) - done))
-                row = worker.translate(name, label, 0, cap)
-                done += 1
-                cuda_row(report, engine, name, label, row, worker.ready["load_seconds"])
-        worker.close()
-
-
-def cuda_row(report: Report, engine: str, name: str, label: str, row: dict,
-             load_seconds: float) -> None:
-    """One cell's line of the CUDA table."""
-    peak = row["device_mib"] if engine.startswith("ct2") else row["torch_peak_mib"]
-    score = bleu(row, name)
-    report.say(f"{engine:<12}{name:<18}{label:<8}{row['lines']:>6}"
-               f"{row['lines'] / row['seconds']:>9.1f}{row['tokens'] / row['seconds']:>9.0f}"
-               f"{score:>7.1f}{peak:>10.0f}{load_seconds:>8.2f}", row={
-                   "engine": engine, "set": name, "search": label, **{
-                       k: row[k] for k in ("lines", "seconds", "tokens")},
-                   "bleu": score, "peak_mib": peak, "load_seconds": load_seconds})
-
-
-# ----------------------------------------------------------------------------- main
-
-
-class Report:
-    """The table as it is printed, kept for --out DIR (text and JSON rows)."""
-
-    def __init__(self, out: Optional[Path]):
-        self.out, self.lines, self.rows = out, [], []
-
-    def say(self, text: str, row: Optional[dict] = None) -> None:
-        print(text, flush=True)
-        self.lines.append(text)
-        if row:
-            self.rows.append(row)
-
-    def save(self) -> None:
-        if self.out:
-            self.out.mkdir(parents=True, exist_ok=True)
-            (self.out / TABLE[0]).write_text("\n".join(self.lines) + "\n", encoding="utf-8")
-            (self.out / TABLE[1]).write_text(json.dumps(
-                {"table": self.lines, "rows": self.rows}, indent=1) + "\n", encoding="utf-8")
-
-
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, required=True, help="trained run dir")
@@ -452,8 +350,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--lines", type=int, help="lines per test set (default: 1000 on the "
                                                   "CPU, all on CUDA)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds (CPU)")
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (CUDA: 1)")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="(CUDA: 1)")
     parser.add_argument("--engines", nargs="+", choices=list(ENGINES),
                         help="default: torch, torch-int8, ct2, ct2-int8 (CPU); "
                              f"{', '.join(CUDA_ENGINES)} (CUDA)")
@@ -464,7 +362,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--baseline",
                         help="a git revision whose torch engines (those asked for) run beside")
     parser.add_argument("--budget", type=float, default=math.inf,
-                        help="seconds for the whole run (CUDA): cells share what is left")
+                        help="seconds for the whole run: each cell takes its share of what "
+                        "is left")
     parser.add_argument("--out", type=Path, help="also write the table into this folder")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
@@ -472,6 +371,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     cuda = args.device == "cuda"
     args.lines = args.lines or (10**9 if cuda else 1000)
+    if cuda and not args.worker:
+        args.rounds, args.threads = 1, args.threads[:1]
     args.engines = args.engines or (CUDA_ENGINES if cuda else [default_cpu_engine()]
                                     if args.batch_rows else ["torch", "torch-int8", "ct2",
                                                              "ct2-int8"])
@@ -481,15 +382,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 def problem(args: argparse.Namespace) -> Optional[str]:
     """Why the benchmark cannot run here, or None."""
     if not (corpus() / f"{args.sets[0]}.en").is_file():
-        return f"{CORPORA} not found: the benchmark needs the dev sets (or gpu-carry/corpus)"
-    if args.device == "cuda":
-        try:
-            import torch
-        except ImportError as exc:
-            return f"{sys.executable} cannot import torch ({exc})"
-        if not torch.cuda.is_available():
-            return f"--device cuda: no CUDA device here (torch {torch.__version__})"
-    elif any(engine in HALF for engine in args.engines):
+        return f"{corpus()}: no {args.sets[0]}.en: the benchmark needs the dev sets"
+    if args.device == "cuda" and (problem := cuda_problem()):
+        return f"--device cuda: {problem}"
+    if args.device == "cpu" and any(engine in HALF for engine in args.engines):
         return "torch-half and ct2-half run on CUDA only (--device cuda)"
     return None
 
@@ -501,7 +397,7 @@ def prepare_ct2_exports(args: argparse.Namespace) -> None:
 
     run = open_run_dir(args.model)
     for engine in args.engines:
-        if engine.startswith("ct2") and not ct2_problem(args.device):
+        if engine.startswith("ct2"):
             quantize = "int8" if engine.endswith("int8") else "none"
             cached_export(run, run.checkpoint(args.checkpoint), quantize)
 
@@ -516,8 +412,13 @@ def header(args: argparse.Namespace, report: Report) -> None:
     if args.device == "cuda":
         report.say(f"CUDA: {torch.cuda.get_device_name()}, torch {torch.__version__}; budget "
                    f"{args.budget:g} s")
-    else:
-        report.say(f"CPU: {cpu_description()}; {args.rounds} rounds")
+        return
+    from transcli.inference.cpu_products import cpu_vendor
+
+    pick = "onednn" if default_cpu_engine() == "torch-onednn" else "blas"
+    report.say(f"CPU: {cpu_vendor() or 'vendor unknown'}, "
+               f"{torch.backends.cpu.get_cpu_capability()}; decode.cpu_gemm=auto takes {pick} "
+               f"here; {args.rounds} rounds")
 
 
 def main() -> None:
@@ -530,15 +431,17 @@ def main() -> None:
     trouble = problem(args)
     if trouble:
         sys.exit(f"bench.translate_speed: {trouble}")
-    report = Report(args.out)
+    report = Report("translate-speed", args.out)
     with tempfile.TemporaryDirectory() as hyps:
         args.hyps = args.hyps or hyps
-        prepare_ct2_exports(args)
         header(args, report)
-        if args.device == "cuda":
-            cuda_main(args, report)
-        else:
-            cpu_main(args, report)
+        for engine in [e for e in args.engines if e.startswith("ct2") and ct2_problem(args.device)]:
+            report.say(f"{engine}: skipped, {ct2_problem(args.device)}")
+            args.engines.remove(engine)
+        if not args.engines:
+            sys.exit("bench.translate_speed: none of the engines asked for can run here")
+        prepare_ct2_exports(args)
+        run_cells(args, report)
     report.say(f"load average at the end {os.getloadavg()[0]:.2f}")
     report.save()
 

@@ -398,7 +398,7 @@ def test_steady_updates_never_wait_for_the_gpu(prepared: Path, tmp_path: Path,
     torch raises on any synchronising call once sync debug mode is "error"."""
     from transcli.training.loop import Trainer
 
-    plain = Trainer._update
+    plain = Trainer.update
     synced: list[int] = []
 
     def guarded(self: Trainer, batches, info) -> bool:
@@ -413,7 +413,7 @@ def test_steady_updates_never_wait_for_the_gpu(prepared: Path, tmp_path: Path,
         finally:
             torch.cuda.set_sync_debug_mode("default")
 
-    monkeypatch.setattr(Trainer, "_update", guarded)
+    monkeypatch.setattr(Trainer, "update", guarded)
     cfg = load_config(TINY, ON_DEVICE + ["train.max_steps=20", "train.log_every=1000",
                                          "train.save_every=1000", "train.valid_every=1000",
                                          "train.ema_decay=0.9"])

@@ -8,6 +8,7 @@ transcli must train, translate and evaluate there from `PYTHONPATH=.` alone.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def test_the_cli_and_the_gpu_benchmark_never_import_datasets() -> None:
     code = ("import sys\n"
             "import transcli.cli.app, transcli.data.prepare, transcli.training.loop\n"
             "import transcli.inference.translator, transcli.inference.bleu\n"
-            "import bench.gpu_bench\n"
+            "import bench.gpu_check, bench.train_speed, bench.quality, bench.translate_speed\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'datasets'))\n")
     proc = run("-c", code)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -107,7 +108,7 @@ def test_the_rate_is_steady_from_the_line_that_ends_three_agreeing_windows() -> 
     """Slow first intervals (compilation, the allocator growing), then a rate within 10%:
     steady from the first line ending three agreeing windows of 4 intervals whose first
     interval is never the first line's."""
-    from bench.gpu_table import steady_from
+    from bench.train_speed import steady_from
 
     rates = [50.0, 400.0, 700.0] + [1000.0, 1050.0, 980.0, 1020.0] * 6
     lines, tokens = [{"step": 0, "epoch": 0, "tgt_tokens": 0, "src_tokens": 0}], 0
@@ -122,7 +123,7 @@ def test_the_rate_is_steady_from_the_line_that_ends_three_agreeing_windows() -> 
 
 
 def test_busy_time_is_the_union_of_the_intervals() -> None:
-    from bench.gpu_profile import busy_seconds
+    from bench.train_speed import busy_seconds
 
     assert busy_seconds([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == 4.0
     assert busy_seconds([]) == 0.0
@@ -130,65 +131,74 @@ def test_busy_time_is_the_union_of_the_intervals() -> None:
 
 @pytest.mark.slow
 def test_a_table_row_trains_is_measured_and_stopped_on_the_cpu(
-        prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The table's plumbing on the CPU (on a GPU only the config differs): a real
-    `transcli train` process is watched through its log, measured once steady (any rate
-    counts here, so that a busy CPU cannot make it flaky) and killed before its allowance
-    ends; its row has every figure the table prints."""
-    from bench import gpu_check, gpu_table
+        prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    """A row of the table (`bench.train_speed --steady`) on the CPU (on a GPU only the
+    config differs): a real `transcli train` process is watched through its log, measured
+    once steady (any rate counts here, so that a busy CPU cannot make it flaky) and
+    stopped before its allowance ends; it prints its table row and its figures on a RESULT
+    line, which has every figure the table prints."""
+    from bench import train_speed
+    from bench.common import RESULT
 
-    monkeypatch.setattr(gpu_table, "TOLERANCE", 10.0)
-    monkeypatch.setattr(gpu_table, "MEASURE_S", 0.5)
-    row = gpu_check.Row("eager", "tiny", 256, ("train.device=cpu", "model.d_model=32",
-                                               "model.d_ff=64", "model.heads=2"), 120,
-                        keep=True)
+    monkeypatch.setattr(train_speed, "TOLERANCE", 10.0)
+    monkeypatch.setattr(train_speed, "MEASURE_S", 0.5)
     started = time.monotonic()
-    result = gpu_table.measure_row(row, prepared, tmp_path / "row", "cpu")
+    status = train_speed.main([
+        "--steady", "--configs", "tiny", "--device", "cpu", "--seconds", "120", "--keep",
+        "--label", "eager", "--data", str(prepared), "--work", str(tmp_path / "row"),
+        *[f"--set={item}" for item in ("train.batch_tokens=256", "model.d_model=32",
+                                       "model.d_ff=64", "model.heads=2")]])
     assert time.monotonic() - started < 100, "stopped once measured"
-    assert "error" not in result, result
+    printed = capsys.readouterr().out.splitlines()
+    assert status == 0 and printed[-1].startswith(RESULT), printed
+    result = json.loads(printed[-1][len(RESULT):])  # as gpu-check reads it (run_child)
     assert list((tmp_path / "row" / "run" / "checkpoints").glob("step-*.safetensors")), \
         "a kept row is stopped by SIGTERM: its run saves what the translation stage reads"
     assert result["updates"] >= 5 and result["tgt_tok_s"] > 0 and 0 < result["pad_frac"] < 0.5
     assert result["mfu"].startswith("n/a") and 0 < result["steady_s"] < 100
-    table = gpu_table.table([result, {**result, "error": "no steady rate"}], "cpu")
-    assert "| tiny | 256 | eager |" in table and "| no steady rate |" in table
+    assert printed[-2] == train_speed.table_lines([result])[-1]
+    table = train_speed.table_lines([result, {**result, "error": "no steady rate"}])
+    assert "| tiny | 256 | eager |" in table[2] and "| no steady rate |" in table[3]
 
 
 @pytest.mark.slow
-def test_the_profile_process_prints_its_figures_on_the_cpu(prepared: Path,
-                                                           tmp_path: Path) -> None:
-    """The profile stage's process (on the CPU: no kernels, so no GPU time) profiles 20
-    updates of the real loop, prints its RESULT line and is killed by the watcher."""
-    from bench.gpu_bench import watch_for_result
-    from bench.gpu_profile import profile_lines
+def test_the_profile_prints_its_figures_on_the_cpu_and_stops_the_run(prepared: Path,
+                                                                     tmp_path: Path) -> None:
+    """`bench.train_speed --profile` as the profile stage runs it, on the CPU (no kernels,
+    so no GPU time): 20 updates of the real loop profiled, its RESULT line read by
+    `run_child`, then the run stopped by the profile itself (exit status 0)."""
+    from bench.common import run_child
+    from bench.train_speed import profile_lines
 
-    code = ("from pathlib import Path; from transcli.system import waitpolicy; "
-            "waitpolicy.choose(); from bench.gpu_profile import profile_run; "
-            f"profile_run(Path({str(prepared)!r}), 'tiny', 'cpu', ('model.d_model=32', "
-            "'model.d_ff=64', 'model.heads=2', 'train.batch_tokens=256', 'train.threads=1'))")
-    result = watch_for_result([sys.executable, "-c", code], tmp_path, 120)
-    assert isinstance(result, dict), result
-    assert result["updates"] == 20 and result["host_ms_per_update"] > 0
-    assert result["kernels_per_update"] == 0 and result["top_kernels"] == []
-    assert profile_lines(result)[0].startswith("20 updates: ")
+    sets = ("model.d_model=32", "model.d_ff=64", "model.heads=2", "train.batch_tokens=256",
+            "train.threads=1")
+    outcome = run_child(["bench.train_speed", "--profile", "--configs", "tiny", "--device",
+                         "cpu", "--data", str(prepared), *[f"--set={s}" for s in sets]], 120,
+                        tmp_path / "profile.log")
+    assert outcome.problem is None and outcome.result is not None, outcome.lines[-5:]
+    assert outcome.result["updates"] == 20 and outcome.result["host_ms_per_update"] > 0
+    assert outcome.result["kernels_per_update"] == 0 and outcome.result["top_kernels"] == []
+    assert profile_lines(outcome.result)[0].startswith("20 updates: ")
 
 
 def test_a_translation_stage_that_cannot_run_is_skipped_with_its_reason(
         tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """No run kept by the table: skipped, saying so. A run translate_speed refuses (here a
     checkpoint that is not a weights file): skipped with the command's exit status."""
-    from bench.gpu_bench import Report, translate_stage
+    from bench.common import Report
+    from bench.gpu_check import translate_stage
 
     report = Report("gpu-check", tmp_path / "out")
-    assert not translate_stage(report, {}, tmp_path / "work" / "translate")
+    assert not translate_stage(report, tmp_path / "work" / "translate")
     said = capsys.readouterr().out.splitlines()[-1]
     assert said.startswith("translate: skipped: no trained run at ")
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "step-0000001.safetensors").write_text("not weights")
-    assert not translate_stage(report, {}, tmp_path / "work" / "translate", model=run)
+    assert not translate_stage(report, tmp_path / "work" / "translate", model=run)
     said = capsys.readouterr().out.splitlines()[-1]
-    assert said.startswith("translate: skipped: exit status ")
+    assert said.startswith("translate: skipped: bench.translate_speed: exit status ")
     assert (tmp_path / "out" / "gpu-check.log").read_text(encoding="utf-8").endswith(said + "\n")
 
 

@@ -1,4 +1,5 @@
-"""The package's shape: no import cycles, and each layer imports only the ones below it.
+"""The package's shape: no import cycles (in bench/ either), and each layer imports only
+the ones below it.
 
 The graph is read from the source (every `import`, at module level or inside a function
 or `TYPE_CHECKING` block), so a cycle hidden behind a lazy import is caught too.
@@ -10,7 +11,10 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "transcli"
+BENCH = PACKAGE.parent / "bench"
 
 # Bottom to top: a module may import its own package and the packages below it.
 LAYERS = ["system", "config", "model", "data", "rundir", "export", "inference", "training",
@@ -41,8 +45,8 @@ def imports(path: Path, modules: set[str]) -> set[str]:
     return {name for name in found if name in modules}
 
 
-def graph() -> dict[str, set[str]]:
-    paths = sorted(PACKAGE.rglob("*.py"))
+def graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    paths = sorted(package.rglob("*.py"))
     modules = {module_name(path) for path in paths}
     return {module_name(path): imports(path, modules) - {module_name(path)} for path in paths}
 
@@ -81,8 +85,9 @@ def test_the_cycle_finder_finds_cycles() -> None:
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
 
 
-def test_no_import_cycles() -> None:
-    cycle = find_cycle(graph())
+@pytest.mark.parametrize("package", [PACKAGE, BENCH], ids=["transcli", "bench"])
+def test_no_import_cycles(package: Path) -> None:
+    cycle = find_cycle(graph(package))
     assert not cycle, "import cycle: " + " -> ".join(cycle)
 
 
@@ -118,11 +123,12 @@ def test_the_architecture_doc_names_every_module_under_its_package() -> None:
     assert set(sections) >= set(LAYERS) and not missing, missing
 
 
-def test_functions_and_classes_stay_short() -> None:
+@pytest.mark.parametrize("package", [PACKAGE, BENCH], ids=["transcli", "bench"])
+def test_functions_and_classes_stay_short(package: Path) -> None:
     """A newcomer reads a function at a glance and a class in one go: no function
-    (or method) of the package is longer than 60 lines, no class than 200."""
+    (or method) of the package (or of bench/) is longer than 60 lines, no class than 200."""
     too_long = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             limit = {ast.FunctionDef: 60, ast.AsyncFunctionDef: 60, ast.ClassDef: 200}.get(
                 type(node))

@@ -108,7 +108,7 @@ def test_the_average_is_the_last_tenth_of_a_short_run_then_one_over_one_minus_de
 @pytest.mark.slow
 def test_resume_is_exact_with_sampling_averaging_and_a_decaying_schedule(
         prepared: Path, tmp_path: Path) -> None:
-    """Stopped by its time limit (as a user's sittings are), at whatever step that falls
+    """Stopped by its time limit (as a user's sessions are), at whatever step that falls
     on: the schedule depends on max_steps, so that must stay the run's own."""
     straight, split = tmp_path / "straight", tmp_path / "split"
     train(fast_config(*RECIPE), prepared, straight)
@@ -147,26 +147,26 @@ def test_a_run_stopped_early_still_logs_its_last_steps_and_draws_curves(
 
 
 @pytest.mark.slow
-def test_a_decay_in_minutes_ends_the_run_at_rate_zero_and_its_clock_survives_sittings(
+def test_a_decay_in_minutes_ends_the_run_at_rate_zero_and_its_clock_survives_sessions(
         prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """train.decay_minutes: the linear decay follows the training clock (over sittings:
+    """train.decay_minutes: the linear decay follows the training clock (over sessions:
     a resumed run's rate goes on down, it does not climb back) and the run stops when
     the clock reaches zero rate, long before its max_steps."""
     run = tmp_path / "run"
-    # The first sitting's clock passes its limit during the validation after update 10,
+    # The first session's clock passes its limit during the validation after update 10,
     # and reached 1.4-2.4 s there on a slow machine: the decay must outlast that.
     decay = 0.08
     sets = ["train.schedule=linear", "train.warmup_steps=5", "train.max_steps=100000",
             f"train.decay_minutes={decay}", "train.log_every=1"]
-    train(fast_config(*sets, "train.max_minutes=0.01"), prepared, run)  # a first sitting
+    train(fast_config(*sets, "train.max_minutes=0.01"), prepared, run)  # a first session
     first = read_metrics(run / METRICS_FILE, "train")[-1]["step"]
     train(fast_config(*sets), prepared, run, resume=True)
     records = read_metrics(run / METRICS_FILE, "train")
     lrs = [r["lr"] for r in records]
     assert 5 < first < records[-1]["step"] < 100000
     assert 0.0 < lrs[-1] < 0.2 * max(lrs)  # near the end; no update at rate zero
-    assert all(a >= b for a, b in zip(lrs[5:], lrs[6:]))  # down all the way, both sittings
-    state = load_state(run, records[-1]["step"])  # with the sitting's tail: the decay is over
+    assert all(a >= b for a, b in zip(lrs[5:], lrs[6:]))  # down all the way, both sessions
+    state = load_state(run, records[-1]["step"])  # with the session's tail: the decay is over
     assert 0 < state["warmup_seconds"] < decay * 60 <= state["seconds"]
     assert f"end of the {decay}-minute decay" in capsys.readouterr().err
     train(fast_config(*sets), prepared, run, resume=True)

@@ -53,7 +53,7 @@ def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
     if not CORPORA.is_dir():
         pytest.skip(f"{CORPORA} not found")
     proc = short_run(sample_run, tmp_path, "--lines", "3", "--engines", "torch",
-                     "torch-uncached")
+                     "torch-uncached", "--budget", "600")  # each cell within its share
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line.split() for line in proc.stdout.splitlines()
             if line.startswith(("torch ", "torch-uncached "))]
@@ -92,9 +92,10 @@ def test_batch_sizes_side_by_side_give_the_same_lines_and_a_ratio_to_the_largest
     outputs = {(tmp_path / f"torch-1-dev.tatoeba-greedy-{n}.es").read_text(encoding="utf-8")
                for n in (1, 2, 6)}
     assert len(outputs) == 1
-    assert (out / "translate-speed.txt").read_text(encoding="utf-8").splitlines()[-1] == \
+    assert (out / "translate-speed.log").read_text(encoding="utf-8").splitlines()[-1] == \
         proc.stdout.splitlines()[-1]
-    assert "table" in json.loads((out / "translate-speed.json").read_text(encoding="utf-8"))
+    cells = json.loads((out / "translate-speed.json").read_text(encoding="utf-8"))["cells"]
+    assert [cell["rows"] for cell in cells] == [1, 2, 6] and len(cells[0]["rounds"]) == 2
 
 
 def test_cuda_without_a_cuda_device_is_one_line(bench, sample_run: Path,

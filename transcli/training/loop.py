@@ -194,19 +194,19 @@ class Trainer:
                 p.seconds = clock  # the session's tail counts: a resume goes on
                 return (self.signals.received or self.stop_reason
                         or f"end of the {tc.decay_minutes:g}-minute decay")
-            if not self._update(batches, info):
+            if not self.update(batches, info):
                 p.seconds = clock
                 return self.signals.received or "stopped"
             p.position = StreamPosition(**pulled[-1][1])
             self._after_update(bar)
         return "finished"
 
-    def _update(self, batches: list[Batch], info: StepInfo) -> bool:
+    def update(self, batches: list[Batch], info: StepInfo) -> bool:
         """Forward/backward every batch, then one optimizer step, all queued on the device
         without waiting for it: an update whose loss or gradient is not finite is skipped
         there (`Optimization.step`) and reported when the device sums are next read. A
         single process stopped by a signal between its batches drops the update (False),
-        so that a long accumulation does not keep it from saving."""
+        so that a long accumulation does not keep it from saving (bench/ profiles it)."""
         p = self.progress
         torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
         self.net.module.train()
