@@ -196,7 +196,7 @@ class TrainConfig:
     # model's hundreds of kernels); needs batch_shapes.
     cuda_graphs: bool = False
     # 0: batches of any shape; N: every batch takes one of at most N shapes (rows, source
-    # and target length), at the cost of more padding (`python -m bench.padding`).
+    # and target length), at the cost of more padding (`bench.padding` at 7e5bbcb).
     batch_shapes: int = 0
     threads: int = 0  # CPU threads for torch (0: one per available core)
     pad_multiple: int = 0  # pad batch lengths to a multiple of this (0: 1, no rounding)

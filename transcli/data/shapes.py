@@ -11,7 +11,7 @@ filler rows (`FILLER`: a source of one EOS, no target).
 The boxes are chosen per corpus to waste the fewest padded positions: a dynamic
 programme over monotone chains of (S, T) lengths from a ladder (every length up to 16,
 then 10% steps), boxes more than twice as long on one side as on the other left out.
-Padding this costs, against free shapes: `python -m bench.padding`.
+Padding this costs, against free shapes: `bench.padding` at revision 7e5bbcb (docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations

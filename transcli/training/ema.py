@@ -29,7 +29,7 @@ class WeightAverage:
 
     def update(self, step: int) -> None:
         """One fused operation over every tensor (per-tensor views or casts first would
-        add hundreds of operations to each update: `python -m bench.launches`)."""
+        add hundreds of operations to each update: `bench.launches` at revision 7e5bbcb)."""
         decay = min(self.decay, (1 + step) / (10 + step))
         weights = self.params if self.float32 else [p.detach().float() for p in self.params]
         with torch.no_grad():

@@ -158,7 +158,7 @@ def speed_notes(device: torch.device, net: Net) -> dict[str, Any]:
 def pad_multiple(tc: TrainConfig) -> int:
     """What batch lengths are padded to: train.pad_multiple, by default 1 on every device
     (flash attention and cuBLAS take any length; on the shared corpus rounding to 8 makes
-    24% of a GPU batch padding: `python -m bench.padding`)."""
+    24% of a GPU batch padding: `bench.padding` at revision 7e5bbcb)."""
     return tc.pad_multiple or 1
 
 
