@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "transcli"
 
 # Bottom to top: a module may import its own package and the packages below it.
 LAYERS = ["system", "config", "model", "data", "rundir", "export", "inference", "training",
-          "serve", "cli"]
+          "documents", "serve", "cli"]
 
 
 def module_name(path: Path) -> str:
