@@ -50,9 +50,10 @@ TEXT_SUFFIXES = frozenset({"", ".src", ".tgt", ".ref", ".hyp", ".tok", ".gz", ".
 def by_extension(path: str) -> Optional[DocumentFormat]:
     """The format a file name's extension names; None for an extension no format has."""
     suffix = PurePath(path).suffix.lower()
-    if suffix in TEXT_SUFFIXES or (len(suffix) == 3 and suffix[1:].isalpha()):
+    named = next((fmt for fmt in FORMATS.values() if suffix in fmt.extensions), None)
+    if named is None and (suffix in TEXT_SUFFIXES or (len(suffix) == 3 and suffix[1:].isalpha())):
         return FORMATS["text"]
-    return next((fmt for fmt in FORMATS.values() if suffix in fmt.extensions), None)
+    return named
 
 
 def document_format(input: str, output: str, given: Optional[str]) -> DocumentFormat:

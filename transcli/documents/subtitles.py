@@ -75,6 +75,10 @@ def srt_pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterato
                             f"{cue.index} ends ({match.group(3)}) before it starts "
                             f"({match.group(2)})")
         start, end = match.span(5)
+        if (arrow := text.find("-->", start, end)) >= 0:  # srt reads it as the cue's text
+            line = text[text.rfind("\n", 0, arrow) + 1:text.find("\n", arrow)].strip()
+            raise UserError(f"{name}: line {lines.number(arrow)}: not a subtitle timing "
+                            f"('HH:MM:SS,mmm --> HH:MM:SS,mmm'): {line[:60]!r}")
         yield [text[at:start], *cue_parts(text[start:end], _same, _same)]
         at = end
     yield [text[at:]]
