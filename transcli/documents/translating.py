@@ -107,7 +107,7 @@ class DocumentFile:
             self.whole = fmt.load().Document(data, input)
             self.total = len(self.whole.units)
         elif input != "-" and Path(input).is_file():
-            self.total = sum(1 for _ in self.pieces())
+            self.total = sum(map(_units, self.pieces()))
 
     def pieces(self) -> Iterator[Piece]:
         if self.input == "-":
@@ -126,7 +126,7 @@ class DocumentFile:
             return self._translate_whole(output, lines, progress)
         drain(stream(self.pieces(), lambda chunk, first: translated_pieces(chunk, lines),
                      output, total=self.total, progress=progress, unit="unit", cost=_size,
-                     end=""))
+                     end="", count=lambda chunk: sum(map(_units, chunk))))
 
     def _translate_whole(self, output: Output, lines: Callable[[list[str]], list[str]],
                          progress: bool) -> None:
@@ -147,6 +147,11 @@ class DocumentFile:
 def _read(path: str) -> bytes:
     with open_checked(path, "rb") as handle:
         return handle.read()
+
+
+def _units(piece: Piece) -> int:
+    """Units of running text in a piece (not the alt texts inside them)."""
+    return sum(isinstance(part, Unit) for part in piece)
 
 
 def _size(piece: Piece) -> int:
