@@ -23,6 +23,7 @@ the end of the file (a cut-off download), or a NUL character (not an HTML file).
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from html.parser import HTMLParser, attrfind_tolerant, tagfind_tolerant
 from typing import Iterable, Iterator, Optional
@@ -115,7 +116,7 @@ class _Source:
 
     def add(self, chunk: str) -> None:
         start = self.base + len(self.text)
-        self.lines.extend(start + i + 1 for i, char in enumerate(chunk) if char == "\n")
+        self.lines.extend(start + match.end() for match in re.finditer("\n", chunk))
         self.text += chunk
 
     def offset(self, line: int, column: int) -> int:

@@ -16,6 +16,7 @@ lines are replaced. Catalogues must be UTF-8 (the header's charset says so; a te
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Optional
@@ -29,6 +30,7 @@ _LINE = re.compile(r'\s*(?:(?:msgctxt|msgid_plural|msgid|msgstr(?:\[\d+\])?)\s+)
 _POLIB_LINE = re.compile(r"\(line (\d+)\)")
 _PLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
 _CHARSET = re.compile(r"charset\s*=\s*([\w.-]+)", re.IGNORECASE)
+GROUP = 256  # entries parsed by polib at a time
 
 
 class _Catalogue:
@@ -43,17 +45,36 @@ def pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterator[li
     lines replaced by units."""
     polib = require("polib", "documents")
     catalogue = _Catalogue()
-    for first, lines in _entries(_lines(chunks)):
+    blocks = _entries(_lines(chunks))
+    while group := list(itertools.islice(blocks, GROUP)):
+        for (_, lines), entry in zip(group, _parsed(polib, group, catalogue, name)):
+            if entry is None or entry.obsolete or not entry.msgid or (
+                    _has_msgstr(entry) and not force):
+                yield ["".join(lines)]
+            else:
+                yield _filled(entry, lines, catalogue)
+
+
+def _parsed(polib: Any, group: list[tuple[int, list[str]]], catalogue: _Catalogue,
+            name: str) -> list[Any]:
+    """Each block's entry, or None (the header, comments alone): the group parsed by
+    polib at once (setting its parser up costs more than parsing an entry)."""
+    for first, lines in group:
         _check_lines(lines, first, name)
-        parsed = _parse(polib, "".join(lines), first, name)
-        if parsed.metadata:
+    parsed = _parse(polib, "".join(line for _, lines in group for line in lines), group[0][0],
+                    name)
+    entries = iter(parsed)
+    found = []
+    for first, lines in group:
+        keys = [_body(line) for line in lines]
+        if not any(key.startswith("msgid ") for key in keys):
+            found.append(None)
+        elif _string_lines(lines, keys, "msgid ") == '""' and not lines[0].startswith("#~"):
             _read_header(parsed.metadata, catalogue, first, name)
-        entry = parsed[0] if len(parsed) else None
-        if entry is None or entry.obsolete or not entry.msgid or (
-                _has_msgstr(entry) and not force):
-            yield ["".join(lines)]
-            continue
-        yield _filled(entry, lines, catalogue)
+            found.append(None)
+        else:
+            found.append(next(entries, None))
+    return found
 
 
 def _lines(chunks: Iterable[str]) -> Iterator[str]:
