@@ -100,14 +100,14 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
     Stdin at a terminal is translated line by line as it is typed (`translate_typed`).
     A document (`fmt`, or the input's extension) goes to `translate_document`."""
     from transcli.documents.formats import document_format
-    from transcli.inference.streaming import Output, drain, stream
-    from transcli.inference.translator import load_translator
-    from transcli.rundir.run import open_run_dir
 
     document = document_format(input, output, fmt)
     if document.name != "text":
         return translate_document(model_dir, checkpoint, input, output, overrides, device,
                                   attention, force, document)
+    from transcli.inference.streaming import Output, drain, stream
+    from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
 
     typed = input == "-" and sys.stdin.isatty()
     with contextlib.ExitStack() as stack:
@@ -136,12 +136,10 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
                        overrides: list[str], device: str, attention: Path | None,
                        force: bool, document: DocumentFormat) -> None:
     """Translate a document into the same format (`documents.translating`): its text
-    only, in units, markup kept. The document is read through before the model loads,
-    so that bad input is one line and no output."""
+    only, in units, markup kept. The document is read through before the run dir opens
+    and the model loads, so that bad input is one line at once, and no output."""
     from transcli.documents.translating import DocumentFile
     from transcli.inference.streaming import Output
-    from transcli.inference.translator import load_translator
-    from transcli.rundir.run import open_run_dir
 
     if attention is not None:
         raise UserError(f"--attention works on plain text, not on {document.title}")
@@ -150,13 +148,16 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
                         "the terminal")
     if document.binary and output == "-" and sys.stdout.isatty():
         raise UserError(f"a {document.title} is not written to the terminal: give -o FILE")
+    opened = DocumentFile(document, input, force)  # bad input: said before torch loads
+    from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
+
     run = open_run_dir(model_dir, overrides)
     if run.config.decode.n_best > 1:
         raise UserError(f"--n-best works on plain text, not on {document.title}")
     target = Output(output, [input, *run.inputs(checkpoint)], "translation")
     if output != "-":
         check_output(output, target.inputs, "translation")
-    opened = DocumentFile(document, input, force)
     translator = load_translator(run, checkpoint, device)
     opened.translate(target, translator.translate)
     translator.warn_truncated()
