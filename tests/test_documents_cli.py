@@ -130,6 +130,10 @@ def test_output_rules_are_those_of_text(run_dir, tmp_path):
     with pytest.raises(UserError, match="broken.html: line 2, column 1: tag not closed"):
         translate_file(run_dir, "last", str(broken), str(tmp_path / "none.html"), [], "cpu")
     assert not (tmp_path / "none.html").exists()
+    for missing, message in [(tmp_path / "gone.html", "gone.html: file not found"),
+                             (tmp_path, "is a directory")]:
+        with pytest.raises(UserError, match=message):
+            translate_file(run_dir, "last", str(missing), "-", [], "cpu", fmt="html")
     with pytest.raises(UserError, match="--n-best works on plain text"):
         translate_file(run_dir, "last", str(source), "-", ["decode.n_best=2",
                                                            "decode.beam_size=2"], "cpu")

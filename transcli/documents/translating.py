@@ -108,6 +108,8 @@ class DocumentFile:
             self.total = len(self.whole.units)
         elif input != "-" and Path(input).is_file():
             self.total = sum(map(_units, self.pieces()))
+        elif input != "-" and (Path(input).is_dir() or not Path(input).exists()):
+            open_checked(input, "rb").close()  # its one-line error, now
 
     def pieces(self) -> Iterator[Piece]:
         if self.input == "-":
