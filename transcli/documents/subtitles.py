@@ -23,6 +23,7 @@ from transcli.system.errors import UserError
 from transcli.system.extras import require
 
 _BREAKABLE = re.compile(r"<[^<>]*>|\{[^{}]*\}| ")
+_MARKUP = re.compile(r"<[^<>]*>|\{[^{}]*\}")
 
 
 # ------------------------------------------------------------------ the cue's text
@@ -39,15 +40,18 @@ def cue_parts(raw: str, escape: Callable[[str], str], decode: Callable[[str], st
 
 
 def _broken(text: str, lines: int, newline: str) -> str:
-    """`text` in `lines` lines, broken at the spaces (outside markup) nearest to equal
-    parts."""
+    """`text` in `lines` lines, broken at spaces outside markup, each nearest to an equal
+    share of the visible characters (a space after a punctuation mark counts as nearer)."""
     spaces = [m.start() for m in _BREAKABLE.finditer(text) if m.group() == " "]
+    visible = {at: len(_MARKUP.sub("", text[:at])) for at in spaces}
+    total = len(_MARKUP.sub("", text))
     cuts: list[int] = []
-    for k in range(1, min(lines, len(spaces) + 1)):
-        goal = len(text) * k / lines
-        free = [s for s in spaces if not cuts or s > cuts[-1]]
+    for k in range(1, lines):
+        free = [at for at in spaces if not cuts or at > cuts[-1]]
         if free:
-            cuts.append(min(free, key=lambda s: abs(s - goal)))
+            goal = total * k / lines
+            cuts.append(min(free, key=lambda at: abs(visible[at] - goal)
+                            - 4 * (text[at - 1] in ",.;:!?")))
     out, at = [], 0
     for cut in cuts:
         out.append(text[at:cut])
