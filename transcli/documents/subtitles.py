@@ -32,25 +32,26 @@ _MARKUP = re.compile(r"<[^<>]*>|\{[^{}]*\}")
 def cue_parts(raw: str, escape: Callable[[str], str], decode: Callable[[str], str]
               ) -> list[Part]:
     """A cue's text (its lines) as a unit: markup as tags, lines joined by spaces, the
-    translation broken into as many lines."""
+    translation broken into as many lines, where the source broke (in shares of its
+    visible text)."""
     newline = "\r\n" if "\r\n" in raw else "\n"
-    lines = raw.count("\n") + 1
+    lengths = [len(_MARKUP.sub("", line.strip())) for line in raw.split("\n")]
+    shares = [sum(lengths[:k]) / max(sum(lengths), 1) for k in range(1, len(lengths))]
     return inline_unit(markup_items(raw, decode), escape,
-                       lambda text: _broken(text, lines, newline))
+                       lambda text: _broken(text, shares, newline))
 
 
-def _broken(text: str, lines: int, newline: str) -> str:
-    """`text` in `lines` lines, broken at spaces outside markup, each nearest to an equal
-    share of the visible characters (a space after a punctuation mark counts as nearer)."""
+def _broken(text: str, shares: list[float], newline: str) -> str:
+    """`text` broken into lines at spaces outside markup, each nearest to its share of
+    the visible text (a space after a punctuation mark counts as nearer)."""
     spaces = [m.start() for m in _BREAKABLE.finditer(text) if m.group() == " "]
     visible = {at: len(_MARKUP.sub("", text[:at])) for at in spaces}
     total = len(_MARKUP.sub("", text))
     cuts: list[int] = []
-    for k in range(1, lines):
+    for share in shares:
         free = [at for at in spaces if not cuts or at > cuts[-1]]
         if free:
-            goal = total * k / lines
-            cuts.append(min(free, key=lambda at: abs(visible[at] - goal)
+            cuts.append(min(free, key=lambda at: abs(visible[at] - total * share)
                             - 4 * (text[at - 1] in ",.;:!?")))
     out, at = [], 0
     for cut in cuts:
