@@ -97,10 +97,11 @@ def test_docx(run_dir, tmp_path):
     translate_file(run_dir, "last", str(source), str(tmp_path / "carta.docx"), [], "cpu")
     document = docx.Document(str(tmp_path / "carta.docx"))
     runs = document.paragraphs[0].runs
-    assert [(run.text, run.bold) for run in runs] == [("Me ", None), ("gustan los", True),
-                                                     (" árboles.", None)]
+    assert [(run.text, run.bold) for run in runs if run.text] == [
+        ("Me ", None), ("gustan los", True), (" árboles.", None)]
     assert document.tables[0].cell(0, 0).text == "Está lloviendo en las montañas."
     assert document.sections[0].header.paragraphs[0].text == "Vivimos en un pueblo pequeño."
+    assert [comment.text for comment in document.comments] == ["¿Dónde está la estación?"]
 
 
 def test_a_pipe_is_text_unless_format_says_otherwise(run_dir, tmp_path, monkeypatch):
