@@ -379,6 +379,8 @@ def test_a_catalogue_is_read_as_it_streams():
     ("bad.po", b'msgid "a"\nmsgstr "b"\nbogus line\n', r"bad.po: line 3: not a PO line"),
     ("quote.po", b'msgid "a"\nmsgstr "b\n', r"quote.po: line 2: not a PO line"),
     ("order.po", b'msgstr "b"\nmsgid "a"\n', r"order.po: line 1: syntax error"),
+    ("alone.po", b'msgid "a"\nmsgstr "b"\n\nmsgid "c"\n', r"alone.po: line 4: a msgid without "
+     r"its msgstr"),
     ("latin.po", b'msgid ""\nmsgstr "Content-Type: text/plain; charset=ISO-8859-1\\n"\n',
      r"latin.po: line 1: the catalogue is in ISO-8859-1"),
     ("time.srt", b"1\n00:00:05,000 --> 00:00:02,000\nHi\n",
@@ -429,3 +431,28 @@ def test_entities_in_translations_are_escaped():
                          lambda lines, first: ["Pescado & <patatas>" for _ in lines])
     assert out == "<p>Pescado &amp; &lt;patatas&gt;</p>"
     assert html.unescape(out[3:-4]) == "Pescado & <patatas>"
+
+
+def test_each_message_gets_its_own_translation_across_parse_groups():
+    """A catalogue of several parse groups, with headers-like, obsolete, plural, fuzzy,
+    context and translated entries mixed: each msgstr is its own msgid's translation."""
+    import polib
+
+    kinds = ['msgid "Tree {n}."\nmsgstr ""\n', 'msgid "Done {n}"\nmsgstr "Hecho"\n',
+             '#, fuzzy\nmsgid "Fuzzy {n}"\nmsgstr ""\n',
+             'msgid "One {n}"\nmsgid_plural "Many {n}"\nmsgstr[0] ""\nmsgstr[1] ""\n',
+             '#~ msgid "Old {n}"\n#~ msgstr "Viejo"\n', 'msgctxt "k"\nmsgid "Ctx {n}"\nmsgstr ""\n',
+             'msgid ""\n"Two {n}\\n"\n"lines"\nmsgstr ""\n', '# a comment\n']
+    text = 'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\n' + "".join(
+        kinds[(n * 5) % len(kinds)].replace("{n}", str(n)) + "\n" * (n % 2) for n in range(700))
+    source = polib.pofile(text)
+    out = polib.pofile(translate_text(text, FORMATS["po"], upper))
+    assert len(out) == len(source) > 600
+    for before, after in zip(source, out):
+        assert (after.msgid, after.flags, after.obsolete) == (before.msgid, before.flags,
+                                                               before.obsolete)
+        if before.msgid_plural and not before.obsolete:
+            assert after.msgstr_plural == {0: before.msgid.upper(),
+                                           1: before.msgid_plural.upper()}
+        elif not before.obsolete:
+            assert after.msgstr == (before.msgstr or before.msgid.upper())

@@ -58,22 +58,25 @@ def pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterator[li
 def _parsed(polib: Any, group: list[tuple[int, list[str]]], catalogue: _Catalogue,
             name: str) -> list[Any]:
     """Each block's entry, or None (the header, comments alone): the group parsed by
-    polib at once (setting its parser up costs more than parsing an entry)."""
+    polib at once (setting its parser up costs more than parsing an entry), each entry
+    matched to its block by the line it starts on."""
     for first, lines in group:
         _check_lines(lines, first, name)
-    parsed = _parse(polib, "".join(line for _, lines in group for line in lines), group[0][0],
-                    name)
-    entries = iter(parsed)
+    start = group[0][0]
+    parsed = _parse(polib, "".join(line for _, lines in group for line in lines), start, name)
+    by_line = {max(entry.linenum, 1) + start - 1: entry for entry in parsed}
     found = []
     for first, lines in group:
         keys = [_body(line) for line in lines]
         if not any(key.startswith("msgid ") for key in keys):
             found.append(None)
-        elif _string_lines(lines, keys, "msgid ") == '""' and not lines[0].startswith("#~"):
+            continue
+        _check_entry(keys, first, name)
+        entry = next((by_line[line] for line in range(first, first + len(lines))
+                      if line in by_line), None)
+        if entry is None and parsed.metadata and _string_lines(lines, keys, "msgid ") == '""':
             _read_header(parsed.metadata, catalogue, first, name)
-            found.append(None)
-        else:
-            found.append(next(entries, None))
+        found.append(entry)
     return found
 
 
@@ -116,6 +119,17 @@ def _check_lines(lines: list[str], first: int, name: str) -> None:
     for number, line in enumerate(lines, start=first):
         if not line.lstrip().startswith("#") and line.strip() and not _LINE.fullmatch(line):
             raise UserError(f"{name}: line {number}: not a PO line: {line.strip()[:60]!r}")
+
+
+def _check_entry(keys: list[str], first: int, name: str) -> None:
+    """One `msgid`, then its `msgstr`: what gettext requires of an entry (polib lets a
+    `msgid` without `msgstr` pass)."""
+    msgids = [i for i, key in enumerate(keys) if key.startswith("msgid ")]
+    msgstrs = [i for i, key in enumerate(keys) if key.startswith("msgstr")]
+    if not msgstrs or msgstrs[0] < msgids[0]:
+        raise UserError(f"{name}: line {first + msgids[0]}: a msgid without its msgstr")
+    if len(msgids) > 1:
+        raise UserError(f"{name}: line {first + msgids[1]}: a second msgid before a msgstr")
 
 
 def _parse(polib: Any, text: str, first: int, name: str) -> Any:
