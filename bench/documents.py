@@ -2,6 +2,7 @@
 
     python -m bench.documents memory [--mb 50] [--model RUN --checkpoint avg]
     python -m bench.documents tags --model RUN [--checkpoint avg] [--sentences 200]
+                                   [--set decode.strategy=greedy ...]
 
 `memory` writes the same English sentences (train.en of ../shared/corpora/en-es, cycled)
 as a plain text file of --mb megabytes, as an HTML page of the same size (a paragraph per
@@ -111,13 +112,14 @@ def worker(fmt: str, source: Path, target: Path, model: str, checkpoint: str) ->
                       "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
-def _translator(model: str, checkpoint: str) -> Callable[[list[str], int], list[str]]:
+def _translator(model: str, checkpoint: str, sets: tuple[str, ...] = ()
+                ) -> Callable[[list[str], int], list[str]]:
     if not model:
         return lambda lines, first: list(lines)
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
 
-    return load_translator(open_run_dir(Path(model), []), checkpoint, "cpu").translate
+    return load_translator(open_run_dir(Path(model), list(sets)), checkpoint, "cpu").translate
 
 
 def memory(args: argparse.Namespace) -> None:
@@ -177,10 +179,11 @@ def tags(args: argparse.Namespace) -> None:
     from transcli.documents.html import events
     from transcli.documents.translating import translate_text
 
-    translate = _translator(args.model, args.checkpoint)
+    translate = _translator(args.model, args.checkpoint, tuple(args.set))
     rows = tagged_sentences(args.sentences)
-    tagged = [translate_text(f"<p>{row[0]}</p>", DOCUMENTS["html"], translate)[3:-4]
-              for row in rows]
+    page = translate_text("".join(f"<p>{row[0]}</p>\n" for row in rows), DOCUMENTS["html"],
+                          translate)
+    tagged = [line[3:-4] for line in page.splitlines()]  # one page: the batches of a page
     plain = translate([row[1] for row in rows], 0)
 
     def tag_list(text: str) -> list[str]:
@@ -190,8 +193,8 @@ def tags(args: argparse.Namespace) -> None:
                for out, row in zip(tagged, rows))
     stripped = [" ".join(re.sub(r"<[^>]+>", "", out).split()) for out in tagged]
     references = [[row[2] for row in rows]]
-    print(f"# {len(rows)} sentences with inline tags; {args.model} {args.checkpoint}; "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"# {len(rows)} sentences with inline tags; {args.model} {args.checkpoint} "
+          f"{' '.join(args.set)}; load average {os.getloadavg()[0]:.2f}")
     print(f"well-formed with the same tags: {same}/{len(rows)} ({100 * same / len(rows):.1f}%)")
     print(f"BLEU tagged (tags removed): {BLEU().corpus_score(stripped, references).score:.2f}")
     print(f"BLEU untagged:              {BLEU().corpus_score(plain, references).score:.2f}")
@@ -228,6 +231,8 @@ def main() -> None:
     tag.add_argument("--checkpoint", default="avg")
     tag.add_argument("--sentences", type=int, default=200)
     tag.add_argument("--out", type=Path)
+    tag.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="a decode setting for the run (decode.strategy=greedy)")
     args = parser.parse_args()
     (memory if args.command == "memory" else tags)(args)
 
