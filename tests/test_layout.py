@@ -18,7 +18,7 @@ BENCH = PACKAGE.parent / "bench"
 
 # Bottom to top: a module may import its own package and the packages below it.
 LAYERS = ["system", "config", "model", "data", "rundir", "export", "inference", "training",
-          "serve", "cli"]
+          "documents", "serve", "cli"]
 
 
 def module_name(path: Path) -> str:

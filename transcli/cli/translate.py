@@ -20,16 +20,17 @@ from transcli.cli.options import (
     CheckpointOpt,
     DecodeSetOpt,
     Device,
-    ForceOpt,
     ModelOpt,
     device_option,
     setting,
     with_decoding,
 )
+from transcli.system.errors import UserError
 from transcli.system.files import check_output
 from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:
+    from transcli.documents.formats import DocumentFormat
     from transcli.inference.attention import AttentionWriter
     from transcli.inference.streaming import Output
     from transcli.inference.translator import Translator
@@ -45,6 +46,9 @@ def translate(
     checkpoint: str = CheckpointOpt,
     input: str = typer.Option("-", "--input", "-i", help="Input file, or - for stdin."),
     output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
+    fmt: Optional[str] = typer.Option(
+        None, "--format", help="text, html, markdown, srt, vtt, po or docx: the input's, "
+        "and the output's (by default from -i's extension; text for stdin)."),
     decoding: list[tuple[str, Any]],
     n_best: Optional[int] = setting(
         "decode.n_best", "K > 1 writes K lines per input line as TSV: line index (from 0), "
@@ -53,7 +57,10 @@ def translate(
     attention: Optional[Path] = typer.Option(
         None, help="Write each line's encoder-decoder attention heatmaps (PNG) and "
         "alignment (Pharaoh i-j) into this directory (empty or new, unless --force)."),
-    force: bool = ForceOpt,
+    force: bool = typer.Option(
+        False, "--force", help="Write into a non-empty --attention directory (replacing "
+        "the files translate wrote there, never others); in a PO catalogue, translate the "
+        "messages that have a translation too."),
     device: Device = device_option(),
     sets: Optional[list[str]] = DecodeSetOpt,
 ) -> None:
@@ -71,21 +78,33 @@ def translate(
       echo "I like trees." | transcli translate -m run --greedy
       transcli translate -m run --checkpoint avg --beam-size 5 -i news.en.gz -o news.es
       transcli translate -m run                      # at a terminal: type, press Enter
+      transcli translate -m run -i page.html -o page.es.html     # markup kept as it is
+
+    Documents (HTML, Markdown, SRT and WebVTT subtitles, PO catalogues, Word .docx) are
+    written back in their format with only their text translated: docs/INFERENCE.md,
+    "Documents".
     """
     overrides = [*decoding, *([("decode.n_best", n_best)] if n_best is not None else []),
                  *(sets or [])]
     translate_file(model, checkpoint, input, output, overrides, device or "auto", attention,
-                   force)
+                   force, fmt)
 
 
 def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
                    overrides: list[str], device: str, attention: Path | None = None,
-                   force: bool = False) -> None:
+                   force: bool = False, fmt: Optional[str] = None) -> None:
     """Translate `input` (a path or - for stdin) into `output` (a path or - for stdout),
     one line per input line. With decode.n_best > 1 each input line gives n_best TSV
     lines: line index (from 0), hypothesis, score. With `attention`, each line's
     cross-attention heatmaps and alignment are written there (`AttentionWriter`).
-    Stdin at a terminal is translated line by line as it is typed (`translate_typed`)."""
+    Stdin at a terminal is translated line by line as it is typed (`translate_typed`).
+    A document (`fmt`, or the input's extension) goes to `translate_document`."""
+    from transcli.documents.formats import document_format
+
+    document = document_format(input, output, fmt)
+    if document.name != "text":
+        return translate_document(model_dir, checkpoint, input, output, overrides, device,
+                                  attention, force, document)
     from transcli.inference.streaming import Output, drain, stream
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
@@ -110,6 +129,39 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
             drain(stream(lines, work, target, total=total, progress=total is not None))
     translator.warn_truncated()
     if note := run.young_note():  # after the work: an error there stays one line
+        print(f"transcli: {note}", file=sys.stderr)
+
+
+def translate_document(model_dir: Path, checkpoint: str, input: str, output: str,
+                       overrides: list[str], device: str, attention: Path | None,
+                       force: bool, document: DocumentFormat) -> None:
+    """Translate a document into the same format (`documents.translating`): its text
+    only, in units, markup kept. The document is read through before the run dir opens
+    and the model loads, so that bad input is one line at once, and no output."""
+    from transcli.documents.translating import DocumentFile
+    from transcli.inference.streaming import Output
+
+    if attention is not None:
+        raise UserError(f"--attention works on plain text, not on {document.title}")
+    if input == "-" and sys.stdin.isatty():
+        raise UserError(f"--format {document.name} reads a file (-i FILE) or a pipe, not "
+                        "the terminal")
+    if document.binary and output == "-" and sys.stdout.isatty():
+        raise UserError(f"a {document.title} is not written to the terminal: give -o FILE")
+    opened = DocumentFile(document, input, force)  # bad input: said before torch loads
+    from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
+
+    run = open_run_dir(model_dir, overrides)
+    if run.config.decode.n_best > 1:
+        raise UserError(f"--n-best works on plain text, not on {document.title}")
+    target = Output(output, [input, *run.inputs(checkpoint)], "translation")
+    if output != "-":
+        check_output(output, target.inputs, "translation")
+    translator = load_translator(run, checkpoint, device)
+    opened.translate(target, translator.translate)
+    translator.warn_truncated()
+    if note := run.young_note():
         print(f"transcli: {note}", file=sys.stderr)
 
 

@@ -53,21 +53,23 @@ class Output:
 def stream(items: Iterable[T], work: Callable[[list[T], int], list[str]],
            output: Optional[Output] = None, *, total: Optional[int] = None,
            progress: bool = True, unit: str = "line", cost: Callable[[T], int] = len,
-           lines: int = CHUNK_LINES) -> Iterator[str]:
+           lines: int = CHUNK_LINES, end: str = "\n",
+           count: Callable[[list[T]], int] = len) -> Iterator[str]:
     """Run `work(chunk, index of its first item)` over `items` a chunk at a time and
-    yield the output lines it returns, in order, after writing them to `output` (one
-    line each, flushed per chunk). A progress bar on stderr counts the items (of `total`
-    when it is known). A consumer that stops early leaves no output file behind."""
+    yield the output lines it returns, in order, after writing them to `output` (each
+    followed by `end`, flushed per chunk; a document's pieces have "" there). A progress
+    bar on stderr counts the items (or what `count` finds in each chunk; of `total` when it
+    is known). A consumer that stops early leaves no output file behind."""
     with (output.open() if output is not None else contextlib.nullcontext()) as out, \
             tqdm(total=total, unit=unit, file=sys.stderr, disable=not progress) as bar:
         first = 0
         for chunk in chunked(items, cost, lines):
             results = work(chunk, first)
             if out is not None:
-                out.write("".join(line + "\n" for line in results).encode())
+                out.write("".join(line + end for line in results).encode())
                 out.flush()
             first += len(chunk)
-            bar.update(len(chunk))
+            bar.update(count(chunk))
             yield from results
 
 

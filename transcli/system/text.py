@@ -108,17 +108,18 @@ def lines_of(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
-def invalid_utf8(raw: bytes, name: str | Path, number: int) -> str:
-    """The message for line `number` of `name`, which is not UTF-8: where the bad byte is."""
+def invalid_utf8(raw: bytes, name: str | Path, number: int, before: int = 0) -> str:
+    """The message for line `number` of `name`, which is not UTF-8: where the bad byte is
+    (`raw` is the line, or its part after its first `before` bytes)."""
     try:
         raw.decode("utf-8")
         column = 0
     except UnicodeDecodeError as exc:
         column = exc.start
     byte = raw[column:column + 1].hex()
-    message = (f"{name}: line {number} is not valid UTF-8 (byte 0x{byte} at byte {column + 1} "
-               f"of the line)")
-    if number == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16's byte-order marks
+    message = (f"{name}: line {number} is not valid UTF-8 (byte 0x{byte} at byte "
+               f"{before + column + 1} of the line)")
+    if number == 1 and not before and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16's BOMs
         message += "; it looks like UTF-16 (convert it: iconv -f UTF-16 -t UTF-8)"
     return message
 

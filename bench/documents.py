@@ -1,0 +1,241 @@
+"""Documents: memory while a big document streams, and inline tags through the model.
+
+    python -m bench.documents memory [--mb 50] [--model RUN --checkpoint avg]
+    python -m bench.documents tags --model RUN [--checkpoint avg] [--sentences 200]
+                                   [--set decode.strategy=greedy ...]
+
+`memory` writes the same English sentences (train.en of ../shared/corpora/en-es, cycled)
+as a plain text file of --mb megabytes, as an HTML page of the same size (a paragraph per
+sentence, some words in <b>, some in links with a title) and as a PO catalogue (a message
+per sentence, every msgstr empty), then translates each in a process of its own, as
+`transcli translate` does (the text through `inference.streaming`, the documents through
+`documents.translating.DocumentFile`), and prints each one's peak RSS (the process's
+ru_maxrss), its time and its peak over the plain text's. Without --model the
+"translation" is the identity, so the figures are the reading, chunking and writing
+alone (a model adds the same to each: its weights, and a chunk's batches); with --model
+the run's model translates (keep --mb small on a CPU).
+
+`tags` takes --sentences sentences of dev.tatoeba and dev.newstest2012 (half each; the
+longer ones, 6 words or more), wraps words of each in inline tags (one <b> around a
+word, and every other sentence a link around two words), translates them tagged as HTML
+and untagged as plain lines with the run's model, and prints: the share of outputs that
+are well-formed with the same tags as their input, and BLEU of the tagged outputs (tags
+removed) and of the untagged ones against the references. It also writes the tagged
+inputs and outputs side by side (--out, tags.tsv) for checking tag placement by hand.
+
+The machine's load average is printed with the figures: on a shared machine times vary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
+FORMATS = {"text": ".txt", "html": ".html", "po": ".po"}
+
+
+# ------------------------------------------------------------------ memory
+
+
+def sentences() -> Iterator[str]:
+    """train.en's lines, cycled, without those that hold markup already."""
+    lines = [line.strip() for line in (CORPORA / "train.en").read_text(encoding="utf-8")
+             .splitlines() if line.strip() and "<" not in line and "&" not in line]
+    while True:
+        yield from lines
+
+
+def write_inputs(folder: Path, size: int) -> dict[str, Path]:
+    """The same sentences as plain text, an HTML page and a PO catalogue of about
+    `size` bytes each."""
+    paths = {name: folder / f"input{ext}" for name, ext in FORMATS.items()}
+    writers = {"text": lambda i, s: s + "\n", "html": _html_paragraph,
+               "po": lambda i, s: f'#: app.c:{i}\nmsgid "{_po(s)}"\nmsgstr ""\n\n'}
+    heads = {"text": "", "html": "<!DOCTYPE html>\n<html><head><title>Sample</title></head>"
+             "<body>\n", "po": 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; '
+             'charset=UTF-8\\n"\n\n'}
+    for name, path in paths.items():
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(heads[name])
+            written = 0
+            for i, sentence in enumerate(sentences()):
+                written += out.write(writers[name](i, sentence))
+                if written >= size:
+                    break
+            out.write("</body></html>\n" if name == "html" else "")
+    return paths
+
+
+def _html_paragraph(i: int, sentence: str) -> str:
+    words = sentence.split(" ")
+    if len(words) > 3 and i % 3 == 0:
+        words[1] = f"<b>{words[1]}</b>"
+    if len(words) > 5 and i % 5 == 0:
+        words[3] = f'<a href="/page/{i}" title="More about it">{words[3]}'
+        words[4] = f"{words[4]}</a>"
+    return f"<p>{' '.join(words)}</p>\n"
+
+
+def _po(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def worker(fmt: str, source: Path, target: Path, model: str, checkpoint: str) -> None:
+    """One translation, as `transcli translate` runs it; prints its figures as JSON."""
+    from transcli.documents.formats import FORMATS as DOCUMENTS
+    from transcli.documents.translating import DocumentFile
+    from transcli.inference.streaming import Output, drain, stream
+    from transcli.system.text import count_lines, open_text, text_lines
+
+    translate = _translator(model, checkpoint)
+    start = time.perf_counter()
+    if fmt == "text":
+        with open_text(source) as handle:
+            drain(stream(text_lines(handle, source), translate,
+                         Output(target, [source], "translations"),
+                         total=count_lines(source), progress=False))
+    else:
+        DocumentFile(DOCUMENTS[fmt], str(source)).translate(
+            Output(target, [source], "translation"), translate, progress=False)
+    print(json.dumps({"seconds": time.perf_counter() - start,
+                      "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def _translator(model: str, checkpoint: str, sets: tuple[str, ...] = ()
+                ) -> Callable[[list[str], int], list[str]]:
+    if not model:
+        return lambda lines, first: list(lines)
+    from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
+
+    return load_translator(open_run_dir(Path(model), list(sets)), checkpoint, "cpu").translate
+
+
+def memory(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-documents-") as work:
+        folder = Path(work)
+        paths = write_inputs(folder, int(args.mb * (1 << 20)))
+        print(f"# {args.mb} MB per file; translation: "
+              f"{args.model + ' ' + args.checkpoint if args.model else 'identity'}; "
+              f"load average {os.getloadavg()[0]:.2f} (shared machine: times vary)")
+        print(f"{'format':<8}{'MB in':>8}{'seconds':>10}{'peak RSS MB':>14}{'over text':>12}")
+        base = None
+        for fmt, path in paths.items():
+            result = subprocess.run(
+                [sys.executable, "-m", "bench.documents", "_worker", fmt, str(path),
+                 str(folder / f"out-{path.name}"), args.model or "", args.checkpoint],
+                capture_output=True, text=True, cwd=ROOT,
+                env={**os.environ, "XDG_STATE_HOME": str(folder / "state")})
+            if result.returncode != 0:
+                print(f"{fmt:<8} failed: {result.stderr.strip().splitlines()[-1:]}")
+                continue
+            figures = json.loads(result.stdout.strip().splitlines()[-1])
+            base = figures["peak_mb"] if base is None else base
+            print(f"{fmt:<8}{path.stat().st_size / (1 << 20):>8.1f}{figures['seconds']:>10.1f}"
+                  f"{figures['peak_mb']:>14.0f}{figures['peak_mb'] - base:>+12.0f}")
+
+
+# ------------------------------------------------------------------ tags
+
+
+def tagged_sentences(count: int) -> list[tuple[str, str, str]]:
+    """(tagged English, plain English, Spanish reference) for `count` dev sentences."""
+    found = []
+    for name in ("dev.tatoeba", "dev.newstest2012"):
+        english = (CORPORA / f"{name}.en").read_text(encoding="utf-8").splitlines()
+        spanish = (CORPORA / f"{name}.es").read_text(encoding="utf-8").splitlines()
+        pairs = [(en, es) for en, es in zip(english, spanish) if len(en.split()) >= 6
+                 and not re.search(r"[<>&]", en)][:(count + 1) // 2]
+        found += [(_tagged(i, en), en, es) for i, (en, es) in enumerate(pairs)]
+    return found[:count]
+
+
+def _tagged(i: int, sentence: str) -> str:
+    words = sentence.split(" ")
+    bold = 1 + i % (len(words) - 2)
+    words[bold] = f"<b>{words[bold]}</b>"
+    if i % 2 == 0:
+        link = (bold + 2) % (len(words) - 1)
+        words[link] = f'<a href="/x{i}">{words[link]}'
+        words[link + 1] = f"{words[link + 1]}</a>"
+    return " ".join(words)
+
+
+def tags(args: argparse.Namespace) -> None:
+    from sacrebleu.metrics import BLEU
+
+    from transcli.documents.formats import FORMATS as DOCUMENTS
+    from transcli.documents.html import events
+    from transcli.documents.translating import translate_text
+
+    translate = _translator(args.model, args.checkpoint, tuple(args.set))
+    rows = tagged_sentences(args.sentences)
+    page = translate_text("".join(f"<p>{row[0]}</p>\n" for row in rows), DOCUMENTS["html"],
+                          translate)
+    tagged = [line[3:-4] for line in page.splitlines()]  # one page: the batches of a page
+    plain = translate([row[1] for row in rows], 0)
+
+    def tag_list(text: str) -> list[str]:
+        return sorted(e.raw for e in events([text], "x") if e.kind in ("start", "end"))
+
+    same = sum(tag_list(out) == tag_list(row[0]) and _nested(out)
+               for out, row in zip(tagged, rows))
+    stripped = [" ".join(re.sub(r"<[^>]+>", "", out).split()) for out in tagged]
+    references = [[row[2] for row in rows]]
+    print(f"# {len(rows)} sentences with inline tags; {args.model} {args.checkpoint} "
+          f"{' '.join(args.set)}; load average {os.getloadavg()[0]:.2f}")
+    print(f"well-formed with the same tags: {same}/{len(rows)} ({100 * same / len(rows):.1f}%)")
+    print(f"BLEU tagged (tags removed): {BLEU().corpus_score(stripped, references).score:.2f}")
+    print(f"BLEU untagged:              {BLEU().corpus_score(plain, references).score:.2f}")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        with open(args.out / "tags.tsv", "w", encoding="utf-8") as out:
+            for row, result in zip(rows, tagged):
+                out.write(f"{row[0]}\t{result}\t{row[2]}\n")
+
+
+def _nested(text: str) -> bool:
+    stack: list[str] = []
+    for match in re.finditer(r"<(/?)(\w+)[^>]*>", text):
+        if not match.group(1):
+            stack.append(match.group(2))
+        elif not stack or stack.pop() != match.group(2):
+            return False
+    return not stack
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["_worker"]:
+        fmt, source, target, model, checkpoint = sys.argv[2:7]
+        return worker(fmt, Path(source), Path(target), model, checkpoint)
+    parser = argparse.ArgumentParser(prog="python -m bench.documents",
+                                     description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    mem = commands.add_parser("memory", help="peak RSS of big documents against plain text")
+    mem.add_argument("--mb", type=float, default=50.0)
+    mem.add_argument("--model", default="")
+    mem.add_argument("--checkpoint", default="avg")
+    tag = commands.add_parser("tags", help="inline tags through the model")
+    tag.add_argument("--model", required=True)
+    tag.add_argument("--checkpoint", default="avg")
+    tag.add_argument("--sentences", type=int, default=200)
+    tag.add_argument("--out", type=Path)
+    tag.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="a decode setting for the run (decode.strategy=greedy)")
+    args = parser.parse_args()
+    (memory if args.command == "memory" else tags)(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Subtitles: SubRip (.srt) and WebVTT (.vtt). Each cue's text is translated as one
+sentence; numbering, identifiers, timings, cue settings, NOTE, STYLE and REGION blocks
+are written as they are.
+
+SubRip files are read by `srt` (its parser checks the blocks follow one another, and
+its own pattern says where each cue's text lies); WebVTT cues by `webvtt-py` (each block
+judged by its strict parser: timings, settings). Both are checked for cues that end
+before they start. A cue's lines are joined for the model and its translation broken
+again into as many lines, at the spaces nearest an even split. Inline markup (`<i>`,
+`<b>`, `<font ...>`, WebVTT's `<v Name>`, `<c.class>`, timestamps; SubRip's `{\\an8}`)
+are tags of the unit.
+"""
+
+from __future__ import annotations
+
+import bisect
+import html
+import re
+from typing import Any, Callable, Iterable, Iterator
+
+from transcli.documents.units import Part, inline_unit, markup_items
+from transcli.system.errors import UserError
+from transcli.system.extras import require
+
+_BREAKABLE = re.compile(r"<[^<>]*>|\{[^{}]*\}| ")
+_MARKUP = re.compile(r"<[^<>]*>|\{[^{}]*\}")
+
+
+# ------------------------------------------------------------------ the cue's text
+
+
+def cue_parts(raw: str, escape: Callable[[str], str], decode: Callable[[str], str]
+              ) -> list[Part]:
+    """A cue's text (its lines) as a unit: markup as tags, lines joined by spaces, the
+    translation broken into as many lines, where the source broke (in shares of its
+    visible text)."""
+    newline = "\r\n" if "\r\n" in raw else "\n"
+    lengths = [len(_MARKUP.sub("", line.strip())) for line in raw.split("\n")]
+    shares = [sum(lengths[:k]) / max(sum(lengths), 1) for k in range(1, len(lengths))]
+    return inline_unit(markup_items(raw, decode), escape,
+                       lambda text: _broken(text, shares, newline))
+
+
+def _broken(text: str, shares: list[float], newline: str) -> str:
+    """`text` broken into lines at spaces outside markup, each nearest to its share of
+    the visible text (a space after a punctuation mark counts as nearer)."""
+    spaces = [m.start() for m in _BREAKABLE.finditer(text) if m.group() == " "]
+    visible = {at: len(_MARKUP.sub("", text[:at])) for at in spaces}
+    total = len(_MARKUP.sub("", text))
+    cuts: list[int] = []
+    for share in shares:
+        free = [at for at in spaces if not cuts or at > cuts[-1]]
+        if free:
+            cuts.append(min(free, key=lambda at: abs(visible[at] - total * share)
+                            - 4 * (text[at - 1] in ",.;:!?")))
+    out, at = [], 0
+    for cut in cuts:
+        out.append(text[at:cut])
+        at = cut + 1
+    return newline.join([*out, text[at:]])
+
+
+# ------------------------------------------------------------------ SubRip
+
+
+def srt_pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterator[list[Part]]:
+    srt = require("srt", "documents")
+    text = "".join(chunks)
+    lines = _Lines(text)
+    try:
+        cues = list(srt.parse(text))
+    except srt.SRTParseError as exc:
+        raise UserError(f"{name}: line {lines.number(exc.expected_start)}: not a subtitle "
+                        f"(a number, 'HH:MM:SS,mmm --> HH:MM:SS,mmm', its text): "
+                        f"{exc.unmatched_content.strip()[:60]!r}") from None
+    at = 0
+    for cue, match in zip(cues, srt.SRT_REGEX.finditer(text)):
+        if cue.end < cue.start:
+            raise UserError(f"{name}: line {lines.number(match.start(2))}: subtitle "
+                            f"{cue.index} ends ({match.group(3)}) before it starts "
+                            f"({match.group(2)})")
+        start, end = match.span(5)
+        if (arrow := text.find("-->", start, end)) >= 0:  # srt reads it as the cue's text
+            line = text[text.rfind("\n", 0, arrow) + 1:text.find("\n", arrow)].strip()
+            raise UserError(f"{name}: line {lines.number(arrow)}: not a subtitle timing "
+                            f"('HH:MM:SS,mmm --> HH:MM:SS,mmm'): {line[:60]!r}")
+        yield [text[at:start], *cue_parts(text[start:end], _same, _same)]
+        at = end
+    yield [text[at:]]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+# ------------------------------------------------------------------ WebVTT
+
+
+def vtt_pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterator[list[Part]]:
+    vtt = require("webvtt.vtt", "documents")
+    errors = require("webvtt.errors", "documents")
+    text = "".join(chunks)
+    if not text.lstrip("\ufeff").startswith("WEBVTT"):
+        raise UserError(f"{name}: line 1: a WebVTT file starts with 'WEBVTT'")
+    at, seen_cue = 0, False
+    for number, offset, block in _blocks(text):
+        lines = [line.rstrip("\r\n") for line in block]
+        if number == 1 or not any("-->" in line for line in lines):
+            continue  # the header, a NOTE, STYLE or REGION block: as it is
+        _check_cue(vtt, errors, lines, seen_cue, name, number)
+        seen_cue = True
+        start = offset + sum(map(len, block[:_timing(lines) + 1]))
+        end = offset + sum(map(len, block)) - (len(block[-1]) - len(lines[-1]))
+        if start < end:
+            yield [text[at:start], *cue_parts(text[start:end], _vtt_escape, html.unescape)]
+            at = end
+    yield [text[at:]]
+
+
+def _check_cue(vtt: Any, errors: Any, lines: list[str], seen_cue: bool, name: str,
+               number: int) -> None:
+    """A cue block as webvtt-py's strict parser reads it, and times in order."""
+    where = f"{name}: line {number + _timing(lines)}"
+    try:
+        caption = vtt.parse_item(lines, strict=True, seen_cue=seen_cue)
+    except (errors.MalformedCaptionError, ValueError) as exc:
+        raise UserError(f"{where}: not a valid cue ({exc})") from None
+    if caption is None or not hasattr(caption, "start_in_seconds"):
+        raise UserError(f"{where}: not a valid cue timing ({lines[_timing(lines)]!r})")
+    if caption.end_in_seconds < caption.start_in_seconds:
+        raise UserError(f"{where}: cue ends ({caption.end}) before it starts ({caption.start})")
+
+
+def _timing(lines: list[str]) -> int:
+    return next(i for i, line in enumerate(lines) if "-->" in line)
+
+
+def _vtt_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _blocks(text: str) -> Iterator[tuple[int, int, list[str]]]:
+    """Blocks of lines (with their line ends) between empty lines: the number and
+    offset of each block's first line, and its lines."""
+    block: list[str] = []
+    first = start = 0
+    for number, match in enumerate(re.finditer(r"[^\n]*\n|[^\n]+$", text), start=1):
+        line = match.group()
+        if line.rstrip("\r\n") == "":
+            if block:
+                yield first, start, block
+            block = []
+            continue
+        if not block:
+            first, start = number, match.start()
+        block.append(line)
+    if block:
+        yield first, start, block
+
+
+class _Lines:
+    """Line numbers of offsets in a text."""
+
+    def __init__(self, text: str):
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def number(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset)

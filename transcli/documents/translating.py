@@ -1,0 +1,161 @@
+"""Translating a document: its units through the model a chunk at a time, the document
+written back as they come.
+
+The model sees only lines of text: each unit's text, split at its line breaks, without
+the whitespace around each line and without lines that hold no letter (numbers,
+symbols), each distinct line once per chunk. `translate` is any function from lines to
+their translations (a `Translator`'s, or the identity in the round-trip tests): this
+layer never sees a model, and `serve` calls it as `translate` does.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Optional, Sequence
+
+from transcli.documents.formats import DocumentFormat
+from transcli.documents.reading import decoded_chunks, decoded_text
+from transcli.documents.units import Part, Unit, has_letters, render
+from transcli.inference.streaming import Output, drain, stream
+from transcli.system.files import open_checked
+
+# Lines in, their translations out; the int is the index of the first line among all
+# lines sent so far (sampling seeds each line by it).
+Translate = Callable[[list[str], int], list[str]]
+Piece = list[Part]
+
+
+class Lines:
+    """`translate` with the count of lines sent to it, for the seeds of the next call."""
+
+    def __init__(self, translate: Translate):
+        self.translate, self.sent = translate, 0
+
+    def __call__(self, lines: list[str]) -> list[str]:
+        first, self.sent = self.sent, self.sent + len(lines)
+        return self.translate(lines, first) if lines else []
+
+
+def translations(texts: Iterable[str], translate: Callable[[list[str]], list[str]]
+                 ) -> dict[str, str]:
+    """Each text's translation: line by line, each line's surrounding whitespace kept, a
+    line without letters kept as it is."""
+    texts = list(dict.fromkeys(texts))
+    wanted = list(dict.fromkeys(core for text in texts for line in text.split("\n")
+                                if has_letters(core := line.strip())))
+    found = dict(zip(wanted, translate(wanted)))
+    return {text: "\n".join(_line(line, found) for line in text.split("\n")) for text in texts}
+
+
+def _line(line: str, found: dict[str, str]) -> str:
+    core = line.strip()
+    if core not in found:
+        return line
+    start = line.index(core)
+    return line[:start] + found[core] + line[start + len(core):]
+
+
+def units_of(pieces: Sequence[Piece]) -> Iterator[Unit]:
+    for piece in pieces:
+        for part in piece:
+            if isinstance(part, Unit):
+                yield from part.units()
+
+
+def translated_pieces(pieces: Sequence[Piece], translate: Callable[[list[str]], list[str]]
+                      ) -> list[str]:
+    """Pieces of a document written with their units translated."""
+    found = translations((unit.text for unit in units_of(pieces)), translate)
+    return [render(piece, found) for piece in pieces]
+
+
+def read_pieces(fmt: DocumentFormat, chunks: Iterable[str], name: str,
+                force: bool = False) -> Iterator[Piece]:
+    """A text document's pieces (`formats` says what a format's module provides)."""
+    return getattr(fmt.load(), fmt.reader)(chunks, name, force)
+
+
+def translate_text(text: str, fmt: DocumentFormat, translate: Translate, name: str = "<text>",
+                   force: bool = False) -> str:
+    """A document given whole (a request's text), translated."""
+    pieces = list(read_pieces(fmt, [text], name, force))
+    return "".join(translated_pieces(pieces, Lines(translate)))
+
+
+def translate_bytes(data: bytes, fmt: DocumentFormat, translate: Translate, name: str,
+                    force: bool = False) -> bytes:
+    """A file given whole (an upload), translated into the same format."""
+    if fmt.binary:
+        document = fmt.load().Document(data, name)
+        return document.written(translations((u.text for u in document.units),
+                                             Lines(translate)))
+    return translate_text(decoded_text(data, name), fmt, translate, name, force).encode()
+
+
+class DocumentFile:
+    """A document file (or stdin) opened for `translate`: read through once here, so that
+    bad input is said before the model loads and the progress bar has a total (a Word
+    file is read whole; a pipe cannot be read twice and is read as it is translated)."""
+
+    def __init__(self, fmt: DocumentFormat, input: str, force: bool = False):
+        self.fmt, self.input, self.force = fmt, input, force
+        self.whole = None
+        self.total: Optional[int] = None
+        if fmt.binary:
+            data = sys.stdin.buffer.read() if input == "-" else _read(input)
+            self.whole = fmt.load().Document(data, input)
+            self.total = len(self.whole.units)
+        elif input != "-" and Path(input).is_file():
+            self.total = sum(map(_units, self.pieces()))
+        elif input != "-" and (Path(input).is_dir() or not Path(input).exists()):
+            open_checked(input, "rb").close()  # its one-line error, now
+
+    def pieces(self) -> Iterator[Piece]:
+        if self.input == "-":
+            yield from read_pieces(self.fmt, decoded_chunks(sys.stdin.buffer, "<stdin>"),
+                                   "<stdin>", self.force)
+            return
+        with open_checked(self.input, "rb") as handle:
+            yield from read_pieces(self.fmt, decoded_chunks(handle, self.input), self.input,
+                                   self.force)
+
+    def translate(self, output: Output, translate: Translate, progress: bool = True) -> None:
+        """Translate into `output`, in the same format, a chunk of units at a time, with
+        a progress bar in units."""
+        lines = Lines(translate)
+        if self.whole is not None:
+            return self._translate_whole(output, lines, progress)
+        drain(stream(self.pieces(), lambda chunk, first: translated_pieces(chunk, lines),
+                     output, total=self.total, progress=progress, unit="unit", cost=_size,
+                     end="", count=lambda chunk: sum(map(_units, chunk))))
+
+    def _translate_whole(self, output: Output, lines: Callable[[list[str]], list[str]],
+                         progress: bool) -> None:
+        """A document written whole (a Word file): its units translated in chunks by
+        the same loop, with the same bar."""
+        found: dict[str, str] = {}
+
+        def work(units: list[Unit], first: int) -> list[str]:
+            found.update(translations((unit.text for unit in units), lines))
+            return []
+
+        drain(stream(self.whole.units, work, None, total=self.total, progress=progress,
+                     unit="unit", cost=lambda unit: len(unit.text)))
+        with output.open() as handle:
+            handle.write(self.whole.written(found))
+
+
+def _read(path: str) -> bytes:
+    with open_checked(path, "rb") as handle:
+        return handle.read()
+
+
+def _units(piece: Piece) -> int:
+    """Units of running text in a piece (not the alt texts inside them)."""
+    return sum(isinstance(part, Unit) for part in piece)
+
+
+def _size(piece: Piece) -> int:
+    return sum(len(part) if isinstance(part, str) else len(part.raw) for part in piece)
+

@@ -1,0 +1,336 @@
+"""Text units: what a document gives the model, and how a translation goes back in.
+
+A `Unit` is one run of text a reader reads as prose (a paragraph, a heading, a table cell,
+a subtitle, a catalogue message, an `alt` text). Its `text` is what the model sees; its
+inline markup (bold, a link, a line break, an inline code span, an image) is a list of
+`Tag`s over character ranges of that text, kept out of the model's sight. The words a
+tag held in the source are translated with the rest of the sentence, as one sentence,
+and `place_tags` says where the tag goes in the translation; `Unit.render` then writes
+the markup back around those words, nested as in the source and therefore well-formed.
+
+A unit whose translation equals its text is written back as it was read (`raw`), byte
+for byte: a document translated by the identity gives back the same file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Sequence, Union
+
+Part = Union[str, "Unit"]  # markup written as it is, or text to translate inside it
+
+
+def same(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class Tag:
+    """Inline markup over `text[start:end]` of its unit: `open` is written before those
+    characters, `close` after them. An empty range is markup that holds no words (a line
+    break, an image, an inline code span): `spaced` says whether the source had
+    whitespace before and after it. `parent` is the index of the tag it sits in (-1: in
+    none): the nesting the translation keeps."""
+
+    start: int
+    end: int
+    open: tuple[Part, ...]
+    close: str = ""
+    parent: int = -1
+    spaced: tuple[bool, bool] = (False, False)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """`text` as the model sees it, `raw` as the document holds it; `escape` makes plain
+    text safe in the format (HTML's `&lt;`), `frame` turns the rendered unit into what the
+    format writes (quotes around an attribute value, a PO string's lines)."""
+
+    text: str
+    raw: str
+    tags: tuple[Tag, ...] = ()
+    escape: Callable[[str], str] = same
+    frame: Callable[[str], str] = same
+
+    def units(self) -> Iterator[Unit]:
+        """This unit and the units inside its tags (an image's alt text in a paragraph)."""
+        yield self
+        for tag in self.tags:
+            for part in tag.open:
+                if isinstance(part, Unit):
+                    yield from part.units()
+
+    def unchanged(self, translations: Mapping[str, str]) -> bool:
+        return all(translations.get(unit.text, unit.text) == unit.text for unit in self.units())
+
+    def render(self, translations: Mapping[str, str]) -> str:
+        """The unit written with `translations` (text -> translation; a text missing from
+        it stays as it is): as it was read when nothing in it changed."""
+        if self.unchanged(translations):
+            return self.raw
+        target = translations.get(self.text, self.text)
+        placed = place_tags(self.text, [(tag.start, tag.end) for tag in self.tags], target)
+        return self.frame(_markup(self, target, placed, translations))
+
+
+def render(parts: Sequence[Part], translations: Mapping[str, str]) -> str:
+    """A piece of a document (markup and units) written with `translations`."""
+    return "".join(part if isinstance(part, str) else part.render(translations)
+                   for part in parts)
+
+
+# ------------------------------------------------------------------ placing tags
+
+_TOKEN = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
+
+
+def place_tags(source: str, ranges: Sequence[tuple[int, int]], target: str
+               ) -> list[tuple[int, int]]:
+    """Where each tag's character range of `source` goes in `target`, its translation.
+
+    This first version places by position, not by meaning: each range's ends are read
+    as positions among the source's tokens (words and punctuation marks), scaled to the
+    target's token count and rounded to a token boundary; distinct ends stay distinct
+    while the target has tokens enough, so a tag that held words still holds at least
+    one. The scaling keeps the order of every end, so ranges nested or apart in the
+    source are nested or apart in the target: the markup stays well-formed whatever the
+    model wrote. It is right when the words keep roughly their place (most tags around
+    a phrase at the start or end of a sentence), wrong when the translation moves them.
+    An unchanged target keeps the ranges as they are."""
+    if target == source or not ranges:
+        return list(ranges)
+    spans = [m.span() for m in _TOKEN.finditer(source)]
+    wanted = [m.span() for m in _TOKEN.finditer(target)]
+    ends = sorted({end for pair in ranges for end in pair})
+    where = dict(zip(ends, _boundaries([_position(spans, end) for end in ends],
+                                       max(len(spans), 1), len(wanted))))
+    return [_characters(wanted, where[start], where[end], start == end, target)
+            for start, end in ranges]
+
+
+def _position(spans: list[tuple[int, int]], offset: int) -> float:
+    """`offset` among the tokens: how many end at or before it, plus the share of the
+    one it falls inside."""
+    i = bisect.bisect_right([end for _, end in spans], offset)
+    if i < len(spans) and spans[i][0] < offset:
+        start, end = spans[i]
+        return i + (offset - start) / (end - start)
+    return float(i)
+
+
+def _boundaries(positions: list[float], tokens: int, target_tokens: int) -> list[int]:
+    """Token boundaries of the target (0..target_tokens) for increasing source
+    positions: scaled and rounded, then spread to stay strictly increasing where the
+    target has room, never out of order."""
+    wanted = [math.floor(p * target_tokens / tokens + 0.5) for p in positions]
+    if len(wanted) > target_tokens + 1:  # not room enough: ties allowed, order kept
+        out: list[int] = []
+        for w in wanted:
+            out.append(min(max(w, out[-1] if out else 0), target_tokens))
+        return out
+    out = []
+    for w in wanted:
+        out.append(max(w, out[-1] + 1) if out else max(w, 0))
+    for i in range(len(out) - 1, -1, -1):  # pulled back so that the last one fits
+        out[i] = min(out[i], target_tokens if i == len(out) - 1 else out[i + 1] - 1)
+    return out
+
+
+def _characters(tokens: list[tuple[int, int]], first: int, last: int, empty: bool,
+                text: str) -> tuple[int, int]:
+    """Character offsets in the target of the tokens `first` to `last` (boundaries): a
+    range opens at its first token's start and closes at its last token's end, so the
+    whitespace around it stays outside; an empty range sits at the start of token
+    `first` (`_markup` moves it to the word before when the source had it so)."""
+    start = tokens[first][0] if first < len(tokens) else len(text.rstrip())
+    if empty or first == last:
+        return start, start
+    return start, tokens[last - 1][1]
+
+
+# ------------------------------------------------------------------ writing markup
+
+
+def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
+            translations: Mapping[str, str]) -> str:
+    """`target` with `unit`'s tags at `placed`, written as a tree: each tag's range is
+    kept inside its parent's and after its elder sibling's, so the result nests as the
+    source did even if a range came out of order."""
+    children: dict[int, list[int]] = {}
+    for i, tag in enumerate(unit.tags):
+        children.setdefault(tag.parent, []).append(i)
+    out: list[str] = []
+
+    def write(parent: int, low: int, high: int) -> None:
+        cursor = low
+        for i in children.get(parent, []):
+            tag = unit.tags[i]
+            start = min(max(placed[i][0], cursor), high)
+            end = min(max(placed[i][1], start), high)
+            if tag.start == tag.end:
+                while not tag.spaced[0] and start > cursor and target[start - 1].isspace():
+                    start = end = start - 1  # against the word before, as in the source
+            out.append(unit.escape(target[cursor:start]))
+            if tag.start == tag.end:
+                out.append(_spaced(tag, render(tag.open, translations), target, start))
+            else:
+                out.append(render(tag.open, translations))
+                write(i, start, end)
+                out.append(tag.close)
+            cursor = end
+        out.append(unit.escape(target[cursor:high]))
+
+    write(-1, 0, len(target))
+    return "".join(out)
+
+
+def _spaced(tag: Tag, markup: str, target: str, at: int) -> str:
+    """An empty tag's markup, with the whitespace the source had around it where the
+    target has none there."""
+    before = tag.spaced[0] and 0 < at and not target[at - 1].isspace()
+    after = tag.spaced[1] and at < len(target) and not target[at].isspace()
+    return " " * before + markup + " " * after
+
+
+# ------------------------------------------------------------------ building units
+
+
+@dataclass(frozen=True)
+class Text:
+    """Running text: as the model reads it (entities decoded) and as the source has it."""
+
+    text: str
+    raw: str
+
+
+@dataclass(frozen=True)
+class Open:
+    """The start of inline markup that holds words (`<b>`, `**`, `[`), closed by the
+    next `Close` of the same name."""
+
+    name: str
+    parts: tuple[Part, ...]
+
+
+@dataclass(frozen=True)
+class Close:
+    name: str
+    raw: str
+
+
+@dataclass(frozen=True)
+class Atom:
+    """Markup that holds no words to translate: a line break, an image, a code span."""
+
+    parts: tuple[Part, ...]
+
+
+Item = Union[Text, Open, Close, Atom]
+_SPACES = re.compile(r"\s+")
+_EDGE = " \t\n\r\f"  # whitespace written as such, left outside a unit
+
+
+def has_letters(text: str) -> bool:
+    """Whether `text` has anything to translate (numbers and symbols alone do not)."""
+    return any(char.isalpha() for char in text)
+
+
+def inline_unit(items: Sequence[Item], escape: Callable[[str], str] = same,
+                frame: Callable[[str], str] = same) -> list[Part]:
+    """The parts of a run of inline content: its whitespace on either side, as it is,
+    and a `Unit` between (whitespace inside collapsed to single spaces for the model);
+    the run as it is when it holds nothing to translate."""
+    raw = "".join(render(_parts(item), {}) for item in items)
+    text, tags = _text_and_tags(items)
+    nested = [unit for tag in tags for part in tag.open if isinstance(part, Unit)
+              for unit in part.units()]
+    if not has_letters(text) and not any(has_letters(unit.text) for unit in nested):
+        return [raw] if raw else []
+    lead = len(raw) - len(raw.lstrip(_EDGE))
+    trail = len(raw) - len(raw.rstrip(_EDGE))
+    unit = Unit(text, raw[lead:len(raw) - trail], tuple(tags), escape, frame)
+    return [part for part in (raw[:lead], unit, raw[len(raw) - trail:]) if part != ""]
+
+
+def _parts(item: Item) -> tuple[Part, ...]:
+    if isinstance(item, Text):
+        return (item.raw,)
+    if isinstance(item, Close):
+        return (item.raw,)
+    return item.parts
+
+
+def _text_and_tags(items: Sequence[Item]) -> tuple[str, list[Tag]]:
+    """The model's text of `items` and their tags over it. A `Close` with no `Open` of
+    its name is kept as an `Atom`; markup left open at the end closes with nothing (as
+    the source had it)."""
+    text = ""
+    tags: list[dict] = []
+    stack: list[int] = []  # indices of the tags open here
+    waiting: list[int] = []  # empty tags waiting to know whether a space follows them
+    for item in items:
+        if isinstance(item, Text):
+            piece = _SPACES.sub(" ", item.text)
+            if piece[:1] == " " and (not text or text[-1] == " "):
+                piece = piece[1:]
+            for i in waiting:
+                tags[i]["spaced"] = (tags[i]["spaced"][0], item.text[:1].isspace())
+            waiting = [] if item.text else waiting
+            text += piece
+        elif isinstance(item, Close) and any(tags[i]["name"] == item.name for i in stack):
+            while stack:
+                i = stack.pop()
+                tags[i]["end"] = len(text)
+                if tags[i]["name"] == item.name:
+                    tags[i]["close"] = item.raw
+                    break
+        else:
+            parts = item.parts if not isinstance(item, Close) else (item.raw,)
+            tags.append({"start": len(text), "end": None, "open": parts, "close": "",
+                         "parent": stack[-1] if stack else -1,
+                         "spaced": (not text or text[-1] == " ", False),
+                         "name": item.name if isinstance(item, Open) else ""})
+            if isinstance(item, Open):
+                stack.append(len(tags) - 1)
+            else:
+                tags[-1]["end"] = len(text)
+                waiting.append(len(tags) - 1)
+    for i in stack:
+        tags[i]["end"] = len(text)
+    if text.endswith(" "):
+        text = text[:-1]
+    return text, [Tag(min(t["start"], len(text)), min(t["end"], len(text)), t["open"],
+                      t["close"], t["parent"], t["spaced"]) for t in tags]
+
+
+_MARKUP = re.compile(r"<[^<>\n]*>|\{\\[^{}\n]*\}")
+_NAME = re.compile(r"</?([a-zA-Z]+)")
+
+
+def markup_items(raw: str, decode: Callable[[str], str]) -> list[Item]:
+    """Plain text with HTML-like tags in it (a subtitle's `<i>`, a message's `<b>`; a
+    subtitle's `{\\an8}`) as items: a tag's start and end pair up by name, anything else
+    in angle or curly brackets (a WebVTT timestamp, `<br/>`) is kept whole. `decode`
+    turns the text between into what the model reads (entities decoded)."""
+    items: list[Item] = []
+    at = 0
+    for match in _MARKUP.finditer(raw):
+        if match.start() > at:
+            items.append(Text(decode(raw[at:match.start()]), raw[at:match.start()]))
+        items.append(_markup_tag(match.group()))
+        at = match.end()
+    if at < len(raw):
+        items.append(Text(decode(raw[at:]), raw[at:]))
+    return items
+
+
+def _markup_tag(raw: str) -> Item:
+    name = _NAME.match(raw)
+    if name is None or raw.endswith("/>"):
+        return Atom((raw,))
+    if raw.startswith("</"):
+        return Close(name.group(1).lower(), raw)
+    return Open(name.group(1).lower(), (raw,))
