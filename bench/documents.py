@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
@@ -215,10 +215,7 @@ def _nested(text: str) -> bool:
     return not stack
 
 
-def main() -> None:
-    if sys.argv[1:2] == ["_worker"]:
-        fmt, source, target, model, checkpoint = sys.argv[2:7]
-        return worker(fmt, Path(source), Path(target), model, checkpoint)
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.documents",
                                      description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -233,7 +230,14 @@ def main() -> None:
     tag.add_argument("--out", type=Path)
     tag.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="a decode setting for the run (decode.strategy=greedy)")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["_worker"]:
+        fmt, source, target, model, checkpoint = sys.argv[2:7]
+        return worker(fmt, Path(source), Path(target), model, checkpoint)
+    args = parse_args()
     (memory if args.command == "memory" else tags)(args)
 
 
