@@ -25,6 +25,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from bench.common import NEVER, ROOT
 from transcli.config.loading import load_config
+from transcli.data.prepared_dir import open_prepared_dir
+from transcli.rundir.run import RunDir
 from transcli.training.loop import Trainer, train
 
 WARMUP = 60
@@ -104,7 +106,7 @@ def profile_run(data: Path, config: str = "gpu-10m", device: str = "cuda",
     profiled = Profiled(device == "cuda")
     Trainer._update = lambda trainer, batches, info: profiled(trainer, batches, info)
     with tempfile.TemporaryDirectory() as tmp:
-        train(cfg, data, Path(tmp) / "run")
+        train(cfg, open_prepared_dir(data), RunDir(Path(tmp) / "run"))
     return 1  # the run ended before the profile was printed
 
 

@@ -34,6 +34,7 @@ from transcli.data.prepared_dir import open_prepared_dir
 from transcli.rundir.run import RunDir
 from transcli.training.distributed import Dist
 from transcli.training.loop import Trainer, share_step_info
+from transcli.training.resume import StartOptions
 
 # Operations that allocate or read a scalar but launch no kernel of their own.
 NO_KERNEL = {"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::lift_fresh",
@@ -67,7 +68,7 @@ def trainer_for(config: str, data: Path, run: Path, batch_tokens: int) -> Traine
         "train.device=cpu", f"train.batch_tokens={batch_tokens}", "train.valid_bleu_lines=0",
         "train.log_every=1000000", "train.save_every=1000000", "train.valid_every=1000000"])
     trainer = Trainer(cfg, open_prepared_dir(data), RunDir(run), Dist(), torch.device("cpu"),
-                      resume=False, force=False, allow_changes=False)
+                      StartOptions())
     trainer.precision = "bf16"  # as on a GPU, whatever this CPU's kernels
     return trainer
 

@@ -211,6 +211,16 @@ def read_weights(path: str | Path) -> tuple[dict[str, torch.Tensor], Optional[di
         raise _unreadable(path, exc) from None
 
 
+def stored_metadata(path: str | Path) -> Optional[dict[str, Any]]:
+    """A safetensors file's metadata (what it was trained with), from its header alone."""
+    try:
+        with open(path, "rb") as handle:
+            metadata = _header(handle, path).get("__metadata__")
+    except (OSError, ValueError) as exc:
+        raise _unreadable(path, exc) from None
+    return metadata if isinstance(metadata, dict) else None
+
+
 def stored_shapes(path: str | Path) -> dict[str, list[int]]:
     """Each tensor's shape, from a safetensors file's header alone (tied tensors are
     stored once)."""
