@@ -122,3 +122,19 @@ def test_a_domain_corpus_prepared_with_the_runs_tokenizer_fine_tunes(source_run,
     train_dirs(fast_config(f"train.init_from={source_run}", "train.max_steps=5"),
           tmp_path / "domain", tmp_path / "tuned")
     assert json.loads((tmp_path / "tuned" / RUN_FILE).read_text())["init_from"]
+
+
+def test_weights_trained_with_another_tokenizer_are_refused(source_run, prepared, tmp_path):
+    """Issue: --init-from took weights that record another tokenizer's hash (translate
+    refuses them), when the run they lie in has the data's spm.model."""
+    import shutil
+
+    from transcli.rundir.checkpoints import save_weights
+
+    run = Path(shutil.copytree(source_run, tmp_path / "general"))
+    model = open_run_dir(run).model(step_path(run, 20))
+    save_weights(model, step_path(run, 20), tokenizer_sha256="0" * 64)
+    with pytest.raises(UserError, match="step-0000020.safetensors: these weights were trained "
+                                        "with another tokenizer"):
+        train_dirs(fast_config(f"train.init_from={run}/20"), prepared, tmp_path / "x")
+    assert not (tmp_path / "x").exists()
