@@ -248,6 +248,7 @@ def _header(handle: BinaryIO, path: str | Path) -> dict[str, Any]:
     header = json.loads(handle.read(int.from_bytes(size, "little")))
     shapes_ok = isinstance(header, dict) and all(
         isinstance(entry, dict) and isinstance(entry.get("shape"), list)
+        and all(type(size) is int and size >= 0 for size in entry["shape"])
         for name, entry in header.items() if name != "__metadata__")
     if not shapes_ok:
         raise ValueError("not a safetensors header")

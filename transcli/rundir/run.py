@@ -157,7 +157,8 @@ def what_it_is(folder: Path) -> Optional[str]:
         except (OSError, ValueError):
             record = None
         record = record if isinstance(record, dict) else {}
-        kind = {"ct2": "a CTranslate2", "hf": "a Hugging Face"}.get(record.get("format"), "an")
+        kinds = {"ct2": "a CTranslate2", "hf": "a Hugging Face"}
+        kind = kinds.get(str(record.get("format")), "an")
         origin = record.get("run_dir")
         origin = (f"-m {origin}, the run it was exported from" if isinstance(origin, str)
                   else "-m with the run it was exported from")

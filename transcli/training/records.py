@@ -45,6 +45,7 @@ from transcli.system.errors import UserError
 from transcli.system.files import atomic_path, cannot_write, is_temp_file
 from transcli.training.distributed import Dist
 from transcli.training.optimization import Optimization
+from transcli.training.report import say
 from transcli.training.resume import Start
 from transcli.training.state import Interval, Progress, rng_state
 
@@ -60,7 +61,7 @@ def record_run(start: Start, data: PreparedDir, dist: Dist, log: MetricsLog) -> 
         write_run_files(start.run, start.config_to_record(), start.identity, data,
                         fresh=not resume)
         if resume:
-            log.resume(start.step)
+            log.resume(start.step, lambda line: say(f"warning: {line}"))
     dist.barrier()
 
 
