@@ -55,6 +55,20 @@ def ct2_cache_dir(run_dir: Path, checkpoint: Path, weights: str) -> Path:
     return Path(run_dir) / f"ct2-{checkpoint.stem}-{weights}"
 
 
+def stale_ct2_caches(run_dir: Path) -> list[Path]:
+    """The CTranslate2 caches (`ct2_cache_dir`) of run checkpoints that are gone: a pruned
+    step, the best or averaged weights of a run started over."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    stale = []
+    for cache in sorted(Path(run_dir).glob("ct2-*-*")):
+        stem = cache.name[len("ct2-"):].rpartition("-")[0]
+        weights = f"{stem}.safetensors"
+        ours = STEP_PATTERN.match(weights) or weights in (BEST_FILE, AVG_FILE)
+        if ours and cache.is_dir() and not cache.is_symlink() and not (folder / weights).exists():
+            stale.append(cache)
+    return stale
+
+
 def is_step(name: str) -> bool:
     """Whether a --checkpoint names a step (`1000`), as a step file could be named."""
     return name.isascii() and name.isdigit() and len(name) <= 18

@@ -20,6 +20,7 @@ from transcli.config.schema import Config
 from transcli.data.batching import BatchPlan
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE
+from transcli.export.ct2 import remove_stale_caches
 from transcli.rundir.checkpoints import (
     average_checkpoints,
     discard_after,
@@ -60,6 +61,7 @@ def record_run(start: Start, data: PreparedDir, dist: Dist, log: MetricsLog) -> 
             discard_after(start.run.path, start.step)
         write_run_files(start.run, start.config_to_record(), start.identity, data,
                         fresh=not resume)
+        remove_stale_caches(start.run.path)  # of the steps discarded, or the run replaced
         if resume:
             log.resume(start.step, lambda line: say(f"warning: {line}"))
     dist.barrier()
@@ -179,6 +181,7 @@ class RunRecords:
                      else None}  # an epoch's start is the same in every plan
             save_checkpoint(model, state, self.run_dir, p.step, self.tokenizer_sha256)
             prune_checkpoints(self.run_dir, opt.tc.keep_last)
+            remove_stale_caches(self.run_dir)
             if opt.ema:
                 with opt.averaged():
                     save_weights(model, self.run_dir / CHECKPOINT_DIR / AVG_FILE,
