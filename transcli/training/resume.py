@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, Optional
 import torch
 
 from transcli.config.loading import Override, load_config, with_overrides
-from transcli.config.schema import Config, ModelConfig
+from transcli.config.schema import Config, ModelConfig, TrainConfig
 from transcli.data.batching import BatchPlan, StreamPosition
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
@@ -298,27 +298,20 @@ class Start:
 
     def _best(self, best: Best) -> Best:
         """The early-stopping record, started over when it follows another metric than
-        this session's (train.early_stop_metric, train.valid_bleu_lines)."""
-        before = best.metric or best_metric(_train_section(self.recorded, self.cfg))
-        now = best_metric(self.cfg.train)
+        this session's (train.early_stop_metric, train.valid_bleu_lines); a record saved
+        before it named its metric followed the run's recorded settings."""
+        old = self.recorded.get("train")
+        old = old if isinstance(old, dict) else {}
+        before = best.metric or best_metric(
+            old.get("early_stop_metric", TrainConfig.early_stop_metric),
+            old.get("valid_bleu_lines", TrainConfig.valid_bleu_lines))
+        now = best_metric(self.cfg.train.early_stop_metric, self.cfg.train.valid_bleu_lines)
         if before == now or best.value is None:
             return replace(best, metric=now)
         self.notes.append(f"note: the best checkpoint now follows valid {now.upper()}, not "
                           f"{before.upper()}: its record starts over, and "
                           f"{CHECKPOINT_DIR}/{BEST_FILE} is replaced at the next validation")
         return Best(metric=now)
-
-
-def _train_section(recorded: dict[str, Any], cfg: Config) -> Any:
-    """The recorded train settings as a TrainConfig's fields (this session's where the
-    record lacks one or holds what is not a setting)."""
-    section = recorded.get("train") if isinstance(recorded.get("train"), dict) else {}
-    metric, lines = section.get("early_stop_metric"), section.get("valid_bleu_lines")
-    return replace(cfg.train,
-                   early_stop_metric=metric if metric in ("bleu", "loss")
-                   else cfg.train.early_stop_metric,
-                   valid_bleu_lines=lines if isinstance(lines, int)
-                   else cfg.train.valid_bleu_lines)
 
 
 def start_session(cfg: Config, data: PreparedDir, run: RunDir, options: StartOptions) -> Start:

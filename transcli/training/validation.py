@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from transcli.config.schema import Config, DecodeConfig, TrainConfig
+from transcli.config.schema import Config, DecodeConfig
 from transcli.data.batching import plain_batches
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import Tokenizer
@@ -62,8 +62,8 @@ class ValidationSet:
         model.eval()
         with opt.averaged():
             scores = self.scores(model, device, autocast)
-            p.best, improved, stop = update_best(p.best, p.step, scores, best_metric(tc),
-                                                 tc.patience)
+            metric = best_metric(tc.early_stop_metric, tc.valid_bleu_lines)
+            p.best, improved, stop = update_best(p.best, p.step, scores, metric, tc.patience)
             if improved:
                 save_weights(model, best_path, self.tokenizer.sha256)
         model.train()
@@ -106,10 +106,10 @@ def greedy_bleu(model: Transformer, tokenizer: Tokenizer, decode: DecodeConfig,
     return score(hypotheses, [references], ter=False).bleu
 
 
-def best_metric(tc: TrainConfig) -> str:
+def best_metric(early_stop_metric: Any, valid_bleu_lines: Any) -> str:
     """What "best" and patience follow: "bleu" (train.early_stop_metric bleu, with BLEU
     lines decoded), else the valid NLL ("nll")."""
-    return "bleu" if tc.early_stop_metric == "bleu" and tc.valid_bleu_lines else "nll"
+    return "bleu" if early_stop_metric == "bleu" and valid_bleu_lines else "nll"
 
 
 def update_best(best: Best, step: int, scores: dict[str, float], metric: str,
