@@ -19,6 +19,10 @@ REF    ?= data/sample/test.es
 ARGS   ?=
 MINUTES ?= 5
 
+# A variable given empty (`make train RUN= ARGS=--resume`) would let the next word take
+# its place (`--out --resume`): each target refuses an empty one it needs.
+need = $(foreach var,$(1),$(if $(strip $($(var))),,$(error $(var)= is empty: give it a value (make help shows the defaults))))
+
 # The GPU stages run with the machine's own Python (GPU images have CUDA torch and every
 # package transcli needs except `datasets`) and never build the venv.
 GPU_PY := PYTHONPATH=. PYTHONUNBUFFERED=1 $(PYTHON)
@@ -53,19 +57,19 @@ demo: $(STAMP)  ## Prepare data/sample, train a small model a few minutes on CPU
 	bash scripts/demo.sh
 
 prepare: $(STAMP)  ## Prepare CONFIG's data (or CORPUS.en + CORPUS.es) into DATA
-	$(TRANSCLI) prepare --config $(CONFIG) $(if $(CORPUS),--src-file $(CORPUS).en --tgt-file $(CORPUS).es) --out $(DATA) $(ARGS)
+	$(call need,CONFIG DATA)$(TRANSCLI) prepare --config $(CONFIG) $(if $(CORPUS),--src-file $(CORPUS).en --tgt-file $(CORPUS).es) --out $(DATA) $(ARGS)
 
 # --resume continues with the run's own config.yaml, unless CONFIG= is given on make's line
 TRAIN_CONFIG = $(if $(and $(filter --resume,$(ARGS)),$(filter-out command line,$(origin CONFIG))),,--config $(CONFIG))
 
 train: $(STAMP)  ## Train CONFIG on DATA into RUN (ARGS=--resume to continue)
-	$(TRANSCLI) train $(TRAIN_CONFIG) --data $(DATA) --out $(RUN) $(ARGS)
+	$(call need,$(if $(TRAIN_CONFIG),CONFIG) DATA RUN)$(TRANSCLI) train $(TRAIN_CONFIG) --data $(DATA) --out $(RUN) $(ARGS)
 
 translate: $(STAMP)  ## Translate INPUT to OUTPUT with the model in RUN (- for stdin/stdout)
-	@$(TRANSCLI) translate --model $(RUN) -i $(INPUT) -o $(OUTPUT) $(ARGS)
+	@$(call need,RUN INPUT OUTPUT)$(TRANSCLI) translate --model $(RUN) -i $(INPUT) -o $(OUTPUT) $(ARGS)
 
 evaluate: $(STAMP)  ## Score OUTPUT against REF with sacreBLEU
-	$(TRANSCLI) evaluate --hyp $(OUTPUT) --ref $(REF) $(ARGS)
+	$(call need,OUTPUT REF)$(TRANSCLI) evaluate --hyp $(OUTPUT) --ref $(REF) $(ARGS)
 
 bench: $(STAMP)  ## Training speed of configs/small.yaml, target tokens/s (4 min)
 	$(BIN)/python -m bench.train_speed
@@ -77,7 +81,7 @@ gpu-check:  ## On a CUDA machine: training table, profile, translation, GPU test
 	@$(GPU_PY) -m bench.gpu_check check $(ARGS)
 
 gpu-e2e:  ## On a CUDA machine: train base MINUTES, then BLEU on dev.tatoeba + newstest2012
-	@$(GPU_PY) -m bench.gpu_check e2e --minutes $(MINUTES) $(ARGS)
+	@$(call need,MINUTES)$(GPU_PY) -m bench.gpu_check e2e --minutes $(MINUTES) $(ARGS)
 
 clean:  ## Remove the venv and caches (never data or runs)
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -311,6 +311,8 @@ class Profiled:
 def profile_run(args: argparse.Namespace, data: Path) -> Optional[dict[str, Any]]:
     """Train the config until profiled (in a temp dir); its figures, or None when the run
     ended first."""
+    from transcli.data.prepared_dir import open_prepared_dir
+    from transcli.rundir.run import RunDir
     from transcli.training.loop import Trainer, train
 
     cfg = load_config(config_path(args.configs[0]), [f"train.device={args.device}", *QUIET,
@@ -318,7 +320,7 @@ def profile_run(args: argparse.Namespace, data: Path) -> Optional[dict[str, Any]
     profiled = Profiled(Trainer.update, args.device == "cuda")
     with mock.patch.object(Trainer, "update", lambda trainer, *batch: profiled(trainer, *batch)):
         with tempfile.TemporaryDirectory() as tmp:
-            train(cfg, data, Path(tmp) / "run")
+            train(cfg, open_prepared_dir(data), RunDir(Path(tmp) / "run"))
     return profiled.result
 
 

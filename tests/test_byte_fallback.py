@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import sentencepiece as spm
-from helpers.training import fast_config, losses, prepare_sample
+from helpers.training import fast_config, losses, prepare_sample, train_dirs
 
 from transcli.data.encoded import load_manifest
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
@@ -18,7 +18,6 @@ from transcli.inference.translator import load_translator
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
-from transcli.training.loop import train
 
 # Characters data/sample never has: Greek, Chinese, an emoji, one with a variation
 # selector, a zero-width space, a letter outside the Basic Multilingual Plane.
@@ -94,9 +93,9 @@ def test_a_tokenizer_without_byte_fallback_trains_resumes_and_translates(tmp_pat
                                    minloglevel=2, **SETTINGS_BEFORE)
     assert (data / TOKENIZER_FILE).read_bytes() == reference.getvalue()
     straight, split = tmp_path / "straight", tmp_path / "split"
-    train(fast_config("train.max_steps=12"), data, straight)
-    train(fast_config("train.max_steps=6"), data, split)
-    train(fast_config("train.max_steps=12"), data, split, resume=True)
+    train_dirs(fast_config("train.max_steps=12"), data, straight)
+    train_dirs(fast_config("train.max_steps=6"), data, split)
+    train_dirs(fast_config("train.max_steps=12"), data, split, resume=True)
     assert losses(split) == losses(straight) and len(losses(split)) == 3
     translator = load_translator(open_run_dir(split), "last", "cpu")
     assert len(translator.translate(UNSEEN + ["I like trees."])) == len(UNSEEN) + 1

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import ROOT
-from helpers.training import fast_config, losses
+from helpers.training import fast_config, losses, train_dirs
 from safetensors.torch import load_file
 
 from transcli.config.loading import load_config
@@ -19,7 +19,6 @@ from transcli.data.casing import CaseAugment, title_cased, upper_cased
 from transcli.data.prepared_dir import open_prepared_dir
 from transcli.rundir.layout import step_path
 from transcli.system.errors import UserError
-from transcli.training.loop import train
 
 BUDGET = 160  # tokens per batch side: the 32 prepared pairs make several batches
 
@@ -94,13 +93,13 @@ def test_case_augmented_training_resumes_exactly(prepared: Path, tmp_path: Path)
     """8 updates, resume to 16, equals 16 straight; and the cased pairs change training."""
     straight, split, plain = tmp_path / "straight", tmp_path / "split", tmp_path / "plain"
     sets = ["train.case_augment=0.5", "train.save_every=8"]
-    train(fast_config(*sets, "train.max_steps=16"), prepared, straight)
-    train(fast_config(*sets, "train.max_steps=8"), prepared, split)
-    train(fast_config(*sets, "train.max_steps=16"), prepared, split, resume=True)
+    train_dirs(fast_config(*sets, "train.max_steps=16"), prepared, straight)
+    train_dirs(fast_config(*sets, "train.max_steps=8"), prepared, split)
+    train_dirs(fast_config(*sets, "train.max_steps=16"), prepared, split, resume=True)
     a, b = load_file(step_path(straight, 16)), load_file(step_path(split, 16))
     assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
     assert losses(split) == losses(straight)
-    train(fast_config("train.max_steps=16"), prepared, plain)
+    train_dirs(fast_config("train.max_steps=16"), prepared, plain)
     assert losses(plain) != losses(straight)
 
 

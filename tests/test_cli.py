@@ -106,3 +106,23 @@ def test_help_teaches_with_examples_and_plain_placeholders(command: str) -> None
     options = result.output.split("Options:", 1)[1]
     for placeholder in ("<bool>", "<list[", "<int range>"):
         assert placeholder not in options, placeholder
+
+
+@pytest.mark.parametrize("target, variable", [("train", "RUN"), ("train", "DATA"),
+                                              ("train", "CONFIG"), ("translate", "OUTPUT"),
+                                              ("prepare", "DATA"), ("evaluate", "REF")])
+def test_make_refuses_a_variable_given_empty(target: str, variable: str) -> None:
+    """Issue: `make train RUN= ARGS=--resume` started a new base-model run in a folder
+    named `--resume`. (-n: make only prints what it would run.)"""
+    import subprocess
+
+    from helpers import ROOT
+
+    result = subprocess.run(["make", "-n", target, f"{variable}=", "ARGS=--resume"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert f"*** {variable}= is empty: give it a value" in result.stderr
+    assert "transcli" not in result.stdout
+    given = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60)
+    assert given.returncode == 0 and "-m transcli" in given.stdout

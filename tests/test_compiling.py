@@ -11,12 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers.training import fast_config, losses
+from helpers.training import fast_config, losses, train_dirs
 
 from transcli.rundir.layout import METRICS_FILE
 from transcli.rundir.metrics import read_metrics
 from transcli.training import compiling
-from transcli.training.loop import train
 
 # Tiny batches over the 32 pairs: batches of many shapes (rows x source x target).
 MANY_SHAPES = ["train.batch_tokens=30", "train.max_steps=40", "train.log_every=10",
@@ -33,8 +32,8 @@ def test_a_compiled_run_over_many_batch_shapes_compiles_a_few_graphs_and_trains_
     compile at most 3 graphs (a size of 1 specialises). The losses are eager's, up to
     float reordering."""
     monkeypatch.setattr(compiling, "BACKEND", "aot_eager")
-    train(fast_config(*MANY_SHAPES), prepared, tmp_path / "eager")
-    train(fast_config(*MANY_SHAPES, "train.compile=true"), prepared, tmp_path / "compiled")
+    train_dirs(fast_config(*MANY_SHAPES), prepared, tmp_path / "eager")
+    train_dirs(fast_config(*MANY_SHAPES, "train.compile=true"), prepared, tmp_path / "compiled")
     lines = read_metrics(tmp_path / "compiled" / METRICS_FILE, "train")
     last = lines[-1]
     assert last["batch_shapes"] > compiling.GRAPH_LIMIT

@@ -199,3 +199,25 @@ def test_missing_ctranslate2_names_the_extra(memorised_run, monkeypatch):
     with pytest.raises(UserError, match=r"pip install transcli\[ct2\]"):
         load_translator(open_run_dir(memorised_run, ["decode.engine=ct2"]), "last", "cpu")
     assert not any(p.name.startswith("ct2-") for p in memorised_run.iterdir())
+
+
+def test_caches_of_pruned_checkpoints_go_with_them(prepared, tmp_path):
+    """Issue: `ct2-step-*` caches (each the model's size) piled up in the run dir, one per
+    `--engine ct2 --checkpoint last` during training, and `train --force` kept them."""
+    from helpers.training import fast_config, train_dirs
+
+    from transcli.export.ct2 import cached_export
+
+    run = tmp_path / "run"
+    sets = ["train.save_every=5", "train.keep_last=1", "train.valid_every=1000"]
+    train_dirs(fast_config(*sets, "train.max_steps=5"), prepared, run)
+    cache = cached_export(open_run_dir(run), step_path(run, 5))
+    assert cache.name == "ct2-step-0000005-float32" and (cache / EXPORT_FILE).is_file()
+    notes = run / "ct2-notes-float32"  # named like a cache, of no checkpoint of the run
+    notes.mkdir()
+    train_dirs(fast_config(*sets, "train.max_steps=10"), prepared, run, resume=True)
+    assert not cache.exists() and notes.is_dir()  # step 5 pruned (keep_last=1): its cache too
+    cache = cached_export(open_run_dir(run), step_path(run, 10))
+    (cache / "mine.txt").write_text("kept")
+    train_dirs(fast_config(*sets, "train.max_steps=5"), prepared, run, force=True)
+    assert sorted(os.listdir(cache)) == ["mine.txt"]  # only what the cache's record lists

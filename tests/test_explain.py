@@ -201,3 +201,32 @@ def test_explain_and_attention_into_the_run_dir_are_refused(run_dir, tmp_path):
     assert error.endswith(f"is inside the run dir {run_dir}; give --attention a folder of "
                           f"its own")
     assert sorted(p.name for p in run_dir.rglob("*")) == before
+
+
+def test_explain_checks_the_run_before_reading_stdin(tmp_path):
+    """Issue: `yes | explain -m typo` read all of stdin (it grew to 3 GB) before checking
+    -m. Here stdin stays open: a reader of all of it would wait for ever."""
+    import subprocess
+
+    from helpers.training import transcli_process
+
+    proc = transcli_process("explain", "-m", str(tmp_path / "typo"), stdin=subprocess.PIPE)
+    try:
+        proc.stdin.write("I like trees.\n")
+        proc.stdin.flush()
+        assert proc.wait(timeout=60) == 1
+        assert "typo: run directory not found" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.stdin.close()
+
+
+def test_explain_with_ct2_writes_nothing_before_refusing(run_dir, tmp_path):
+    """Issue: `explain --engine ct2` exported RUN/ct2-best-float32, then refused."""
+    import shutil
+
+    run = shutil.copytree(run_dir, tmp_path / "run")
+    line = one_error_line(run_cli("explain", "-m", run, "--engine", "ct2", "-o",
+                                  tmp_path / "pictures", ENGLISH[0]))
+    assert "explain needs the torch engine" in line
+    assert not list(run.glob("ct2-*")) and not (tmp_path / "pictures").exists()

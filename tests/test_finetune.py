@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers.cli import one_error_line, run_cli
-from helpers.training import SAMPLE, TINY, fast_config, losses, train_cli
+from helpers.training import SAMPLE, TINY, fast_config, losses, train_cli, train_dirs
 from safetensors.torch import load_file
 
 from transcli.data.batching import BatchPlan, BatchStream, StreamPosition, collate
@@ -21,16 +21,16 @@ from transcli.rundir.layout import RUN_FILE, step_path
 from transcli.rundir.run import RunDir, open_run_dir
 from transcli.system.errors import UserError
 from transcli.training.distributed import Dist
-from transcli.training.init_from import resolve_init
-from transcli.training.loop import Trainer, train
+from transcli.training.loop import Trainer
 from transcli.training.objective import LossSums, TeacherForcing
+from transcli.training.resume import StartOptions, resolve_init
 
 
 @pytest.fixture(scope="module")
 def source_run(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run trained 20 updates: the "general" model to start from."""
     run = tmp_path_factory.mktemp("general") / "run"
-    train(fast_config("train.max_steps=20"), prepared, run)  # validates at 10 and 20
+    train_dirs(fast_config("train.max_steps=20"), prepared, run)  # validates at 10 and 20
     return run
 
 
@@ -52,11 +52,11 @@ def first_batch_loss(run: Path, checkpoint: str, data: Path, cfg) -> float:
 def test_a_fine_tuned_run_starts_from_the_weights(source_run, prepared, tmp_path):
     sets = ["train.max_steps=3", "train.log_every=1", "train.seed=7", "train.valid_every=1000"]
     cfg = fast_config(*sets, f"train.init_from={source_run}/20")
-    train(cfg, prepared, tmp_path / "tuned")
+    train_dirs(cfg, prepared, tmp_path / "tuned")
     expected = first_batch_loss(source_run, "20", prepared, cfg)
     first = losses(tmp_path / "tuned")[0]
     assert first == (1, pytest.approx(expected, rel=1e-5))
-    train(fast_config(*sets), prepared, tmp_path / "fresh")  # the same run from scratch
+    train_dirs(fast_config(*sets), prepared, tmp_path / "fresh")  # the same run from scratch
     assert abs(losses(tmp_path / "fresh")[0][1] - expected) > 0.5
     record = json.loads((tmp_path / "tuned" / RUN_FILE).read_text())
     assert record["init_from"] == str(step_path(source_run, 20).resolve())
@@ -65,11 +65,10 @@ def test_a_fine_tuned_run_starts_from_the_weights(source_run, prepared, tmp_path
 def test_a_resume_does_not_load_the_initial_weights_again(source_run, prepared, tmp_path):
     run = tmp_path / "tuned"
     sets = [f"train.init_from={source_run}", "train.valid_every=1000", "train.save_every=5"]
-    train(fast_config("train.max_steps=5", *sets), prepared, run)
+    train_dirs(fast_config("train.max_steps=5", *sets), prepared, run)
     trainer = Trainer(fast_config("train.max_steps=10", *sets), open_prepared_dir(prepared),
-                      RunDir(run), Dist(), torch.device("cpu"), resume=True, force=False,
-                      allow_changes=False)
-    assert trainer.init is None
+                      RunDir(run), Dist(), torch.device("cpu"), StartOptions(resume=True))
+    assert trainer.start.init is None
     saved = load_file(str(step_path(run, 5)))
     assert torch.equal(trainer.model.state_dict()["decoder.0.ffn.inner.weight"],
                        saved["decoder.0.ffn.inner.weight"])
@@ -90,7 +89,7 @@ def test_init_from_forms(source_run, spec, expected):
 
 def test_another_vocabulary_is_refused(source_run, other_prepared, tmp_path):
     with pytest.raises(UserError, match=r"vocabulary differs from .*prep2.*\(.*(pieces|piece)"):
-        train(fast_config(f"train.init_from={source_run}"), other_prepared, tmp_path / "x")
+        train_dirs(fast_config(f"train.init_from={source_run}"), other_prepared, tmp_path / "x")
     assert not (tmp_path / "x").exists()
 
 
@@ -120,6 +119,22 @@ def test_a_domain_corpus_prepared_with_the_runs_tokenizer_fine_tunes(source_run,
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "domain" / "spm.model").read_bytes() == \
         (source_run / "spm.model").read_bytes()
-    train(fast_config(f"train.init_from={source_run}", "train.max_steps=5"),
+    train_dirs(fast_config(f"train.init_from={source_run}", "train.max_steps=5"),
           tmp_path / "domain", tmp_path / "tuned")
     assert json.loads((tmp_path / "tuned" / RUN_FILE).read_text())["init_from"]
+
+
+def test_weights_trained_with_another_tokenizer_are_refused(source_run, prepared, tmp_path):
+    """Issue: --init-from took weights that record another tokenizer's hash (translate
+    refuses them), when the run they lie in has the data's spm.model."""
+    import shutil
+
+    from transcli.rundir.checkpoints import save_weights
+
+    run = Path(shutil.copytree(source_run, tmp_path / "general"))
+    model = open_run_dir(run).model(step_path(run, 20))
+    save_weights(model, step_path(run, 20), tokenizer_sha256="0" * 64)
+    with pytest.raises(UserError, match="step-0000020.safetensors: these weights were trained "
+                                        "with another tokenizer"):
+        train_dirs(fast_config(f"train.init_from={run}/20"), prepared, tmp_path / "x")
+    assert not (tmp_path / "x").exists()

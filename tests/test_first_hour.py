@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 from helpers import TINY_CONFIG
 from helpers.cli import one_error_line, run_cli
-from helpers.training import fast_config
+from helpers.training import fast_config, train_dirs
 
 from transcli.config.loading import load_config
 from transcli.config.schema import SourceConfig
 from transcli.data.prepare import prepare
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer, train_tokenizer
-from transcli.training.loop import train
 
 
 def test_a_folder_given_as_a_run_dir_says_what_it_is(prepared: Path, run_dir: Path,
@@ -82,8 +81,8 @@ def test_weights_of_a_run_with_another_tokenizer_are_refused(prepared: Path,
     other = tmp_path / "other"
     prepare(cfg, other, force=False)
     first, second = tmp_path / "first", tmp_path / "second"
-    train(fast_config("train.max_steps=2"), prepared, first)
-    train(fast_config("train.max_steps=2"), other, second)
+    train_dirs(fast_config("train.max_steps=2"), prepared, first)
+    train_dirs(fast_config("train.max_steps=2"), other, second)
     weights = first / "checkpoints" / "step-0000002.safetensors"
     line = one_error_line(run_cli("translate", "-m", second, "--checkpoint", weights,
                                   stdin="I like trees.\n"))
@@ -95,7 +94,7 @@ def test_weights_of_a_run_with_another_tokenizer_are_refused(prepared: Path,
 @pytest.mark.slow
 def test_info_shows_the_decay_clock(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=10", "train.schedule=linear", "train.decay_minutes=30",
+    train_dirs(fast_config("train.max_steps=10", "train.schedule=linear", "train.decay_minutes=30",
                       "train.warmup_steps=2"), prepared, run)
     info = run_cli("info", run)
     assert info.returncode == 0, info.stderr

@@ -23,7 +23,7 @@ import pytest
 import torch
 from helpers import PAIRS
 from helpers.memorised import memorised_model, pad
-from helpers.training import FAST, TINY, losses
+from helpers.training import FAST, TINY, losses, train_dirs
 from safetensors.torch import load_file
 
 from transcli.config.loading import load_config
@@ -38,7 +38,6 @@ from transcli.rundir.checkpoints import load_state
 from transcli.rundir.layout import METRICS_FILE, step_path
 from transcli.rundir.metrics import read_metrics
 from transcli.rundir.run import open_run_dir
-from transcli.training.loop import train
 from transcli.training.objective import TeacherForcing
 
 pytestmark = [pytest.mark.gpu,
@@ -58,7 +57,7 @@ def memorised_runs(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     runs = {}
     for precision in ("fp32", "bf16", "fp16"):
         run = tmp_path_factory.mktemp(precision) / "run"
-        train(load_config(TINY, ON_DEVICE + [f"train.precision={precision}",
+        train_dirs(load_config(TINY, ON_DEVICE + [f"train.precision={precision}",
                                              "train.label_smoothing=0",
                                              "train.valid_bleu_lines=0"]), prepared, run)
         runs[precision] = run
@@ -150,8 +149,8 @@ def test_compiled_training_matches_eager(prepared: Path, tmp_path: Path) -> None
     stays off: inductor draws its own random numbers, so masks would differ by design."""
     sets = FAST + ON_DEVICE + ["train.precision=fp32", "train.max_steps=30",
                                "train.valid_every=1000"]
-    train(load_config(TINY, sets), prepared, tmp_path / "eager")
-    train(load_config(TINY, sets + ["train.compile=true"]), prepared, tmp_path / "compiled")
+    train_dirs(load_config(TINY, sets), prepared, tmp_path / "eager")
+    train_dirs(load_config(TINY, sets + ["train.compile=true"]), prepared, tmp_path / "compiled")
     eager, compiled = losses(tmp_path / "eager"), losses(tmp_path / "compiled")
     assert [step for step, _ in compiled] == [step for step, _ in eager] == [5, 10, 15, 20, 25, 30]
     assert [loss for _, loss in compiled] == pytest.approx([loss for _, loss in eager], rel=1e-3)
@@ -173,8 +172,8 @@ def test_compiled_and_graphed_training_give_eager_losses_in_bf16(prepared: Path,
     update) moves the loss by far more. Dropout off: inductor draws its own masks."""
     sets = FAST + ON_DEVICE + SHAPED + ["train.precision=bf16", "train.max_steps=50",
                                         "train.valid_every=1000", "train.save_every=1000"]
-    train(load_config(TINY, sets), prepared, tmp_path / "eager")
-    train(load_config(TINY, sets + SPEED_PATHS[path]), prepared, tmp_path / path)
+    train_dirs(load_config(TINY, sets), prepared, tmp_path / "eager")
+    train_dirs(load_config(TINY, sets + SPEED_PATHS[path]), prepared, tmp_path / path)
     eager, fast = losses(tmp_path / "eager"), losses(tmp_path / path)
     assert [step for step, _ in fast] == [step for step, _ in eager] == list(range(5, 51, 5))
     assert [loss for _, loss in fast] == pytest.approx([loss for _, loss in eager],
@@ -195,7 +194,7 @@ def test_a_resumed_compiled_or_graphed_run_matches_a_straight_one(prepared: Path
         "train.valid_every=1000"]
 
     def run(name: str, steps: int, resume: bool = False) -> None:
-        train(load_config(TINY, sets + [f"train.max_steps={steps}"]), prepared,
+        train_dirs(load_config(TINY, sets + [f"train.max_steps={steps}"]), prepared,
               tmp_path / name, resume=resume)
 
     run("straight", 40)
@@ -264,7 +263,7 @@ def test_resume_on_cuda_matches_a_straight_run(prepared: Path, tmp_path: Path) -
                                "train.save_every=17", "train.valid_every=1000"]
 
     def run(name: str, steps: int, resume: bool = False) -> None:
-        train(load_config(TINY, sets + [f"train.max_steps={steps}"]), prepared,
+        train_dirs(load_config(TINY, sets + [f"train.max_steps={steps}"]), prepared,
               tmp_path / name, resume=resume)
 
     run("straight", 40)
@@ -286,7 +285,7 @@ def test_torchrun_one_process_trains_on_cuda_like_a_plain_run(prepared: Path,
     in-process run's weights (within 1e-4, CUDA's rounding noise as above). A single
     process needs no process group; the NCCL path is the next test."""
     sets = FAST + ON_DEVICE + ["train.max_steps=10", "train.valid_every=1000"]
-    train(load_config(TINY, sets), prepared, tmp_path / "plain")
+    train_dirs(load_config(TINY, sets), prepared, tmp_path / "plain")
     args = ["train", "--config", str(TINY), "--data", str(prepared), "--out",
             str(tmp_path / "torchrun"), *[item for s in sets for item in ("--set", s)]]
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
@@ -417,7 +416,7 @@ def test_steady_updates_never_wait_for_the_gpu(prepared: Path, tmp_path: Path,
     cfg = load_config(TINY, ON_DEVICE + ["train.max_steps=20", "train.log_every=1000",
                                          "train.save_every=1000", "train.valid_every=1000",
                                          "train.ema_decay=0.9"])
-    train(cfg, prepared, tmp_path / "run")
+    train_dirs(cfg, prepared, tmp_path / "run")
     assert not synced
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 from helpers.cli import one_error_line, run_cli
-from helpers.training import fast_config
+from helpers.training import fast_config, train_dirs
 
 import transcli as package
 from transcli.config.keys import SOURCE_PREFIX, config_keys, field_meanings
@@ -27,14 +27,13 @@ from transcli.rundir.info import run_info, stored_parameters
 from transcli.rundir.layout import METRICS_FILE, RUN_FILE, step_path
 from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
-from transcli.training.loop import train
 
 
 @pytest.fixture(scope="module")
 def trained(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = tmp_path_factory.mktemp("info") / "run"
     torch.set_num_threads(1)
-    train(fast_config("train.max_steps=20"), prepared, run)
+    train_dirs(fast_config("train.max_steps=20"), prepared, run)
     return run
 
 
@@ -163,7 +162,7 @@ def test_tensorboard_without_the_package_is_one_line_before_anything_is_written(
     for name in ("tensorboard", "torch.utils.tensorboard"):  # as if it were not installed
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(UserError, match=r"pip install tensorboard"):
-        train(fast_config("train.tensorboard=true"), prepared, tmp_path / "run")
+        train_dirs(fast_config("train.tensorboard=true"), prepared, tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 
@@ -172,7 +171,7 @@ def test_tensorboard_logs_the_metrics(prepared, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run = tmp_path / "run"
-    train(fast_config("train.tensorboard=true", "train.max_steps=10"), prepared, run)
+    train_dirs(fast_config("train.tensorboard=true", "train.max_steps=10"), prepared, run)
     events = EventAccumulator(str(run / "tensorboard"))
     events.Reload()
     records = [json.loads(line) for line in (run / METRICS_FILE).read_text().splitlines()]

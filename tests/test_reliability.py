@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 from helpers import PAIRS, ROOT, default_signals
 from helpers.cli import one_error_line
-from helpers.training import fast_config, train_cli, transcli_process, wait_for
+from helpers.training import fast_config, train_cli, train_dirs, transcli_process, wait_for
 
 from transcli.config.loading import load_config
 from transcli.data.encoded import MANIFEST_FILE, load_manifest
@@ -55,7 +55,6 @@ from transcli.rundir.metrics import read_metrics
 from transcli.system.errors import UserError
 from transcli.system.files import output_file, write_text_output
 from transcli.system.locks import SCRATCH_LOCK, scratch_dir
-from transcli.training.loop import train
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
@@ -342,18 +341,18 @@ def test_train_force_never_deletes_a_users_files(prepared: Path, tmp_path: Path)
     before = snapshot(mine)
     with pytest.raises(UserError, match="checkpoints: exists and was not written by transcli "
                                         "train .* even with --force"):
-        train(fast_config("train.max_steps=2"), prepared, mine, force=True)
+        train_dirs(fast_config("train.max_steps=2"), prepared, mine, force=True)
     assert snapshot(mine) == before
 
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=10"), prepared, run)
+    train_dirs(fast_config("train.max_steps=10"), prepared, run)
     (run / "notes.txt").write_text("mine")
     (run / CHECKPOINT_DIR / "keep.safetensors").write_bytes(b"mine too")
     board = run / TENSORBOARD_DIR
     board.mkdir()
     (board / f"{TENSORBOARD_EVENTS}1.host.1.0").write_bytes(b"the old run's curves")
     (board / "mine.txt").write_text("mine")
-    train(fast_config("train.max_steps=5", "train.save_every=5"), prepared, run, force=True)
+    train_dirs(fast_config("train.max_steps=5", "train.save_every=5"), prepared, run, force=True)
     assert (run / "notes.txt").read_text() == "mine"
     assert [p.name for p in board.iterdir()] == ["mine.txt"]
     assert (run / CHECKPOINT_DIR / "keep.safetensors").read_bytes() == b"mine too"
@@ -363,8 +362,8 @@ def test_train_force_never_deletes_a_users_files(prepared: Path, tmp_path: Path)
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match="not empty .* --force to write beside them"):
-        train(fast_config("train.max_steps=2"), prepared, other)
-    train(fast_config("train.max_steps=2"), prepared, other, force=True)
+        train_dirs(fast_config("train.max_steps=2"), prepared, other)
+    train_dirs(fast_config("train.max_steps=2"), prepared, other, force=True)
     assert (other / "notes.txt").read_text() == "mine" and complete_steps(other) == [2]
 
 
@@ -410,7 +409,7 @@ def test_a_lock_left_by_a_dead_process_blocks_nobody(prepared: Path, tmp_path: P
     run = tmp_path / "run"
     run.mkdir()
     (run / LOCK_FILE).write_text("999999\n")  # its holder died: the OS lock died with it
-    train(fast_config("train.max_steps=2"), prepared, run)
+    train_dirs(fast_config("train.max_steps=2"), prepared, run)
     assert complete_steps(run) == [2] and not (run / LOCK_FILE).exists()
 
 
@@ -418,9 +417,9 @@ def test_a_failed_start_leaves_nothing_that_blocks_the_next(prepared: Path,
                                                             tmp_path: Path) -> None:
     run = tmp_path / "run"
     with pytest.raises(UserError, match="no training pair fits model.max_positions=2"):
-        train(fast_config("model.max_positions=2"), prepared, run)
+        train_dirs(fast_config("model.max_positions=2"), prepared, run)
     assert not run.exists()
-    train(fast_config("train.max_steps=2"), prepared, run)  # the same command, data fixed
+    train_dirs(fast_config("train.max_steps=2"), prepared, run)  # the same command, data fixed
     assert complete_steps(run) == [2]
 
 
@@ -438,26 +437,26 @@ def test_a_start_killed_before_the_first_save_is_taken_over(prepared: Path,
     finally:
         proc.kill()
     assert not complete_steps(run)
-    train(fast_config("train.max_steps=2"), prepared, run, resume=True)  # --resume accepts it
+    train_dirs(fast_config("train.max_steps=2"), prepared, run, resume=True)  # --resume accepts it
     run2 = tmp_path / "run2"
     shutil.copytree(run, run2)
     shutil.rmtree(run2 / CHECKPOINT_DIR)
     (run2 / METRICS_FILE).unlink()
-    train(fast_config("train.max_steps=2"), prepared, run2)  # so does a plain re-run
+    train_dirs(fast_config("train.max_steps=2"), prepared, run2)  # so does a plain re-run
     assert complete_steps(run) == complete_steps(run2) == [2]
 
 
 def test_temp_files_of_killed_writes_are_removed_on_the_next_start(prepared: Path,
                                                                    tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=10"), prepared, run)
+    train_dirs(fast_config("train.max_steps=10"), prepared, run)
     stale = [run / CHECKPOINT_DIR / ".step-0000015.safetensors.k2j4h.tmp",
              run / ".metrics.jsonl.a8b9c.tmp", run / ".config.yaml.zz1.tmp"]
     for path in stale:
         path.write_bytes(b"\0" * 100_000)
     foreign = run / ".notes.txt.abc.tmp"  # not a name of ours
     foreign.write_text("mine")
-    train(fast_config("train.max_steps=12"), prepared, run, resume=True)
+    train_dirs(fast_config("train.max_steps=12"), prepared, run, resume=True)
     assert not any(path.exists() for path in stale) and foreign.read_text() == "mine"
 
 
@@ -476,7 +475,7 @@ def test_a_token_id_outside_the_vocabulary_is_refused_at_load(prepared: Path,
     np.save(data / "train.tgt.npy", ids)
     with pytest.raises(UserError, match=r"train.tgt.npy: token id \d+ is outside the "
                                         r"vocabulary"):
-        train(fast_config("train.max_steps=2"), data, tmp_path / "run")
+        train_dirs(fast_config("train.max_steps=2"), data, tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 
@@ -487,7 +486,7 @@ def test_a_manifest_missing_a_key_is_named(prepared: Path, tmp_path: Path, key: 
     del manifest[key]
     (data / MANIFEST_FILE).write_text(json.dumps(manifest))
     with pytest.raises(UserError, match=f"manifest.json: '{key}' is missing"):
-        train(fast_config("train.max_steps=2"), data, tmp_path / "run")
+        train_dirs(fast_config("train.max_steps=2"), data, tmp_path / "run")
 
 
 @pytest.mark.parametrize("content, message", [
@@ -498,22 +497,22 @@ def test_a_manifest_missing_a_key_is_named(prepared: Path, tmp_path: Path, key: 
 def test_a_damaged_run_record_is_one_line(prepared: Path, tmp_path: Path, content: bytes,
                                           message: str) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=2"), prepared, run)
+    train_dirs(fast_config("train.max_steps=2"), prepared, run)
     (run / RUN_FILE).write_bytes(content)
     before = snapshot(run)
     for resume, force in ((True, False), (False, True)):
         with pytest.raises(UserError, match=message):
-            train(fast_config("train.max_steps=4"), prepared, run, resume=resume, force=force)
+            train_dirs(fast_config("train.max_steps=4"), prepared, run, resume=resume, force=force)
     assert snapshot(run) == before
 
 
 def test_a_metrics_log_with_binary_garbage_still_resumes(prepared: Path,
                                                          tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=10"), prepared, run)
+    train_dirs(fast_config("train.max_steps=10"), prepared, run)
     with open(run / METRICS_FILE, "ab") as handle:
         handle.write(b"\xff\xfe\x00torn\n")
-    train(fast_config("train.max_steps=15"), prepared, run, resume=True)
+    train_dirs(fast_config("train.max_steps=15"), prepared, run, resume=True)
     steps = [r["step"] for r in read_metrics(run / METRICS_FILE, "train")]
     assert steps == [5, 10, 15] and b"torn" not in (run / METRICS_FILE).read_bytes()
 
@@ -663,7 +662,7 @@ def test_train_on_a_full_filesystem(prepared: Path, tmp_path: Path) -> None:
 def test_train_refuses_an_unwritable_run_dir_before_training(prepared: Path,
                                                              tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=2"), prepared, run)
+    train_dirs(fast_config("train.max_steps=2"), prepared, run)
     with read_only(run / CHECKPOINT_DIR):
         line = train_error(cli(*train_cli(prepared, run, "train.max_steps=4"), "--resume"))
         assert f"{run / CHECKPOINT_DIR}: cannot write the checkpoints" in line

@@ -11,14 +11,16 @@ from types import SimpleNamespace
 import pytest
 from helpers import TINY_CONFIG as TINY
 from helpers.cli import one_error_line, run_cli
-from helpers.training import fast_config
+from helpers.training import fast_config, train_dirs
 
 from transcli.config.loading import load_config, save_config
+from transcli.config.schema import Config
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer, train_tokenizer
-from transcli.rundir.layout import CONFIG_FILE, load_run_config, write_run_files
-from transcli.rundir.run import RunDir, train_config
+from transcli.rundir.layout import CONFIG_FILE
+from transcli.rundir.run import RunDir
 from transcli.system.errors import UserError
-from transcli.training.loop import train
+from transcli.training.records import write_run_files
+from transcli.training.resume import recorded_config, train_config
 
 
 def test_the_config_train_reads(tmp_path: Path) -> None:
@@ -37,12 +39,17 @@ def test_the_config_train_reads(tmp_path: Path) -> None:
 
 
 def _write(run: Path, data: Path, fresh: bool, *sets: str) -> None:
-    """`write_run_files` as a start (`fresh`) or a resume of the run in `run` makes it,
-    for a prepared dir `data` whose tokenizer is the bytes b"spm"."""
+    """`write_run_files` as a start (`fresh`) or a resume of the run in `run` makes it
+    (recording `recorded_config` of the run's config and this one), for a prepared dir
+    `data` whose tokenizer is the bytes b"spm"."""
     prepared = SimpleNamespace(dir=data, tokenizer=SimpleNamespace(model_bytes=b"spm"))
-    previous = None if fresh else RunDir(run).existing_config
-    write_run_files(run, load_config(TINY, list(sets)), {"data_hash": "x"}, prepared, fresh,
-                    previous)
+    cfg, previous = load_config(TINY, list(sets)), RunDir(run).existing_config
+    record = cfg if fresh else recorded_config(previous, cfg)
+    write_run_files(RunDir(run), record, {"data_hash": "x"}, prepared, fresh)
+
+
+def load_run_config(run: Path) -> Config:
+    return RunDir(run).recorded_config
 
 
 def test_a_resume_that_stops_earlier_keeps_the_runs_target(tmp_path: Path) -> None:
@@ -70,18 +77,18 @@ def test_a_resume_that_changes_the_recipe_names_each_change_and_needs_consent(
     the run's config.yaml is named key by key and refused without --allow-changes;
     settings of how the run runs (logging, threads, a session's time limit) are not."""
     run, linear = tmp_path / "run", ["train.schedule=linear", "train.warmup_steps=5"]
-    train(fast_config("train.max_steps=10", *linear), prepared, run)
+    train_dirs(fast_config("train.max_steps=10", *linear), prepared, run)
     changed = fast_config("train.max_steps=20", "train.label_smoothing=0.2",
                           "train.log_every=2", "train.max_minutes=5", *linear)
     with pytest.raises(UserError) as refused:
-        train(changed, prepared, run, resume=True)
+        train_dirs(changed, prepared, run, resume=True)
     message = str(refused.value)
     assert "train.label_smoothing: 0.1 -> 0.2" in message
     assert "train.max_steps: 10 -> 20" in message  # a linear decay ends at max_steps
     assert "log_every" not in message and "max_minutes" not in message
     assert "--allow-changes" in message and not (run / "checkpoints" / "step-0000020.state.pt"
                                                  ).exists()
-    train(changed, prepared, run, resume=True, allow_changes=True)
+    train_dirs(changed, prepared, run, resume=True, allow_changes=True)
     record = json.loads((run / "run.json").read_text())
     assert record["config"]["train"]["label_smoothing"] == 0.2  # the recipe from here on
     # An edit of the run's own config.yaml, resumed without -c: named the same way.
@@ -110,7 +117,7 @@ def test_a_swapped_tokenizer_is_refused_by_every_command_that_loads_it(
     it did not make, without a word; it is refused in one line."""
     other = another_tokenizer_of_the_same_size(prepared, tmp_path)
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=2"), prepared, run)
+    train_dirs(fast_config("train.max_steps=2"), prepared, run)
     shutil.copyfile(other, run / TOKENIZER_FILE)
     for args in (["translate", "-m", run], ["info", run],
                  ["export", "-m", run, "--format", "hf", "--out", tmp_path / "hf"],
@@ -122,4 +129,4 @@ def test_a_swapped_tokenizer_is_refused_by_every_command_that_loads_it(
     shutil.copytree(prepared, data)
     shutil.copyfile(other, data / TOKENIZER_FILE)
     with pytest.raises(UserError, match="not the tokenizer this dir was prepared with"):
-        train(fast_config("train.max_steps=4"), data, run, resume=True)
+        train_dirs(fast_config("train.max_steps=4"), data, run, resume=True)

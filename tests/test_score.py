@@ -15,6 +15,7 @@ from helpers.memorised import UNSEEN, memorised_model
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference.scoring import forced_logprobs
 from transcli.model.vocab import BOS_ID, EOS_ID
+from transcli.system.errors import UserError
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
@@ -117,3 +118,19 @@ def test_cli_errors_are_one_line(run_dir, tmp_path):
     line = one_error_line(run_cli("score", "-m", run, "--src", src, "--tgt", src, "-o", src))
     assert "also an input" in line
     assert src.read_text(encoding="utf-8").splitlines() == ENGLISH[:3]  # untouched
+
+
+def test_batch_tokens_0_is_chosen_for_the_device_as_in_the_config(run_dir, tmp_path, capsys):
+    """Issue: `score --batch-tokens 0` was refused, while decode.batch_tokens=0 means
+    "chosen for the device"; the flag is that key, checked as the config checks it."""
+    from transcli.cli.score import score_files
+
+    src = write(tmp_path / "s.en", ENGLISH[:4])
+    tgt = write(tmp_path / "t.es", SPANISH[:4])
+    outputs = []
+    for tokens in (None, 0):
+        score_files(run_dir, "best", src, tgt, "-", tokens, "cpu")
+        outputs.append(capsys.readouterr().out)
+    assert len(outputs[0].splitlines()) == 4 and outputs[0] == outputs[1]
+    with pytest.raises(UserError, match="'decode.batch_tokens' must be in"):
+        score_files(run_dir, "best", src, tgt, "-", -1, "cpu")

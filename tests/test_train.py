@@ -18,7 +18,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.training import ENV, TINY, fast_config, losses, train_cli, transcli_process, wait_for
+from helpers.training import (
+    ENV,
+    TINY,
+    fast_config,
+    losses,
+    train_cli,
+    train_dirs,
+    transcli_process,
+    wait_for,
+)
 from safetensors.torch import load_file
 
 from transcli.config.loading import load_config
@@ -36,7 +45,6 @@ from transcli.rundir.layout import (
 from transcli.rundir.metrics import read_metrics
 from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
-from transcli.training.loop import train
 from transcli.training.objective import label_smoothed_nll
 from transcli.training.schedules import noam_lr
 
@@ -75,7 +83,7 @@ def test_label_smoothed_loss_matches_a_hand_computation() -> None:
 @pytest.mark.slow
 def test_tiny_config_memorises_32_pairs(prepared: Path, tmp_path: Path) -> None:
     cfg = load_config(TINY, ["train.label_smoothing=0", "train.valid_bleu_lines=0"])
-    train(cfg, prepared, tmp_path / "run")
+    train_dirs(cfg, prepared, tmp_path / "run")
     last = read_metrics(tmp_path / "run" / METRICS_FILE, "train")[-1]
     assert last["step"] == 200
     assert last["loss"] < 0.05 and last["acc"] > 0.99
@@ -84,7 +92,7 @@ def test_tiny_config_memorises_32_pairs(prepared: Path, tmp_path: Path) -> None:
 
 def test_run_dir_holds_everything_a_run_needs(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=30", "train.keep_last=2", "train.average_last=2"),
+    train_dirs(fast_config("train.max_steps=30", "train.keep_last=2", "train.average_last=2"),
           prepared, run)
     # keep_last step weights; one training state, the newest: all --resume reads
     assert [s for s, _ in step_checkpoints(run)] == [20, 30] and complete_steps(run) == [30]
@@ -112,9 +120,9 @@ def test_resume_continues_exactly(prepared: Path, tmp_path: Path) -> None:
     """17 steps, resume to 40, equals 40 straight: mid-epoch, mid-log-interval, dropout on."""
     sets = ["model.dropout=0.1", "train.save_every=17"]
     straight, split = tmp_path / "straight", tmp_path / "split"
-    train(fast_config(*sets, "train.max_steps=40"), prepared, straight)
-    train(fast_config(*sets, "train.max_steps=17"), prepared, split)
-    train(fast_config(*sets, "train.max_steps=40"), prepared, split, resume=True)
+    train_dirs(fast_config(*sets, "train.max_steps=40"), prepared, straight)
+    train_dirs(fast_config(*sets, "train.max_steps=17"), prepared, split)
+    train_dirs(fast_config(*sets, "train.max_steps=40"), prepared, split, resume=True)
     a, b = load_file(step_path(straight, 40)), load_file(step_path(split, 40))
     assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
     assert losses(split) == losses(straight) and len(losses(straight)) == 8
@@ -123,7 +131,7 @@ def test_resume_continues_exactly(prepared: Path, tmp_path: Path) -> None:
 def test_early_stopping_after_patience_validations_without_progress(
         prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     run = tmp_path / "run"  # a learning rate this small leaves valid BLEU where it was
-    train(fast_config("train.lr_factor=1e-9", "train.patience=2", "train.valid_every=5",
+    train_dirs(fast_config("train.lr_factor=1e-9", "train.patience=2", "train.valid_every=5",
                "train.max_steps=100"), prepared, run)
     assert "early stop: no better valid BLEU in 2 validations" in capsys.readouterr().err
     assert complete_steps(run)[-1] == 15
@@ -136,8 +144,8 @@ def test_bf16_autocast_on_cpu_trains_like_fp32(prepared: Path, tmp_path: Path,
     # bf16 even where the CPU lacks bf16 kernels (slow there, but this run is tiny).
     monkeypatch.setattr("transcli.system.runtime.cpu_has_bf16", lambda: True)
     sets = ["train.max_steps=20", "train.valid_every=1000"]
-    train(fast_config(*sets), prepared, tmp_path / "fp32")
-    train(fast_config(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "bf16")
+    train_dirs(fast_config(*sets), prepared, tmp_path / "fp32")
+    train_dirs(fast_config(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "bf16")
     (_, fp32), (_, bf16) = losses(tmp_path / "fp32")[-1], losses(tmp_path / "bf16")[-1]
     assert bf16 != fp32 and bf16 == pytest.approx(fp32, rel=0.05)
 
@@ -147,8 +155,8 @@ def test_bf16_on_a_cpu_without_bf16_kernels_trains_in_fp32(
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr("transcli.system.runtime.cpu_has_bf16", lambda: False)
     sets = ["train.max_steps=10", "train.valid_every=1000"]
-    train(fast_config(*sets), prepared, tmp_path / "fp32")
-    train(fast_config(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "asked-bf16")
+    train_dirs(fast_config(*sets), prepared, tmp_path / "fp32")
+    train_dirs(fast_config(*sets, "train.cpu_precision=bf16"), prepared, tmp_path / "asked-bf16")
     err = capsys.readouterr().err
     assert "no bf16 kernels" in err and "training in fp32" in err and "(fp32" in err
     assert losses(tmp_path / "asked-bf16") == losses(tmp_path / "fp32")
@@ -158,7 +166,7 @@ def test_nan_loss_stops_with_the_last_good_checkpoint_intact(prepared: Path,
                                                              tmp_path: Path) -> None:
     run = tmp_path / "run"
     with pytest.raises(UserError, match=r"step \d+: .*(nan|inf).*diverged.*last good checkpoint"):
-        train(fast_config("train.lr_factor=1e6", "train.save_every=1"), prepared, run)
+        train_dirs(fast_config("train.lr_factor=1e6", "train.save_every=1"), prepared, run)
     steps = complete_steps(run)
     assert steps  # saved before diverging, and nothing after
     weights = load_file(step_path(run, steps[-1]))
@@ -168,7 +176,7 @@ def test_nan_loss_stops_with_the_last_good_checkpoint_intact(prepared: Path,
 def test_incompatible_or_foreign_runs_are_refused(prepared: Path, other_prepared: Path,
                                                   tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=10"), prepared, run)
+    train_dirs(fast_config("train.max_steps=10"), prepared, run)
     before = sorted(p.name for p in (run / CHECKPOINT_DIR).iterdir())
     cases = [
         (dict(cfg=fast_config("model.d_model=64"), data=prepared, resume=True),
@@ -178,20 +186,20 @@ def test_incompatible_or_foreign_runs_are_refused(prepared: Path, other_prepared
     ]
     for kwargs, message in cases:
         with pytest.raises(UserError, match=message):
-            train(kwargs["cfg"], kwargs["data"], run, resume=kwargs["resume"])
+            train_dirs(kwargs["cfg"], kwargs["data"], run, resume=kwargs["resume"])
     assert sorted(p.name for p in (run / CHECKPOINT_DIR).iterdir()) == before
-    train(fast_config("train.max_steps=5"), other_prepared, run, force=True)
+    train_dirs(fast_config("train.max_steps=5"), other_prepared, run, force=True)
     assert complete_steps(run) == [5]
 
 
 def test_a_changed_vocabulary_is_refused(prepared: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=5"), prepared, run)
+    train_dirs(fast_config("train.max_steps=5"), prepared, run)
     identity = json.loads((run / "run.json").read_text())
     identity["vocab_size"] += 1
     (run / "run.json").write_text(json.dumps(identity))
     with pytest.raises(UserError, match="vocabulary"):
-        train(fast_config("train.max_steps=10"), prepared, run, resume=True)
+        train_dirs(fast_config("train.max_steps=10"), prepared, run, resume=True)
 
 
 @pytest.mark.slow
@@ -241,7 +249,7 @@ def test_two_ddp_processes_match_one_with_twice_the_accumulation(prepared: Path,
     sets = ["train.max_steps=6", "train.log_every=1", "train.valid_every=1000",
             "train.batch_tokens=128"]  # 5 batches an epoch: ranks straddle epoch ends
     single = tmp_path / "single"
-    train(fast_config(*sets, "train.accum_steps=2"), prepared, single)
+    train_dirs(fast_config(*sets, "train.accum_steps=2"), prepared, single)
     ddp = tmp_path / "ddp"
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
                            "2", "--master_port", str(random.randint(20000, 40000)),

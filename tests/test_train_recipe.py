@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers.training import fast_config, losses
+from helpers.training import fast_config, losses, train_dirs
 from safetensors.torch import load_file
 
 from transcli.data.batching import StreamPosition, collate
@@ -21,7 +21,6 @@ from transcli.rundir.checkpoints import load_state
 from transcli.rundir.layout import AVG_FILE, CHECKPOINT_DIR, CURVES_FILE, METRICS_FILE, step_path
 from transcli.rundir.metrics import read_metrics
 from transcli.training.ema import WeightAverage
-from transcli.training.loop import train
 
 RECIPE = ["model.dropout=0.1", "model.act_dropout=0.1", "train.ema_decay=0.9",
           "train.sample_alpha=0.1", "train.schedule=linear", "train.warmup_steps=10",
@@ -111,11 +110,11 @@ def test_resume_is_exact_with_sampling_averaging_and_a_decaying_schedule(
     """Stopped by its time limit (as a user's sessions are), at whatever step that falls
     on: the schedule depends on max_steps, so that must stay the run's own."""
     straight, split = tmp_path / "straight", tmp_path / "split"
-    train(fast_config(*RECIPE), prepared, straight)
-    train(fast_config(*RECIPE, "train.max_minutes=0.003"), prepared, split)
+    train_dirs(fast_config(*RECIPE), prepared, straight)
+    train_dirs(fast_config(*RECIPE, "train.max_minutes=0.003"), prepared, split)
     stopped = read_metrics(split / METRICS_FILE, "train")[-1]["step"]
     assert 0 < stopped < 40
-    train(fast_config(*RECIPE), prepared, split, resume=True)
+    train_dirs(fast_config(*RECIPE), prepared, split, resume=True)
     for name in (step_path(straight, 40).name, AVG_FILE):
         a = load_file(straight / CHECKPOINT_DIR / name)
         b = load_file(split / CHECKPOINT_DIR / name)
@@ -128,7 +127,7 @@ def test_resume_is_exact_with_sampling_averaging_and_a_decaying_schedule(
 def test_avg_holds_the_weight_average_not_the_last_weights(prepared: Path,
                                                            tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.ema_decay=0.5", "train.max_steps=10"), prepared, run)
+    train_dirs(fast_config("train.ema_decay=0.5", "train.max_steps=10"), prepared, run)
     avg, last = load_file(run / CHECKPOINT_DIR / AVG_FILE), load_file(step_path(run, 10))
     assert any(not torch.equal(avg[k], last[k]) for k in avg)
     assert max((avg[k] - last[k]).abs().max().item() for k in avg) < 0.5
@@ -137,7 +136,7 @@ def test_avg_holds_the_weight_average_not_the_last_weights(prepared: Path,
 def test_a_run_stopped_early_still_logs_its_last_steps_and_draws_curves(
         prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=1000", "train.max_minutes=0.0001",
+    train_dirs(fast_config("train.max_steps=1000", "train.max_minutes=0.0001",
                       "train.log_every=100"), prepared, run)
     records = read_metrics(run / METRICS_FILE, "train")
     assert len(records) == 1 and records[0]["partial"] and records[0]["step"] < 100
@@ -158,9 +157,9 @@ def test_a_decay_in_minutes_ends_the_run_at_rate_zero_and_its_clock_survives_ses
     decay = 0.08
     sets = ["train.schedule=linear", "train.warmup_steps=5", "train.max_steps=100000",
             f"train.decay_minutes={decay}", "train.log_every=1"]
-    train(fast_config(*sets, "train.max_minutes=0.01"), prepared, run)  # a first session
+    train_dirs(fast_config(*sets, "train.max_minutes=0.01"), prepared, run)  # a first session
     first = read_metrics(run / METRICS_FILE, "train")[-1]["step"]
-    train(fast_config(*sets), prepared, run, resume=True)
+    train_dirs(fast_config(*sets), prepared, run, resume=True)
     records = read_metrics(run / METRICS_FILE, "train")
     lrs = [r["lr"] for r in records]
     assert 5 < first < records[-1]["step"] < 100000
@@ -169,7 +168,7 @@ def test_a_decay_in_minutes_ends_the_run_at_rate_zero_and_its_clock_survives_ses
     state = load_state(run, records[-1]["step"])  # with the session's tail: the decay is over
     assert 0 < state["warmup_seconds"] < decay * 60 <= state["seconds"]
     assert f"end of the {decay}-minute decay" in capsys.readouterr().err
-    train(fast_config(*sets), prepared, run, resume=True)
+    train_dirs(fast_config(*sets), prepared, run, resume=True)
     assert "nothing to do" in capsys.readouterr().err
 
 

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.training import fast_config, train_cli, transcli_process, wait_for
+from helpers.training import fast_config, train_cli, train_dirs, transcli_process, wait_for
 
 from transcli.rundir.checkpoints import load_state
 from transcli.rundir.layout import METRICS_FILE, complete_steps, state_path, step_checkpoints
 from transcli.system.errors import UserError
 from transcli.system.signals import StoppedAtOnce, StopSignals
-from transcli.training.loop import train
 
 
 @pytest.mark.slow
@@ -61,12 +60,12 @@ def test_sighup_finishes_the_step_and_saves(prepared: Path, tmp_path: Path) -> N
 def test_a_state_file_that_loads_but_does_not_fit_is_refused(prepared: Path, tmp_path: Path,
                                                              spoil, message: str) -> None:
     run = tmp_path / "run"
-    train(fast_config("train.max_steps=10"), prepared, run)
+    train_dirs(fast_config("train.max_steps=10"), prepared, run)
     state = load_state(run, 10)
     spoil(state)
     torch.save(state, state_path(run, 10))
     with pytest.raises(UserError, match=f"state.pt: not a usable training state .*{message}"):
-        train(fast_config("train.max_steps=20"), prepared, run, resume=True)
+        train_dirs(fast_config("train.max_steps=20"), prepared, run, resume=True)
 
 
 @pytest.mark.slow

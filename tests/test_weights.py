@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.training import fast_config, losses
+from helpers.training import fast_config, losses, train_dirs
 from safetensors.torch import load_file
 
 from transcli.config.loading import load_config
@@ -22,7 +22,6 @@ from transcli.data.shapes import FILLER
 from transcli.data.weights import pair_weights
 from transcli.rundir.layout import CHECKPOINT_DIR, step_path
 from transcli.system.errors import UserError
-from transcli.training.loop import train
 
 LENGTHS = np.random.default_rng(0).integers(1, 40, size=(2, 300))
 
@@ -152,14 +151,14 @@ def test_a_weight_out_of_bounds_names_its_key() -> None:
 def test_resume_is_exact_with_long_pairs_weighted(prepared: Path, tmp_path: Path) -> None:
     recipe = ["train.long_weight=1.5", "train.long_tokens=12", "train.max_steps=30"]
     straight, split = tmp_path / "straight", tmp_path / "split"
-    train(fast_config(*recipe), prepared, straight)
-    train(fast_config(*recipe, "train.max_minutes=0.002"), prepared, split)
+    train_dirs(fast_config(*recipe), prepared, straight)
+    train_dirs(fast_config(*recipe, "train.max_minutes=0.002"), prepared, split)
     assert 0 < losses(split)[-1][0] < 30  # stopped by its time limit, mid-run
-    train(fast_config(*recipe), prepared, split, resume=True)
+    train_dirs(fast_config(*recipe), prepared, split, resume=True)
     name = step_path(straight, 30).name
     a, b = (load_file(run / CHECKPOINT_DIR / name) for run in (straight, split))
     assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
     assert losses(split) == losses(straight)
     plain = tmp_path / "plain"
-    train(fast_config("train.max_steps=30"), prepared, plain)
+    train_dirs(fast_config("train.max_steps=30"), prepared, plain)
     assert losses(plain) != losses(straight)  # the weights changed what was seen

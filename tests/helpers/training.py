@@ -16,8 +16,11 @@ from helpers import ROOT, default_signals
 from transcli.config.loading import load_config
 from transcli.config.schema import Config, SourceConfig
 from transcli.data.prepare import prepare
+from transcli.data.prepared_dir import open_prepared_dir
 from transcli.rundir.layout import METRICS_FILE
 from transcli.rundir.metrics import read_metrics
+from transcli.rundir.run import RunDir
+from transcli.training.resume import StartOptions
 
 TINY = ROOT / "configs" / "tiny.yaml"
 SAMPLE = ROOT / "data" / "sample"
@@ -43,6 +46,14 @@ def prepare_sample(folder: Path, first: int, lines: int, *sets: str) -> Path:
 
 def fast_config(*sets: str) -> Config:
     return load_config(TINY, FAST + list(sets))
+
+
+def train_dirs(cfg: Config, data: Path, run: Path, **options: bool) -> None:
+    """`train` as the command calls it: the prepared dir `data` and the run dir `run`
+    opened, its flags --resume, --force, --allow-changes as `options` (resume=True)."""
+    from transcli.training.loop import train
+
+    train(cfg, open_prepared_dir(data), RunDir(run), StartOptions(**options))
 
 
 def train_cli(data: Path, out: Path, *extra_sets: str) -> list[str]:

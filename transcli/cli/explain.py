@@ -51,7 +51,7 @@ def explain(
       transcli explain -m run --out pictures --greedy "The dog sleeps under the table."
       echo "I like trees." | transcli explain -m run
     """
-    explain_texts(model, checkpoint, text or _stdin_text(), out,
+    explain_texts(model, checkpoint, text, out,
                   [*decoding, ("decode.n_best", 1), *(sets or [])], device or "auto", force)
 
 
@@ -67,19 +67,21 @@ def _stdin_text() -> list[str]:
     return list(text_lines(sys.stdin.buffer, "<stdin>"))
 
 
-def explain_texts(run_dir: Path, checkpoint: str, texts: list[str], folder: Path,
+def explain_texts(run_dir: Path, checkpoint: str, texts: Optional[list[str]], folder: Path,
                   overrides: list[str], device: str, force: bool = False) -> None:
-    """`transcli explain`: translate the lines of `texts`, write their attention files into
-    `folder`, print each description and where its pictures are."""
-    from transcli.inference.attention import AttentionWriter, check_folder
+    """`transcli explain`: translate the lines of `texts` (None: of stdin, read once the
+    run and the options are checked), write their attention files into `folder`, print
+    each description and where its pictures are."""
+    from transcli.inference.attention import AttentionWriter, check_decode, check_folder
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
     from transcli.system.text import lines_of
 
-    lines = [line for text in texts for line in lines_of(text)]  # as translate and serve
     run = open_run_dir(run_dir, overrides)
+    check_decode(run.config.decode, "explain")  # before --engine ct2 exports anything
     run.check_outside(folder, "--out")
     check_folder(folder, force, "--out")
+    lines = [line for text in texts or _stdin_text() for line in lines_of(text)]
     translator = load_translator(run, checkpoint, device)
     with AttentionWriter(folder, translator, force, "--out") as writer:
         writer.translate(lines, 0)

@@ -28,8 +28,11 @@ def info(
 
 
 def print_info(run: Path, as_json: bool) -> None:
+    import sys
+
     from transcli.rundir.info import format_info, run_info
     from transcli.rundir.run import open_run_dir
 
-    info = run_info(open_run_dir(run))
+    info = run_info(open_run_dir(run),
+                    lambda line: print(f"transcli: warning: {line}", file=sys.stderr))
     print(json.dumps(info, ensure_ascii=False, indent=1) if as_json else format_info(info))

@@ -58,17 +58,17 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     if output == "-":  # `--tgt f > f`: said before "line counts differ" (f is empty now)
         check_stdout([src, tgt], "scores")
     pairs = _count_pairs(src, tgt)
-    run = open_run_dir(run_dir)
+    # --batch-tokens is decode.batch_tokens (0: chosen for the device), checked as it is
+    run = open_run_dir(run_dir, [] if batch_tokens is None
+                       else [("decode.batch_tokens", batch_tokens)])
     target = Output(output, [src, tgt, *run.inputs(checkpoint)], "scores")
     if output != "-":  # a wrong output is said before the model loads
         check_output(output, target.inputs, "scores")
-    if batch_tokens is not None and batch_tokens < 1:
-        raise UserError(f"--batch-tokens {batch_tokens}: must be at least 1")
     chosen = pick_device(device)
     model = inference_model(run, checkpoint, chosen)
     # decode.batch_tokens, or (0) greedy translation's budget for the device
-    budget = batch_tokens or fitting.batch_tokens(replace(run.config.decode, strategy="greedy"),
-                                                  model.cfg, model.vocab_size, chosen)
+    budget = fitting.batch_tokens(replace(run.config.decode, strategy="greedy"), model.cfg,
+                                  model.vocab_size, chosen)
     scorer = PairScorer(model, run.tokenizer, budget)
     with open_text(src) as src_handle, open_text(tgt) as tgt_handle:
         lines = _pairs(text_lines(src_handle, src), text_lines(tgt_handle, tgt), src, tgt)

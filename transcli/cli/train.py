@@ -49,13 +49,14 @@ def train(
       transcli train --data prep --out run --resume                 # continue it
       transcli train -c configs/cpu-1h.yaml --data prep --out run --set train.max_minutes=10
     """
-    from transcli.rundir.run import RunDir, train_config
+    from transcli.data.prepared_dir import open_prepared_dir
+    from transcli.rundir.run import RunDir
     from transcli.training.loop import train as run_train
+    from transcli.training.resume import StartOptions, train_config
 
     flags = {"train.max_steps": max_steps, "train.save_every": save_every,
              "train.valid_every": valid_every, "train.seed": seed, "train.device": device,
              "train.init_from": init_from}
     run = RunDir(out)
     cfg = train_config(config, run, resume, sets, flags)
-    run_train(cfg, data_dir=data, run_dir=out, resume=resume, force=force,
-              allow_changes=allow_changes, run=run)
+    run_train(cfg, open_prepared_dir(data), run, StartOptions(resume, force, allow_changes))

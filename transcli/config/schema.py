@@ -157,6 +157,10 @@ class DataConfig:
             _require(bool(re.fullmatch(r"[A-Za-z0-9_-]+", getattr(self, key))), key,
                      "must be a language code (letters, digits, _ or -)")
         _require(self.src_lang != self.tgt_lang, "tgt_lang", "must differ from src_lang")
+        for key in ("valid", "test"):  # every pair is scored once: a weight would be ignored
+            source = getattr(self, key)
+            _require(source is None or source.weight == 1.0, f"{key}.weight",
+                     "is for data.train's sources only (how often a pair is trained on)")
 
 
 @dataclass

@@ -11,20 +11,25 @@ batches it would have seen, and every DDP rank agrees on the global sequence
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Protocol
+from typing import Any, Callable, Iterator, Optional, Protocol
 
 import numpy as np
 import torch
 
 from transcli.data.encoded import EncodedSplit
 from transcli.data.shapes import FILLER, BatchShapes
-from transcli.data.weights import copy_layers, epoch_copies
+from transcli.data.weights import epoch_copies, pair_copies
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
+from transcli.system.errors import UserError
 
 CELL_STEP = 1.1  # the ratio of one length cell to the next (`length_sorted`)
+# Epochs in a row without a batch before the stream gives up: weights that leave an epoch
+# empty by chance now and then pass, weights that empty every epoch never spin.
+MAX_EMPTY_EPOCHS = 100
 
 # ----------------------------------------------------------------------------- planning
 
@@ -126,21 +131,32 @@ class BatchPlan:
             self.box = np.full(len(keep), -1)
             self.box[self.indices] = self.shapes.box_of(*kept)
         self._cache: tuple[int, list[np.ndarray]] | None = None
+        self._fingerprints: dict[int, dict[str, Any]] = {}
 
     def epoch(self, epoch: int) -> list[np.ndarray]:
         """Batches of `epoch` (the last one is cached: epochs are visited in order)."""
-        if self._cache is None or self._cache[0] != epoch:
-            rng = (np.random.default_rng([self.seed, epoch])
-                   if self.shuffle or self.weights is not None else None)
-            pool, src_len, tgt_len, relabel = self._pool(epoch)
-            layers = ([pool] if self.weights is None
-                      else copy_layers(pool, epoch_copies(self.weights, rng)))
-            batches = [relabel(batch) for layer in layers for batch in
-                       self._pack(length_sorted(layer, src_len, tgt_len, rng), src_len, tgt_len)]
-            if rng is not None:
-                batches = [batches[i] for i in rng.permutation(len(batches))]
-            self._cache = (epoch, batches)
-        return self._cache[1]
+        cached = self._cache
+        if cached is not None and cached[0] == epoch:
+            return cached[1]
+        rng = (np.random.default_rng([self.seed, epoch])
+               if self.shuffle or self.weights is not None else None)
+        pool, src_len, tgt_len, relabel = self._pool(epoch)
+        copies = ([pool] if self.weights is None
+                  else pair_copies(pool, epoch_copies(self.weights, rng)))
+        batches = [relabel(batch) for copy in copies for batch in
+                   self._pack(length_sorted(copy, src_len, tgt_len, rng), src_len, tgt_len)]
+        if rng is not None:
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        self._fingerprints = {e: f for e, f in self._fingerprints.items() if e >= epoch - 1}
+        self._fingerprints[epoch] = _fingerprint(epoch, batches)
+        self._cache = (epoch, batches)  # one assignment: a reader in another thread
+        return batches  # sees the old epoch or the new one, whole
+
+    def fingerprint(self, epoch: int) -> dict[str, Any]:
+        """What identifies `epoch`'s batches: their number and a hash of their pairs in
+        order. A run saves it with its data position, so that a resume can tell that the
+        position counts in the same plan (the loader may have planned a later epoch)."""
+        return self._fingerprints.get(epoch) or _fingerprint(epoch, self.epoch(epoch))
 
     def _pool(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                          Callable[[np.ndarray], np.ndarray]]:
@@ -197,6 +213,13 @@ class BatchPlan:
         return 1.0 - real / padded
 
 
+def _fingerprint(epoch: int, batches: list[np.ndarray]) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for batch in batches:
+        digest.update(np.asarray(batch, np.int64).tobytes() + b";")
+    return {"epoch": epoch, "batches": len(batches), "sha256": digest.hexdigest()}
+
+
 @dataclass
 class StreamPosition:
     """Where the global batch sequence stands: the next batch is `epoch`'s `index`-th."""
@@ -226,7 +249,13 @@ class BatchStream:
 
     def _advance(self) -> np.ndarray:
         batches = self.plan.epoch(self.position.epoch)
-        while not batches:  # weights below 1 can leave an epoch empty
+        empty = 0
+        while not batches:  # weights below 1 can leave an epoch empty, by chance
+            empty += 1
+            if empty >= MAX_EMPTY_EPOCHS:
+                raise UserError(f"no batch in {empty} epochs in a row: the pairs' weights "
+                                f"(data.train's weight x train.long_weight) leave almost "
+                                f"nothing to train on")
             self.position.epoch += 1
             batches = self.plan.epoch(self.position.epoch)
         batch = batches[self.position.index]
@@ -396,8 +425,17 @@ class BackgroundLoader:
         except BaseException as exc:  # handed to the consumer, which re-raises it
             self.queue.put((exc, None))
 
-    def next(self) -> tuple[Batch, dict[str, int]]:
-        item, position = self.queue.get()
+    def next(self, stopped: Callable[[], object] = lambda: None
+             ) -> Optional[tuple[Batch, dict[str, int]]]:
+        """The next batch and the position after it; None if `stopped()` says so while
+        the batch is awaited (a signal must not wait for a slow epoch to be planned)."""
+        while True:
+            try:
+                item, position = self.queue.get(timeout=0.1)
+                break
+            except queue.Empty:
+                if stopped():
+                    return None
         if isinstance(item, BaseException):
             raise item
         return item, position

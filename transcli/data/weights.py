@@ -18,17 +18,25 @@ from typing import Any, Optional
 
 import numpy as np
 
-from transcli.config.schema import TrainConfig
+from transcli.config.schema import MAX_WEIGHT, TrainConfig
 from transcli.system.errors import UserError
 
 
 def source_sizes(manifest: dict[str, Any]) -> list[tuple[int, float]]:
     """(train pairs, weight) of each train source, in the order of the train split (one
-    source after the other); [] for a manifest from before prepare recorded them."""
-    sources = manifest.get("sources", {}).get("train", [])
-    if not all(isinstance(s, dict) and "pairs" in s for s in sources):
+    source after the other); [] for a manifest from before prepare recorded them. A
+    manifest whose record of them is not that (an edit) is refused in one line."""
+    sources = manifest.get("sources")
+    sources = sources.get("train", []) if isinstance(sources, dict) else []
+    if not isinstance(sources, list) or not all(isinstance(s, dict) and "pairs" in s
+                                                for s in sources):
         return []
-    return [(int(s["pairs"]), float(s.get("weight", 1.0))) for s in sources]
+    sizes = [(s["pairs"], s.get("weight", 1.0)) for s in sources]
+    if not all(type(pairs) is int and pairs >= 0 and type(weight) in (int, float)
+               and 0 < weight <= MAX_WEIGHT for pairs, weight in sizes):
+        raise UserError(f"manifest.json: its train sources' pairs and weights are not counts "
+                        f"and weights in (0, {MAX_WEIGHT:g}] (run `transcli prepare` again)")
+    return [(pairs, float(weight)) for pairs, weight in sizes]
 
 
 def pair_weights(manifest: dict[str, Any], src_lengths: np.ndarray, tc: TrainConfig
@@ -47,6 +55,10 @@ def pair_weights(manifest: dict[str, Any], src_lengths: np.ndarray, tc: TrainCon
     if tc.long_weight != 1.0:
         weights = np.where(np.asarray(src_lengths) > tc.long_tokens,
                            weights * tc.long_weight, weights)
+    if weights.size and weights.max() > MAX_WEIGHT:  # each bounded, their product too
+        raise UserError(f"data.train's weight x train.long_weight={tc.long_weight:g} gives "
+                        f"{weights.max():g} copies of a pair per epoch, more than "
+                        f"{MAX_WEIGHT:g}: lower one of them")
     return None if np.all(weights == 1.0) else weights
 
 
@@ -57,7 +69,8 @@ def epoch_copies(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (whole + (rng.random(len(weights)) < weights - whole)).astype(np.int64)
 
 
-def copy_layers(indices: np.ndarray, copies: np.ndarray) -> list[np.ndarray]:
-    """The epoch's pairs as layers: layer k holds every pair seen more than k times.
-    Each layer is batched on its own, so no batch holds a pair twice."""
+def pair_copies(indices: np.ndarray, copies: np.ndarray) -> list[np.ndarray]:
+    """The epoch's copies of the pairs `indices`, `copies` of each: the k-th array holds
+    the (k+1)-th copy of every pair seen more than k times. Each is batched on its own,
+    so no batch holds a pair twice."""
     return [indices[copies > k] for k in range(int(copies.max(initial=0)))]

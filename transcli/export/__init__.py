@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from transcli.rundir.layout import EXPORT_FILE
 from transcli.system.errors import UserError
 from transcli.system.files import check_parents, describe_os_error
 from transcli.system.locks import scratch_dir
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from transcli.rundir.run import RunDir
 
 FORMATS = {"ct2": "transcli.export.ct2", "hf": "transcli.export.hf"}
-EXPORT_FILE = "transcli-export.json"  # what was exported from where, and the files written
 
 
 def format_module(name: str) -> ModuleType:

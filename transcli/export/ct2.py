@@ -174,6 +174,22 @@ def cached_export(run: RunDir, source: Path, quantize: str = "none") -> Path:
     return target
 
 
+def remove_stale_caches(run_dir: Path) -> None:
+    """Remove the caches of checkpoints that are gone (`layout.stale_ct2_caches`), each the
+    size of a model: the files their record lists, still as written, then the folder,
+    unless something else is left in it."""
+    import contextlib
+
+    from transcli.export import exported
+    from transcli.rundir.layout import stale_ct2_caches
+
+    for cache in stale_ct2_caches(run_dir):
+        owner = exported(cache)
+        owner.remove(owner.contents("cache"))
+        with contextlib.suppress(OSError):
+            cache.rmdir()
+
+
 def _cache_dir(run_dir: Path, source: Path, weights: str, digest: str) -> Path:
     """The run dir's cache when the run dir takes writes, else the user's cache folder
     ($XDG_CACHE_HOME, or ~/.cache), named by the checkpoint's content."""

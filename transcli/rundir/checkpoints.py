@@ -211,6 +211,16 @@ def read_weights(path: str | Path) -> tuple[dict[str, torch.Tensor], Optional[di
         raise _unreadable(path, exc) from None
 
 
+def stored_metadata(path: str | Path) -> Optional[dict[str, Any]]:
+    """A safetensors file's metadata (what it was trained with), from its header alone."""
+    try:
+        with open(path, "rb") as handle:
+            metadata = _header(handle, path).get("__metadata__")
+    except (OSError, ValueError) as exc:
+        raise _unreadable(path, exc) from None
+    return metadata if isinstance(metadata, dict) else None
+
+
 def stored_shapes(path: str | Path) -> dict[str, list[int]]:
     """Each tensor's shape, from a safetensors file's header alone (tied tensors are
     stored once)."""
@@ -238,6 +248,7 @@ def _header(handle: BinaryIO, path: str | Path) -> dict[str, Any]:
     header = json.loads(handle.read(int.from_bytes(size, "little")))
     shapes_ok = isinstance(header, dict) and all(
         isinstance(entry, dict) and isinstance(entry.get("shape"), list)
+        and all(type(size) is int and size >= 0 for size in entry["shape"])
         for name, entry in header.items() if name != "__metadata__")
     if not shapes_ok:
         raise ValueError("not a safetensors header")

@@ -14,7 +14,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
 from transcli.config.schema import Config, SourceConfig
 from transcli.data.tokenizer import TOKENIZER_FILE
@@ -39,14 +39,14 @@ def stored_parameters(path: Path) -> int:
     return sum(math.prod(shape) for shape in stored_shapes(path).values())
 
 
-def run_info(run: RunDir) -> dict[str, Any]:
-    """Everything `info` shows, as plain data."""
+def run_info(run: RunDir, warn: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+    """Everything `info` shows, as plain data; `warn` hears of damaged metrics lines."""
     path, cfg = run.path, run.config
     folder = path / CHECKPOINT_DIR
     steps = [step for step, _ in step_checkpoints(path)]
     extra = [name for name in (BEST_FILE, AVG_FILE) if (folder / name).is_file()]
     weights = [file for _, file in step_checkpoints(path)][-1:] or [folder / n for n in extra]
-    records = read_metrics(path / METRICS_FILE)
+    records = read_metrics(path / METRICS_FILE, warn=warn)
     train = [r for r in records if r.get("split") == "train"]
     valid = [r for r in records if r.get("split") == "valid"]
     best = [r for r in valid if r.get("best")]

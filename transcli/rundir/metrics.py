@@ -6,9 +6,10 @@ interval since the previous one; "valid" lines (every valid_every)
 repeat their loss as `valid_loss` beside `valid_nll`, `valid_ppl`, `valid_bleu`.
 
 Each line is appended by a single write(2) of the whole line (a signal cannot
-split it, SIGKILL included); should a crash of the machine tear the last line,
-readers skip it, and `MetricsLog.resume` drops it while cutting the log back to
-the step a resumed run continues from (an atomic temp + rename rewrite).
+split it, SIGKILL included); should a crash of the machine tear the last line (or
+an edit damage one), readers skip it, saying so, and `MetricsLog.resume` drops it
+while cutting the log back to the step a resumed run continues from (an atomic
+temp + rename rewrite).
 """
 
 from __future__ import annotations
@@ -18,31 +19,63 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from transcli.rundir.layout import CURVES_FILE, METRICS_FILE, TENSORBOARD_DIR
 from transcli.system.errors import UserError
 from transcli.system.files import atomic_path, cannot_write, describe_os_error, parse_json
 from transcli.system.text import CutLine, raw_lines
 
+# What the fields readers use must hold; a line holding anything else is skipped (`info`
+# says which). Fields not named here (a later transcli may add some) are not judged.
+COUNTS = ("step", "epoch", "tgt_tokens", "src_tokens", "compiles", "batch_shapes",
+          "graph_skips")
+NUMBERS = ("loss", "nll", "ppl", "acc", "lr", "grad_norm", "tokens_per_s", "pad_frac",
+           "minutes", "peak_gib", "valid_loss", "valid_nll", "valid_ppl", "valid_acc",
+           "valid_bleu")
+FLAGS = ("best", "partial")
 
-def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, Any]]:
-    """The complete records of a metrics file (a torn, foreign or overlong line is
-    skipped), all of them or those of one split ("train" or "valid"). Read line by line:
-    memory follows the records, not the file."""
+
+def damage(record: Any) -> Optional[str]:
+    """What makes a parsed line no record of ours (None: nothing)."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    if record.get("split") not in ("train", "valid"):
+        return "its 'split' is neither train nor valid"
+    for key in ("step", "loss"):
+        if key not in record:
+            return f"no {key!r}"
+    for key, value in record.items():
+        if key in COUNTS and type(value) is not int:
+            return f"{key!r} is not a whole number"
+        if key in NUMBERS and type(value) not in (int, float):
+            return f"{key!r} is not a number"
+        if key in FLAGS and type(value) is not bool:
+            return f"{key!r} is not true or false"
+    return None
+
+
+def read_metrics(path: str | Path, split: str | None = None,
+                 warn: Optional[Callable[[str], None]] = None) -> list[dict[str, Any]]:
+    """The complete records of a metrics file, all of them or those of one split ("train"
+    or "valid"). A torn, foreign, overlong or damaged line (`damage`) is skipped, and
+    `warn` told which. Read line by line: memory follows the records, not the file."""
     records = []
     path = Path(path)
     if not path.is_file():
         return records
     try:
         with open(path, "rb") as handle:
-            for line in raw_lines(handle, path):
+            for number, line in enumerate(raw_lines(handle, path), start=1):
                 try:
                     record = None if isinstance(line, CutLine) else parse_json(line)
+                    why = "too long" if isinstance(line, CutLine) else damage(record)
                 except ValueError:  # torn, not UTF-8, not JSON
-                    continue
-                if isinstance(record, dict) and isinstance(record.get("step"), int) and (
-                        split is None or record.get("split") == split):
+                    why = "not a line of JSON"
+                if why is not None:
+                    if warn is not None:
+                        warn(f"{path} line {number}: skipped, {why}")
+                elif split is None or record.get("split") == split:
                     records.append(record)
     except OSError as exc:
         raise UserError(f"{path}: cannot read the training log "
@@ -62,10 +95,11 @@ class MetricsLog:
         self.board = TensorBoard(Path(run_dir) / TENSORBOARD_DIR) if tensorboard and enabled \
             else None
 
-    def resume(self, step: int) -> None:
+    def resume(self, step: int, warn: Optional[Callable[[str], None]] = None) -> None:
         """Keep the records up to `step` (later ones belong to work being redone) but for
-        a stopped run's partial last interval, which the resumed run completes."""
-        self.records = [r for r in read_metrics(self.path)
+        a stopped run's partial last interval, which the resumed run completes; `warn`
+        hears of the damaged lines left out."""
+        self.records = [r for r in read_metrics(self.path, warn=warn)
                         if r["step"] <= step and not r.get("partial")]
         if self.enabled:
             with atomic_path(self.path, "training log") as tmp:

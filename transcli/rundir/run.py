@@ -21,19 +21,21 @@ import torch
 
 from transcli.config.loading import Override, load_config, with_overrides
 from transcli.config.schema import Config
+from transcli.data.encoded import MANIFEST_FILE
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.model.transformer import Transformer
 from transcli.rundir.checkpoints import load_weights, resolve_checkpoint
 from transcli.rundir.layout import (
+    CHECKPOINT_DIR,
     CONFIG_FILE,
+    EXPORT_FILE,
     RUN_FILE,
-    load_run_config,
-    read_run_record,
-    recipe_changes,
+    RUN_KEYS,
     run_inputs,
     step_checkpoints,
 )
 from transcli.system.errors import UserError
+from transcli.system.files import read_json
 
 # Below this many updates the shipped recipes' models still translate poorly
 # (docs/TRAINING.md, "What a short run gives", has their BLEU by update).
@@ -50,8 +52,18 @@ class RunDir:
 
     @functools.cached_property
     def recorded_config(self) -> Config:
-        """`config.yaml` as the run wrote it (a not-run dir is refused here)."""
-        return load_run_config(self.path)
+        """`config.yaml` as the run wrote it (a dir that is no run is refused here, saying
+        what it is when it is something else of transcli's)."""
+        make = (f"`transcli train` makes one: transcli train -c configs/cpu-1h.yaml --data "
+                f"PREPARED --out {self.path}")
+        if not self.path.is_dir():
+            if self.path.exists():
+                raise UserError(f"{self.path}: is a file, not a run directory")
+            raise UserError(f"{self.path}: run directory not found; {make}")
+        if not (self.path / CONFIG_FILE).is_file():
+            raise UserError(f"{self.path}: not a run directory (no {CONFIG_FILE}); "
+                            f"{what_it_is(self.path) or make}")
+        return load_config(self.path / CONFIG_FILE)
 
     @functools.cached_property
     def config(self) -> Config:
@@ -68,8 +80,26 @@ class RunDir:
 
     @functools.cached_property
     def record(self) -> Optional[dict[str, Any]]:
-        """`run.json` (None in a dir that has none)."""
-        return read_run_record(self.path)
+        """`run.json` (None in a dir that has none); one that is not a run record is
+        refused with one line (it is neither safe to continue nor to delete)."""
+        path = self.path / RUN_FILE
+        if not path.exists():
+            return None
+        if not path.is_file():  # a FIFO would block the command for ever, a folder fail later
+            raise UserError(f"{path}: not a regular file: {self.path} is not a run dir "
+                            f"transcli can read or continue")
+        try:
+            record = read_json(path)
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+            raise UserError(f"{path}: unreadable ({reason})") from None
+        missing = [key for key in RUN_KEYS if key not in record] if isinstance(record, dict) else 0
+        if not isinstance(record, dict) or missing:
+            what = f"no '{missing[0]}'" if missing else "not a JSON object"
+            raise UserError(f"{path}: not a transcli run record ({what}): {self.path} is not "
+                            f"a run dir transcli can read or continue; move the file away "
+                            f"(or give train another --out)")
+        return record
 
     @functools.cached_property
     def tokenizer(self) -> Tokenizer:
@@ -86,14 +116,15 @@ class RunDir:
         steps = step_checkpoints(self.path)
         return steps[-1][0] if steps else 0
 
-    def young_note(self) -> Optional[str]:
-        """A line for a run too young to translate (`YOUNG_MODEL`), else None."""
-        updates = self.updates()
+    def young_note(self, updates: Optional[int] = None) -> Optional[str]:
+        """A line for a run too young to translate after `updates` (the newest step
+        checkpoint's by default; `YOUNG_MODEL`), else None."""
+        updates = self.updates() if updates is None else updates
         if not 0 < updates < YOUNG_MODEL:
             return None
         return (f"note: {self.path} has made {updates} updates: a model this young repeats "
-                f"frequent words instead of translating (docs/TRAINING.md, \"What a short run "
-                f"gives\")")
+                f"frequent words instead of translating; it needs a few thousand "
+                f"(docs/TRAINING.md, \"What a short run gives\")")
 
     def check_outside(self, folder: Path, option: str) -> None:
         """Refuse an output folder (`option` names it) that is this run dir or inside it:
@@ -114,6 +145,28 @@ class RunDir:
         return model.to(device).eval()
 
 
+def what_it_is(folder: Path) -> Optional[str]:
+    """What a folder given as a run dir is instead, when it is something of transcli's."""
+    if (folder / MANIFEST_FILE).is_file():
+        return f"it is a prepared dir: give it to `transcli train --data {folder}`"
+    if folder.name == CHECKPOINT_DIR and (folder.parent / CONFIG_FILE).is_file():
+        return f"it is a run's checkpoints folder: give the run dir, {folder.parent}"
+    if (folder / EXPORT_FILE).is_file():
+        try:
+            record = read_json(folder / EXPORT_FILE)
+        except (OSError, ValueError):
+            record = None
+        record = record if isinstance(record, dict) else {}
+        kinds = {"ct2": "a CTranslate2", "hf": "a Hugging Face"}
+        kind = kinds.get(str(record.get("format")), "an")
+        origin = record.get("run_dir")
+        origin = (f"-m {origin}, the run it was exported from" if isinstance(origin, str)
+                  else "-m with the run it was exported from")
+        return (f"it is {kind} model exported by `transcli export`, which transcli does not "
+                f"load: give {origin}")
+    return None
+
+
 def open_run_dir(path: str | Path, overrides: Optional[list[Override]] = None) -> RunDir:
     """The run dir at `path`, its config (with `section.key=value` `overrides`) and its
     tokenizer read and checked now."""
@@ -122,37 +175,6 @@ def open_run_dir(path: str | Path, overrides: Optional[list[Override]] = None) -
     if (run.path / TOKENIZER_FILE).exists():
         run.tokenizer  # noqa: B018 -- and so is a tokenizer swapped since training
     return run
-
-
-def train_config(config: Optional[Path], run: RunDir, resume: bool,
-                 overrides: Optional[list[Override]] = None,
-                 flags: Optional[dict[str, Any]] = None) -> Config:
-    """The config `train` runs: the file given; else, when resuming, the run's own
-    `config.yaml` (so `--resume` alone continues with the settings the run had); else the
-    defaults; with the command line's `flags` and `overrides`. `--resume` alone where no
-    run is (a mistyped --out) is refused rather than starting the paper's base model;
-    with --config it starts the run (the start-or-continue line of a job script)."""
-    if config is not None or not resume:
-        return load_config(config, overrides, flags)
-    if run.existing_config is None:
-        raise UserError(f"{run.path}: --resume: no run to continue here (no {CONFIG_FILE}); "
-                        f"check --out, or start a run with --config")
-    return with_overrides(run.existing_config, overrides, flags, str(run.path / CONFIG_FILE))
-
-
-def resume_changes(run: RunDir, cfg: Config, allowed: bool) -> list[str]:
-    """What a resume of `run` with `cfg` changes in the recipe the run recorded
-    (`layout.recipe_changes`): refused, naming each key, unless `allowed`."""
-    recorded = (run.record or {}).get("config")
-    if not isinstance(recorded, dict):  # a run from before run.json kept its recipe
-        recorded = run.recorded_config.to_dict()
-    changes = recipe_changes(recorded, cfg)
-    if changes and not allowed:
-        raise UserError(f"{run.path}: --resume continues a run exactly, but these settings "
-                        f"differ from the run's recipe (from -c, --set or an edit of its "
-                        f"{CONFIG_FILE}): {'; '.join(changes)}. Leave them out to continue "
-                        f"as the run was, or add --allow-changes to go on with them")
-    return changes
 
 
 def check_tokenizer(tokenizer: Tokenizer, record: Optional[dict[str, Any]],

@@ -198,10 +198,15 @@ class OwnedFolder:
             raise UserError(f"{self.folder}: cannot create the folder "
                             f"({describe_os_error(exc)})") from None
         remove_stale_temps(self.folder, every=True)
-        for name, seen in contents.owned.items():
-            with contextlib.suppress(NotOurs, OSError):  # changed meanwhile: the user's
-                publish(self.folder, [], {name: unchanged(seen)}, [name])
+        self.remove(contents)
         self.claim(self.record)
+
+    def remove(self, contents: Contents) -> None:
+        """Remove the files of ours in `contents`, each judged at the moment of removing
+        it (one changed meanwhile is the user's, and stays), the record last."""
+        for name in sorted(contents.owned, key=lambda name: name == self.record):
+            with contextlib.suppress(NotOurs, OSError):
+                publish(self.folder, [], {name: unchanged(contents.owned[name])}, [name])
 
     def claim(self, *names: str) -> list[Path]:
         """The paths to write `names` to; refused if a file of one of them is there."""

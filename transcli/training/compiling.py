@@ -12,7 +12,7 @@ compiled and how many batch shapes met (`notes`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
@@ -44,6 +44,21 @@ def limit_recompiles(limit: int) -> None:
     config = torch._dynamo.config
     setattr(config, "recompile_limit" if hasattr(config, "recompile_limit")
             else "cache_size_limit", limit)
+
+
+def compile_blocker(device: torch.device) -> Optional[str]:
+    """Why torch.compile cannot run on `device`, or None: inductor compiles C++ for the
+    CPU, so it needs a C++ compiler (g++, or $CXX), looked for as inductor looks."""
+    if device.type != "cpu" or BACKEND != "inductor":
+        return None
+    from torch._inductor import cpp_builder
+
+    try:
+        cpp_builder.get_cpp_compiler()
+    except Exception:  # inductor's InvalidCxxCompiler, or a compiler that cannot run
+        return ("inductor needs a C++ compiler on the CPU and finds none (install g++, or "
+                "set CXX)")
+    return None
 
 
 class CompiledStates:

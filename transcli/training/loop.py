@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from pathlib import Path
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -24,50 +23,39 @@ import torch
 
 from transcli.config.schema import Config
 from transcli.data.batching import BackgroundLoader, Batch, BatchStream, StreamPosition
-from transcli.data.prepared_dir import PreparedDir, open_prepared_dir
+from transcli.data.prepared_dir import PreparedDir
 from transcli.model.transformer import Transformer, count_parameters
-from transcli.rundir.checkpoints import load_weights
-from transcli.rundir.layout import (
-    BEST_FILE,
-    CHECKPOINT_DIR,
-)
+from transcli.rundir.layout import BEST_FILE, CHECKPOINT_DIR
 from transcli.rundir.metrics import MetricsLog
 from transcli.rundir.run import RunDir
 from transcli.system.errors import UserError, WriteFailed
-from transcli.system.runtime import (
-    autocast,
-    keep_freed_memory,
-    release_freed_memory,
-    set_threads,
-    training_precision,
-)
+from transcli.system.runtime import autocast, keep_freed_memory, release_freed_memory, set_threads
 from transcli.system.signals import StopSignals, tolerant_stderr
 from transcli.training import report
 from transcli.training.distributed import Dist, no_sync
+from transcli.training.memory import check_training_memory
 from transcli.training.objective import LossSums
 from transcli.training.optimization import Optimization
 from transcli.training.parts import (
-    record_run,
+    device_settings,
     run_lock,
     speed_notes,
-    starting_point,
     training_batches,
     training_device,
     training_net,
 )
-from transcli.training.records import RunRecords
-from transcli.training.state import DeviceSums, Progress, restore
+from transcli.training.records import RunRecords, record_run
+from transcli.training.resume import StartOptions, start_session
+from transcli.training.state import DeviceSums
 from transcli.training.validation import validation_set
 
 RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not per log line)
 
 
-def train(cfg: Config, data_dir: str | Path, run_dir: str | Path, resume: bool = False,
-          force: bool = False, allow_changes: bool = False,
-          run: Optional[RunDir] = None) -> None:
-    """Train on a prepared dir into a run dir; under torchrun, one process per device.
-    `run`: the run dir when the caller has opened it already (to read its config)."""
-    run = run or RunDir(Path(run_dir))
+def train(cfg: Config, data: PreparedDir, run: RunDir,
+          options: StartOptions = StartOptions()) -> None:
+    """Train on an opened prepared dir into a run dir (as `options` ask: a new run, a
+    resume, --force); under torchrun, one process per device."""
     dist = Dist.from_env()
     device = training_device(cfg.train.device, dist)
     if device.type == "cpu":
@@ -75,14 +63,13 @@ def train(cfg: Config, data_dir: str | Path, run_dir: str | Path, resume: bool =
         keep_freed_memory()
     dist.start(device)
     try:
-        with tolerant_stderr(), run_lock(run.path, dist):
-            data = open_prepared_dir(data_dir)
-            trainer = Trainer(cfg, data, run, dist, device, resume, force, allow_changes)
+        with tolerant_stderr(), run_lock(run, dist):
+            trainer = Trainer(cfg, data, run, dist, device, options)
             try:
                 trainer.run()
             except WriteFailed as exc:  # disk full, permissions: say what is safe
                 raise WriteFailed(f"{exc}; training stopped at step {trainer.progress.step}, "
-                                  f"{report.saved_steps(run.path)}") from None
+                                  f"{report.saved_steps(run)}") from None
     finally:
         dist.stop()
 
@@ -130,29 +117,27 @@ class Trainer:
     the run dir is written."""
 
     def __init__(self, cfg: Config, data: PreparedDir, run: RunDir, dist: Dist,
-                 device: torch.device, resume: bool, force: bool, allow_changes: bool):
-        self.cfg, self.tc, self.data, self.run_dir = cfg, cfg.train, data, run.path
-        self.dist, self.device = dist, device
-        # decided once: bf16 asked for on a CPU without bf16 kernels runs in fp32
-        self.precision = training_precision(device.type, self.tc.precision,
-                                            self.tc.cpu_precision)
-        start = starting_point(cfg, data, run, dist, device, resume, force, allow_changes)
-        self.init, self.changes = start.init, start.changes
+                 device: torch.device, options: StartOptions):
+        self.cfg, self.run_dir, self.dist, self.device = cfg, run, dist, device
+        settings = device_settings(cfg.train, device)  # what of the settings `device` runs
+        self.tc, self.precision = settings.tc, settings.precision
+        start = start_session(cfg, data, run, options)  # every check of the run dir
+        start.notes[:0] = settings.warnings
+        check_training_memory(cfg, start.vocab_size, device,
+                              dist.world if device.type == "cpu" else 1)
         self.plan, self.make_batch = training_batches(cfg, data, dist.rank)
         torch.manual_seed(self.tc.seed)
-        self.model = Transformer(cfg.model, data.vocab_size).to(device)
-        if self.init is not None:  # before the optimizer: a weight average starts from them
-            load_weights(self.model, self.init.weights)
+        self.model = Transformer(cfg.model, start.vocab_size).to(device)
+        start.load_init(self.model)  # before the optimizer: a weight average starts there
         self.opt = Optimization(self.model, self.tc, cfg.model.d_model, device)
-        self.progress = (restore(self.model, self.opt, self.run_dir, start.step) if start.step
-                         else Progress())
+        self.progress = start.restore(self.model, self.opt, self.plan)
         self.net = training_net(self.model, self.tc, dist, device)  # fed each batch
-        self.valid = validation_set(cfg, data) if dist.main else None
+        self.valid = validation_set(cfg, data, device) if dist.main else None
+        self.start, self.resume_line = start, report.resume_command(data.dir, run.path)
         # Everything that can be refused was checked: only now is the run dir written.
-        log = MetricsLog(self.run_dir, enabled=dist.main, tensorboard=self.tc.tensorboard)
-        record_run(cfg, start.identity, data, run, dist, resume, start.step, log)
-        self.records = RunRecords(self.run_dir, log, dist.main, dist.world, self.progress,
-                                  data.tokenizer.sha256)
+        log = MetricsLog(run.path, enabled=dist.main, tensorboard=self.tc.tensorboard)
+        record_run(start, data, dist, log)
+        self.records = RunRecords(start, log, dist, self.progress, self.plan)
         self.stop_reason: Optional[str] = None  # rank 0's decision: early stop, time limit
         self.device_sums = DeviceSums(device)  # the updates' sums, on the device until read
         self.signals = StopSignals()  # the run's, once it runs
@@ -165,27 +150,29 @@ class Trainer:
         if p.step >= tc.max_steps or p.decay_over(tc, p.seconds):
             budget = (f"decay_minutes={tc.decay_minutes:g}" if p.decay_over(tc, p.seconds)
                       else f"max_steps={tc.max_steps}")
-            self._say(f"{self.run_dir}: already at step {p.step} ({budget}); nothing to do")
+            self._say(f"{self.run_dir.path}: already at step {p.step} ({budget}); nothing to do")
             return
         self._say_start()
         stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
         loader = BackgroundLoader(self.make_batch, stream, pin_memory=self.device.type == "cuda")
         bar = report.ProgressBar(tc, p, self.started, self.dist.main, self._say)
-        with StopSignals(on_disk=self._on_disk) as signals:  # the last save's too
+        with StopSignals(on_disk=lambda: f"{report.saved_steps(self.run_dir)}; continue "
+                                         f"with: {self.resume_line}") as signals:
             self.signals = signals
             with contextlib.closing(bar), contextlib.closing(loader):  # each, whatever comes
                 reason = self._loop(loader, bar)
             self._finish(reason)
 
-    def _on_disk(self) -> str:
-        """What a run stopped at once leaves: its last complete checkpoint, and how to go on."""
-        return f"{report.saved_steps(self.run_dir)}; continue with: {self._resume_command()}"
-
     def _loop(self, loader: BackgroundLoader, bar: report.ProgressBar) -> str:
         """Update after update until the run ends or is stopped; why it stopped."""
         p, tc = self.progress, self.tc
+        alone = self.dist.world == 1  # may stop while it waits: no other process waits on it
         while p.step < tc.max_steps:
-            pulled = [loader.next() for _ in range(tc.accum_steps)]
+            pulled = [loader.next(lambda: alone and self.signals.received)
+                      for _ in range(tc.accum_steps)]
+            if None in pulled:  # a signal while the batches were awaited
+                p.seconds = self.session_start[1] + time.perf_counter() - self.started
+                return self.signals.received or "stopped"
             batches = [batch for batch, _ in pulled]
             info = share_step_info(batches, self.dist, time.perf_counter() - self.started,
                                    self.signals.received, self.stop_reason)
@@ -273,8 +260,8 @@ class Trainer:
         self._read_device_sums()
         with self.records.pause():
             record, stop = self.valid.validate(
-                self.model, self.opt, self.progress, self.run_dir / CHECKPOINT_DIR / BEST_FILE,
-                self.device, self._autocast)
+                self.model, self.opt, self.progress,
+                self.run_dir.path / CHECKPOINT_DIR / BEST_FILE, self.device, self._autocast)
             self.stop_reason = self.stop_reason or stop
             self.records.validation(record)
             self._say(report.validation_line(record), prefix=False)
@@ -296,15 +283,12 @@ class Trainer:
         if not self.opt.ema:
             self.records.average(self.tc.average_last)
         self.records.log.plot()
-        for line in self.net.summary() + report.last_lines(reason, p.step, self.tc, self.run_dir,
-                                                           self._resume_command()):
+        ending = report.ending(reason, p.step, self.tc, self.run_dir.path, self.resume_line)
+        for line in filter(None, [*self.net.summary(), self.run_dir.young_note(p.step), ending]):
             self._say(line)
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         return autocast(self.device, self.precision)
-
-    def _resume_command(self) -> str:
-        return report.resume_command(self.data.dir, self.run_dir)
 
     def _say(self, message: str, prefix: bool = True) -> None:
         report.say(message, self.dist.main, prefix)
@@ -312,11 +296,11 @@ class Trainer:
     def _say_start(self) -> None:
         t, p = self, self.progress
         start = f"resuming at step {p.step}" if p.step else "new run"
-        if t.init is not None:
-            start += f" from the weights of {t.init.weights}"
+        if t.start.init is not None:
+            start += f" from the weights of {t.start.init.weights}"
         data = report.data_line(len(t.plan.indices), t.plan.skipped,
                                 len(t.plan.epoch(p.position.epoch)), t.tc, t.dist.world)
         model = f"{count_parameters(t.model):,} parameters{report.recipe(t.tc, bool(t.opt.ema))}"
-        for line in report.start_lines(f"{start} in {t.run_dir}", model, data, t.tc, p,
-                                       t.device, t.precision, t.dist.world, t.changes):
+        for line in report.start_lines(f"{start} in {t.run_dir.path}", model, data, t.tc, p,
+                                       t.device, t.precision, t.dist.world, t.start.notes):
             self._say(line)

@@ -1,11 +1,11 @@
 """The parts a training run is built from, checked before the run dir is written: the
-device, the run dir's lock, the batches, the net each batch is fed to; and the run's
-records, written once every check has passed."""
+device and what of the settings it runs, the run dir's lock, the batches, the net each
+batch is fed to."""
 
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
+from dataclasses import replace
 from typing import Any, Iterator, NamedTuple, Optional
 
 import torch
@@ -18,24 +18,22 @@ from transcli.data.prepared_dir import PreparedDir
 from transcli.data.weights import pair_weights
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import PAD_ID
-from transcli.rundir.checkpoints import discard_after
-from transcli.rundir.layout import LOCK_FILE, run_identity, start_step, write_run_files
-from transcli.rundir.metrics import MetricsLog
-from transcli.rundir.run import RunDir, resume_changes
+from transcli.rundir.layout import LOCK_FILE
+from transcli.rundir.run import RunDir
 from transcli.system.devices import pick_device
 from transcli.system.errors import UserError
 from transcli.system.locks import DirLock
-from transcli.training.compiling import CompiledStates
+from transcli.system.runtime import training_precision
+from transcli.training.compiling import CompiledStates, compile_blocker
 from transcli.training.distributed import Dist
-from transcli.training.init_from import InitSource, init_source, origin_record
-from transcli.training.memory import check_training_memory
 from transcli.training.objective import TeacherForcing
 
 
 @contextlib.contextmanager
-def run_lock(run_dir: Path, dist: Dist) -> Iterator[None]:
+def run_lock(run: RunDir, dist: Dist) -> Iterator[None]:
     """Rank 0 holds the run dir's lock (`locks.DirLock`) for the life of the run, taken
     before anything is read or written there; when it cannot, every rank stops."""
+    run_dir = run.path
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"{run_dir}: --out is a file, not a directory")
     lock, problem = None, None
@@ -64,42 +62,35 @@ def training_device(name: str, dist: Dist) -> torch.device:
     return device
 
 
-def record_run(cfg: Config, identity: dict[str, Any], data: PreparedDir, run: RunDir,
-               dist: Dist, resume: bool, start: int, log: MetricsLog) -> None:
-    """Rank 0, once every check has passed: clear what a resume redoes (or a new run
-    replaces), record the run, cut the metrics back to `start`."""
-    dist.barrier()
-    if dist.main:
-        if resume:
-            discard_after(run.path, start)
-        write_run_files(run.path, cfg, identity, data, fresh=not resume,
-                        previous=run.existing_config)
-        if resume:
-            log.resume(start)
-    dist.barrier()
+class DeviceSettings(NamedTuple):
+    """What of the train settings the device runs, decided before the first update."""
+
+    tc: TrainConfig  # train.compile and train.cuda_graphs as they run here
+    precision: str  # what training runs in (`runtime.training_precision`)
+    warnings: list[str]  # a line for each setting the device cannot run as asked
 
 
-class Start(NamedTuple):
-    """Where a session starts, once every check has passed."""
-
-    step: int  # 0 for a new run
-    init: Optional[InitSource]  # the weights a fine-tuning run starts from
-    identity: dict[str, Any]  # what run.json records of the data, the model, the origin
-    changes: list[str]  # recipe changes a resume was allowed (`--allow-changes`)
-
-
-def starting_point(cfg: Config, data: PreparedDir, run: RunDir, dist: Dist,
-                   device: torch.device, resume: bool, force: bool,
-                   allow_changes: bool) -> Start:
-    """Check that the run fits in memory, that fine-tuning's weights, the data and the
-    recipe fit the run dir (`rundir.layout.start_step`), and say where training starts."""
-    check_training_memory(cfg, data.vocab_size, device,
-                          dist.world if device.type == "cpu" else 1)
-    init = init_source(cfg, data, run, resume)
-    identity = {**run_identity(cfg, data), **origin_record(init, run, resume)}
-    step = start_step(run.path, run.record, run.existing_config, cfg, identity, data.dir,
-                      resume, force)
-    return Start(step, init, identity, resume_changes(run, cfg, allow_changes) if step else [])
+def device_settings(tc: TrainConfig, device: torch.device) -> DeviceSettings:
+    """bf16 on a CPU without bf16 kernels runs in fp32; torch.compile without the C++
+    compiler inductor needs on the CPU runs eagerly; CUDA graphs exist on CUDA only.
+    Each is said in a line, rather than failing (or being dropped) after the start."""
+    precision = training_precision(device.type, tc.precision, tc.cpu_precision)
+    warnings = []
+    if device.type == "cpu" and precision != tc.cpu_precision:
+        warnings.append(f"warning: train.cpu_precision is {tc.cpu_precision} but this CPU has "
+                        f"no bf16 kernels (AVX512 or AMX): training in {precision}, much "
+                        f"faster here (set train.cpu_precision=fp32 to silence this)")
+    blocker = compile_blocker(device) if tc.compile else None
+    if blocker:
+        warnings.append(f"warning: train.compile: {blocker}: training eagerly (set "
+                        f"train.compile=false to silence this)")
+        tc = replace(tc, compile=False, cuda_graphs=False)
+    if tc.cuda_graphs and device.type != "cuda":
+        warnings.append(f"warning: train.cuda_graphs replays CUDA graphs, and this run is on "
+                        f"{device}: it compiles without them (set train.cuda_graphs=false to "
+                        f"silence this)")
+        tc = replace(tc, cuda_graphs=False)
+    return DeviceSettings(tc, precision, warnings)
 
 
 def training_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPlan, MakeBatch]:
@@ -116,6 +107,11 @@ def training_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPl
     if not plan.indices.size:
         raise UserError(f"{data.dir}: no training pair fits model.max_positions="
                         f"{cfg.model.max_positions}")
+    if plan.weights is not None and plan.weights.sum() < 1:  # an empty epoch, most times
+        raise UserError(f"{data.dir}: the pairs' weights (data.train's weight x "
+                        f"train.long_weight={cfg.train.long_weight:g}) leave "
+                        f"{plan.weights.sum():.3g} training pairs per epoch on average: raise "
+                        f"them, at least one pair is needed")
     return plan, batch_maker(cfg, data, rank, plan, cases)
 
 

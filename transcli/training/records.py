@@ -1,4 +1,5 @@
-"""What a training run keeps on disk as it goes: log lines, validations, checkpoints.
+"""What a training run keeps on disk: its record, config and tokenizer when a session
+starts (`record_run`), then log lines, validations, checkpoints as it goes.
 
 Rank 0 writes them (other ranks keep only the clock of the last save); the seconds they
 take are kept apart, so that a log line's tokens/s counts training alone.
@@ -7,31 +8,136 @@ take are kept apart, so that a log line's tokens/s counts training alone.
 from __future__ import annotations
 
 import contextlib
+import json
+import tempfile
 import time
-from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import torch
 
+from transcli.config.loading import save_config
+from transcli.config.schema import Config
+from transcli.data.batching import BatchPlan
+from transcli.data.prepared_dir import PreparedDir
+from transcli.data.tokenizer import TOKENIZER_FILE
+from transcli.export.ct2 import remove_stale_caches
 from transcli.rundir.checkpoints import (
     average_checkpoints,
+    discard_after,
     prune_checkpoints,
     save_checkpoint,
     save_weights,
 )
-from transcli.rundir.layout import AVG_FILE, CHECKPOINT_DIR, step_checkpoints, step_path
+from transcli.rundir.layout import (
+    AVG_FILE,
+    CHECKPOINT_DIR,
+    CONFIG_FILE,
+    RUN_FILE,
+    RUN_FILES,
+    TENSORBOARD_DIR,
+    TENSORBOARD_EVENTS,
+    is_run_file,
+    step_checkpoints,
+    step_path,
+)
 from transcli.rundir.metrics import MetricsLog
+from transcli.rundir.run import RunDir
+from transcli.system.errors import UserError
+from transcli.system.files import atomic_path, cannot_write, is_temp_file
+from transcli.training.distributed import Dist
 from transcli.training.optimization import Optimization
+from transcli.training.report import say
+from transcli.training.resume import Start
 from transcli.training.state import Interval, Progress, rng_state
 
 
-class RunRecords:
-    """The metrics log and the checkpoints of one session of a run."""
+def record_run(start: Start, data: PreparedDir, dist: Dist, log: MetricsLog) -> None:
+    """Once every check has passed (rank 0): clear what a resume redoes (or a new run
+    replaces), record the run, cut the metrics back to where the session starts."""
+    dist.barrier()
+    if dist.main:
+        resume = start.options.resume
+        if resume:
+            discard_after(start.run.path, start.step)
+        write_run_files(start.run, start.config_to_record(), start.identity, data,
+                        fresh=not resume)
+        remove_stale_caches(start.run.path)  # of the steps discarded, or the run replaced
+        if resume:
+            log.resume(start.step, lambda line: say(f"warning: {line}"))
+    dist.barrier()
 
-    def __init__(self, run_dir: Path, log: MetricsLog, main: bool, world: int,
-                 progress: Progress, tokenizer_sha256: str):
-        self.run_dir, self.log, self.main, self.world = run_dir, log, main, world
-        self.tokenizer_sha256 = tokenizer_sha256  # recorded in every weights file
+
+def write_run_files(run: RunDir, record: Config, identity: dict[str, Any], data: PreparedDir,
+                    fresh: bool) -> None:
+    """Rank 0 only, holding the run's lock: remove temp files killed writes left, clear
+    a forced-over run (only the files a run writes) when `fresh`, then record the run's
+    identity and the config `record` (run.json, config.yaml), and the tokenizer.
+    `run.json` outlives the old run's files and is written before the others, so a kill
+    at any moment leaves a dir that says it is a run: the next start takes it over
+    (`layout.has_trained`)."""
+    try:
+        run.path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{exc.filename}: {exc.strerror}") from None
+    remove_stale_temp(run)
+    if fresh:
+        clear_run(run)
+    with atomic_path(run.path / RUN_FILE, "run record") as tmp:
+        tmp.write_text(json.dumps({**identity, "data_dir": str(data.dir.resolve()),
+                                   "config": record.to_dict()}, indent=2)
+                       + "\n", encoding="utf-8")
+    folder = run.path / CHECKPOINT_DIR
+    try:
+        folder.mkdir(exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()  # unwritable: say so now, not at the save
+    except OSError as exc:
+        raise cannot_write(folder, "checkpoints", exc) from None
+    with atomic_path(run.path / CONFIG_FILE, "config") as tmp:
+        save_config(record, tmp)
+    with atomic_path(run.path / TOKENIZER_FILE, "tokenizer") as tmp:
+        tmp.write_bytes(data.tokenizer.model_bytes)
+
+
+def clear_run(run: RunDir) -> None:
+    """Remove the files a run writes (`resume.start_session` has checked that it is a run) but
+    its `run.json`, which the new run's replaces."""
+    folder = run.path / CHECKPOINT_DIR
+    doomed = [run.path / name for name in RUN_FILES if name != RUN_FILE]
+    if folder.is_dir():
+        doomed += [path for path in folder.iterdir() if is_run_file(path.name)]
+    board = run.path / TENSORBOARD_DIR
+    if board.is_dir():
+        doomed += [path for path in board.iterdir() if path.name.startswith(TENSORBOARD_EVENTS)]
+    for path in doomed:
+        try:
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+        except OSError as exc:
+            raise UserError(f"{path}: cannot remove the old run's file ({exc.strerror})") from None
+
+
+def remove_stale_temp(run: RunDir) -> None:
+    """Temp files of writes a kill interrupted (full-size weights among them): only
+    ours, by name, in the run dir and its `checkpoints/`."""
+    folder = run.path / CHECKPOINT_DIR
+    stale = [path for path in (folder.iterdir() if folder.is_dir() else ())
+             if is_temp_file(path.name)]
+    stale += [path for path in run.path.iterdir() if is_temp_file(path.name)
+              and any(path.name.startswith(f".{name}.") for name in RUN_FILES)]
+    for path in stale:
+        if path.is_file():
+            path.unlink(missing_ok=True)
+
+
+class RunRecords:
+    """The metrics log and the checkpoints of one session of a run (`plan`: the batch
+    plan its data positions count in)."""
+
+    def __init__(self, start: Start, log: MetricsLog, dist: Dist, progress: Progress,
+                 plan: BatchPlan):
+        self.run_dir, self.log, self.main, self.world = start.run.path, log, dist.main, dist.world
+        self.tokenizer_sha256 = start.tokenizer_sha256  # recorded in every weights file
+        self.plan = plan
         self.saved = (progress.step, progress.seconds)  # the step and clock last saved
         self.paused = 0.0  # seconds of records written inside the current log interval
         self.interval_start = time.perf_counter()
@@ -70,9 +176,12 @@ class RunRecords:
         """A checkpoint of step `p.step` (weights and training state), the older ones
         pruned to train.keep_last, and the weight average's current weights."""
         if self.main:
-            state = {**p.state(), **opt.state(), "rng": rng_state(), "world_size": self.world}
+            state = {**p.state(), **opt.state(), "rng": rng_state(), "world_size": self.world,
+                     "plan": self.plan.fingerprint(p.position.epoch) if p.position.index
+                     else None}  # an epoch's start is the same in every plan
             save_checkpoint(model, state, self.run_dir, p.step, self.tokenizer_sha256)
             prune_checkpoints(self.run_dir, opt.tc.keep_last)
+            remove_stale_caches(self.run_dir)
             if opt.ema:
                 with opt.averaged():
                     save_weights(model, self.run_dir / CHECKPOINT_DIR / AVG_FILE,

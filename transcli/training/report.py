@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from transcli.config.schema import TrainConfig
 from transcli.rundir.layout import CHECKPOINT_DIR, complete_steps
-from transcli.rundir.run import YOUNG_MODEL
+from transcli.rundir.run import YOUNG_MODEL, RunDir
 from transcli.training.state import Progress
 
 
@@ -32,20 +32,13 @@ def say(message: str, main: bool = True, prefix: bool = True) -> None:
 
 def start_lines(start: str, model: str, data: str, tc: TrainConfig, progress: Progress,
                 device: torch.device, precision: str, world: int,
-                changes: list[str]) -> list[str]:
-    """The session's first lines: a CPU precision that falls back, each recipe change a
-    resume was allowed, then where the run starts, the model, the machine, the data, and
-    what a run of that length gives."""
-    lines = []
-    if device.type == "cpu" and precision != tc.cpu_precision:
-        lines.append(f"warning: train.cpu_precision is {tc.cpu_precision} but this CPU has no "
-                     f"bf16 kernels (AVX512 or AMX): training in {precision}, much faster "
-                     f"here (set train.cpu_precision=fp32 to silence this)")
-    lines += [f"--allow-changes: the recipe changes from here on: {change}"
-              for change in changes]
+                notes: list[str]) -> list[str]:
+    """The session's first lines: its `notes` (settings the device does not run as asked,
+    what a resume changes), then where the run starts, the model, the machine, the data,
+    and what a run of that length gives."""
     threads = f", {torch.get_num_threads()} threads" if device.type == "cpu" else ""
     machine = f"{device} ({precision}{threads}) x {world} process(es)"
-    return [*lines, f"{start}: {model} on {machine}; {data}. {plan(tc, progress)}"]
+    return [*notes, f"{start}: {model} on {machine}; {data}. {plan(tc, progress)}"]
 
 
 def data_line(pairs: int, skipped: int, batches: int, tc: TrainConfig, world: int) -> str:
@@ -150,12 +143,12 @@ def pace_line(step: int, first_step: int, elapsed: float, minutes: float) -> str
             f"makes fewer: docs/TRAINING.md, \"What a short run gives\")")
 
 
-def saved_steps(run_dir: Path) -> str:
+def saved_steps(run: RunDir) -> str:
     """What a stopped run can continue from."""
-    steps = complete_steps(run_dir)
+    steps = complete_steps(run.path)
     if not steps:
-        return f"no checkpoint had been saved yet in {run_dir}"
-    return f"the last good checkpoint (step {steps[-1]}) is intact in {run_dir}"
+        return f"no checkpoint had been saved yet in {run.path}"
+    return f"the last good checkpoint (step {steps[-1]}) is intact in {run.path}"
 
 
 def ending(reason: str, step: int, tc: Any, run_dir: Path, resume: str) -> str:
@@ -177,21 +170,6 @@ def ending(reason: str, step: int, tc: Any, run_dir: Path, resume: str) -> str:
     return message
 
 
-def last_lines(reason: str, step: int, tc: Any, run_dir: Path, resume: str) -> list[str]:
-    """A note when the model is too young to translate, then the ending line."""
-    note = young_model(step)
-    return [*([note] if note else []), ending(reason, step, tc, run_dir, resume)]
-
-
 def validation_line(record: dict[str, Any]) -> str:
     return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                     for k, v in record.items())
-
-
-def young_model(step: int) -> Optional[str]:
-    """A line for a run stopped before its model translates, None after."""
-    if not 0 < step < YOUNG_MODEL:
-        return None
-    return (f"note: after {step} updates the model still repeats frequent words instead of "
-            f"translating; it needs a few thousand (docs/TRAINING.md, \"What a short run "
-            f"gives\")")

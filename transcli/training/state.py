@@ -1,18 +1,16 @@
-"""What a resumed run needs besides the weights, and the checks it passes before use.
+"""What a resumed run needs besides the weights: the training's progress.
 
 Saved beside each checkpoint (`step-N.state.pt`, tensors and plain containers only,
-loaded with `weights_only=True`): the step, the data position, token counters, the
-open log interval, the early-stopping record, the optimizer (and fp16 scaler) state,
-the averaged weights, and every random generator. A file that loads but does not
-have this shape (another program's file, a truncated edit, a wrong-sized Adam
-moment) is refused with one line before anything is restored from it.
+loaded with `weights_only=True`): the step, the data position (and the batch plan it
+counts in), token counters, the open log interval, the early-stopping record, the
+optimizer (and fp16 scaler) state, the averaged weights, and every random generator.
+`resume.py` checks a state and restores a step from it.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
@@ -20,11 +18,7 @@ import torch
 
 from transcli.config.schema import TrainConfig
 from transcli.data.batching import StreamPosition
-from transcli.rundir.checkpoints import load_state, load_weights
-from transcli.rundir.layout import state_path, step_path
-from transcli.system.errors import UserError
 from transcli.training.objective import LossSums
-from transcli.training.optimization import Optimization
 from transcli.training.schedules import decay_clock
 
 
@@ -66,11 +60,14 @@ class DeviceSums:
 
 @dataclass
 class Best:
-    """The early-stopping record: best validation so far and validations since."""
+    """The early-stopping record: best validation so far and validations since, of the
+    metric it follows (`validation.best_metric`: "bleu" or "nll"; "" in states saved
+    before it was recorded)."""
 
     value: Optional[float] = None
     step: int = 0
     stale: int = 0
+    metric: str = ""
 
 
 @dataclass
@@ -125,17 +122,6 @@ class Progress:
                    float(state.get("seconds", 0.0)), float(state.get("warmup_seconds", 0.0)))
 
 
-def restore(model: torch.nn.Module, opt: Optimization, run_dir: Path, step: int) -> Progress:
-    """Load step `step` of a run: its weights into `model`, its checked training state
-    into `opt` and the random generators; the progress it had."""
-    load_weights(model, step_path(run_dir, step))
-    state = load_state(run_dir, step)
-    check_state(state, state_path(run_dir, step), step, model)
-    opt.load_state(state)
-    set_rng_state(state["rng"])
-    return Progress.from_state(state)
-
-
 def rng_state() -> dict[str, Any]:
     state = {"python": random.getstate(), "torch": torch.get_rng_state(),
              "numpy": _numpy_rng_to_tensors(np.random.get_state())}
@@ -161,84 +147,3 @@ def _numpy_rng_to_tensors(state: tuple) -> tuple:
 
 def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
-
-
-# ----------------------------------------------------------------------------- checks
-
-
-class _Bad(Exception):
-    pass
-
-
-def check_state(state: Any, path: Path, step: int, model: torch.nn.Module) -> None:
-    """Refuse (one line) a state that cannot belong to step `step` of `model`."""
-    names, params = zip(*model.named_parameters()) if list(model.parameters()) else ((), ())
-    try:
-        _check(state, step, list(params), list(names))
-    except _Bad as exc:
-        raise UserError(f"{path}: not a usable training state ({exc}); resume from an "
-                        f"earlier checkpoint or start afresh with --force") from None
-
-
-def _need(ok: bool, what: str) -> None:
-    if not ok:
-        raise _Bad(what)
-
-
-def _check(state: Any, step: int, params: list[torch.Tensor], names: list[str]) -> None:
-    _need(isinstance(state, dict), "not a mapping")
-    keys = ("step", "position", "src_tokens", "tgt_tokens", "interval", "best", "optimizer",
-            "rng", "world_size")
-    missing = [key for key in keys if key not in state]
-    _need(not missing, f"no '{missing[0]}'" if missing else "")
-    _need(state["step"] == step, f"it says step {state['step']}, its file name step {step}")
-    _need(_ints(state["position"], ("epoch", "index")), "bad 'position'")
-    _need(_numbers(state["interval"], [f for f in Interval.__dataclass_fields__]),
-          "bad 'interval'")
-    _need(isinstance(state["best"], dict) and set(state["best"]) == {"value", "step", "stale"},
-          "bad 'best'")
-    clock = [state.get(key, 0.0) for key in ("seconds", "warmup_seconds")]
-    _need(all(type(value) in (int, float) for value in clock), "bad training clock")
-    _check_optimizer(state["optimizer"], params)
-    averaged = state.get("ema")
-    if averaged:
-        shapes = {n: tuple(p.shape) for n, p in zip(names, params)}
-        _need(isinstance(averaged, dict) and set(averaged) == set(shapes)
-              and all(_tensor_like(averaged[n], shapes[n]) for n in shapes),
-              "averaged weights do not match the model")
-    rng = state["rng"]
-    _need(isinstance(rng, dict) and isinstance(rng.get("torch"), torch.Tensor)
-          and "python" in rng and "numpy" in rng, "bad random-generator state")
-
-
-def _check_optimizer(optimizer: Any, params: list[torch.Tensor]) -> None:
-    """Adam's moments must have their parameter's shape: a wrong one crashes the fused
-    kernel outright instead of raising."""
-    _need(isinstance(optimizer, dict) and isinstance(optimizer.get("state"), dict)
-          and isinstance(optimizer.get("param_groups"), list), "bad optimizer state")
-    groups = optimizer["param_groups"]
-    ids = [i for g in groups if isinstance(g, dict) for i in g.get("params", [])]
-    _need(sorted(ids) == list(range(len(params))),
-          f"optimizer state for {len(ids)} parameters, the model has {len(params)}")
-    for index, moments in optimizer["state"].items():
-        _need(isinstance(index, int) and 0 <= index < len(params) and isinstance(moments, dict),
-              "bad optimizer state entry")
-        shape = tuple(params[index].shape)
-        for name in ("exp_avg", "exp_avg_sq"):
-            _need(_tensor_like(moments.get(name), shape),
-                  f"optimizer {name} of parameter {index} is not a float tensor of shape {shape}")
-
-
-def _tensor_like(value: Any, shape: tuple[int, ...]) -> bool:
-    return (isinstance(value, torch.Tensor) and value.is_floating_point()
-            and tuple(value.shape) == shape and bool(torch.isfinite(value).all()))
-
-
-def _ints(value: Any, keys: tuple[str, ...]) -> bool:
-    return (isinstance(value, dict) and set(value) == set(keys)
-            and all(isinstance(value[k], int) and value[k] >= 0 for k in keys))
-
-
-def _numbers(value: Any, keys: list[str]) -> bool:
-    return (isinstance(value, dict) and set(value) == set(keys)
-            and all(isinstance(value[k], (int, float)) for k in keys))

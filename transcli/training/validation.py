@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from transcli.config.schema import Config
+from transcli.config.schema import Config, DecodeConfig
 from transcli.data.batching import plain_batches
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import Tokenizer
@@ -30,10 +30,17 @@ from transcli.training.state import Best, Progress
 
 
 class ValidationSet:
-    """The valid split's batches for loss, and the first lines of its text for BLEU."""
+    """The valid split's batches for loss, and the first lines of its text for BLEU with
+    the greedy search's settings for `device` (fitted now: before the first update)."""
 
-    def __init__(self, cfg: Config, data: PreparedDir):
+    def __init__(self, cfg: Config, data: PreparedDir, device: torch.device):
+        from transcli.inference import fitting
+
         self.cfg, self.tokenizer = cfg, data.tokenizer
+        # decode.precision is translate's: validation decodes in the training's own
+        self.decode = fitting.fitted(replace(cfg.decode, strategy="greedy", beam_size=1,
+                                             n_best=1, precision="auto"),
+                                     cfg.model, data.vocab_size, device)
         split = data.split("valid")
         self.batches = list(plain_batches(split, cfg.train.batch_tokens,
                                           cfg.model.max_positions)) if len(split) else []
@@ -55,8 +62,8 @@ class ValidationSet:
         model.eval()
         with opt.averaged():
             scores = self.scores(model, device, autocast)
-            p.best, improved, stop = update_best(p.best, p.step, scores, tc.early_stop_metric,
-                                                 tc.patience)
+            metric = best_metric(tc.early_stop_metric, tc.valid_bleu_lines)
+            p.best, improved, stop = update_best(p.best, p.step, scores, metric, tc.patience)
             if improved:
                 save_weights(model, best_path, self.tokenizer.sha256)
         model.train()
@@ -77,40 +84,49 @@ class ValidationSet:
         scores = {f"valid_{key}": value for key, value in LossSums.of(sums).means().items()}
         if self.sources:  # decoded in the training precision on a GPU, in fp32 on the CPU
             with autocast() if device.type == "cuda" else contextlib.nullcontext():
-                scores["valid_bleu"] = greedy_bleu(model, self.tokenizer, self.cfg,
+                scores["valid_bleu"] = greedy_bleu(model, self.tokenizer, self.decode,
                                                    self.sources, self.references, device)
         return scores
 
 
-def validation_set(cfg: Config, data: PreparedDir) -> Optional[ValidationSet]:
+def validation_set(cfg: Config, data: PreparedDir, device: torch.device
+                   ) -> Optional[ValidationSet]:
     """The prepared dir's valid split for validation, or None when it has none."""
-    valid = ValidationSet(cfg, data)
+    valid = ValidationSet(cfg, data, device)
     return valid if valid.batches else None
 
 
-def greedy_bleu(model: Transformer, tokenizer: Tokenizer, cfg: Config, sources: list[str],
-                references: list[str], device: torch.device) -> float:
+def greedy_bleu(model: Transformer, tokenizer: Tokenizer, decode: DecodeConfig,
+                sources: list[str], references: list[str], device: torch.device) -> float:
     """sacreBLEU of greedy translations (cached decoder): cheap enough to run often."""
     from transcli.inference.bleu import score
     from transcli.inference.translator import Translator
 
-    decode_cfg = replace(cfg.decode, strategy="greedy", beam_size=1, n_best=1)
-    hypotheses = Translator(model, tokenizer, decode_cfg, device).translate(sources)
+    hypotheses = Translator(model, tokenizer, decode, device).translate(sources)
     return score(hypotheses, [references], ter=False).bleu
 
 
+def best_metric(early_stop_metric: Any, valid_bleu_lines: Any) -> str:
+    """What "best" and patience follow: "bleu" (train.early_stop_metric bleu, with BLEU
+    lines decoded), else the valid NLL ("nll")."""
+    return "bleu" if early_stop_metric == "bleu" and valid_bleu_lines else "nll"
+
+
 def update_best(best: Best, step: int, scores: dict[str, float], metric: str,
-          patience: int) -> tuple[Best, bool, Optional[str]]:
-    """The early-stopping record after a validation at `step`: (new record, whether this
-    is the best so far, the reason to stop or None)."""
-    higher_better = "valid_bleu" in scores and metric == "bleu"
+                patience: int) -> tuple[Best, bool, Optional[str]]:
+    """The early-stopping record after a validation at `step` (`metric`: `best_metric`'s):
+    (new record, whether this is the best so far, the reason to stop or None). A record
+    of another metric is started over: a BLEU is no NLL."""
+    if "valid_bleu" not in scores:
+        metric = "nll"
+    higher_better = metric == "bleu"
     value = scores["valid_bleu"] if higher_better else scores["valid_nll"]
-    if best.value is None or (value > best.value if higher_better else value < best.value):
-        return Best(value, step, 0), True, None
-    stale = Best(best.value, best.step, best.stale + 1)
+    if best.value is None or best.metric not in ("", metric) or (
+            value > best.value if higher_better else value < best.value):
+        return Best(value, step, 0, metric), True, None
+    stale = Best(best.value, best.step, best.stale + 1, metric)
     if patience and stale.stale >= patience:
-        name = "BLEU" if higher_better else "NLL"
-        return stale, False, (f"early stop: no better valid {name} in {stale.stale} "
+        return stale, False, (f"early stop: no better valid {metric.upper()} in {stale.stale} "
                               f"validations (best {stale.value:.4g} at step {stale.step})")
     return stale, False, None
 
