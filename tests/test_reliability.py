@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 import pytest
-from helpers import PAIRS, ROOT, default_signals
+from helpers import PAIRS, ROOT, default_signals, write_output
 from helpers.cli import one_error_line
 from helpers.training import fast_config, train_cli, transcli_process, wait_for
 
@@ -53,8 +53,8 @@ from transcli.rundir.layout import (
 )
 from transcli.rundir.metrics import read_metrics
 from transcli.system.errors import UserError
-from transcli.system.files import output_file, write_text_output
-from transcli.system.locks import SCRATCH_LOCK, scratch_dir
+from transcli.system.outputs import output_file
+from transcli.system.replacing import scratch_dir
 from transcli.training.loop import train
 
 ENGLISH = [en for en, _ in PAIRS]
@@ -226,7 +226,7 @@ def test_outputs_write_through_fifos_devices_and_symlinks(run: Path, lines: Path
     assert stat.S_ISCHR(device.lstat().st_mode) and device.lstat().st_size == 0
 
     target, link = tmp_path / "target.es", tmp_path / "link.es"
-    write_text_output(target, "old\n")  # transcli's own file: one it may replace
+    write_output(target, "old\n")  # transcli's own file: one it may replace
     link.symlink_to(target.name)
     assert cli(*translate_args(run, "-i", lines, "-o", link)).returncode == 0
     assert link.is_symlink() and target.read_text().splitlines() == SPANISH
@@ -267,16 +267,16 @@ def test_an_output_replaces_only_a_file_transcli_wrote(run: Path, lines: Path,
     assert cli(*translate_args(run, "-i", lines, "-o", empty)).returncode == 0
 
 
-def test_without_a_ledger_an_existing_output_is_kept(tmp_path: Path) -> None:
+def test_without_its_state_folder_an_existing_output_is_kept(tmp_path: Path) -> None:
     """A state folder that cannot be written: transcli forgets what it wrote, and so
     treats the file as the user's."""
     out = tmp_path / "out.txt"
     state = os.environ["XDG_STATE_HOME"]
     os.environ["XDG_STATE_HOME"] = "/proc/no-state-here"
     try:
-        write_text_output(out, "first\n")
+        write_output(out, "first\n")
         with pytest.raises(UserError, match="was not written by transcli"):
-            write_text_output(out, "second\n")
+            write_output(out, "second\n")
     finally:
         os.environ["XDG_STATE_HOME"] = state
     assert out.read_text() == "first\n"
@@ -284,7 +284,7 @@ def test_without_a_ledger_an_existing_output_is_kept(tmp_path: Path) -> None:
 
 def test_replaced_outputs_keep_their_mode_and_new_ones_follow_the_umask(tmp_path: Path) -> None:
     old = tmp_path / "old.txt"
-    write_text_output(old, "x")  # transcli's own file: one it may replace
+    write_output(old, "x")  # transcli's own file: one it may replace
     old.chmod(0o640)
     umask = os.umask(0o027)
     try:
@@ -308,7 +308,7 @@ def test_a_write_past_a_size_limit_keeps_the_old_output(run: Path, tmp_path: Pat
     ref = tmp_path / "ref.es"
     ref.write_text("".join(line + "\n" for line in SPANISH * 20), encoding="utf-8")
     out = tmp_path / "out.es"
-    write_text_output(out, "the previous output\n")  # transcli's, so it may be replaced
+    write_output(out, "the previous output\n")  # transcli's, so it may be replaced
     args = (translate_args(run, "-i", source, "-o", out) if command == "translate" else
             ["evaluate", "-m", run, "--checkpoint", "last", "--src", source, "--ref", ref,
              "--hyp-out", out])
@@ -451,11 +451,11 @@ def test_temp_files_of_killed_writes_are_removed_on_the_next_start(prepared: Pat
                                                                    tmp_path: Path) -> None:
     run = tmp_path / "run"
     train(fast_config("train.max_steps=10"), prepared, run)
-    stale = [run / CHECKPOINT_DIR / ".step-0000015.safetensors.k2j4h.tmp",
-             run / ".metrics.jsonl.a8b9c.tmp", run / ".config.yaml.zz1.tmp"]
+    stale = [run / CHECKPOINT_DIR / ".step-0000015.safetensors.transcli-k2j4h.tmp",
+             run / ".metrics.jsonl.transcli-a8b9c.tmp", run / ".config.yaml.transcli-zz1.tmp"]
     for path in stale:
         path.write_bytes(b"\0" * 100_000)
-    foreign = run / ".notes.txt.abc.tmp"  # not a name of ours
+    foreign = run / ".notes.txt.abc.tmp"  # not a temp of transcli's: no mark
     foreign.write_text("mine")
     train(fast_config("train.max_steps=12"), prepared, run, resume=True)
     assert not any(path.exists() for path in stale) and foreign.read_text() == "mine"
@@ -796,19 +796,22 @@ def test_nohup_keeps_training_through_a_hangup(prepared: Path, tmp_path: Path) -
 
 
 def test_a_scratch_dir_left_by_a_killed_process_is_removed_by_the_next(tmp_path: Path) -> None:
-    with scratch_dir(tmp_path, ".out.prepare-") as live:
-        with scratch_dir(tmp_path, ".out.prepare-") as other:  # a live one is kept
+    out = tmp_path / "out"
+    with scratch_dir(out) as live:
+        with scratch_dir(out) as other:  # a live one is kept
             assert live.is_dir() and other.is_dir()
-    abandoned = tmp_path / ".out.prepare-dead"
+    abandoned = tmp_path / ".out.transcli-dead.tmp"
     abandoned.mkdir()
-    (abandoned / SCRATCH_LOCK).write_text("")
     (abandoned / "train.en").write_bytes(b"\0" * 100_000)
-    held = tmp_path / ".out.prepare-held"
+    held = tmp_path / ".out.transcli-held.tmp"
     held.mkdir()
-    with open(held / SCRATCH_LOCK, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # a process still working in it
-        with scratch_dir(tmp_path, ".out.prepare-"):
+    holder = os.open(held, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # a process still working in it
+        with scratch_dir(out):
             pass
+    finally:
+        os.close(holder)
     assert not abandoned.exists() and held.is_dir()
 
 

@@ -26,7 +26,7 @@ from transcli.cli.options import (
     setting,
     with_decoding,
 )
-from transcli.system.files import check_output
+from transcli.system.outputs import check_output
 from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:

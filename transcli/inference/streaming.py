@@ -4,7 +4,8 @@ The input is read a chunk at a time (at most `CHUNK_LINES` items and about `CHUN
 characters of them), each chunk goes through the model, and its output lines are
 written before more input is read: memory stays bounded however long the input, the
 output keeps the input's order, a pipe into `head` stops the work early, and an output
-file appears whole when the stream ends (`system.files.output_file`), or not at all.
+file appears whole when the stream ends, or, when a signal stops it, with the whole
+lines written before the stop (`system.outputs.output_file`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import BinaryIO, Callable, Iterable, Iterator, Optional, Sequence, T
 
 from tqdm import tqdm
 
-from transcli.system.files import output_file
+from transcli.system.outputs import output_file
 
 T = TypeVar("T")
 CHUNK_LINES = 1000  # items read, run and written at a time...
@@ -46,8 +47,8 @@ class Output:
         self.name, self.inputs, self.what = name, inputs, what
 
     def open(self) -> contextlib.AbstractContextManager[BinaryIO]:
-        return output_file(self.name, self.inputs, self.what,
-                           sys.stdout.buffer if str(self.name) == "-" else None)
+        return output_file(self.name, self.what, inputs=self.inputs, streamed=True,
+                           stdout=sys.stdout.buffer if str(self.name) == "-" else None)
 
 
 def stream(items: Iterable[T], work: Callable[[list[T], int], list[str]],
@@ -57,7 +58,8 @@ def stream(items: Iterable[T], work: Callable[[list[T], int], list[str]],
     """Run `work(chunk, index of its first item)` over `items` a chunk at a time and
     yield the output lines it returns, in order, after writing them to `output` (one
     line each, flushed per chunk). A progress bar on stderr counts the items (of `total`
-    when it is known). A consumer that stops early leaves no output file behind."""
+    when it is known). A consumer that stops early leaves no output file behind; a stop
+    signal leaves the lines written before it."""
     with (output.open() if output is not None else contextlib.nullcontext()) as out, \
             tqdm(total=total, unit=unit, file=sys.stderr, disable=not progress) as bar:
         first = 0

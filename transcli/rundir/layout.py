@@ -39,7 +39,9 @@ from transcli.data.encoded import MANIFEST_FILE
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE
 from transcli.system.errors import UserError
-from transcli.system.files import atomic_path, cannot_write, is_temp_file, read_json
+from transcli.system.files import cannot_write, read_json
+from transcli.system.outputs import Record, output_file
+from transcli.system.replacing import is_temp, remove_leftovers
 
 CONFIG_FILE = "config.yaml"
 RUN_FILE = "run.json"
@@ -55,6 +57,9 @@ TENSORBOARD_EVENTS = "events.out.tfevents."  # how its files begin
 RUN_KEYS = ("data_hash", "vocab_size", "model")  # what every run.json holds
 STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
 STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
+# What vouches for a run's files when transcli replaces them (`system.outputs`): their
+# names, for the trainer that holds the run's lock.
+RUN_RECORD = Record(None, names=lambda path: path.name in RUN_FILES or is_run_file(path.name))
 # Settings that change no weight's shape or meaning: a resumed run may alter them (with
 # the user's consent: they are part of the recipe, `recipe_changes`).
 FREE_MODEL_KEYS = {"dropout", "attn_dropout", "act_dropout"}
@@ -191,14 +196,14 @@ def dir_entries(run_dir: Path) -> list[str]:
         names = sorted(entry.name for entry in run_dir.iterdir()) if run_dir.is_dir() else []
     except OSError as exc:
         raise UserError(f"{run_dir}: cannot list the run dir ({exc.strerror})") from None
-    return [name for name in names if name != LOCK_FILE and not is_temp_file(name)]
+    return [name for name in names if name != LOCK_FILE and not is_temp(name)]
 
 
 def has_trained(run_dir: Path) -> bool:
     """Whether a run saved a step or logged one: a run that never did (its start failed
     or was killed) holds nothing to lose."""
     folder = run_dir / CHECKPOINT_DIR
-    saved = folder.is_dir() and any(not is_temp_file(p.name) for p in folder.iterdir())
+    saved = folder.is_dir() and any(not is_temp(p.name) for p in folder.iterdir())
     metrics = run_dir / METRICS_FILE
     return saved or (metrics.exists() and (not metrics.is_file() or metrics.stat().st_size > 0))
 
@@ -312,26 +317,25 @@ def write_run_files(run_dir: Path, cfg: Config, identity: dict[str, Any], data: 
     record = cfg if fresh or previous is None else kept_target(previous, cfg)
     if fresh:
         clear_run(run_dir)
-    with atomic_path(run_dir / RUN_FILE, "run record") as tmp:
-        tmp.write_text(json.dumps({**identity, "data_dir": str(data.dir.resolve()),
-                                   "config": record.to_dict()}, indent=2)
-                       + "\n", encoding="utf-8")
+    with output_file(run_dir / RUN_FILE, "run record", record=RUN_RECORD) as out:
+        out.write((json.dumps({**identity, "data_dir": str(data.dir.resolve()),
+                               "config": record.to_dict()}, indent=2) + "\n").encode())
     folder = run_dir / CHECKPOINT_DIR
     try:
         folder.mkdir(exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()  # unwritable: say so now, not at the save
     except OSError as exc:
         raise cannot_write(folder, "checkpoints", exc) from None
-    with atomic_path(run_dir / CONFIG_FILE, "config") as tmp:
-        save_config(record, tmp)
-    with atomic_path(run_dir / TOKENIZER_FILE, "tokenizer") as tmp:
-        tmp.write_bytes(data.tokenizer.model_bytes)
+    with output_file(run_dir / CONFIG_FILE, "config", record=RUN_RECORD) as out:
+        save_config(record, Path(out.name))
+    with output_file(run_dir / TOKENIZER_FILE, "tokenizer", record=RUN_RECORD) as out:
+        out.write(data.tokenizer.model_bytes)
 
 
 def is_run_file(name: str) -> bool:
     """Whether a file in `checkpoints/` is one a run writes."""
     return bool(STEP_PATTERN.match(name) or STATE_PATTERN.match(name)
-                or name in (BEST_FILE, AVG_FILE) or is_temp_file(name))
+                or name in (BEST_FILE, AVG_FILE) or is_temp(name))
 
 
 def clear_run(run_dir: Path) -> None:
@@ -353,16 +357,10 @@ def clear_run(run_dir: Path) -> None:
 
 
 def remove_stale_temp(run_dir: Path) -> None:
-    """Temp files of writes a kill interrupted (full-size weights among them): only
-    ours, by name, in the run dir and its `checkpoints/`."""
-    folder = run_dir / CHECKPOINT_DIR
-    stale = [path for path in (folder.iterdir() if folder.is_dir() else ())
-             if is_temp_file(path.name)]
-    stale += [path for path in run_dir.iterdir() if is_temp_file(path.name)
-              and any(path.name.startswith(f".{name}.") for name in RUN_FILES)]
-    for path in stale:
-        if path.is_file():
-            path.unlink(missing_ok=True)
+    """Temp files of writes a kill interrupted (full-size weights among them), in the run
+    dir and its `checkpoints/`."""
+    remove_leftovers(run_dir)
+    remove_leftovers(run_dir / CHECKPOINT_DIR)
 
 
 def kept_target(previous: Config, cfg: Config) -> Config:

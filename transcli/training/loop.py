@@ -41,7 +41,8 @@ from transcli.system.runtime import (
     set_threads,
     training_precision,
 )
-from transcli.system.signals import StopSignals, tolerant_stderr
+from transcli.system.signals import StopSignals
+from transcli.system.streams import tolerant_stderr
 from transcli.training import report
 from transcli.training.distributed import Dist, no_sync
 from transcli.training.objective import LossSums
