@@ -9,7 +9,7 @@ where the machine lets us mount (root), skipped with the reason where it does no
 3. one process per run dir; failed or killed starts leave a usable dir
 4. loaded state is checked before it is used
 5. every I/O failure is one line naming the file or stream
-6. signals lose no work: one line, 128 + N, no half-written output
+6. signals lose no work: one line, 128 + N, the output holds the whole lines done
 """
 
 from __future__ import annotations
@@ -728,8 +728,10 @@ def _wait_until(chunks: list[bytes], text: bytes, proc: subprocess.Popen,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_translate_stopped_by_a_signal_leaves_no_output(run: Path, tmp_path: Path,
-                                                        sig: int) -> None:
+def test_translate_stopped_by_a_signal_keeps_the_lines_done(run: Path, tmp_path: Path,
+                                                            sig: int) -> None:
+    """A stop in the middle of a long input: 128 + N, and the output file holds the whole
+    lines translated before it (the first chunks' translations, in order), no temp file."""
     source = tmp_path / "many.en"
     source.write_text("".join(line + "\n" for line in ENGLISH * 2000), encoding="utf-8")
     out = tmp_path / "out.es"
@@ -737,14 +739,50 @@ def test_translate_stopped_by_a_signal_leaves_no_output(run: Path, tmp_path: Pat
         run, "-i", source, "-o", out))], stderr=subprocess.PIPE, cwd=ROOT, env=ENV,
         preexec_fn=default_signals)
     err = _read_in_background(proc.stderr)
-    _wait_until(err, b"line/s", proc)  # translating
+    deadline = time.time() + 120
+    while not re.search(rb"\| *[1-9]\d{3,}/", b"".join(err)):  # a chunk of 1000 lines done
+        assert proc.poll() is None and time.time() < deadline, b"".join(err).decode()
+        time.sleep(0.05)
     proc.send_signal(sig)
     assert proc.wait(timeout=60) == 128 + sig
     time.sleep(0.1)
     name = signal.Signals(sig).name
     last = b"".join(err).decode().replace("\r", "\n").strip().splitlines()[-1]
-    assert last == f"transcli: stopped by {name}; no output file was left half-written"
-    assert not out.exists() and temp_files(tmp_path) == []
+    assert last == f"transcli: stopped by {name}; {out} holds only the translations " \
+                   f"written before it"
+    done = out.read_text(encoding="utf-8").splitlines()
+    assert 1000 <= len(done) < len(ENGLISH) * 2000 and done == (SPANISH * 2000)[:len(done)]
+    assert temp_files(tmp_path) == []
+
+
+def test_a_stopped_stream_keeps_its_whole_lines_in_the_output(tmp_path: Path) -> None:
+    """The loop of translate, evaluate and score, stopped by a signal in its third chunk:
+    the output file (over an earlier output of transcli's) holds the two chunks done."""
+    from transcli.inference.streaming import Output, drain, stream
+    from transcli.system.signals import Interrupted
+
+    out = tmp_path / "scores.tsv"
+    write_output(out, "an earlier output\n")
+
+    def work(chunk: list[str], first: int) -> list[str]:
+        if first == 4:
+            raise Interrupted(signal.SIGTERM)
+        return [f"{first + i}\t{line}" for i, line in enumerate(chunk)]
+
+    with pytest.raises(Interrupted):
+        drain(stream(iter("abcdefgh"), work, Output(out, [], "scores"), progress=False,
+                     lines=2))
+    assert out.read_text().splitlines() == ["0\ta", "1\tb", "2\tc", "3\td"]
+    with pytest.raises(Interrupted):  # stopped in the middle of a line: it is cut off
+        with output_file(out, "scores", streamed=True) as handle:
+            handle.write(b"0\ta\n1\tb\n2\t")
+            raise Interrupted(signal.SIGINT)
+    assert out.read_bytes() == b"0\ta\n1\tb\n"
+    with pytest.raises(Interrupted):  # nothing whole written: the earlier output stays
+        with output_file(out, "scores", streamed=True) as handle:
+            handle.write(b"0\t")
+            raise Interrupted(signal.SIGINT)
+    assert out.read_bytes() == b"0\ta\n1\tb\n" and temp_files(tmp_path) == []
 
 
 @pytest.mark.slow
