@@ -30,9 +30,9 @@ CTranslate2 cache's). A `-o FILE` lies in a folder of the user's, where transcli
 nothing but the file asked for, so those files have the same record in transcli's state
 folder (`USER_FILES`, keyed by real path; an empty file there is replaceable too). The
 run dir's files are rewritten at every save and its log appended at every step, so its
-record (`rundir.layout`) vouches by name, for the trainer that holds the run's lock.
-Within a process, a file transcli put in place is known by the identity it left
-(device, inode, size, modification time): a file changed since is the user's.
+record (`rundir.layout.RUN_RECORD`) vouches by name, for the trainer that holds the run's
+lock. Whatever vouches, the file judged when an output opens must still be there, by its
+identity (device, inode, size, modification time), at the moment of replacing.
 """
 
 from __future__ import annotations
@@ -99,14 +99,12 @@ class Record:
     """The record of what transcli wrote (module doc), in the JSON file `path`; `accept`
     tells a record of ours from another JSON file of that name. `by_path`: its files
     are anywhere, named by real path (`USER_FILES`); else they are in the record's folder.
-    `path` None: a record kept by no file, vouching for the files `names` accepts by
-    their name, and for those this process put in place by the identity they had then."""
+    `path` None: a record kept by no file, vouching for the files `names` accepts."""
 
     def __init__(self, path: Optional[Path], accept: Callable[[dict], bool] = lambda r: True,
                  by_path: bool = False, names: Callable[[Path], bool] = lambda path: False):
         self._path, self.accept, self.by_path, self.names = path, accept, by_path, names
         self.digests: dict[str, str] = {}  # files added by this process: their SHA-256
-        self.left: dict[str, Identity] = {}  # ... and the identity each had when placed
         self.seen: Optional[Identity] = None  # the record's file as last read or written
 
     @property
@@ -115,7 +113,7 @@ class Record:
 
     def key(self, path: Path) -> str:
         """A file's name in this record: its name in the record's folder, else its real path."""
-        return os.path.realpath(path) if self.by_path or self._path is None else Path(path).name
+        return os.path.realpath(path) if self.by_path else Path(path).name
 
     def read(self) -> dict[str, Any]:
         """The record (an accepted JSON object, else {}), noting its file's identity."""
@@ -148,12 +146,10 @@ class Record:
     def judge(self, path: Path) -> Optional[Identity]:
         """The identity of the regular file at `path` if this record vouches for it as it
         is now (listed, and its content still as written), else None."""
-        key = self.key(path)
         if self.path is None:
-            if key in self.left:
-                return _as_written(path, None) if _identity(path) == self.left[key] else None
             return _as_written(path, None) if self.names(path) else None
         listed = self.listed()
+        key = self.key(path)
         return _as_written(path, listed[key]) if key in listed else None
 
     def replaceable(self, path: Path) -> Replaceable:
@@ -163,12 +159,11 @@ class Record:
         return lambda st: stat.S_ISREG(st.st_mode) and (
             identity(st) == seen or (empty_too and st.st_size == 0))
 
-    def add(self, path: Path, placed: os.stat_result, digest: str) -> None:
-        """Record the file just put in place at `path` (its lstat and SHA-256 then)."""
-        key = self.key(path)
-        self.left[key], self.digests[key] = identity(placed), digest
+    def add(self, path: Path, digest: str) -> None:
+        """Record the file just put in place at `path` (the SHA-256 of what was written)."""
         if self.path is None:
             return
+        self.digests[self.key(path)] = digest
         try:
             self.save()
         except UserFileInTheWay as exc:
@@ -178,16 +173,16 @@ class Record:
         except OSError as exc:
             raise cannot_write(self.path, "record of the files written", exc) from None
 
-    def save(self, **fields: Any) -> None:
-        """Rewrite the record's file: what it holds (with `fields`) and this process's
-        files; only over the record this process last read or wrote."""
+    def save(self) -> None:
+        """Rewrite the record's file: what it holds and this process's files; only over
+        the record this process last read or wrote."""
         record = self.read() if self.by_path else {}
         hashes = {key: digest for key, digest in self.listed(record).items()
                   if digest is not None and key not in self.digests}
         hashes.update(self.digests)
         if self.by_path:
             hashes = dict(list(hashes.items())[-KEEP_USER_FILES:])
-        record.update(fields, files=list(hashes), sha256=hashes)
+        record.update(files=list(hashes), sha256=hashes)
         with written_beside(self.path, self._replaceable()) as tmp:
             tmp.write_text(json.dumps(record, indent=0) + "\n", encoding="utf-8")
         self.seen = _identity(self.path)
@@ -214,11 +209,11 @@ class _UserFiles(Record):
     def path(self) -> Path:
         return _state_folder() / "outputs.json"
 
-    def save(self, **fields: Any) -> None:
+    def save(self) -> None:
         with contextlib.suppress(OSError, UserFileInTheWay):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with _locked(self.path.parent):  # other commands add theirs at the same time
-                super().save(**fields)
+                super().save()
 
     def _replaceable(self) -> Replaceable:
         return lambda st: stat.S_ISREG(st.st_mode)  # transcli's own folder, held locked
@@ -252,12 +247,13 @@ def _as_written(path: Path, digest: Optional[str]) -> Optional[Identity]:
     """The identity of the regular file at `path` when its content has the SHA-256
     `digest` (any content when None), read in one go; None when it has not."""
     try:
+        if digest is None:
+            st = os.lstat(path)
+            return identity(st) if stat.S_ISREG(st.st_mode) else None
         with open(path, "rb", opener=_no_follow) as handle:
             before = os.fstat(handle.fileno())
             if not stat.S_ISREG(before.st_mode):
                 return None
-            if digest is None:
-                return identity(before)
             found = hashlib.file_digest(handle, "sha256").hexdigest()
             if found != digest or identity(os.fstat(handle.fileno())) != identity(before):
                 return None
@@ -320,12 +316,12 @@ def _replaced(target: Path, path: Path, what: str, record: Record,
                         stop = exc
                 if stop is not None and not _whole_lines(tmp):
                     raise stop  # nothing whole to keep: the old file stays
-                placed, digest = os.lstat(tmp), file_digest(tmp)
+                digest = file_digest(tmp) if record.path is not None else ""
     except UserFileInTheWay as exc:
         raise UserError(f"{path}: written or changed by someone else while transcli wrote "
                         f"the {what}; it is kept as it is, and the {what} went to "
                         f"{exc.kept}{exc.where()}") from None
-    record.add(target, placed, digest)
+    record.add(target, digest)
     if stop is not None:
         _KEPT_AT_STOP.append(f"{path} holds only the {what} written before it")
         raise stop
