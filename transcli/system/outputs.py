@@ -1,8 +1,9 @@
 """Writing an output: the one way every command writes a file or a folder.
 
 - a file: `output_file(path, what)`, a binary handle to write into (a `-o FILE`, a run
-  dir's file, a picture in an attention folder); a writer that takes a file name instead
-  (safetensors, matplotlib) writes to `Path(handle.name)`;
+  dir's file); a writer that takes a file name instead (safetensors) writes to
+  `handle.name`. A folder filled file by file (an attention folder) is `output_file`
+  with the folder's record (`record=OutputFolder(...).record`);
 - a folder written whole: `output_folder(OutputFolder(...), what)`, a stage to fill
   (a prepared dir, an export, the CTranslate2 cache).
 (How a finished output gets its name, and the temp files it is written in first:
@@ -214,6 +215,7 @@ class _UserFiles(Record):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with _locked(self.path.parent):  # other commands add theirs at the same time
                 super().save()
+        self.digests.clear()  # saved, or forgotten: the record on disk is the one to trust
 
     def _replaceable(self) -> Replaceable:
         return lambda st: stat.S_ISREG(st.st_mode)  # transcli's own folder, held locked
@@ -415,8 +417,11 @@ def check_output(name: str | Path, inputs: Iterable[str | Path] = (), what: str 
                             f"refusing to write the {what} over it")
     if path.is_dir():
         raise UserError(f"{path}: is a directory; give a file name for the {what}")
-    record = record or USER_FILES
-    if path.is_file() and not record.replaceable(Path(target))(os.stat(target)):
+    try:
+        existing = os.stat(target) if path.is_file() else None  # a FIFO is written through
+    except OSError:
+        existing = None
+    if existing is not None and not (record or USER_FILES).replaceable(Path(target))(existing):
         refuse(path, what)
 
 
