@@ -26,7 +26,7 @@ from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
 
-# The ledger of files transcli wrote (transcli/system/written.py) goes to a folder of the
+# The record of -o files transcli wrote (transcli/system/outputs.py) goes to a folder of the
 # test session's own, inherited by every transcli the tests start, never the user's.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="transcli-tests-state-")
 atexit.register(shutil.rmtree, os.environ["XDG_STATE_HOME"], ignore_errors=True)

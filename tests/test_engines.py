@@ -29,7 +29,7 @@ from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
 from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
-from transcli.system.owned import file_digest
+from transcli.system.outputs import file_digest
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]

@@ -1,12 +1,14 @@
 """`transcli translate` at a terminal (a real pseudo-terminal): each line translated as
-Enter is pressed, before the input ends; Ctrl-D and Ctrl-C end it with status 0 and no
-traceback. Also `--split-sentences` and the n-best refusal that names the beam size."""
+Enter is pressed, before the input ends; Ctrl-D ends it with status 0, Ctrl-C and SIGTERM
+with 128+N, never with a traceback, and `-o FILE` then holds every line translated so far.
+Also `--split-sentences` and the n-best refusal that names the beam size."""
 
 from __future__ import annotations
 
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -93,8 +95,40 @@ def test_each_line_is_translated_as_enter_is_pressed(run_dir, tmp_path, key):
     except BaseException:
         terminal.kill()
         raise
-    assert status == 0, shown + rest
+    assert status == (0 if key == b"\x04" else 128 + signal.SIGINT), shown + rest
     assert "Traceback" not in shown + rest and "Aborted" not in rest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_keeps_the_lines_translated_so_far_in_the_output_file(run_dir, tmp_path, sig):
+    """`-o FILE` at a terminal (an earlier output of transcli there): Ctrl-C (SIGINT from
+    the terminal) or SIGTERM ends the session with 128+N, and FILE holds the lines
+    translated before it, the earlier output replaced."""
+    out = tmp_path / "out.es"
+    assert run_cli("translate", "-m", run_dir, "--greedy", "-o", out,
+                   stdin=f"{ENGLISH[5]}\n").returncode == 0  # transcli's earlier output
+    terminal = Terminal("translate", "-m", run_dir, "--greedy", "-o", out)
+    try:
+        terminal.expect(PROMPT)
+        for line in ENGLISH[:2]:
+            terminal.type(f"{line}\r")
+            terminal.expect(PROMPT)
+        if sig == signal.SIGINT:
+            terminal.type(b"\x03")
+        else:
+            os.kill(terminal.pid, sig)
+        status, rest = terminal.finish()
+    except BaseException:
+        terminal.kill()
+        raise
+    assert status == 128 + sig, rest
+    assert "Traceback" not in rest
+    assert rest.strip().splitlines()[-1] == (
+        f"transcli: stopped by {signal.Signals(sig).name}; {out} holds only the translations "
+        f"written before it")
+    assert out.read_text(encoding="utf-8").splitlines() == SPANISH[:2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.es"]
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Outputs transcli owns (system/owned.py, system/publish.py, system/files.py).
+"""Outputs and what transcli may replace (system/outputs.py, system/replacing.py).
 
 A file is replaced or removed only while it is still as transcli wrote it, checked at the
 moment of replacing: a file a user writes at an output while a command runs is kept, byte
@@ -25,13 +25,18 @@ from pathlib import Path
 from typing import IO, Optional
 
 import pytest
-from helpers import PAIRS, ROOT, TINY_CONFIG
+from helpers import PAIRS, ROOT, TINY_CONFIG, write_output
 from helpers.cli import one_error_line, run_cli
 
-from transcli.export import exported, publish
+from transcli.export import exported
 from transcli.system.errors import UserError
-from transcli.system.files import output_file, write_text_output
-from transcli.system.owned import OwnedFolder, file_digest, record_of
+from transcli.system.outputs import (
+    OutputFolder,
+    file_digest,
+    output_file,
+    output_folder,
+    record_of,
+)
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
@@ -97,7 +102,7 @@ def test_a_file_written_at_the_output_during_the_run_is_kept(run_dir: Path, tmp_
     output went, and that file holds the whole output."""
     out = tmp_path / "out.txt"
     if before:
-        write_text_output(out, "an earlier output of transcli\n")  # one it may replace
+        write_output(out, "an earlier output of transcli\n")  # one it may replace
     src, tgt = tmp_path / "src.en", tmp_path / "tgt.es"
     run = ["-m", run_dir, "--checkpoint", "last"]
     if command == "translate":
@@ -144,7 +149,7 @@ def test_a_file_changed_after_the_check_is_kept_and_so_is_the_output(tmp_path: P
     """The same in one process: transcli's file checked when the output opens, edited
     before it is replaced; and a new name taken meanwhile; then one not taken."""
     out = tmp_path / "out.txt"
-    write_text_output(out, "transcli's\n")
+    write_output(out, "transcli's\n")
     with pytest.raises(UserError, match=r"written or changed by someone else .* went to "
                                         r".*out\.txt\.new$"):
         with output_file(out, what="output") as handle:
@@ -171,8 +176,8 @@ def test_a_file_changed_after_the_check_is_kept_and_so_is_the_output(tmp_path: P
     os.umask(umask)
     assert stat.S_IMODE((tmp_path / "folder.txt.new").stat().st_mode) == 0o666 & ~umask
 
-    write_text_output(out.with_name("mine.txt"), "first\n")
-    write_text_output(out.with_name("mine.txt"), "second\n")  # still transcli's: replaced
+    write_output(out.with_name("mine.txt"), "first\n")
+    write_output(out.with_name("mine.txt"), "second\n")  # still transcli's: replaced
     assert out.with_name("mine.txt").read_text() == "second\n" and hidden(tmp_path) == []
 
 
@@ -196,7 +201,7 @@ def test_a_folder_is_replaced_all_or_nothing_at_the_moment_of_replacing(tmp_path
     set created, after the command checked the folder: nothing in the folder changes,
     the new set is kept beside it, and the refusal names both."""
     out = tmp_path / "out"
-    folder = OwnedFolder(out, "record.json", "export")
+    folder = OutputFolder(out, "record.json", "export")
     names = staged(tmp_path / "one", {"a.bin": "old a", "b.bin": "old b"}, "record.json")
     folder.install(tmp_path / "one", names, folder.contents("--out"), "export", True)
     (out / "notes.txt").write_text("mine")
@@ -205,7 +210,7 @@ def test_a_folder_is_replaced_all_or_nothing_at_the_moment_of_replacing(tmp_path
     names = staged(tmp_path / "two", {"a.bin": "new a", "b.bin": "new b", "c.bin": "new c"},
                    "record.json")
     contents = folder.contents("--out")  # when the command started
-    assert set(contents.owned) == {"a.bin", "b.bin", "record.json"}
+    assert set(contents.written) == {"a.bin", "b.bin", "record.json"}
     victim = out / ("b.bin" if change == "edited" else "c.bin")
     victim.write_bytes(MINE)
     with pytest.raises(UserError) as refusal:
@@ -225,14 +230,14 @@ def test_a_folder_is_replaced_all_or_nothing_at_the_moment_of_replacing(tmp_path
     assert (out / "a.bin").read_text() == "third a"
 
 
-def test_an_attention_file_taken_after_its_name_was_claimed_is_kept(tmp_path: Path) -> None:
-    folder = OwnedFolder(tmp_path / "pictures", "record.json")
-    folder.start(folder.contents("--attention"))
-    path, = folder.claim("line-00001.png")
+def test_an_attention_file_taken_after_its_name_was_checked_is_kept(tmp_path: Path) -> None:
+    folder = OutputFolder(tmp_path / "pictures", "record.json")
+    folder.clear(folder.contents("--attention"))
+    path = folder.folder / "line-00001.png"
     with pytest.raises(UserError, match="went to .*line-00001.png.new$"):
-        with folder.writing(path, "picture") as tmp:
-            tmp.write_bytes(b"our picture")
-            path.write_bytes(MINE)  # the user's file, after the claim
+        with output_file(path, "picture", record=folder.record) as out:
+            out.write(b"our picture")
+            path.write_bytes(MINE)  # the user's file, after the name was checked
     assert path.read_bytes() == MINE
     assert (tmp_path / "pictures" / "line-00001.png.new").read_bytes() == b"our picture"
 
@@ -272,10 +277,12 @@ def test_an_export_file_created_during_the_export_is_kept(run_dir: Path,
 
     with pytest.raises(UserError, match="config.json: exists and was not written by "
                                         "transcli export"):
-        publish(out, {"format": "ct2"}, fill, force=True)
+        with output_folder(exported(out), "export", force=True) as stage:
+            fill(stage.path)
+            stage.record.update(format="ct2")
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "notes.txt"]
     assert (out / "config.json").read_bytes() == MINE
-    assert hidden(tmp_path) == [] and exported(out).read_record() == ({}, None)
+    assert hidden(tmp_path) == [] and exported(out).record.read() == {}
 
 
 @pytest.mark.slow
@@ -337,10 +344,10 @@ def test_an_output_name_near_the_systems_limit_is_written_and_its_temps_cleaned(
     out = tmp_path / ("n" * 236 + ".txt")
     leftover = tmp_path / f".{out.name[:200]}.transcli-deadbeef.tmp"
     leftover.write_text("a killed writer's")
-    write_text_output(out, "ours\n")
+    write_output(out, "ours\n")
     assert out.read_text() == "ours\n" and hidden(tmp_path) == []
     euros = tmp_path / ("€" * 80)  # 240 bytes in 80 characters: the cut counts bytes
-    write_text_output(euros, "ours\n")
+    write_output(euros, "ours\n")
     assert euros.read_text() == "ours\n" and hidden(tmp_path) == []
 
 
@@ -394,4 +401,4 @@ def test_record_names_are_plain_and_digests_are_sha256(tmp_path: Path) -> None:
     assert file_digest(tmp_path / "a") == record["sha256"]["a"]
     (tmp_path / "r.json").write_text(json.dumps({"files": ["../a", "/etc/passwd", "", "a"],
                                                  "sha256": record["sha256"]}))
-    assert set(OwnedFolder(tmp_path, "r.json").contents("--out").owned) == {"a", "r.json"}
+    assert set(OutputFolder(tmp_path, "r.json").contents("--out").written) == {"a", "r.json"}

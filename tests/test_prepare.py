@@ -175,7 +175,7 @@ def test_hugging_face_local_datasets(tmp_path: Path, shape: str) -> None:
     assert manifest["counts"]["train"]["read"] == len(pairs)
     assert manifest["splits"]["train"]["pairs"] == len(pairs) - 10
     assert set(zip(lines(out / "valid.en"), lines(out / "valid.es"))) <= set(pairs)
-    assert not list(tmp_path.glob(".out.prepare-*")), "scratch dir left behind"
+    assert not list(tmp_path.glob(".out.transcli-*")), "scratch dir left behind"
 
 
 def test_several_train_sources_and_given_valid_test(tmp_path: Path) -> None:

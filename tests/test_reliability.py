@@ -9,7 +9,7 @@ where the machine lets us mount (root), skipped with the reason where it does no
 3. one process per run dir; failed or killed starts leave a usable dir
 4. loaded state is checked before it is used
 5. every I/O failure is one line naming the file or stream
-6. signals lose no work: one line, 128 + N, no half-written output
+6. signals lose no work: one line, 128 + N, the output holds the whole lines done
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 import pytest
-from helpers import PAIRS, ROOT, default_signals
+from helpers import PAIRS, ROOT, default_signals, write_output
 from helpers.cli import one_error_line
 from helpers.training import fast_config, train_cli, train_dirs, transcli_process, wait_for
 
@@ -53,8 +53,8 @@ from transcli.rundir.layout import (
 )
 from transcli.rundir.metrics import read_metrics
 from transcli.system.errors import UserError
-from transcli.system.files import output_file, write_text_output
-from transcli.system.locks import SCRATCH_LOCK, scratch_dir
+from transcli.system.outputs import output_file
+from transcli.system.replacing import scratch_dir
 
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
@@ -225,7 +225,7 @@ def test_outputs_write_through_fifos_devices_and_symlinks(run: Path, lines: Path
     assert stat.S_ISCHR(device.lstat().st_mode) and device.lstat().st_size == 0
 
     target, link = tmp_path / "target.es", tmp_path / "link.es"
-    write_text_output(target, "old\n")  # transcli's own file: one it may replace
+    write_output(target, "old\n")  # transcli's own file: one it may replace
     link.symlink_to(target.name)
     assert cli(*translate_args(run, "-i", lines, "-o", link)).returncode == 0
     assert link.is_symlink() and target.read_text().splitlines() == SPANISH
@@ -266,16 +266,16 @@ def test_an_output_replaces_only_a_file_transcli_wrote(run: Path, lines: Path,
     assert cli(*translate_args(run, "-i", lines, "-o", empty)).returncode == 0
 
 
-def test_without_a_ledger_an_existing_output_is_kept(tmp_path: Path) -> None:
+def test_without_its_state_folder_an_existing_output_is_kept(tmp_path: Path) -> None:
     """A state folder that cannot be written: transcli forgets what it wrote, and so
     treats the file as the user's."""
     out = tmp_path / "out.txt"
     state = os.environ["XDG_STATE_HOME"]
     os.environ["XDG_STATE_HOME"] = "/proc/no-state-here"
     try:
-        write_text_output(out, "first\n")
+        write_output(out, "first\n")
         with pytest.raises(UserError, match="was not written by transcli"):
-            write_text_output(out, "second\n")
+            write_output(out, "second\n")
     finally:
         os.environ["XDG_STATE_HOME"] = state
     assert out.read_text() == "first\n"
@@ -283,7 +283,7 @@ def test_without_a_ledger_an_existing_output_is_kept(tmp_path: Path) -> None:
 
 def test_replaced_outputs_keep_their_mode_and_new_ones_follow_the_umask(tmp_path: Path) -> None:
     old = tmp_path / "old.txt"
-    write_text_output(old, "x")  # transcli's own file: one it may replace
+    write_output(old, "x")  # transcli's own file: one it may replace
     old.chmod(0o640)
     umask = os.umask(0o027)
     try:
@@ -307,7 +307,7 @@ def test_a_write_past_a_size_limit_keeps_the_old_output(run: Path, tmp_path: Pat
     ref = tmp_path / "ref.es"
     ref.write_text("".join(line + "\n" for line in SPANISH * 20), encoding="utf-8")
     out = tmp_path / "out.es"
-    write_text_output(out, "the previous output\n")  # transcli's, so it may be replaced
+    write_output(out, "the previous output\n")  # transcli's, so it may be replaced
     args = (translate_args(run, "-i", source, "-o", out) if command == "translate" else
             ["evaluate", "-m", run, "--checkpoint", "last", "--src", source, "--ref", ref,
              "--hyp-out", out])
@@ -450,11 +450,11 @@ def test_temp_files_of_killed_writes_are_removed_on_the_next_start(prepared: Pat
                                                                    tmp_path: Path) -> None:
     run = tmp_path / "run"
     train_dirs(fast_config("train.max_steps=10"), prepared, run)
-    stale = [run / CHECKPOINT_DIR / ".step-0000015.safetensors.k2j4h.tmp",
-             run / ".metrics.jsonl.a8b9c.tmp", run / ".config.yaml.zz1.tmp"]
+    stale = [run / CHECKPOINT_DIR / ".step-0000015.safetensors.transcli-k2j4h.tmp",
+             run / ".metrics.jsonl.transcli-a8b9c.tmp", run / ".config.yaml.transcli-zz1.tmp"]
     for path in stale:
         path.write_bytes(b"\0" * 100_000)
-    foreign = run / ".notes.txt.abc.tmp"  # not a name of ours
+    foreign = run / ".notes.txt.abc.tmp"  # not a temp of transcli's: no mark
     foreign.write_text("mine")
     train_dirs(fast_config("train.max_steps=12"), prepared, run, resume=True)
     assert not any(path.exists() for path in stale) and foreign.read_text() == "mine"
@@ -727,8 +727,10 @@ def _wait_until(chunks: list[bytes], text: bytes, proc: subprocess.Popen,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_translate_stopped_by_a_signal_leaves_no_output(run: Path, tmp_path: Path,
-                                                        sig: int) -> None:
+def test_translate_stopped_by_a_signal_keeps_the_lines_done(run: Path, tmp_path: Path,
+                                                            sig: int) -> None:
+    """A stop in the middle of a long input: 128 + N, and the output file holds the whole
+    lines translated before it (the first chunks' translations, in order), no temp file."""
     source = tmp_path / "many.en"
     source.write_text("".join(line + "\n" for line in ENGLISH * 2000), encoding="utf-8")
     out = tmp_path / "out.es"
@@ -736,14 +738,50 @@ def test_translate_stopped_by_a_signal_leaves_no_output(run: Path, tmp_path: Pat
         run, "-i", source, "-o", out))], stderr=subprocess.PIPE, cwd=ROOT, env=ENV,
         preexec_fn=default_signals)
     err = _read_in_background(proc.stderr)
-    _wait_until(err, b"line/s", proc)  # translating
+    deadline = time.time() + 120
+    while not re.search(rb"\| *[1-9]\d{3,}/", b"".join(err)):  # a chunk of 1000 lines done
+        assert proc.poll() is None and time.time() < deadline, b"".join(err).decode()
+        time.sleep(0.05)
     proc.send_signal(sig)
     assert proc.wait(timeout=60) == 128 + sig
     time.sleep(0.1)
     name = signal.Signals(sig).name
     last = b"".join(err).decode().replace("\r", "\n").strip().splitlines()[-1]
-    assert last == f"transcli: stopped by {name}; no output file was left half-written"
-    assert not out.exists() and temp_files(tmp_path) == []
+    assert last == f"transcli: stopped by {name}; {out} holds only the translations " \
+                   f"written before it"
+    done = out.read_text(encoding="utf-8").splitlines()
+    assert 1000 <= len(done) < len(ENGLISH) * 2000 and done == (SPANISH * 2000)[:len(done)]
+    assert temp_files(tmp_path) == []
+
+
+def test_a_stopped_stream_keeps_its_whole_lines_in_the_output(tmp_path: Path) -> None:
+    """The loop of translate, evaluate and score, stopped by a signal in its third chunk:
+    the output file (over an earlier output of transcli's) holds the two chunks done."""
+    from transcli.inference.streaming import Output, drain, stream
+    from transcli.system.signals import Interrupted
+
+    out = tmp_path / "scores.tsv"
+    write_output(out, "an earlier output\n")
+
+    def work(chunk: list[str], first: int) -> list[str]:
+        if first == 4:
+            raise Interrupted(signal.SIGTERM)
+        return [f"{first + i}\t{line}" for i, line in enumerate(chunk)]
+
+    with pytest.raises(Interrupted):
+        drain(stream(iter("abcdefgh"), work, Output(out, [], "scores"), progress=False,
+                     lines=2))
+    assert out.read_text().splitlines() == ["0\ta", "1\tb", "2\tc", "3\td"]
+    with pytest.raises(Interrupted):  # stopped in the middle of a line: it is cut off
+        with output_file(out, "scores", streamed=True) as handle:
+            handle.write(b"0\ta\n1\tb\n2\t")
+            raise Interrupted(signal.SIGINT)
+    assert out.read_bytes() == b"0\ta\n1\tb\n"
+    with pytest.raises(Interrupted):  # nothing whole written: the earlier output stays
+        with output_file(out, "scores", streamed=True) as handle:
+            handle.write(b"0\t")
+            raise Interrupted(signal.SIGINT)
+    assert out.read_bytes() == b"0\ta\n1\tb\n" and temp_files(tmp_path) == []
 
 
 @pytest.mark.slow
@@ -795,19 +833,22 @@ def test_nohup_keeps_training_through_a_hangup(prepared: Path, tmp_path: Path) -
 
 
 def test_a_scratch_dir_left_by_a_killed_process_is_removed_by_the_next(tmp_path: Path) -> None:
-    with scratch_dir(tmp_path, ".out.prepare-") as live:
-        with scratch_dir(tmp_path, ".out.prepare-") as other:  # a live one is kept
+    out = tmp_path / "out"
+    with scratch_dir(out) as live:
+        with scratch_dir(out) as other:  # a live one is kept
             assert live.is_dir() and other.is_dir()
-    abandoned = tmp_path / ".out.prepare-dead"
+    abandoned = tmp_path / ".out.transcli-dead.tmp"
     abandoned.mkdir()
-    (abandoned / SCRATCH_LOCK).write_text("")
     (abandoned / "train.en").write_bytes(b"\0" * 100_000)
-    held = tmp_path / ".out.prepare-held"
+    held = tmp_path / ".out.transcli-held.tmp"
     held.mkdir()
-    with open(held / SCRATCH_LOCK, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # a process still working in it
-        with scratch_dir(tmp_path, ".out.prepare-"):
+    holder = os.open(held, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # a process still working in it
+        with scratch_dir(out):
             pass
+    finally:
+        os.close(holder)
     assert not abandoned.exists() and held.is_dir()
 
 

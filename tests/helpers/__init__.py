@@ -19,6 +19,14 @@ TINY_CONFIG = ROOT / "configs" / "tiny.yaml"
 CT2_INT8_EXACT = torch.backends.cpu.get_cpu_capability() == "AVX512"
 
 
+def write_output(path: Path, text: str) -> None:
+    """Write `text` as transcli writes an output file (so transcli may replace it)."""
+    from transcli.system.outputs import output_file
+
+    with output_file(path) as handle:
+        handle.write(text.encode("utf-8"))
+
+
 def default_signals() -> None:
     """For a child that gets stop signals (`preexec_fn`, or before `exec`): a test runner
     started in the background (`make test &`, `nohup`) ignores SIGINT or SIGHUP, a child

@@ -20,7 +20,7 @@ from transcli.cli.options import CheckpointOpt, DecodeSetOpt, Device, device_opt
 from transcli.config.loading import Override
 from transcli.inference.bleu import CorpusScorer, Scores, format_text, scored_lines
 from transcli.system.errors import UserError
-from transcli.system.files import check_output, check_stdout
+from transcli.system.outputs import check_output, check_stdout
 from transcli.system.text import count_lines, open_text, text_lines
 
 SCORE_CHUNK = 10_000  # lines scored at a time

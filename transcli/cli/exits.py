@@ -17,12 +17,13 @@ from typing import Any, Callable
 import typer
 
 from transcli.system.errors import UserError
-from transcli.system.signals import Interrupted, interrupting, tolerant_stderr
+from transcli.system.outputs import stop_note
+from transcli.system.signals import Interrupted, interrupting
 from transcli.system.streams import (
     finish_stdout,
     guard_std_streams,
     silence_stdout,
-    stdout_output_in_a_file,
+    tolerant_stderr,
 )
 
 TYPER_INTERRUPTED = 130  # the status Typer turns a KeyboardInterrupt into
@@ -94,9 +95,5 @@ def out_of_memory(exc: BaseException) -> bool:
 
 
 def _stopped(signal: Interrupted) -> int:
-    what = stdout_output_in_a_file()
-    if what:  # `> out.txt`: the shell's file, written as the lines came
-        say(f"stopped by {signal}; stdout, a file, holds only the {what} written before it")
-    else:
-        say(f"stopped by {signal}; no output file was left half-written")
+    say(f"stopped by {signal}; {stop_note()}")
     return 128 + signal.signum

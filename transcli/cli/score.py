@@ -13,7 +13,7 @@ import typer
 
 from transcli.cli.options import CheckpointOpt, Device, ModelOpt, device_option, setting
 from transcli.system.errors import UserError
-from transcli.system.files import check_output, check_stdout
+from transcli.system.outputs import check_output, check_stdout
 from transcli.system.text import count_lines, open_text, text_lines
 
 

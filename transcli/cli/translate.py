@@ -26,7 +26,7 @@ from transcli.cli.options import (
     with_decoding,
 )
 from transcli.system.errors import UserError
-from transcli.system.files import check_output
+from transcli.system.outputs import check_output
 from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:
@@ -66,8 +66,9 @@ def translate(
 ) -> None:
     """Translate English lines to Spanish, in input order, from a file or stdin.
 
-    At a terminal, each line is translated as Enter is pressed (Ctrl-D or Ctrl-C ends);
-    files and pipes are read in chunks. Defaults come from the run's config (decode
+    At a terminal, each line is translated as Enter is pressed (Ctrl-D ends); files and
+    pipes are read in chunks. Stopped by a signal (Ctrl-C), an output file keeps the lines
+    translated so far. Defaults come from the run's config (decode
     section). An empty line gives an empty line; a line too long for the model is
     truncated, with one warning at the end.
 
@@ -118,9 +119,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         target = Output(output, [input, *run.inputs(checkpoint)], "translations")
         if output != "-":  # a wrong output is said before the model loads
             check_output(output, target.inputs, "translations")
-        translator = _loaded(lambda: load_translator(run, checkpoint, device), typed)
-        if translator is None:
-            return
+        translator = load_translator(run, checkpoint, device)
         writer = stack.enter_context(_attention_writer(attention, translator, force))
         work = functools.partial(_translated, translator, writer)
         if typed:
@@ -155,7 +154,7 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
     run = open_run_dir(model_dir, overrides)
     if run.config.decode.n_best > 1:
         raise UserError(f"--n-best works on plain text, not on {document.title}")
-    target = Output(output, [input, *run.inputs(checkpoint)], "translation")
+    target = Output(output, [input, *run.inputs(checkpoint)], "translation", streamed=False)
     if output != "-":
         check_output(output, target.inputs, "translation")
     translator = load_translator(run, checkpoint, device)
@@ -165,30 +164,20 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
         print(f"transcli: {note}", file=sys.stderr)
 
 
-def _loaded(load: Callable[[], Translator], typed: bool) -> Optional[Translator]:
-    """The translator; at the terminal, Ctrl-C while it loads ends quietly (None)."""
-    if not typed:
-        return load()
-    try:
-        return load()
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return None
-
-
 def translate_typed(work: Callable[[list[str], int], list[str]], output: Output) -> None:
     """The interactive mode: a prompt on stderr, each line translated and written out
-    (flushed) as soon as Enter is pressed. Ctrl-D or Ctrl-C ends the session quietly
-    (exit status 0); an output file then holds every line translated so far."""
+    (flushed) as soon as Enter is pressed. Ctrl-D ends the session (exit status 0); a stop
+    signal (Ctrl-C, SIGTERM) ends it with 128+N, an output file then holding every line
+    translated so far (`output_file`'s `streamed`)."""
     from transcli.inference.streaming import drain, stream
 
-    print("transcli: type English and press Enter to translate; Ctrl-D or Ctrl-C ends",
-          file=sys.stderr)
+    print("transcli: type English and press Enter to translate; Ctrl-D ends", file=sys.stderr)
     typed = text_lines(_typed(PROMPT), "<stdin>")
     try:
         drain(stream(typed, work, output, progress=False, lines=1))
     except KeyboardInterrupt:
-        print(file=sys.stderr)  # leave the terminal on a fresh line
+        print(file=sys.stderr)  # leave the terminal on a fresh line for the stop's line
+        raise
 
 
 def _typed(prompt: str) -> Iterator[bytes]:

@@ -8,15 +8,14 @@ Streaming passes, so memory does not follow the corpus' text:
   3. distribute: split the scratch TSV into train text and the valid/test copies;
   4. train sentencepiece on the train text, then encode each split in batches.
 Bookkeeping is about 25 bytes per pair read (hashes, fate) - 25 MB per million pairs.
-Everything is written into a scratch dir beside --out and moved in at the end, so a
-failed or interrupted run leaves --out as it was.
+Everything is written into a scratch dir beside --out and moved in at the end
+(`system.outputs.output_folder`), so a failed or interrupted run leaves --out as it was.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import shutil
 import sys
 import threading
@@ -49,10 +48,7 @@ from transcli.data.tokenizer import (
     write_vocab,
 )
 from transcli.system.errors import UserError
-from transcli.system.files import check_parents
-from transcli.system.locks import scratch_dir
-from transcli.system.owned import Contents, OwnedFolder, record_of
-from transcli.system.publish import hidden_prefix
+from transcli.system.outputs import FolderContents, OutputFolder, output_folder
 from transcli.system.text import count_lines
 
 FORMAT = "transcli-prepared/1"
@@ -67,27 +63,12 @@ def prepare(cfg: Config, out: Path, force: bool) -> None:
     if not data.train:
         raise UserError("no training data: give --src-file and --tgt-file, --tsv or --dataset "
                         "(or list sources under data.train in the config)")
-    names = output_names(data)
-    folder = OwnedFolder(out, MANIFEST_FILE, "prepare", skip=is_scratch, accept=is_manifest)
-    check_out(folder, force, names)  # fail before the work; checked again before installing
-    check_parents(out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"{out}: cannot create the output dir: {exc.strerror}") from None
-    prefix = hidden_prefix(out if out.name else Path("prepared")) + "prepare-"
-    with scratch_dir(out.parent, prefix) as scratch:
-        try:
-            stage = scratch / "stage"
-            stage.mkdir()
-            manifest = _build(cfg, scratch, stage)
-            _write_manifest(stage, manifest, names)
-            folder.install(stage, names, check_out(folder, force, names), "prepared data",
-                           force)
-        except OSError as exc:  # disk full, permissions: the user's environment, not a bug
-            where = f" ({exc.filename})" if exc.filename else ""
-            raise UserError(f"{out}: cannot write the prepared data: {exc.strerror or exc}"
-                            f"{where}") from None
+    folder = OutputFolder(out, MANIFEST_FILE, "prepare", accept=is_manifest)
+    check_out(folder, force, output_names(data))  # fail before the work
+    with output_folder(folder, "prepared data", force) as stage:
+        manifest = _build(cfg, stage.scratch, stage.path)
+        stage.record.update(manifest)
+        stage.listed = output_names(data)  # the manifest itself among them
     _report(out, manifest)
 
 
@@ -417,14 +398,6 @@ def config_hash(cfg: Config) -> str:
     return dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, out="")).fingerprint("data")
 
 
-def _write_manifest(stage: Path, manifest: dict[str, Any], names: list[str]) -> None:
-    # The files and their content hashes: a later --force replaces only files still as
-    # written (`system.owned`).
-    manifest.update(record_of(stage, names))
-    text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
-    (stage / MANIFEST_FILE).write_text(text, encoding="utf-8")
-
-
 def _report(out: Path, manifest: dict[str, Any]) -> None:
     sizes = ", ".join(f"{s} {manifest['splits'][s]['pairs']}" for s in SPLITS)
     train = manifest["counts"]["train"]
@@ -449,28 +422,22 @@ def _drop_summary(dropped: Counter) -> str:
 # ----------------------------------------------------------------------------- --out
 
 
-def check_out(folder: OwnedFolder, force: bool, names: list[str]) -> Contents:
+def check_out(folder: OutputFolder, force: bool, names: list[str]) -> FolderContents:
     """Refuse an --out holding anything without --force, and with --force any file of
     ours by name that an earlier prepare did not write. Returns what --out holds."""
     contents = folder.contents("--out")
-    out, previous, foreign = folder.folder, contents.owned, contents.foreign
+    out, previous, users = folder.folder, contents.written, contents.users_files
     if contents.names and not force:
         if previous:
-            others = (f" (and files prepare did not write, e.g. '{foreign[0]}', which --force "
-                      f"keeps)" if foreign else "")
+            others = (f" (and files prepare did not write, e.g. '{users[0]}', which --force "
+                      f"keeps)" if users else "")
             raise UserError(f"{out}: already holds a prepared dataset{others}; "
                             f"pass --force to replace it")
         raise UserError(f"{out}: is not empty and holds files prepare did not write (e.g. "
-                        f"'{foreign[0]}'); choose another --out, or pass --force to write beside "
+                        f"'{users[0]}'); choose another --out, or pass --force to write beside "
                         f"them (prepare never deletes files it did not write)")
-    folder.refuse_clash(names, contents)
+    folder.refuse_clash(names, contents, "prepared data")
     return contents
-
-
-def is_scratch(name: str) -> bool:
-    """A scratch dir of prepare's: inside --out itself when --out is '.' (it has no
-    name to put one beside)."""
-    return name.startswith(".") and ".prepare-" in name
 
 
 def is_manifest(record: dict[str, Any]) -> bool:

@@ -152,8 +152,8 @@ def cached_export(run: RunDir, source: Path, quantize: str = "none") -> Path:
     trusted only if the checkpoint's content and every cached file's content hash as
     recorded when it was made (a damaged cache would translate to garbage); otherwise it
     is made again."""
-    from transcli.export import exported, publish
-    from transcli.system.owned import file_digest
+    from transcli.export import exported
+    from transcli.system.outputs import file_digest, output_folder
 
     run_dir = run.path
     weights = None if quantize == "none" else quantize
@@ -164,8 +164,9 @@ def cached_export(run: RunDir, source: Path, quantize: str = "none") -> Path:
         return target
     model = run.model(source, "cpu")
     try:
-        publish(target, record, lambda tmp: write(model, run.tokenizer, run.config, tmp, weights),
-                owned=True)
+        with output_folder(exported(target), "export", cache=True) as stage:
+            write(model, run.tokenizer, run.config, stage.path, weights)
+            stage.record.update(record)
     except UserError as exc:
         if target.is_relative_to(run_dir):
             raise
@@ -185,7 +186,7 @@ def remove_stale_caches(run_dir: Path) -> None:
 
     for cache in stale_ct2_caches(run_dir):
         owner = exported(cache)
-        owner.remove(owner.contents("cache"))
+        owner.clear(owner.contents("cache"))
         with contextlib.suppress(OSError):
             cache.rmdir()
 

@@ -24,7 +24,7 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, BinaryIO, Iterator, Optional
 
 import torch
 from torch import Tensor
@@ -35,8 +35,7 @@ from transcli.inference.search import Hypothesis
 from transcli.model.transformer import CrossAttention, Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID
 from transcli.system.errors import UserError
-from transcli.system.files import output_file
-from transcli.system.owned import Contents, OwnedFolder
+from transcli.system.outputs import FolderContents, OutputFolder, output_file
 
 ALIGNMENTS_FILE = "alignments.txt"
 RECORD_FILE = "transcli-attention.json"  # the files transcli wrote into the folder
@@ -174,7 +173,7 @@ def _title(english: str, spanish: str) -> str:
     return f"{cut(english)}\n→ {cut(spanish)}"
 
 
-def plot_mean(attention: Attention, title: str, path: Path) -> None:
+def plot_mean(attention: Attention, title: str, path: Path | BinaryIO) -> None:
     """One heatmap of the attention averaged over layers and heads, the alignment's
     pairs circled in red."""
     plt = _pyplot()
@@ -190,7 +189,7 @@ def plot_mean(attention: Attention, title: str, path: Path) -> None:
     _save(fig, path)
 
 
-def plot_layers(attention: Attention, title: str, path: Path) -> None:
+def plot_layers(attention: Attention, title: str, path: Path | BinaryIO) -> None:
     """One heatmap per decoder layer (heads averaged), up to three per row."""
     plt = _pyplot()
     count = attention.layers.size(0)
@@ -212,9 +211,9 @@ def plot_layers(attention: Attention, title: str, path: Path) -> None:
     _save(fig, path)
 
 
-def _save(fig: Any, path: Path) -> None:
-    """Write the picture to `path` (a temp path of `OwnedFolder.writing`: its OS errors
-    are said there, naming the picture's own name)."""
+def _save(fig: Any, path: Path | BinaryIO) -> None:
+    """Write the picture to `path` (an `output_file`: its OS errors are said there,
+    naming the picture's own name)."""
     try:
         fig.savefig(path, format="png", dpi=100)
     finally:
@@ -246,10 +245,10 @@ def check_decode(decode: DecodeConfig, command: str = "--attention") -> None:
                         f"picture shows one translation of one input line")
 
 
-def check_folder(folder: Path, force: bool, option: str) -> Contents:
+def check_folder(folder: Path, force: bool, option: str) -> FolderContents:
     """Refuse, before any work, a folder the attention files may not go into (`option`
     names it): a file, or a non-empty folder without `force`. Returns what it holds."""
-    contents = OwnedFolder(folder, RECORD_FILE).contents(option)
+    contents = OutputFolder(folder, RECORD_FILE).contents(option)
     if contents.names and not force:
         raise UserError(f"{folder}: not empty; pass --force to replace the attention files "
                         f"transcli wrote there (other files are kept), or give another {option}")
@@ -267,7 +266,7 @@ class AttentionWriter:
         check_decode(translator.decode, "explain" if option == "--out" else option)
         assert isinstance(translator.engine, TorchEngine)
         self.folder = Path(folder)
-        self.output = OwnedFolder(self.folder, RECORD_FILE)
+        self.output = OutputFolder(self.folder, RECORD_FILE)
         self.option, self.force = option, force
         self.translator = translator
         self.written: list[Optional[Path]] = []  # the last call's description files
@@ -275,16 +274,18 @@ class AttentionWriter:
         self._alignments: Any = None
 
     def __enter__(self) -> AttentionWriter:
-        self.output.start(check_folder(self.folder, self.force, self.option))
-        self._alignments_path, = self.output.claim(ALIGNMENTS_FILE)
-        self._alignments = self._stack.enter_context(
-            output_file(self._alignments_path, what="alignments", guarded=False))
+        self.output.clear(check_folder(self.folder, self.force, self.option))
+        self._alignments = self._stack.enter_context(self._file(ALIGNMENTS_FILE, "alignments",
+                                                                streamed=True))
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stack.__exit__(*exc)
-        if self._alignments_path.is_file():
-            self.output.add(self._alignments_path)
+
+    def _file(self, name: str, what: str, streamed: bool = False
+              ) -> contextlib.AbstractContextManager[BinaryIO]:
+        return output_file(self.folder / name, what, record=self.output.record,
+                           streamed=streamed)
 
     def translate(self, lines: list[str], first: int) -> list[list[tuple[str, float]]]:
         """Translations of `lines` (input lines first, first + 1, ...), as
@@ -301,17 +302,14 @@ class AttentionWriter:
                 continue
             attention = explain(model, translator.tokenizer.sp.IdToPiece, source, hyps[0])
             stem = f"line-{first + index + 1:05d}"
-            mean, layers, text = self.output.claim(f"{stem}.png", f"{stem}-layers.png",
-                                                   f"{stem}.txt")
             title = _title(line.strip(), texts[0][0])
-            with self.output.writing(mean, "picture") as tmp:
-                plot_mean(attention, title, tmp)
-            with self.output.writing(layers, "picture") as tmp:
-                plot_layers(attention, title, tmp)
-            with self.output.writing(text, "description") as tmp:
-                tmp.write_text(describe(attention, line.strip(), texts[0][0]), encoding="utf-8")
+            with self._file(f"{stem}.png", "picture") as out:
+                plot_mean(attention, title, out)
+            with self._file(f"{stem}-layers.png", "picture") as out:
+                plot_layers(attention, title, out)
+            with self._file(f"{stem}.txt", "description") as out:
+                out.write(describe(attention, line.strip(), texts[0][0]).encode())
             self._alignments.write((pharaoh(attention.alignment()) + "\n").encode())
-            self.output.add(mean, layers, text)
-            self.written.append(text)
+            self.written.append(self.folder / f"{stem}.txt")
         self._alignments.flush()
         return results

@@ -4,7 +4,8 @@ The input is read a chunk at a time (at most `CHUNK_LINES` items and about `CHUN
 characters of them), each chunk goes through the model, and its output lines are
 written before more input is read: memory stays bounded however long the input, the
 output keeps the input's order, a pipe into `head` stops the work early, and an output
-file appears whole when the stream ends (`system.files.output_file`), or not at all.
+file appears whole when the stream ends, or, when a signal stops it, with the whole
+lines written before the stop (`system.outputs.output_file`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import BinaryIO, Callable, Iterable, Iterator, Optional, Sequence, T
 
 from tqdm import tqdm
 
-from transcli.system.files import output_file
+from transcli.system.outputs import output_file
 
 T = TypeVar("T")
 CHUNK_LINES = 1000  # items read, run and written at a time...
@@ -40,14 +41,17 @@ def chunked(items: Iterable[T], cost: Callable[[T], int] = len,
 
 
 class Output:
-    """Where a stream's lines go: a file or stdout ("-"), and what may not be it."""
+    """Where a stream's lines go: a file or stdout ("-"), and what may not be it.
+    `streamed`: a stop signal keeps the lines written so far (not for a document, which
+    is whole or nothing)."""
 
-    def __init__(self, name: str | Path, inputs: Sequence[str | Path], what: str):
-        self.name, self.inputs, self.what = name, inputs, what
+    def __init__(self, name: str | Path, inputs: Sequence[str | Path], what: str,
+                 streamed: bool = True):
+        self.name, self.inputs, self.what, self.streamed = name, inputs, what, streamed
 
     def open(self) -> contextlib.AbstractContextManager[BinaryIO]:
-        return output_file(self.name, self.inputs, self.what,
-                           sys.stdout.buffer if str(self.name) == "-" else None)
+        return output_file(self.name, self.what, inputs=self.inputs, streamed=self.streamed,
+                           stdout=sys.stdout.buffer if str(self.name) == "-" else None)
 
 
 def stream(items: Iterable[T], work: Callable[[list[T], int], list[str]],
@@ -59,7 +63,8 @@ def stream(items: Iterable[T], work: Callable[[list[T], int], list[str]],
     yield the output lines it returns, in order, after writing them to `output` (each
     followed by `end`, flushed per chunk; a document's pieces have "" there). A progress
     bar on stderr counts the items (or what `count` finds in each chunk; of `total` when it
-    is known). A consumer that stops early leaves no output file behind."""
+    is known). A consumer that stops early leaves no output file behind; a stop signal
+    leaves the lines written before it."""
     with (output.open() if output is not None else contextlib.nullcontext()) as out, \
             tqdm(total=total, unit=unit, file=sys.stderr, disable=not progress) as bar:
         first = 0

@@ -26,6 +26,7 @@ from safetensors.torch import save_model as st_save_model
 from transcli.model.transformer import upgrade_parameter_names
 from transcli.rundir.layout import (
     CHECKPOINT_DIR,
+    RUN_RECORD,
     STATE_PATTERN,
     STEP_PATTERN,
     complete_steps,
@@ -37,12 +38,12 @@ from transcli.rundir.layout import (
 from transcli.system.errors import UserError
 from transcli.system.files import (
     RecordingWriter,
-    atomic_path,
     cannot_write,
     describe_os_error,
-    is_temp_file,
     write_failure,
 )
+from transcli.system.outputs import output_file
+from transcli.system.replacing import remove_leftovers
 
 MAX_HEADER = 100 << 20  # bytes: safetensors' own limit on a header's size
 TOKENIZER_KEY = "tokenizer_sha256"  # in a weights file's metadata: what it was trained with
@@ -53,8 +54,9 @@ def save_weights(model: torch.nn.Module, path: str | Path,
     """Atomically write the model's weights (tied tensors stored once), recording the
     SHA-256 of the tokenizer they were trained with when given (`load_weights`)."""
     metadata = {TOKENIZER_KEY: tokenizer_sha256} if tokenizer_sha256 else None
-    with atomic_path(path, "weights") as tmp, _safetensors_errors(path, "weights"):
-        st_save_model(_unwrap(model), str(tmp), metadata=metadata)
+    with output_file(path, "weights", record=RUN_RECORD) as out, \
+            _safetensors_errors(path, "weights"):
+        st_save_model(_unwrap(model), out.name, metadata=metadata)
 
 
 @contextlib.contextmanager
@@ -131,8 +133,8 @@ def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, st
     """Weights, then training state: a kill between the two leaves the previous
     checkpoint as the latest complete one."""
     save_weights(model, step_path(Path(run_dir), step), tokenizer_sha256)
-    with atomic_path(state_path(Path(run_dir), step), "training state") as tmp, \
-            open(tmp, "wb") as handle:
+    with output_file(state_path(Path(run_dir), step), "training state",
+                     record=RUN_RECORD) as handle:
         writer = RecordingWriter(handle)
         try:
             torch.save(state, writer)
@@ -158,10 +160,10 @@ def discard_after(run_dir: str | Path, step: int) -> None:
     folder = Path(run_dir) / CHECKPOINT_DIR
     if not folder.is_dir():
         return
+    remove_leftovers(folder)
     for path in folder.iterdir():
         match = STEP_PATTERN.match(path.name) or STATE_PATTERN.match(path.name)
-        stale = match is not None and int(match.group(1)) > step
-        if stale or is_temp_file(path.name):
+        if match is not None and int(match.group(1)) > step:
             path.unlink(missing_ok=True)
 
 
@@ -197,8 +199,9 @@ def average_checkpoints(paths: list[Path], out: Path) -> None:
             total[name] = total[name] + tensor.double() if name in total else tensor.double()
     averaged = {name: (value / len(paths)).to(weights[name].dtype)
                 for name, value in total.items()}
-    with atomic_path(out, "averaged weights") as tmp, _safetensors_errors(out, "averaged weights"):
-        st_save_file(averaged, str(tmp), metadata=metadata)
+    with output_file(out, "averaged weights", record=RUN_RECORD) as handle, \
+            _safetensors_errors(out, "averaged weights"):
+        st_save_file(averaged, handle.name, metadata=metadata)
 
 
 def read_weights(path: str | Path) -> tuple[dict[str, torch.Tensor], Optional[dict[str, str]]]:

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from transcli.data.tokenizer import TOKENIZER_FILE
 from transcli.system.errors import UserError
-from transcli.system.files import is_temp_file
+from transcli.system.outputs import Record
+from transcli.system.replacing import is_temp
 
 CONFIG_FILE = "config.yaml"
 RUN_FILE = "run.json"
@@ -40,6 +41,9 @@ RUN_KEYS = ("data_hash", "vocab_size", "model")  # what every run.json holds
 EXPORT_FILE = "transcli-export.json"
 STEP_PATTERN = re.compile(r"^step-(\d+)\.safetensors$")
 STATE_PATTERN = re.compile(r"^step-(\d+)\.state\.pt$")
+# What vouches for a run's files when transcli replaces them (`system.outputs`): their
+# names, for the trainer that holds the run's lock.
+RUN_RECORD = Record(None, names=lambda path: path.name in RUN_FILES or is_run_file(path.name))
 
 
 def step_path(run_dir: Path, step: int) -> Path:
@@ -114,14 +118,14 @@ def dir_entries(run_dir: Path) -> list[str]:
         names = sorted(entry.name for entry in run_dir.iterdir()) if run_dir.is_dir() else []
     except OSError as exc:
         raise UserError(f"{run_dir}: cannot list the run dir ({exc.strerror})") from None
-    return [name for name in names if name != LOCK_FILE and not is_temp_file(name)]
+    return [name for name in names if name != LOCK_FILE and not is_temp(name)]
 
 
 def has_trained(run_dir: Path) -> bool:
     """Whether a run saved a step or logged one: a run that never did (its start failed
     or was killed) holds nothing to lose."""
     folder = run_dir / CHECKPOINT_DIR
-    saved = folder.is_dir() and any(not is_temp_file(p.name) for p in folder.iterdir())
+    saved = folder.is_dir() and any(not is_temp(p.name) for p in folder.iterdir())
     metrics = run_dir / METRICS_FILE
     return saved or (metrics.exists() and (not metrics.is_file() or metrics.stat().st_size > 0))
 
@@ -129,6 +133,6 @@ def has_trained(run_dir: Path) -> bool:
 def is_run_file(name: str) -> bool:
     """Whether a file in `checkpoints/` is one a run writes."""
     return bool(STEP_PATTERN.match(name) or STATE_PATTERN.match(name)
-                or name in (BEST_FILE, AVG_FILE) or is_temp_file(name))
+                or name in (BEST_FILE, AVG_FILE) or is_temp(name))
 
 

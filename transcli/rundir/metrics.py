@@ -21,9 +21,10 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from transcli.rundir.layout import CURVES_FILE, METRICS_FILE, TENSORBOARD_DIR
+from transcli.rundir.layout import CURVES_FILE, METRICS_FILE, RUN_RECORD, TENSORBOARD_DIR
 from transcli.system.errors import UserError
-from transcli.system.files import atomic_path, cannot_write, describe_os_error, parse_json
+from transcli.system.files import cannot_write, describe_os_error, parse_json
+from transcli.system.outputs import output_file
 from transcli.system.text import CutLine, raw_lines
 
 # What the fields readers use must hold; a line holding anything else is skipped (`info`
@@ -102,9 +103,8 @@ class MetricsLog:
         self.records = [r for r in read_metrics(self.path, warn=warn)
                         if r["step"] <= step and not r.get("partial")]
         if self.enabled:
-            with atomic_path(self.path, "training log") as tmp:
-                tmp.write_text("".join(json.dumps(r) + "\n" for r in self.records),
-                               encoding="utf-8")
+            with output_file(self.path, "training log", record=RUN_RECORD) as out:
+                out.write("".join(json.dumps(r) + "\n" for r in self.records).encode())
         if self.board is not None:
             self.board.resume(step)
 
@@ -192,7 +192,7 @@ def plot_curves(records: list[dict[str, Any]], path: Path) -> None:
         ax.grid(alpha=0.3)
     fig.tight_layout()
     try:
-        with atomic_path(path, "plot") as tmp:
-            fig.savefig(tmp, format="png", dpi=80)
+        with output_file(path, "plot", record=RUN_RECORD) as out:
+            fig.savefig(out, format="png", dpi=80)
     finally:
         plt.close(fig)

@@ -6,8 +6,7 @@ into the lock file, for the message that refuses a second process.
 
 Two trainers in one run dir would interleave their metrics and overwrite each
 other's checkpoints while both report success; `DirLock` refuses the second one.
-`scratch_dir` uses the same lock to tell a temp dir in use from one a killed
-process left behind, which the next run then removes.
+(Temp files and scratch folders hold the same kind of lock: `replacing.py`.)
 """
 
 from __future__ import annotations
@@ -15,17 +14,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 from transcli.system.errors import UserError
 from transcli.system.files import check_parents, describe_os_error
-
-# Inside each scratch dir; a name no user's folder holds, so that only transcli's own
-# abandoned scratch dirs are ever removed.
-SCRATCH_LOCK = ".transcli-scratch.lock"
 
 
 class DirLock:
@@ -112,67 +105,3 @@ def _holder(path: Path) -> str:
     except (OSError, UnicodeDecodeError):
         pid = ""
     return f"pid {pid}" if pid.isdigit() else "process"
-
-
-def is_held(directory: Path) -> bool:
-    """Whether a live process holds `directory`'s scratch lock (or it cannot be told)."""
-    try:
-        fd = os.open(directory / SCRATCH_LOCK, os.O_RDWR)
-    except FileNotFoundError:
-        return False  # never locked, or its holder is gone
-    except OSError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def scratch_dir(beside: Path, prefix: str, suffix: str = "") -> Iterator[Path]:
-    """A new temp dir `prefix*suffix` in `beside`, locked while the block runs and
-    removed after it. Dirs of the same pattern whose process is gone (killed before it
-    could clean up) are removed first; the lock file inside tells them apart."""
-    remove_abandoned(beside, prefix, suffix)
-    try:
-        folder = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=beside))
-    except OSError as exc:
-        raise UserError(f"{beside}: cannot create a temp dir ({describe_os_error(exc)})") from None
-    try:
-        fd = _lock_scratch(folder)
-    except OSError as exc:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise UserError(f"{folder}: cannot create a lock file ({describe_os_error(exc)})") from None
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        os.close(fd)
-
-
-def _lock_scratch(folder: Path) -> int:
-    """Lock a new scratch dir; the lock file gets its name only once locked, so no one
-    can take the dir for an abandoned one in between."""
-    fd = os.open(folder / (SCRATCH_LOCK + ".new"), os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.rename(folder / (SCRATCH_LOCK + ".new"), folder / SCRATCH_LOCK)
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
-
-
-def remove_abandoned(beside: Path, prefix: str, suffix: str = "") -> None:
-    """Remove `prefix*suffix` dirs in `beside` that hold a scratch lock no process holds."""
-    try:
-        candidates = [p for p in beside.iterdir() if p.name.startswith(prefix)
-                      and p.name.endswith(suffix) and p.is_dir() and not p.is_symlink()]
-    except OSError:
-        return
-    for folder in candidates:
-        if (folder / SCRATCH_LOCK).is_file() and not is_held(folder):
-            shutil.rmtree(folder, ignore_errors=True)

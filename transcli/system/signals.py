@@ -1,19 +1,18 @@
-"""Stopping long work cleanly: signals that ask for a stop, and a stderr that may die.
+"""Stopping long work cleanly: signals that ask for a stop.
 
 SIGINT (Ctrl-C), SIGTERM (kill, schedulers) and SIGHUP (a dropped SSH session) stop
 every command at once (`interrupting`: the exception unwinds, so temp files and
-scratch dirs are removed and no output is left half-written), except training,
+scratch dirs are removed, no output is left half-written, and a stream of lines keeps
+the whole lines written before the stop: `outputs.output_file`), except training,
 which finishes its current update, saves and exits 0 (`StopSignals`); a second
 signal stops it at once, except that a checkpoint being written is finished first
 (weights without their state could not be resumed), and its last line says which
 checkpoint is on disk. A signal that was ignored when transcli started (`nohup`) stays
 ignored.
 Long C code that would delay the signal until it returns runs in a thread the main
-thread waits on (`wait_in_thread`).
-
-Ctrl-C at a terminal also kills the rest of the pipeline (`transcli train 2>&1 | tee
-log`), and a hung-up terminal fails every write: after that a progress bar or a
-message must not abort the save, so `tolerant_stderr` drops output it cannot write.
+thread waits on (`wait_in_thread`). Ctrl-C at a terminal also kills the rest of the
+pipeline (`transcli train 2>&1 | tee log`): a stderr that fails after that must not
+abort the save (`streams.tolerant_stderr`).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import contextlib
 import signal
 import sys
 import threading
-from typing import Any, Callable, Iterator, Optional, TextIO, TypeVar
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 T = TypeVar("T")
@@ -148,44 +147,3 @@ class StopSignals:
         finally:
             for sig, handler in self._previous.items():
                 signal.signal(sig, handler)
-
-
-class TolerantStream:
-    """A text stream whose failed writes (closed pipe, hung-up terminal, `2>&-`) are
-    dropped, with every later write, instead of raising into the caller."""
-
-    def __init__(self, stream: Optional[TextIO]):
-        self.stream = stream
-        self.broken = stream is None
-
-    def write(self, text: str) -> int:
-        if not self.broken:
-            try:
-                self.stream.write(text)  # type: ignore[union-attr]
-            except (OSError, ValueError):
-                self.broken = True
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.broken:
-            try:
-                self.stream.flush()  # type: ignore[union-attr]
-            except (OSError, ValueError):
-                self.broken = True
-
-    def isatty(self) -> bool:
-        return not self.broken and self.stream.isatty()  # type: ignore[union-attr]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-
-@contextlib.contextmanager
-def tolerant_stderr() -> Iterator[TextIO]:
-    """sys.stderr as a `TolerantStream` inside the block (progress bars included)."""
-    saved = sys.stderr
-    sys.stderr = TolerantStream(saved)  # type: ignore[assignment]
-    try:
-        yield sys.stderr
-    finally:
-        sys.stderr = saved

@@ -2,12 +2,13 @@
 
 `transcli ... >&-` starts with no stdout, `<&-` with no stdin, `2>&-` with no
 stderr; `> /dev/full` fails only when the output is flushed; `| head` stops
-reading half-way. Two dangers besides tracebacks: a closed descriptor 0, 1 or 2
-is handed to the next file opened, which C libraries writing to "stderr" would
-then overwrite; and `print` into a missing stdout silently does nothing, so a
-command would exit 0 having printed nothing. `guard_std_streams` plugs closed
-descriptors with /dev/null and makes using a closed stdin/stdout a one-line error;
-`finish_stdout` flushes stdout while an error can still be reported.
+reading half-way; a hung-up terminal fails every write. Two dangers besides
+tracebacks: a closed descriptor 0, 1 or 2 is handed to the next file opened, which
+C libraries writing to "stderr" would then overwrite; and `print` into a missing
+stdout silently does nothing, so a command would exit 0 having printed nothing.
+`guard_std_streams` plugs closed descriptors with /dev/null and stands a `StdStream`
+for each stream that needs one; `finish_stdout` flushes stdout while an error can
+still be reported.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 import sys
 from typing import Any, Iterator, NoReturn, Optional, TextIO
 
@@ -31,68 +31,79 @@ _FD_PATH = re.compile(r"/dev/(?:(stdin|stdout|stderr)|fd/(\d+))"
 _MAX_HOPS = 40  # the kernel's own limit on symbolic links followed in one path
 
 
-class ClosedStream:
-    """Stands for a standard stream whose descriptor was closed when transcli started:
-    reading or writing it is a one-line error, flushing it does nothing."""
+class StdStream:
+    """A standard stream that fails as its role asks, instead of with a traceback:
+    - stdin or stdout closed when transcli started (`stream` None): reading or writing
+      it is a one-line error, flushing does nothing;
+    - stdout: a failed write is one line naming it (`> /dev/full`), and a reader that
+      leaves (`| head`) ends the command quietly with status 0;
+    - stderr: a failed write (closed pipe, hung-up terminal, `2>&-`) is dropped, with
+      every later one, so that a progress bar or a message never aborts a save."""
 
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, name: str, stream: Optional[TextIO] = None):
+        self.name, self.stream = name, stream
+        self.broken = stream is None and name == "stderr"  # its writes are dropped
 
     def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise UserError(f"{self.name} is closed ({_FIXES[self.name]})")
 
-    write = writelines = read = readline = readlines = __next__ = fileno = _refuse
-
-    @property
-    def buffer(self) -> ClosedStream:
-        return self
-
-    def __iter__(self) -> ClosedStream:
-        return self
+    def write(self, text: str) -> int:
+        if not self.broken:
+            with self._failing():
+                self._open().write(text)
+        return len(text)
 
     def flush(self) -> None:
-        pass
+        if not self.broken and self.stream is not None:
+            with self._failing():
+                self.stream.flush()
+
+    def _open(self) -> TextIO:
+        if self.stream is None:
+            self._refuse()
+        return self.stream
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        try:
+            yield
+        except (OSError, ValueError) as exc:
+            if self.name == "stderr":
+                self.broken = True
+                return
+            if not isinstance(exc, OSError):
+                raise
+            silence_stdout()
+            if isinstance(exc, BrokenPipeError):
+                raise SystemExit(0) from None
+            raise UserError(f"stdout: cannot write ({exc.strerror or type(exc).__name__})"
+                            ) from None
 
     def isatty(self) -> bool:
-        return False
+        return not self.broken and self.stream is not None and self.stream.isatty()
 
-    def close(self) -> None:
-        pass
+    @property
+    def buffer(self) -> Any:
+        return self if self.stream is None else self.stream.buffer
 
     @property
     def closed(self) -> bool:
-        return False
+        return self.stream is not None and self.stream.closed
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._open())
 
-class CheckedStdout:
-    """sys.stdout whose failed writes are one line naming stdout (`> /dev/full`), and
-    whose reader leaving (`| head`) ends the command quietly with status 0."""
-
-    def __init__(self, stream: TextIO):
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        with _checked():
-            return self.stream.write(text)
-
-    def flush(self) -> None:
-        with _checked():
-            self.stream.flush()
+    def __next__(self) -> str:
+        return next(self._open())
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-
-@contextlib.contextmanager
-def _checked() -> Iterator[None]:
-    try:
-        yield
-    except BrokenPipeError:
-        silence_stdout()
-        raise SystemExit(0) from None
-    except OSError as exc:
-        silence_stdout()
-        raise UserError(f"stdout: cannot write ({exc.strerror or type(exc).__name__})") from None
+        if self.stream is not None:
+            return getattr(self.stream, name)
+        if name == "close":
+            return lambda: None
+        if name in ("writelines", "read", "readline", "readlines", "fileno"):
+            return self._refuse
+        raise AttributeError(name)
 
 
 def _is_open(fd: int) -> bool:
@@ -105,8 +116,8 @@ def _is_open(fd: int) -> bool:
 
 def guard_std_streams() -> None:
     """Plug closed descriptors 0-2 with /dev/null (so no file opened later takes their
-    place), stand a `ClosedStream` for a closed stdin or stdout (a closed stderr just
-    discards what is written to it), and check every write to an open stdout."""
+    place), stand a closed `StdStream` for a closed standard stream, and check every
+    write to an open stdout."""
     for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY),
                             (2, "stderr", os.O_WRONLY)):
         if getattr(sys, name) is not None and _is_open(fd):
@@ -117,30 +128,23 @@ def guard_std_streams() -> None:
             if plug != fd:
                 os.dup2(plug, fd)
                 os.close(plug)
-        if name == "stderr":
-            sys.stderr = open(os.devnull, "w", encoding="utf-8")
-        else:
-            setattr(sys, name, ClosedStream(name))
-    if not isinstance(sys.stdout, (ClosedStream, CheckedStdout)):
-        sys.stdout = CheckedStdout(sys.stdout)  # type: ignore[assignment]
+        stream = open(os.devnull, "w", encoding="utf-8") if name == "stderr" else None
+        setattr(sys, name, StdStream(name, stream))
+    if not isinstance(sys.stdout, StdStream):
+        sys.stdout = StdStream("stdout", sys.stdout)  # type: ignore[assignment]
 
 
-_OUTPUT_ON_STDOUT: list[str] = []  # what a command writes to stdout as its output, if any
-
-
-def output_on_stdout(what: str) -> None:
-    """Note that the command's `what` goes to stdout (for the line a signal's stop says)."""
-    _OUTPUT_ON_STDOUT.append(what)
-
-
-def stdout_output_in_a_file() -> Optional[str]:
-    """The output being written to stdout when stdout is a regular file (`> out.txt`, the
-    shell's file, written as lines come), else None."""
+@contextlib.contextmanager
+def tolerant_stderr() -> Iterator[TextIO]:
+    """sys.stderr as a `StdStream` inside the block (progress bars included): after a
+    hung-up terminal, a message cannot abort the work it reports on."""
+    saved = sys.stderr
+    if not isinstance(saved, StdStream):
+        sys.stderr = StdStream("stderr", saved)  # type: ignore[assignment]
     try:
-        in_a_file = stat.S_ISREG(os.fstat(1).st_mode)
-    except OSError:
-        return None
-    return _OUTPUT_ON_STDOUT[-1] if _OUTPUT_ON_STDOUT and in_a_file else None
+        yield sys.stderr
+    finally:
+        sys.stderr = saved
 
 
 def descriptor_named(path: str | os.PathLike) -> Optional[int]:
@@ -170,7 +174,8 @@ def check_not_closed(path: str | os.PathLike) -> None:
 
 
 def _raw_stdout() -> Any:
-    return getattr(sys.stdout, "stream", sys.stdout)
+    stream = sys.stdout
+    return stream.stream or stream if isinstance(stream, StdStream) else stream
 
 
 def silence_stdout() -> None:

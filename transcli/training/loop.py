@@ -30,7 +30,8 @@ from transcli.rundir.metrics import MetricsLog
 from transcli.rundir.run import RunDir
 from transcli.system.errors import UserError, WriteFailed
 from transcli.system.runtime import autocast, keep_freed_memory, release_freed_memory, set_threads
-from transcli.system.signals import StopSignals, tolerant_stderr
+from transcli.system.signals import StopSignals
+from transcli.system.streams import tolerant_stderr
 from transcli.training import report
 from transcli.training.distributed import Dist, no_sync
 from transcli.training.memory import check_training_memory

@@ -11,6 +11,7 @@ import contextlib
 import json
 import tempfile
 import time
+from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import torch
@@ -34,6 +35,7 @@ from transcli.rundir.layout import (
     CONFIG_FILE,
     RUN_FILE,
     RUN_FILES,
+    RUN_RECORD,
     TENSORBOARD_DIR,
     TENSORBOARD_EVENTS,
     is_run_file,
@@ -43,7 +45,9 @@ from transcli.rundir.layout import (
 from transcli.rundir.metrics import MetricsLog
 from transcli.rundir.run import RunDir
 from transcli.system.errors import UserError
-from transcli.system.files import atomic_path, cannot_write, is_temp_file
+from transcli.system.files import cannot_write
+from transcli.system.outputs import output_file
+from transcli.system.replacing import remove_leftovers
 from transcli.training.distributed import Dist
 from transcli.training.optimization import Optimization
 from transcli.training.report import say
@@ -82,20 +86,19 @@ def write_run_files(run: RunDir, record: Config, identity: dict[str, Any], data:
     remove_stale_temp(run)
     if fresh:
         clear_run(run)
-    with atomic_path(run.path / RUN_FILE, "run record") as tmp:
-        tmp.write_text(json.dumps({**identity, "data_dir": str(data.dir.resolve()),
-                                   "config": record.to_dict()}, indent=2)
-                       + "\n", encoding="utf-8")
+    with output_file(run.path / RUN_FILE, "run record", record=RUN_RECORD) as out:
+        out.write((json.dumps({**identity, "data_dir": str(data.dir.resolve()),
+                               "config": record.to_dict()}, indent=2) + "\n").encode())
     folder = run.path / CHECKPOINT_DIR
     try:
         folder.mkdir(exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()  # unwritable: say so now, not at the save
     except OSError as exc:
         raise cannot_write(folder, "checkpoints", exc) from None
-    with atomic_path(run.path / CONFIG_FILE, "config") as tmp:
-        save_config(record, tmp)
-    with atomic_path(run.path / TOKENIZER_FILE, "tokenizer") as tmp:
-        tmp.write_bytes(data.tokenizer.model_bytes)
+    with output_file(run.path / CONFIG_FILE, "config", record=RUN_RECORD) as out:
+        save_config(record, Path(out.name))
+    with output_file(run.path / TOKENIZER_FILE, "tokenizer", record=RUN_RECORD) as out:
+        out.write(data.tokenizer.model_bytes)
 
 
 def clear_run(run: RunDir) -> None:
@@ -117,16 +120,10 @@ def clear_run(run: RunDir) -> None:
 
 
 def remove_stale_temp(run: RunDir) -> None:
-    """Temp files of writes a kill interrupted (full-size weights among them): only
-    ours, by name, in the run dir and its `checkpoints/`."""
-    folder = run.path / CHECKPOINT_DIR
-    stale = [path for path in (folder.iterdir() if folder.is_dir() else ())
-             if is_temp_file(path.name)]
-    stale += [path for path in run.path.iterdir() if is_temp_file(path.name)
-              and any(path.name.startswith(f".{name}.") for name in RUN_FILES)]
-    for path in stale:
-        if path.is_file():
-            path.unlink(missing_ok=True)
+    """Temp files of writes a kill interrupted (full-size weights among them), in the run
+    dir and its `checkpoints/`."""
+    remove_leftovers(run.path)
+    remove_leftovers(run.path / CHECKPOINT_DIR)
 
 
 class RunRecords:
