@@ -8,9 +8,11 @@ one is named and skipped) is run in a fresh process of its own, twice: choosing 
 the languages it knows, and among English and Spanish only (what `serve` asks: the
 languages its model reads and writes). On the lines of dev.tatoeba and dev.newstest2012
 (../shared/corpora/en-es) that have at least --min-words words, it prints the share of
-each side identified as its language, and the time one line takes (p50, p95, p99 over
-every line, --repeat times, after a warm-up), the time to load, and the memory loading
-added (RSS). The server runs one identification at a time, so one thread is timed.
+each side identified as its language (and, apart, the share of the shorter lines of both
+sides: "short"), the time one line takes (p50, p95, p99 over every line of at least
+--min-words words, --repeat times, after a warm-up), the time to load, and the memory
+loading added (RSS). The server runs one identification at a time, so one thread is
+timed.
 """
 
 from __future__ import annotations
@@ -77,8 +79,9 @@ def rss_mib() -> float:
 
 
 def measure(name: str, only_ours: bool, sets: dict[tuple[str, str], list[str]],
-            repeat: int) -> dict:
-    """In a fresh process: load seconds and MiB, accuracy per (set, side), ms per line."""
+            short: list[tuple[str, str]], repeat: int) -> dict:
+    """In a fresh process: load seconds and MiB, accuracy per (set, side) and on the
+    `short` (line, side) pairs, ms per line."""
     before, start = rss_mib(), time.perf_counter()
     identify = load(name, only_ours)
     identify("Warm up.")
@@ -89,6 +92,7 @@ def measure(name: str, only_ours: bool, sets: dict[tuple[str, str], list[str]],
         for line in lines:
             right += identify(line) == side
         accuracy[dev_set, side] = (right, len(lines))
+    short_right = sum(identify(line) == side for line, side in short)
     for _ in range(repeat):
         for lines in sets.values():
             for line in lines:
@@ -97,17 +101,22 @@ def measure(name: str, only_ours: bool, sets: dict[tuple[str, str], list[str]],
                 times.append((time.perf_counter() - start) * 1000)
     cuts = statistics.quantiles(times, n=100)
     return {"load_s": loaded, "mib": memory, "accuracy": accuracy,
+            "short": short_right / max(1, len(short)),
             "ms": (statistics.median(times), cuts[94], cuts[98])}
 
 
-def dev_lines(min_words: int) -> dict[tuple[str, str], list[str]]:
-    sets = {}
+def dev_lines(min_words: int) -> tuple[dict[tuple[str, str], list[str]],
+                                      list[tuple[str, str]]]:
+    """Each dev set side's lines of at least `min_words` words, and the shorter (non-blank)
+    lines of all, each with its side."""
+    sets, short = {}, []
     for dev_set in DEV_SETS:
         for side in SIDES:
             with open(CORPORA / f"{dev_set}.{side}", encoding="utf-8") as handle:
-                sets[dev_set, side] = [line.strip() for line in handle
-                                       if len(line.split()) >= min_words]
-    return sets
+                lines = [line.strip() for line in handle if line.strip()]
+            sets[dev_set, side] = [line for line in lines if len(line.split()) >= min_words]
+            short += [(line, side) for line in lines if len(line.split()) < min_words]
+    return sets, short
 
 
 def main() -> None:
@@ -115,13 +124,15 @@ def main() -> None:
     parser.add_argument("--min-words", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the lines")
     args = parser.parse_args()
-    sets = dev_lines(args.min_words)
+    sets, short = dev_lines(args.min_words)
     print(f"lines of >= {args.min_words} words: " + ", ".join(
-        f"{dev_set}.{side} {len(lines)}" for (dev_set, side), lines in sets.items()))
+        f"{dev_set}.{side} {len(lines)}" for (dev_set, side), lines in sets.items())
+        + f"; shorter: {len(short)}")
     print(f"load average {os.getloadavg()[0]:.2f} at start, {os.cpu_count()} cores")
     header = (f"{'identifier':<16} {'languages':<9} " + " ".join(
         f"{dev_set.split('.')[1][:8] + '.' + side:>13}" for dev_set, side in sets)
-        + f" {'all':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'load s':>7} {'MiB':>6}")
+        + f" {'all':>7} {'short':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'load s':>7}"
+        f" {'MiB':>6}")
     print(header)
     spawn = multiprocessing.get_context("spawn")
     for name, (module, package) in CANDIDATES.items():
@@ -130,12 +141,13 @@ def main() -> None:
             continue
         for only_ours in (False, True):
             with spawn.Pool(1) as pool:
-                row = pool.apply(measure, (name, only_ours, sets, args.repeat))
+                row = pool.apply(measure, (name, only_ours, sets, short, args.repeat))
             right = sum(r for r, _ in row["accuracy"].values())
             total = sum(n for _, n in row["accuracy"].values())
             cells = " ".join(f"{100 * r / n:>12.2f}%" for r, n in row["accuracy"].values())
             print(f"{name:<16} {'en, es' if only_ours else 'all':<9} {cells} "
-                  f"{100 * right / total:>6.2f}% " + " ".join(f"{ms:>7.3f}" for ms in row["ms"])
+                  f"{100 * right / total:>6.2f}% {100 * row['short']:>6.2f}% "
+                  + " ".join(f"{ms:>7.3f}" for ms in row["ms"])
                   + f" {row['load_s']:>7.2f} {row['mib']:>6.1f}")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
