@@ -17,6 +17,27 @@ from transcli.cli.options import (
 )
 from transcli.serve.server import KEY_VARIABLE
 
+# What slow clients may hold (docs/SERVE.md, "Timeouts and limits").
+ReadTimeoutOpt = typer.Option(
+    10.0, help="Seconds a client has to send a request's headers and body (408 after).")
+MaxConnectionsOpt = typer.Option(
+    1000, help="Open connections; past it, the one sending its request longest is closed.")
+DrainTimeoutOpt = typer.Option(
+    30.0, help="Seconds a stop (SIGINT, SIGTERM) lets requests in flight finish.")
+# What the server offers besides translating text (docs/SERVE.md).
+DocsOpt = typer.Option(
+    False, "--docs", help="Serve /docs, Swagger UI (the browser loads it from a CDN).")
+NoWebOpt = typer.Option(False, "--no-web", help="No web page at / (the API stays).")
+CorsOriginOpt = typer.Option(
+    None, metavar="<origin>", help="Let pages of this origin (https://host[:port], or * for "
+    "any) call the API from a browser; none by default.")
+ReqLimitOpt = typer.Option(0, help="Requests per client per minute to translate, detect or "
+                           "translate a file (429 above; 0: no limit).")
+MaxAlternativesOpt = typer.Option(
+    3, help="Alternative translations a request may ask for (an n-best search).")
+MaxFileCharsOpt = typer.Option(
+    100_000, help="Characters of text in a file sent to /translate_file (400 above).")
+
 
 @with_decoding
 def serve(
@@ -40,26 +61,15 @@ def serve(
         5.0, help="Milliseconds a request waits for others to share its model batch."),
     no_batching: bool = typer.Option(
         False, "--no-batching", help="Translate each request alone (for comparison)."),
-    read_timeout: float = typer.Option(
-        10.0, help="Seconds a client has to send a request's headers and body (408 after)."),
-    max_connections: int = typer.Option(
-        1000, help="Open connections; past it, the one sending its request longest is closed."),
-    drain_timeout: float = typer.Option(
-        30.0, help="Seconds a stop (SIGINT, SIGTERM) lets requests in flight finish."),
-    docs: bool = typer.Option(
-        False, "--docs", help="Serve /docs, Swagger UI (the browser loads it from a CDN)."),
-    no_web: bool = typer.Option(
-        False, "--no-web", help="No web page at / (the API stays)."),
-    cors_origin: Optional[str] = typer.Option(
-        None, metavar="<origin>", help="Let pages of this origin (https://host[:port], or * "
-        "for any) call the API from a browser; none by default."),
-    req_limit: int = typer.Option(
-        0, help="Requests per client per minute to translate, detect or translate a file "
-        "(429 above; 0: no limit)."),
-    max_alternatives: int = typer.Option(
-        3, help="Alternative translations a request may ask for (an n-best search)."),
-    max_file_chars: int = typer.Option(
-        100_000, help="Characters of text in a file sent to /translate_file (400 above)."),
+    read_timeout: float = ReadTimeoutOpt,
+    max_connections: int = MaxConnectionsOpt,
+    drain_timeout: float = DrainTimeoutOpt,
+    docs: bool = DocsOpt,
+    no_web: bool = NoWebOpt,
+    cors_origin: Optional[str] = CorsOriginOpt,
+    req_limit: int = ReqLimitOpt,
+    max_alternatives: int = MaxAlternativesOpt,
+    max_file_chars: int = MaxFileCharsOpt,
     decoding: list[tuple[str, Any]],
     device: Device = device_option(),
     sets: Optional[list[str]] = DecodeSetOpt,
