@@ -122,7 +122,10 @@ class Routes:
         fields = await self._fields(request, self.limits.file_body_bytes(), files=1)
         upload, source, target = file_request(fields)
         found = file_format(upload.filename)
-        data = await upload.read()
+        try:
+            data = await upload.read()
+        finally:
+            await upload.close()  # a large part was spooled to a temporary file
 
         async def translate(lines: list[str]) -> list[str]:
             return await translate_file_lines(lines, source, target, self.batcher,
