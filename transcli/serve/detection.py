@@ -9,13 +9,16 @@ nearer of the two.
 
 Identification runs on a thread of its own, one text after another, so a request of many
 texts never holds the event loop; each text is read up to `READ_CHARS` characters, enough
-to tell the two apart, so a request's cost is bounded whatever it holds.
+to tell the two apart, so a request's cost is bounded whatever it holds. The identifier's
+model (about 90 MB in memory, half a second to load) is loaded there at the first
+detection: a server whose clients never detect does not pay for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
 from typing import Any
 
 from transcli.serve.protocol import SOURCE, TARGET
@@ -29,12 +32,20 @@ class Detector:
     """py3langid's identifier, restricted to the server's languages, and its thread."""
 
     def __init__(self) -> None:
-        langid = require("py3langid.langid", "serve")
-        self._identifier = langid.LanguageIdentifier.from_model_file(langid.MODEL_FILE,
-                                                                      norm_probs=True)
-        self._identifier.set_languages([SOURCE, TARGET])
+        self._langid = require("py3langid.langid", "serve")  # missing: one line, at start
+        self._identifier: Any = None
+        self._loading = threading.Lock()
         self._thread = concurrent.futures.ThreadPoolExecutor(
             1, thread_name_prefix="transcli-detect")
+
+    def _loaded(self) -> Any:
+        with self._loading:
+            if self._identifier is None:
+                identifier = self._langid.LanguageIdentifier.from_model_file(
+                    self._langid.MODEL_FILE, norm_probs=True)
+                identifier.set_languages([SOURCE, TARGET])
+                self._identifier = identifier
+        return self._identifier
 
     def detect(self, text: str) -> list[dict[str, Any]]:
         """The server's languages, most likely first, each with a confidence in percent
@@ -42,7 +53,7 @@ class Detector:
         text = text[:READ_CHARS]
         if not any(char.isalpha() for char in text):
             return [dict(UNKNOWN)]
-        ranked = self._identifier.rank(text)
+        ranked = self._loaded().rank(text)
         if ranked[0][1] == ranked[1][1]:  # no feature of either language: no evidence
             return [dict(UNKNOWN)]
         return [{"confidence": float(round(100 * probability)), "language": language}
