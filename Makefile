@@ -47,6 +47,7 @@ install: $(STAMP)  ## Create .venv and install transcli (CPU torch) with the dev
 
 test: $(STAMP)  ## Lint, then the whole test suite (CPU, under 10 minutes): what CI runs
 	$(BIN)/ruff check .
+	@command -v chromium >/dev/null || echo "note: no Chromium: the web page's tests are skipped (apt-get install chromium chromium-driver)"
 	$(BIN)/python -m pytest --numprocesses auto --maxprocesses 4 --dist loadfile
 
 test-fast: $(STAMP)  ## Lint and the tests not marked slow (about a minute), while developing

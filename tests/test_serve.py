@@ -1,10 +1,12 @@
 """`transcli serve`: LibreTranslate's API over a real server (`python -m transcli serve` on
-a free localhost port) with the tiny memorised run, checked against `transcli translate`.
+a free localhost port) with the tiny memorised run, checked against `transcli translate`
+(translations, alternatives, files) and py3langid itself (detection).
 
-Three servers: one shared by the module (answers, batching, the error table), one with an
-API key and tight limits (403, 503, 504), one stopped by SIGTERM with requests in flight.
-The batcher's merging (sampling seeds, split sentences, int8 alone) is also checked in
-process, where the number of model calls can be seen.
+Three servers: one shared by the module (answers, batching, files, the page's files, CORS,
+the error table), one with an API key and tight limits (403, 503, 504), one stopped by
+SIGTERM with requests in flight. The batcher's merging (sampling seeds, split sentences,
+int8 alone, n-best alone) is also checked in process, where the number of model calls
+can be seen.
 """
 
 from __future__ import annotations
@@ -25,16 +27,17 @@ import time
 import urllib.error
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import urlsplit
 
 import pytest
 from helpers import PAIRS, ROOT
 from helpers.cli import one_error_line, run_cli
 from helpers.memorised import UNSEEN
-from helpers.server import ONE_THREAD, Server, assert_error
+from helpers.server import ONE_THREAD, Server, assert_error, multipart
 
 from transcli.inference.translator import load_translator
 from transcli.rundir.run import open_run_dir
-from transcli.serve.batcher import Batcher
+from transcli.serve.batcher import Batcher, nbest_decode
 from transcli.serve.limits import Limits
 
 for extra in ("fastapi", "uvicorn"):  # `transcli serve` runs in every test
@@ -44,10 +47,24 @@ LibreTranslateAPI = pytest.importorskip(
     "extra)").LibreTranslateAPI
 
 ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
 MULTI = f"{ENGLISH[0]} {ENGLISH[1]} {UNSEEN[1]}"  # three sentences on one line
 LINES = [*ENGLISH, *UNSEEN, MULTI, ""]
 TEXTS = LINES[:-1]  # libretranslatepy's texts: LibreTranslate refuses an empty q
 MAX_CHARS = 2000
+MAX_FILE_CHARS = 5000
+ORIGIN = "https://app.example"  # the module server's --cors-origin
+
+
+def identified(text: str) -> list[dict[str, Any]]:
+    """py3langid's own ranking of English and Spanish for `text`, in LibreTranslate's shape:
+    what /detect must answer."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    identifier.set_languages(["en", "es"])
+    return [{"confidence": float(round(100 * p)), "language": code}
+            for code, p in identifier.rank(text)]
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +77,25 @@ def offline(run_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
+def nbest(run_dir: Path) -> dict[str, list[str]]:
+    """`transcli translate --n-best 4 --beam-size 4`'s hypotheses for each of LINES: what
+    a request for 3 alternatives is answered from (the tiny run searches 2 beams)."""
+    result = run_cli("translate", "-m", run_dir, "--checkpoint", "last", "--n-best", "4",
+                     "--beam-size", "4", stdin="".join(line + "\n" for line in LINES))
+    assert result.returncode == 0, result.stderr
+    found: dict[str, list[str]] = {}
+    for row in result.stdout.splitlines():
+        index, text, _ = row.split("\t")
+        found.setdefault(LINES[int(index)], []).append(text)
+    return found
+
+
+@pytest.fixture(scope="module")
 def server(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The module's server: the run's decode settings, --max-chars MAX_CHARS."""
-    started = Server(run_dir, tmp_path_factory.mktemp("serve"), "--max-chars", str(MAX_CHARS))
+    """The module's server: the run's decode settings, --max-chars MAX_CHARS,
+    --max-file-chars MAX_FILE_CHARS, --cors-origin ORIGIN."""
+    started = Server(run_dir, tmp_path_factory.mktemp("serve"), "--max-chars", str(MAX_CHARS),
+                     "--max-file-chars", str(MAX_FILE_CHARS), "--cors-origin", ORIGIN)
     yield started
     started.stop()
 
@@ -77,13 +110,18 @@ def test_libretranslatepy_gets_translates_output(server, offline):
         [offline[text] for text in TEXTS]
     assert client.languages() == [{"code": "en", "name": "English", "targets": ["es"]},
                                   {"code": "es", "name": "Spanish", "targets": []}]
+    for text in (SPANISH[1], ENGLISH[2], MULTI):
+        assert client.detect(text) == identified(text)
+    assert client.detect(SPANISH[3])[0]["language"] == "es"
+    assert client.detect(ENGLISH[3])[0]["language"] == "en"
+    assert client.detect("12345 :-)") == [{"confidence": 0.0, "language": "en"}]
 
 
 @pytest.mark.slow
 def test_lists_lines_and_auto_source(server, offline):
     """A list gets a list; a text's lines are translated apart and joined by newlines
-    (CRLF as LF, as `translate` reads a file); "auto" is English, said as LibreTranslate
-    says what it detected."""
+    (CRLF as LF, as `translate` reads a file). With "auto" each text's language is
+    detected: English is translated, Spanish answered as it is (LibreTranslate's way)."""
     status, body = server.translate([ENGLISH[2], f"{ENGLISH[3]}\r\n\n{UNSEEN[0]}", ""])
     assert status == 200
     assert body == {"translatedText": [
@@ -91,9 +129,50 @@ def test_lists_lines_and_auto_source(server, offline):
     status, body = server.translate(ENGLISH[4], source="auto")
     assert status == 200
     assert body == {"translatedText": offline[ENGLISH[4]],
-                    "detectedLanguage": {"confidence": 100.0, "language": "en"}}
-    status, body = server.translate([ENGLISH[4]], source="auto", format="text")
-    assert body["detectedLanguage"] == [{"confidence": 100.0, "language": "en"}]
+                    "detectedLanguage": identified(ENGLISH[4])[0]}
+    assert body["detectedLanguage"]["language"] == "en"
+    status, body = server.translate([SPANISH[5], ENGLISH[5]], source="auto", format="text")
+    assert status == 200
+    assert body == {"translatedText": [SPANISH[5], offline[ENGLISH[5]]],
+                    "detectedLanguage": [identified(SPANISH[5])[0], identified(ENGLISH[5])[0]]}
+    assert [found["language"] for found in body["detectedLanguage"]] == ["es", "en"]
+
+
+@pytest.mark.slow
+def test_a_language_into_itself_is_answered_as_it_is(server):
+    """As LibreTranslate answers en -> en; es -> en is a pair this server lacks."""
+    assert server.translate(ENGLISH[0], target="en") == (200, {"translatedText": ENGLISH[0]})
+    assert server.translate(SPANISH[0], source="es") == (200, {"translatedText": SPANISH[0]})
+    status, body = server.translate(SPANISH[0], source="es", target="en")
+    assert_error(status, body, 400)
+    assert body["error"] == "English (en) is not available as a target language from " \
+                            "Spanish (es)"
+    status, body = server.translate(SPANISH[0], source="auto", target="en")
+    assert_error(status, body, 400)
+
+
+@pytest.mark.slow
+def test_alternatives_are_translates_n_best(server, nbest, offline):
+    """alternatives: N is answered from `translate --n-best N+1` with the server's beam
+    (raised to N+1): the best first, then the others without repeats, line by line."""
+    def others(hyps: list[str], best: str) -> list[str]:
+        return [text for i, text in enumerate(hyps[1:], 1)
+                if text not in ("", best, *hyps[1:i])]
+
+    for text in (ENGLISH[1], UNSEEN[0]):
+        status, body = server.translate(text, alternatives=3)
+        assert status == 200
+        assert body == {"translatedText": nbest[text][0],
+                        "alternatives": others(nbest[text], nbest[text][0])}
+    two = f"{ENGLISH[2]}\n{ENGLISH[6]}"
+    status, body = server.translate([two, SPANISH[0]], source="auto", alternatives="3")
+    assert status == 200
+    ranks = [f"{nbest[ENGLISH[2]][k]}\n{nbest[ENGLISH[6]][k]}" for k in range(4)]
+    assert body["translatedText"] == [ranks[0], SPANISH[0]]
+    assert body["alternatives"] == [others(ranks, ranks[0]), []]
+    # LibreTranslate takes a negative count as 0: no alternatives, no such field
+    assert server.translate(ENGLISH[1], alternatives=-2) == \
+        (200, {"translatedText": offline[ENGLISH[1]]})
 
 
 @pytest.mark.slow
@@ -148,10 +227,69 @@ def test_health_languages_and_openapi(server, run_dir):
     assert response.getheader("Content-Type") == "application/json"
     connection.close()
     status, spec, _ = server.request("GET", "/openapi.json")
-    assert status == 200 and {"/translate", "/languages", "/health"} <= set(spec["paths"])
+    assert status == 200 and {"/translate", "/languages", "/health", "/detect",
+                              "/translate_file", "/frontend/settings"} <= set(spec["paths"])
     assert set(spec["paths"]["/health"]) == {"get"}  # HEAD is not part of the API
+    assert server.request("GET", "/spec")[:2] == (200, spec)  # LibreTranslate's name for it
     for page in ("/docs", "/redoc"):  # Swagger UI and ReDoc load from a CDN: off by default
         assert_error(*server.request("GET", page)[:2], 404)
+
+
+@pytest.mark.slow
+def test_frontend_settings_have_libretranslates_fields(server, run_dir):
+    """The fields Dialect and LibreTranslate's page read at start-up, then the model."""
+    status, settings, _ = server.request("GET", "/frontend/settings")
+    assert status == 200
+    assert settings == {
+        "charLimit": MAX_CHARS, "frontendTimeout": 150, "apiKeys": False,
+        "keyRequired": False, "suggestions": False, "filesTranslation": True,
+        "supportedFilesFormat": [".txt"],
+        "language": {"source": {"code": "en", "name": "English"},
+                     "target": {"code": "es", "name": "Spanish"}},
+        "model": {"name": str(run_dir), "checkpoint": "last",
+                  "checkpointFile": "step-0000200.safetensors"},
+        "alternativesLimit": 3, "fileCharLimit": MAX_FILE_CHARS, "reqLimit": 0}
+    status, body, _ = server.request("POST", "/suggest", {"q": "a", "s": "b"})
+    assert_error(status, body, 403)
+    assert body["error"] == "Suggestions are disabled on this server."
+
+
+@pytest.mark.slow
+def test_the_page_and_its_files_come_from_the_server_alone(server):
+    """`/` and its script and style, from the package; the Content-Security-Policy keeps
+    the browser from loading anything from elsewhere, and the files name no other site."""
+    from transcli.serve.web import FILES, page_files
+
+    shipped = page_files()
+    for path, name in (("/", "index.html"), *((f"/static/{n}", n) for n in FILES
+                                              if n != "index.html")):
+        status, data, headers = server.request("GET", path, raw=True)
+        assert (status, data) == (200, shipped[name])
+        assert headers["content-type"] == FILES[name]
+        assert headers["content-security-policy"].startswith("default-src 'self'")
+        named = data.replace(b'xmlns="http://www.w3.org/2000/svg"', b"")  # a name, not a load
+        assert not re.search(rb"(https?:)?//[\w.-]+\.\w", named), name  # no other site
+    for path in ("/static/nothing.js", "/static/index.html", "/static/../app.js"):
+        assert_error(*server.request("GET", path)[:2], 404)
+
+
+@pytest.mark.slow
+def test_cors_only_for_the_origin_given(server):
+    """--cors-origin ORIGIN: its pages may call the API (preflight included); others get no
+    CORS header, and a refused preflight is a JSON error."""
+    status, _, headers = server.request("POST", "/translate", GOOD, {"Origin": ORIGIN})
+    assert status == 200 and headers["access-control-allow-origin"] == ORIGIN
+    status, _, headers = server.request("OPTIONS", "/translate", headers={
+        "Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"}, raw=True)
+    assert status == 200 and headers["access-control-allow-origin"] == ORIGIN
+    assert "POST" in headers["access-control-allow-methods"]
+    status, _, headers = server.request("POST", "/translate", GOOD,
+                                        {"Origin": "https://evil.example"})
+    assert status == 200 and "access-control-allow-origin" not in headers
+    status, body, _ = server.request("OPTIONS", "/translate", headers={
+        "Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+    assert_error(status, body, 400)
 
 
 @pytest.mark.slow
@@ -164,7 +302,49 @@ def test_a_trailing_slash_is_served_not_redirected(server, offline):
     assert server.request("GET", "/health/", headers={"Host": "evil.example"})[0] == 200
 
 
+# ----------------------------------------------------------------------------- files
+
+
+@pytest.mark.slow
+def test_a_text_file_is_translated_as_translate_translates_it(server, run_dir, tmp_path):
+    """A .txt file with a byte-order mark, CRLF, an empty line and no final newline: the
+    download is byte for byte `transcli translate -i FILE`'s output, under its own name,
+    at an unguessable URL; a Spanish file with source "auto" comes back as it is."""
+    data = ("\ufeff" + f"{ENGLISH[0]}\r\n{MULTI}\n\n{UNSEEN[0]}").encode()
+    (tmp_path / "notes.txt").write_bytes(data)
+    result = run_cli("translate", "-m", run_dir, "--checkpoint", "last",
+                     "-i", tmp_path / "notes.txt", "-o", tmp_path / "notes.es")
+    assert result.returncode == 0, result.stderr
+    urls = []
+    for _ in range(2):
+        status, body, _ = server.upload("../my notes.txt", data, source="en", target="es")
+        assert status == 200 and list(body) == ["translatedFileUrl"], body
+        urls.append(body["translatedFileUrl"])
+    assert urls[0] != urls[1]
+    for url in urls:
+        parts = urlsplit(url)
+        assert f"{parts.scheme}://{parts.netloc}" == server.url
+        token, _, name = parts.path.removeprefix("/download_file/").partition(".")
+        assert name == "my_notes.es.txt" and re.fullmatch(r"[\w-]{22,}", token)  # 128 bits
+        status, got, headers = server.request("GET", parts.path, raw=True)
+        assert (status, got) == (200, (tmp_path / "notes.es").read_bytes())
+        assert headers["content-disposition"] == 'attachment; filename="my_notes.es.txt"'
+        assert headers["content-type"] == "text/plain; charset=utf-8"
+        assert_error(*server.request("GET", parts.path.replace(name, "other.txt"))[:2], 404)
+    spanish = "\n".join(SPANISH[:3]).encode()
+    status, body, _ = server.upload("nota.txt", spanish + b"\n", source="auto", target="es")
+    url = urlsplit(body["translatedFileUrl"]).path
+    assert url.endswith(".nota.es.txt")
+    assert server.request("GET", url, raw=True)[1] == spanish + b"\n"
+
+
 # ----------------------------------------------------------------------------- refusals
+
+def _form(fields: dict[str, str], files: dict[str, tuple[str, bytes]]
+          ) -> tuple[bytes, dict[str, str]]:
+    body, kind = multipart(fields, files)
+    return body, {"Content-Type": kind}
+
 
 GOOD = {"q": "x", "source": "en", "target": "es"}
 JSON = {"Content-Type": "application/json"}
@@ -190,13 +370,15 @@ BAD_REQUESTS = [  # (method, path, body, headers, status)
     ("POST", "/translate", {**GOOD, "source": "fr"}, None, 400),
     ("POST", "/translate", {**GOOD, "source": 7}, None, 400),
     ("POST", "/translate", {**GOOD, "target": "de"}, None, 400),
-    ("POST", "/translate", {**GOOD, "target": "en"}, None, 400),
+    ("POST", "/translate", {**GOOD, "target": "auto"}, None, 400),
+    ("POST", "/translate", {**GOOD, "source": "es", "target": "en"}, None, 400),
     ("POST", "/translate", {**GOOD, "format": "html"}, None, 400),
     ("POST", "/translate", {**GOOD, "format": "markdown"}, None, 400),
-    ("POST", "/translate", {**GOOD, "alternatives": 3}, None, 400),
+    ("POST", "/translate", {**GOOD, "alternatives": 4}, None, 400),  # > --max-alternatives
     ("POST", "/translate", {**GOOD, "alternatives": "many"}, None, 400),
-    ("POST", "/translate", {**GOOD, "q": "x" * (MAX_CHARS + 1)}, None, 413),
-    ("POST", "/translate", {**GOOD, "q": ["x" * 1000] * 3}, None, 413),
+    ("POST", "/translate", {**GOOD, "alternatives": [1]}, None, 400),
+    ("POST", "/translate", {**GOOD, "q": "x" * (MAX_CHARS + 1)}, None, 400),
+    ("POST", "/translate", {**GOOD, "q": ["x" * 1000] * 3}, None, 400),
     ("POST", "/translate", b"q=x&q=y&source=en&target=es", FORM, 400),
     ("POST", "/translate", b"q=%FF&source=en&target=es", FORM, 400),
     ("POST", "/translate", b"q=x&source=en&target=es", {"Content-Type": "text/plain"}, 400),
@@ -218,6 +400,41 @@ BAD_REQUESTS = [  # (method, path, body, headers, status)
         {**GOOD, "extra": {"deep": ["\ud800"]}}, {**GOOD, "\ud800": 1})],
     ("GET", "/translate", None, None, 405),
     ("GET", "/nowhere", None, None, 404),
+    # /detect: LibreTranslate's fields, the same limits
+    ("POST", "/detect", {}, None, 400),
+    ("POST", "/detect", {"q": ""}, None, 400),
+    ("POST", "/detect", {"q": 3}, None, 400),
+    ("POST", "/detect", {"q": ["a", 3]}, None, 400),
+    ("POST", "/detect", {"q": "x" * (MAX_CHARS + 1)}, None, 400),
+    ("POST", "/detect", {"q": "half \ud800"}, None, 400),
+    ("POST", "/detect", b'{"q": "x', JSON, 400),
+    ("POST", "/detect", b"q=%FF", FORM, 400),
+    ("POST", "/detect", b"[" * 100_000, JSON, 413),
+    ("GET", "/detect", None, None, 405),
+    # /translate_file: a multipart form with one file
+    ("POST", "/translate_file", {"source": "en", "target": "es"}, None, 400),
+    ("POST", "/translate_file", b"source=en&target=es&file=a", FORM, 400),
+    *[("POST", "/translate_file", *_form(fields, files), 400) for fields, files in (
+        ({"source": "en", "target": "es"}, {}),  # no file
+        ({"source": "en", "target": "es"}, {"file": ("", b"x")}),  # no file name
+        ({"source": "en", "target": "es"}, {"file": ("a.pdf", b"x")}),  # not a format read
+        ({"source": "en", "target": "es"}, {"file": ("a.txt", b"ok\n\xff\n")}),  # not UTF-8
+        ({"source": "en", "target": "es"}, {"file": ("a.txt", b"x" * (MAX_FILE_CHARS + 1))}),
+        ({"target": "es"}, {"file": ("a.txt", b"x")}),
+        ({"source": "fr", "target": "es"}, {"file": ("a.txt", b"x")}),
+        ({"source": "es", "target": "en"}, {"file": ("a.txt", b"x")}),
+        ({"source": "en", "target": "es"}, {"file": ("a.txt", b"x"), "q": ("b.txt", b"y")}))],
+    ("POST", "/translate_file", *_form({"source": "en", "target": "es", "x": "caf\xe9"},
+                                       {"file": ("a.txt", b"x")}), 200),
+    ("POST", "/translate_file", b"x" * 200_000,  # over 16 bytes per --max-file-chars
+     {"Content-Type": "multipart/form-data; boundary=b"}, 413),
+    ("GET", "/translate_file", None, None, 405),
+    ("GET", "/download_file/nothing.txt", None, None, 404),
+    ("POST", "/download_file/nothing.txt", None, None, 405),
+    ("POST", "/spec", None, None, 405),
+    ("POST", "/languages", None, None, 405),
+    ("POST", "/frontend/settings", None, None, 405),
+    ("GET", "/suggest", None, None, 405),
 ]
 
 
@@ -225,9 +442,30 @@ BAD_REQUESTS = [  # (method, path, body, headers, status)
 def test_bad_requests_get_one_line_json_errors(server):
     for method, path, body, headers, expected in BAD_REQUESTS:
         status, answer, _ = server.request(method, path, body, headers)
+        if expected == 200:  # a control: the same form, well made
+            assert status == 200, answer
+            continue
         assert_error(status, answer, expected)
     assert server.translate("x")[0] == 200  # still serving
     assert server.request("GET", "/health")[0] == 200  # its model worker too
+
+
+@pytest.mark.slow
+def test_errors_clients_match_are_in_libretranslates_words(server):
+    for fields, expected in (
+            ({"source": "en", "target": "es"}, "Invalid request: missing q parameter"),
+            ({**GOOD, "target": "zz"}, "zz is not supported"),
+            ({**GOOD, "q": "x" * (MAX_CHARS + 1)},
+             f"Invalid request: request ({MAX_CHARS + 1}) exceeds text limit ({MAX_CHARS})"),
+            ({**GOOD, "alternatives": 4}, "Invalid request: alternatives parameter must be <= 3"),
+            ({**GOOD, "alternatives": "x"},
+             "Invalid request: alternatives parameter is not a number"),
+            ({**GOOD, "format": "markdown"}, "markdown format is not supported")):
+        assert server.request("POST", "/translate", fields)[1] == {"error": expected}
+    assert server.request("POST", "/detect", {"api": 1})[1] == \
+        {"error": "Invalid request: missing q parameter"}
+    status, body, _ = server.upload("notes.odt", b"x", source="en", target="es")
+    assert body["error"].startswith("Invalid request: file format not supported")
 
 
 @pytest.mark.slow
@@ -281,6 +519,11 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
         assert refused.value.code == 403
         assert _answered_in_time(LibreTranslateAPI(server.url, api_key=key), ENGLISH[0]) == \
             offline[ENGLISH[0]]
+        for path, fields in (("/detect", {"q": "x"}), ("/detect", {"q": "x", "api_key": "no"})):
+            assert_error(*server.request("POST", path, fields)[:2], 403)
+        assert_error(*server.upload("a.txt", b"x", source="en", target="es")[:2], 403)
+        assert server.request("POST", "/detect", {"q": SPANISH[0], "api_key": key})[0] == 200
+        assert server.request("GET", "/frontend/settings")[1]["keyRequired"] is True
 
         long = ENGLISH * 80  # 1280 lines: seconds of work for the model
         start = threading.Barrier(6)
@@ -304,6 +547,9 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
         while server.translate(ENGLISH[1], api_key=key)[0] != 200:
             assert time.monotonic() < deadline
             time.sleep(0.2)
+        status, body, _ = server.upload("long.txt", "\n".join(long).encode(), source="en",
+                                        target="es", api_key=key)
+        assert_error(status, body, 504)  # a file's translation has --timeout's time too
         assert "Traceback" not in server.stderr()
     finally:
         server.stop()
@@ -311,12 +557,19 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
 
 @pytest.mark.slow
 def test_sigterm_finishes_requests_in_flight_then_exits_0(run_dir, tmp_path, offline):
-    server = Server(run_dir, tmp_path)
+    """Translations and a file's in flight are answered; the translated files' folder
+    (in the server's TMPDIR) is removed."""
+    (tmp_path / "tmp").mkdir()
+    server = Server(run_dir, tmp_path, env={"TMPDIR": str(tmp_path / "tmp")})
     try:
         lines = ENGLISH * 20  # 320 lines per request: a model call each
 
-        def send(_: int) -> tuple[int, Any]:
-            return server.translate("\n".join(lines))
+        def send(number: int) -> tuple[int, Any]:
+            if number < 2:
+                return server.translate("\n".join(lines))
+            status, body, _ = server.upload("f.txt", "\n".join(lines).encode(),
+                                            source="en", target="es")
+            return status, list(body)  # its download is gone with the server
 
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
             pending = [pool.submit(send, n) for n in range(3)]
@@ -324,11 +577,14 @@ def test_sigterm_finishes_requests_in_flight_then_exits_0(run_dir, tmp_path, off
             while server.request("GET", "/health")[1]["waiting"] < 1:  # one runs, one waits
                 assert time.monotonic() < deadline, "the requests never queued"
                 time.sleep(0.01)
+            assert len(list((tmp_path / "tmp").glob("transcli-serve-*"))) == 1
             server.process.send_signal(signal.SIGTERM)
             answers = [future.result(timeout=120) for future in pending]
         assert server.process.wait(timeout=60) == 0
         expected = "\n".join(offline[line] for line in lines)
-        assert answers == [(200, {"translatedText": expected})] * 3
+        assert answers == [(200, {"translatedText": expected})] * 2 + \
+            [(200, ["translatedFileUrl"])]
+        assert not list((tmp_path / "tmp").iterdir())
         log = server.stderr()
         assert "SIGTERM: finishing" in log and log.rstrip().endswith("transcli: stopped")
         assert "Traceback" not in log
@@ -381,7 +637,9 @@ def test_bad_startup_is_one_error_line(run_dir, tmp_path):
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))))
     assert "--max-connections 1000 needs about" in error and "ulimit -Hn" in error
     error = one_error_line(run_cli("serve", "-m", run_dir, "--checkpoint", "999", "--port", "0"))
-    assert "999" in error  # raised while the worker thread loads the model
+    assert "999" in error  # raised before the model loads
+    error = one_error_line(run_cli("serve", "-m", run_dir, "--cors-origin", "example.org"))
+    assert "--cors-origin 'example.org': give an origin such as https://example.org" in error
 
 
 @pytest.mark.slow
@@ -471,6 +729,31 @@ def test_ct2_float32_requests_are_merged(ct2_run, overrides):
     answers, alone, batcher = batched(ct2_run, overrides, REQUESTS)
     assert batcher.merging and batcher.model_calls == 1 and batcher.answered == 4
     assert answers == alone
+
+
+def test_alternatives_are_a_search_of_their_own(run_dir):
+    """A request for alternatives is never merged: the plain requests around it are
+    model calls of their own (the queue keeps its order), each answered as alone."""
+    batcher = Batcher(lambda: load_translator(open_run_dir(run_dir, []), "last", "cpu"),
+                      Limits(max_batch_wait=0.5))
+    batcher.start()
+
+    async def send_all() -> list[Any]:
+        return list(await asyncio.gather(batcher.translate(REQUESTS[0]),
+                                         batcher.translate_nbest(REQUESTS[1], 3),
+                                         batcher.translate(REQUESTS[2])))
+
+    try:
+        first, alternatives, last = asyncio.run(send_all())
+    finally:
+        batcher.stop()
+    translator = batcher.translator
+    assert translator is not None and batcher.model_calls == 3
+    assert [first, last] == [translator.translate(REQUESTS[0]), translator.translate(REQUESTS[2])]
+    with translator.searching(nbest_decode(translator.decode, 3)):
+        expected = [[text for text, _ in hyps] for hyps in translator.translate_nbest(REQUESTS[1])]
+    assert alternatives == expected and all(len(hyps) == 3 for hyps in alternatives)
+    assert translator.decode.n_best == 1  # the server's own settings again
 
 
 def test_int8_translates_each_request_alone(run_dir):

@@ -2,8 +2,10 @@
 (`python -m transcli serve` on a free localhost port, the tiny run) and raw sockets.
 
 Two servers: one with a short --read-timeout and a small --max-connections (slowloris,
-the connection cap, a client leaving, the body cap, --docs); one stopped by SIGTERM while a client
-holds an unfinished body, with a long --read-timeout so that only --drain-timeout ends it.
+the connection cap, a client leaving, the body cap, --docs), a --req-limit (clients past
+it, told apart by the X-Forwarded-For a local proxy sends), no CORS and no page
+(--no-web); one stopped by SIGTERM while a client holds an unfinished body, with a long
+--read-timeout so that only --drain-timeout ends it.
 """
 
 from __future__ import annotations
@@ -18,15 +20,22 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import pytest
-from helpers.server import Server, assert_error
+from helpers.server import Server, assert_error, multipart
 
 for extra in ("fastapi", "uvicorn"):  # `transcli serve` runs in every test
     pytest.importorskip(extra, reason="needs the serve extra (pip install 'transcli[serve]')")
 
 READ_TIMEOUT = 3.0
 MAX_CONNECTIONS = 8
+REQ_LIMIT = 10  # a minute per client: more than this module's own from 127.0.0.1
 HEAD = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 BODY = b'{"q": "I like trees.", "source": "en", "target": "es"}'
+BODY_FIELDS = json.loads(BODY)
+
+
+def file_form() -> tuple[bytes, dict[str, str]]:
+    body, kind = multipart({"source": "en", "target": "es"}, {"file": ("a.txt", b"x")})
+    return body, {"Content-Type": kind, "X-Forwarded-For": "203.0.113.7"}
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +43,7 @@ def hostile(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     started = Server(run_dir, tmp_path_factory.mktemp("hostile"),
                      "--read-timeout", str(READ_TIMEOUT),
                      "--max-connections", str(MAX_CONNECTIONS), "--max-chars", "10000000",
-                     "--docs")
+                     "--docs", "--req-limit", str(REQ_LIMIT), "--no-web")
     yield started
     started.stop()
 
@@ -89,14 +98,19 @@ def test_a_client_trickling_its_headers_is_dropped_with_408(hostile):
 
 
 @pytest.mark.slow
-def test_a_client_trickling_its_body_is_dropped_with_408(hostile):
+@pytest.mark.parametrize("path", ["/translate", "/translate_file"])
+def test_a_client_trickling_its_body_is_dropped_with_408(hostile, path):
+    head, body = HEAD, BODY
+    if path == "/translate_file":
+        body, kind = multipart({"source": "en", "target": "es"}, {"file": ("a.txt", b"x" * 50)})
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {kind}\r\n".encode()
     with connect(hostile) as sock:
-        sock.sendall(HEAD + f"Content-Length: {len(BODY)}\r\n\r\n".encode())
-        seconds = trickle(sock, BODY)
-        status, body, _ = answer(sock)
-    assert_error(status, body, 408)
+        sock.sendall(head + f"Content-Length: {len(body)}\r\n\r\n".encode())
+        seconds = trickle(sock, body)
+        status, answered, _ = answer(sock)
+    assert_error(status, answered, 408)
     assert READ_TIMEOUT - 0.2 < seconds < READ_TIMEOUT + 5
-    log = wait_for(hostile, '"POST /translate" 408')
+    log = wait_for(hostile, f'"POST {path}" 408')
     assert "Traceback" not in log and "Exception in ASGI" not in log
 
 
@@ -183,6 +197,56 @@ def test_the_body_limit_has_a_cap_whatever_max_chars(hostile):
         status, body, _ = answer(sock)
     assert_error(status, body, 413)
     assert str(2 << 20) in body["error"]
+
+
+@pytest.mark.slow
+def test_a_files_body_has_its_own_cap(hostile):
+    """16 bytes per --max-file-chars character (100,000 by default), plus 64 KiB."""
+    with connect(hostile) as sock:
+        sock.sendall(b"POST /translate_file HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/"
+                     b"form-data; boundary=b\r\nContent-Length: 1700000\r\nConnection: "
+                     b"close\r\n\r\n")
+        status, body, _ = answer(sock)
+    assert_error(status, body, 413)
+    assert str(16 * 100_000 + 64 * 1024) in body["error"]
+
+
+@pytest.mark.slow
+def test_past_req_limit_a_client_gets_429_and_others_are_served(hostile):
+    """--req-limit counts each client apart (here the address a local proxy forwards), on
+    the endpoints that work; /languages, /frontend/settings and /health are not counted.
+    A client may send REQ_LIMIT at once (more, if its requests are slow: one comes back
+    every 60/REQ_LIMIT s)."""
+    first, other = {"X-Forwarded-For": "203.0.113.7"}, {"X-Forwarded-For": "203.0.113.8"}
+    assert hostile.request("POST", "/detect", {"q": "x"}, other)[0] == 200  # loads py3langid
+    answered = 0
+    while (reply := hostile.request("POST", "/detect", {"q": "Hi."}, first))[0] == 200:
+        answered += 1
+        assert answered < 3 * REQ_LIMIT, "never limited"
+    status, body, headers = reply
+    assert answered >= REQ_LIMIT
+    assert_error(status, body, 429)
+    assert body == {"error": f"Slowdown: {REQ_LIMIT} per 1 minute"}  # LibreTranslate's words
+    assert 1 <= int(headers["retry-after"]) <= 60 / REQ_LIMIT + 1
+    assert hostile.request("POST", "/translate", BODY_FIELDS, first)[0] == 429
+    assert_error(*hostile.request("POST", "/translate_file", *file_form())[:2], 429)
+    for path in ("/languages", "/frontend/settings", "/health"):
+        assert hostile.request("GET", path, headers=first)[0] == 200
+    assert hostile.request("POST", "/translate", BODY_FIELDS, other)[0] == 200
+    assert wait_for(hostile, '203.0.113.7 "POST /translate" 429')
+
+
+@pytest.mark.slow
+def test_without_the_page_or_cors_the_api_stays(hostile):
+    """--no-web: / and the page's files are 404; no --cors-origin: no CORS header, and a
+    preflight is a method the server does not take."""
+    for path in ("/", "/static/app.js"):
+        assert_error(*hostile.request("GET", path)[:2], 404)
+    status, _, headers = hostile.request("POST", "/translate", BODY_FIELDS,
+                                         {"Origin": "https://app.example"})
+    assert status == 200 and not any(name.startswith("access-control") for name in headers)
+    assert_error(*hostile.request("OPTIONS", "/translate", headers={
+        "Origin": "https://app.example", "Access-Control-Request-Method": "POST"})[:2], 405)
 
 
 @pytest.mark.slow

@@ -22,14 +22,15 @@ class Server:
     """`transcli serve -m RUN --port 0 FLAGS` as a subprocess: its address is read from
     the line it prints once listening (no port is guessed); stderr goes to a file."""
 
-    def __init__(self, run_dir: Path, folder: Path, *flags: str):
+    def __init__(self, run_dir: Path, folder: Path, *flags: str,
+                 env: dict[str, str] | None = None):
         self.log = folder / "serve.log"
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "transcli", "serve", "-m", str(run_dir),
                  "--checkpoint", "last", "--port", "0", *flags],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
-                env=ONE_THREAD)
+                env={**ONE_THREAD, **(env or {})})
         try:
             self.host, self.port = self._address(deadline=time.monotonic() + 90)
             self.url = f"http://{self.host}:{self.port}"
@@ -51,9 +52,10 @@ class Server:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
     def request(self, method: str, path: str, body: Any = None,
-                headers: dict[str, str] | None = None, timeout: float = 60
-                ) -> tuple[int, Any, dict[str, str]]:
-        """(status, decoded JSON body, headers); a dict or list body is sent as JSON."""
+                headers: dict[str, str] | None = None, timeout: float = 60,
+                raw: bool = False) -> tuple[int, Any, dict[str, str]]:
+        """(status, decoded JSON body (with `raw`, its bytes), headers); a dict or list
+        body is sent as JSON."""
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
             headers = {"Content-Type": "application/json", **(headers or {})}
@@ -61,9 +63,18 @@ class Server:
         try:
             connection.request(method, path, body=body, headers=headers or {})
             response = connection.getresponse()
-            return response.status, json.loads(response.read()), dict(response.getheaders())
+            data = response.read()
+            return (response.status, data if raw else json.loads(data),
+                    dict(response.getheaders()))
         finally:
             connection.close()
+
+    def upload(self, name: str, data: bytes, headers: dict[str, str] | None = None,
+               **fields: str) -> tuple[int, Any, dict[str, str]]:
+        """POST /translate_file: the file `name` holding `data`, and `fields`."""
+        body, kind = multipart(fields, {"file": (name, data)})
+        return self.request("POST", "/translate_file", body,
+                            {"Content-Type": kind, **(headers or {})})
 
     def translate(self, q: str | list[str], **fields: Any) -> tuple[int, Any]:
         status, body, _ = self.request("POST", "/translate",
@@ -74,6 +85,20 @@ class Server:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(timeout=30)
+
+
+def multipart(fields: dict[str, str], files: dict[str, tuple[str, bytes]]
+              ) -> tuple[bytes, str]:
+    """A multipart/form-data body of `fields` and `files` (name -> (file name, bytes)), as
+    a browser's form sends it, and its Content-Type."""
+    boundary = "transcli-test-boundary"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+             f"{value}\r\n".encode() for name, value in fields.items()]
+    parts += [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
+              f'filename="{file_name}"\r\nContent-Type: text/plain\r\n\r\n'.encode()
+              + data + b"\r\n" for name, (file_name, data) in files.items()]
+    return (b"".join(parts) + f"--{boundary}--\r\n".encode(),
+            f"multipart/form-data; boundary={boundary}")
 
 
 def assert_error(status: int, body: Any, expected: int) -> None:

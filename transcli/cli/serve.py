@@ -17,6 +17,27 @@ from transcli.cli.options import (
 )
 from transcli.serve.server import KEY_VARIABLE
 
+# What slow clients may hold (docs/SERVE.md, "Timeouts and limits").
+ReadTimeoutOpt = typer.Option(
+    10.0, help="Seconds a client has to send a request's headers and body (408 after).")
+MaxConnectionsOpt = typer.Option(
+    1000, help="Open connections; past it, the one sending its request longest is closed.")
+DrainTimeoutOpt = typer.Option(
+    30.0, help="Seconds a stop (SIGINT, SIGTERM) lets requests in flight finish.")
+# What the server offers besides translating text (docs/SERVE.md).
+DocsOpt = typer.Option(
+    False, "--docs", help="Serve /docs, Swagger UI (the browser loads it from a CDN).")
+NoWebOpt = typer.Option(False, "--no-web", help="No web page at / (the API stays).")
+CorsOriginOpt = typer.Option(
+    None, metavar="<origin>", help="Let pages of this origin (https://host[:port], or * for "
+    "any) call the API from a browser; none by default.")
+ReqLimitOpt = typer.Option(0, help="Requests per client per minute to translate, detect or "
+                           "translate a file (429 above; 0: no limit).")
+MaxAlternativesOpt = typer.Option(
+    3, help="Alternative translations a request may ask for (an n-best search).")
+MaxFileCharsOpt = typer.Option(
+    100_000, help="Characters of text in a file sent to /translate_file (400 above).")
+
 
 @with_decoding
 def serve(
@@ -31,7 +52,7 @@ def serve(
         None, envvar=KEY_VARIABLE, show_envvar=True,
         help="Answer only requests whose api_key field is this (403 otherwise)."),
     max_chars: int = typer.Option(10_000, help="Characters per request, all texts together "
-                                  "(413 above)."),
+                                  "(400 above)."),
     max_queue: int = typer.Option(64, help="Requests waiting for the model; more are "
                                   "refused with 503."),
     timeout: float = typer.Option(30.0, help="Seconds a request may wait and be translated "
@@ -40,19 +61,21 @@ def serve(
         5.0, help="Milliseconds a request waits for others to share its model batch."),
     no_batching: bool = typer.Option(
         False, "--no-batching", help="Translate each request alone (for comparison)."),
-    read_timeout: float = typer.Option(
-        10.0, help="Seconds a client has to send a request's headers and body (408 after)."),
-    max_connections: int = typer.Option(
-        1000, help="Open connections; past it, the one sending its request longest is closed."),
-    drain_timeout: float = typer.Option(
-        30.0, help="Seconds a stop (SIGINT, SIGTERM) lets requests in flight finish."),
-    docs: bool = typer.Option(
-        False, "--docs", help="Serve /docs, Swagger UI (the browser loads it from a CDN)."),
+    read_timeout: float = ReadTimeoutOpt,
+    max_connections: int = MaxConnectionsOpt,
+    drain_timeout: float = DrainTimeoutOpt,
+    docs: bool = DocsOpt,
+    no_web: bool = NoWebOpt,
+    cors_origin: Optional[str] = CorsOriginOpt,
+    req_limit: int = ReqLimitOpt,
+    max_alternatives: int = MaxAlternativesOpt,
+    max_file_chars: int = MaxFileCharsOpt,
     decoding: list[tuple[str, Any]],
     device: Device = device_option(),
     sets: Optional[list[str]] = DecodeSetOpt,
 ) -> None:
-    """Serve the model over HTTP with LibreTranslate's API (POST /translate, GET /languages).
+    """Serve the model over HTTP with LibreTranslate's API (POST /translate, /detect,
+    /translate_file, GET /languages), and a web page to type into at /.
 
     Concurrent requests share model batches; every answer is what `transcli translate`
     gives for the same lines and options. The model loads before the server listens, so
@@ -72,6 +95,7 @@ def serve(
     limits = Limits(max_chars=max_chars, max_queue=max_queue, timeout=timeout,
                     max_batch_wait=max_batch_wait / 1000, batching=not no_batching,
                     read_timeout=read_timeout, max_connections=max_connections,
-                    drain_timeout=drain_timeout)
+                    drain_timeout=drain_timeout, max_alternatives=max_alternatives,
+                    req_limit=req_limit, max_file_chars=max_file_chars)
     run_server(model, checkpoint, [*decoding, *(sets or [])], device or "auto", host, port,
-               limits, api_key, docs)
+               limits, api_key, docs, web=not no_web, cors_origin=cors_origin)

@@ -32,6 +32,7 @@ from transcli.system.errors import UserError
 
 class Engine(Protocol):
     max_positions: int  # longest source (EOS included) and target the model takes
+    decode: DecodeConfig  # the search settings, read at each search
 
     def search(self, sources: list[list[int]], max_len: list[int],
                indices: Sequence[int]) -> list[list[Hypothesis]]: ...

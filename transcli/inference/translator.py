@@ -10,8 +10,10 @@ the training loop from the model it trains.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Sequence
+from dataclasses import replace
+from typing import Iterator, Sequence
 
 import torch
 
@@ -120,6 +122,17 @@ class Translator:
             print(f"transcli: warning: {self.truncated} input line(s) longer than the model's "
                   f"{self.engine.max_positions} positions were truncated to fit",
                   file=sys.stderr)
+
+    @contextlib.contextmanager
+    def searching(self, decode: DecodeConfig) -> Iterator[None]:
+        """Search with `decode`'s settings (this translator's batch budget kept) until the
+        block ends: `serve` answers a request for alternatives with an n-best search."""
+        saved = self.decode, self.engine.decode
+        self.decode = self.engine.decode = replace(decode, batch_tokens=self.decode.batch_tokens)
+        try:
+            yield
+        finally:
+            self.decode, self.engine.decode = saved
 
     def _encode(self, lines: list[str]) -> list[list[int]]:
         """Source ids + EOS per line ([] for a blank line), cut to the positional table.

@@ -1,9 +1,11 @@
-"""The HTTP routes: LibreTranslate's `POST /translate` and `GET /languages`, `GET /health`,
-and the pages FastAPI makes of them (`/docs`, `/openapi.json`).
+"""The HTTP application: LibreTranslate's endpoints (`routes.py`), the web page (`web.py`),
+the error shape, CORS, and the access log.
 
 Every error is `{"error": "one line"}` with a 4xx or 5xx status (LibreTranslate's shape),
 unknown paths and wrong methods included; a request never sees a traceback. One
-access-log line per request goes to stderr (`AccessLog`).
+access-log line per request goes to stderr (`AccessLog`). With `--cors-origin`, pages of
+that origin ("*": any) may call the API from a browser (Starlette's CORS middleware
+answers their preflight requests); without it no CORS header is sent.
 """
 
 from __future__ import annotations
@@ -20,99 +22,54 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from transcli import __version__
-from transcli.serve.batcher import Batcher, QueueFull, TranslationFailed
+from transcli.serve.batcher import Batcher
 from transcli.serve.connections import CLOSED_WITH
-from transcli.serve.limits import Limits
-from transcli.serve.protocol import (
-    LANGUAGES,
-    ApiError,
-    ErrorResponse,
-    Language,
-    TranslateAnswer,
-    TranslateRequest,
-    TranslateResponse,
-    check_api_key,
-    join_lines,
-    read_fields,
-    split_lines,
-    translate_request,
-)
+from transcli.serve.detection import Detector
+from transcli.serve.files import FileStore
+from transcli.serve.protocol import ApiError
+from transcli.serve.ratelimit import RateLimited
+from transcli.serve.routes import Routes
+from transcli.serve.settings import Settings
+from transcli.serve.web import add_web_routes
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse, "description": meaning} for status, meaning in (
-        (400, "Invalid request (fields, types, languages, format)"),
-        (403, "Invalid API key"),
-        (413, "More characters than --max-chars"),
-        (500, "The model failed (the server log has the traceback)"),
-        (503, "Too many requests waiting (--max-queue); try again shortly"),
-        (504, "Not translated within --timeout seconds"))}
-
-# The body's two encodings, both described by the one model.
-REQUEST_BODY = {"requestBody": {"required": True, "content": {
-    media: {"schema": TranslateRequest.model_json_schema()}
-    for media in ("application/json", "application/x-www-form-urlencoded")}}}
+CORS_MAX_AGE = 86_400  # seconds a browser may keep a preflight's answer
 
 
-def create_app(batcher: Batcher, limits: Limits, api_key: Optional[str], model_name: str,
-               docs: bool = False) -> ASGIApp:
-    """The routes over `batcher`'s model, wrapped in the access log; `/docs` (Swagger UI,
-    which the browser loads from a CDN) only with `docs`."""
+def create_app(batcher: Batcher, detector: Detector, store: FileStore,
+               settings: Settings) -> ASGIApp:
+    """The routes over `batcher`'s model, the page unless `settings.web` is off, wrapped in
+    the access log (and CORS with `settings.cors_origin`); `/docs` (Swagger UI, which the
+    browser loads from a CDN) only with `settings.docs`."""
     app = FastAPI(title="transcli", version=__version__,
-                  description=f"English to Spanish with the transcli model {model_name}, "
-                  "through LibreTranslate's API.", docs_url="/docs" if docs else None,
+                  description=f"English to Spanish with the transcli model {settings.model}, "
+                  "through LibreTranslate's API.", docs_url="/docs" if settings.docs else None,
                   redoc_url=None, redirect_slashes=False, exception_handlers=ERROR_HANDLERS)
-
-    @app.post("/translate", response_model=TranslateResponse, responses=ERRORS,
-              openapi_extra=REQUEST_BODY)
-    async def translate(request: Request) -> JSONResponse:
-        """Translate English text (or a list of texts) to Spanish, line by line."""
-        fields = await read_fields(request, limits.body_bytes())
-        check_api_key(fields, api_key)
-        checked = translate_request(fields, limits.max_chars)
-        lines, counts = split_lines(checked.texts)
-        translated = await translations(batcher, lines)
-        return JSONResponse(TranslateAnswer(checked, join_lines(translated, counts)).body())
-
-    @app.get("/languages", response_model=list[Language])
-    async def languages() -> JSONResponse:
-        """The languages, each with the targets it translates to (LibreTranslate's shape)."""
-        return JSONResponse(LANGUAGES)
-
-    @app.get("/health")
-    async def health() -> JSONResponse:
-        """Up means ready (the server listens only once the model is loaded) and its model
-        worker alive (else 503, for a supervisor to restart it); the model (its run dir as
-        given to `serve`), requests waiting for it, and requests answered in how many
-        model calls."""
-        alive = batcher.alive
-        return JSONResponse({"status": "ok" if alive else "model worker stopped",
-                             "model": model_name, "waiting": batcher.waiting,
-                             "answered": batcher.answered, "model_calls": batcher.model_calls},
-                            status_code=200 if alive else 503)
-
-    # HEAD, a load balancer's probe, as its own route: one route for both methods would
-    # give them one operationId in the OpenAPI spec, which FastAPI warns about
-    app.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)
-    return AccessLog(without_trailing_slash(app))
+    Routes(batcher, detector, store, settings).add_to(app)
+    if settings.web:
+        add_web_routes(app)
+    routed = without_trailing_slash(app)
+    if settings.cors_origin is not None:
+        routed = Cors(routed, allow_origins=[settings.cors_origin],
+                      allow_methods=["GET", "POST"],
+                      allow_headers=["Authorization", "Content-Type"], max_age=CORS_MAX_AGE)
+    return AccessLog(routed)
 
 
-async def translations(batcher: Batcher, lines: list[str]) -> list[str]:
-    """The model's translations of a request's lines; the batcher's refusals as errors."""
-    limits = batcher.limits
-    try:
-        return await batcher.translate(lines)
-    except QueueFull:
-        raise ApiError(503, f"Slowdown: {limits.max_queue} requests are waiting; "
-                            f"try again shortly") from None
-    except asyncio.TimeoutError:
-        raise ApiError(504, f"not translated within {limits.timeout:g} s: the server "
-                            f"is busy; try again later") from None
-    except TranslationFailed as exc:
-        raise ApiError(500, f"Cannot translate text: {exc}") from None
+class Cors(CORSMiddleware):
+    """Starlette's CORS middleware, its refused preflight in the error shape."""
+
+    def preflight_response(self, request_headers: Any) -> Response:
+        answer = super().preflight_response(request_headers)
+        if answer.status_code < 400:
+            return answer
+        headers = {name: value for name, value in answer.headers.items()
+                   if name.startswith("access-control-")}
+        return ErrorJSON(bytes(answer.body).decode(), answer.status_code, headers)
 
 
 class ErrorJSON(JSONResponse):
@@ -126,9 +83,12 @@ class ErrorJSON(JSONResponse):
 
 
 async def refused(request: Request, exc: ApiError) -> Response:
-    # A full queue clears within moments: say when to come back.
+    """The error; with when to come back for a full queue (it clears within moments) and
+    for a client past --req-limit."""
+    retry = (exc.retry_after if isinstance(exc, RateLimited)
+             else 1 if exc.status == 503 else None)
     return ErrorJSON(exc.message, exc.status,
-                     headers={"Retry-After": "1"} if exc.status == 503 else None)
+                     headers={"Retry-After": str(retry)} if retry is not None else None)
 
 
 async def http_error(request: Request, exc: HTTPException) -> Response:

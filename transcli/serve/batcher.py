@@ -18,6 +18,10 @@ file of its lines. Requests are merged only where a line's translation does not 
 on its batch-mates (`Translator.batch_invariant`); elsewhere (int8, CTranslate2's
 sampler), as with `batching=False`, each request is translated alone, in `translate`'s
 chunks.
+
+A request for alternatives (`translate_nbest`) is a search of its own, never merged: each
+line's n best translations, as `transcli translate --n-best n` gives them with the
+server's settings (`nbest_decode`: greedy search becomes a beam search of n beams).
 """
 
 from __future__ import annotations
@@ -28,9 +32,10 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
+from transcli.config.schema import DecodeConfig
 from transcli.inference.streaming import chunked
 from transcli.inference.translator import Translator
 from transcli.serve.limits import Limits
@@ -52,11 +57,12 @@ class Job:
     """One request's lines, and where its translations go."""
 
     lines: list[str]
-    future: asyncio.Future[list[str]]
+    future: asyncio.Future[list[Any]]
     loop: asyncio.AbstractEventLoop
+    n_best: int = 1  # > 1: each line's n best translations, by a search of its own
     arrived: float = field(default_factory=time.monotonic)
 
-    def settle(self, result: list[str] | BaseException) -> None:
+    def settle(self, result: list[Any] | BaseException) -> None:
         """Hand the result (or error) to the waiting request, from any thread; a request
         that timed out meanwhile has stopped waiting and gets nothing."""
         def deliver() -> None:
@@ -116,8 +122,16 @@ class Batcher:
         """The translations of one request's lines. Raises `QueueFull` when
         `Limits.max_queue` requests are waiting, and `TimeoutError` after `Limits.timeout`
         seconds (the job then leaves the queue, or its result is dropped)."""
+        return await self._queued(lines, 1)
+
+    async def translate_nbest(self, lines: list[str], n: int) -> list[list[str]]:
+        """Each line's `n` best translations, best first (module doc); raises as
+        `translate` does."""
+        return await self._queued(lines, n)
+
+    async def _queued(self, lines: list[str], n_best: int) -> list[Any]:
         loop = asyncio.get_running_loop()
-        job = Job(lines, loop.create_future(), loop)
+        job = Job(lines, loop.create_future(), loop, n_best)
         with self._cond:
             if len(self._queue) >= self.limits.max_queue:
                 raise QueueFull
@@ -174,7 +188,7 @@ class Batcher:
             if not self._queue:
                 return None
             first = self._queue.popleft()
-        if not self.merging:
+        if not self.merging or first.n_best > 1:
             return [first]
         jobs, tokens = [first], self._tokens(first)
         budget = self.translator.decode.batch_tokens  # type: ignore[union-attr]
@@ -183,7 +197,7 @@ class Batcher:
             with self._cond:
                 while not self._queue and not self._stopping and time.monotonic() < deadline:
                     self._cond.wait(deadline - time.monotonic())
-                if not self._queue:
+                if not self._queue or self._queue[0].n_best > 1:
                     return jobs
                 job = self._queue[0]
             cost = self._tokens(job)  # outside the lock: requests keep arriving meanwhile
@@ -210,7 +224,8 @@ class Batcher:
     def _run(self, jobs: list[Job]) -> None:
         """Translate the jobs and settle each; an error fails these jobs, not the server."""
         try:
-            results = self._merged(jobs) if self.merging else [self._alone(jobs[0])]
+            merged = self.merging and jobs[0].n_best == 1
+            results = self._merged(jobs) if merged else [self._alone(jobs[0])]
         except Exception as exc:  # a bug or out of memory: say it, answer 500, go on
             traceback.print_exc(file=sys.stderr)
             reason = (str(exc).strip().splitlines() or [""])[0]
@@ -222,10 +237,18 @@ class Batcher:
         for job, result in zip(jobs, results):
             job.settle(result)
 
-    def _alone(self, job: Job) -> list[str]:
-        """One request as `transcli translate` runs a file of its lines: in its chunks."""
+    def _alone(self, job: Job) -> list[Any]:
+        """One request as `transcli translate` runs a file of its lines: in its chunks
+        (with `--n-best` for a job that asks for it)."""
         translator = self.translator
         assert translator is not None
+        if job.n_best > 1:
+            found: list[list[str]] = []
+            with translator.searching(nbest_decode(translator.decode, job.n_best)):
+                for chunk in chunked(iter(job.lines)):
+                    found += [[text for text, _ in hyps]
+                              for hyps in translator.translate_nbest(chunk, len(found))]
+            return found
         texts: list[str] = []
         for chunk in chunked(iter(job.lines)):
             texts += translator.translate(chunk, len(texts))
@@ -240,3 +263,13 @@ class Batcher:
         indices = [index for job in jobs for index in range(len(job.lines))]
         texts = iter(hyps[0][0] for hyps in translator.translate_nbest(lines, indices=indices))
         return [[next(texts) for _ in job.lines] for job in jobs]
+
+
+def nbest_decode(decode: DecodeConfig, n: int) -> DecodeConfig:
+    """The settings of `translate --n-best n` with the server's: sampling draws n samples,
+    beam search keeps at least n beams, and greedy search (one hypothesis) becomes a beam
+    search of n beams."""
+    if decode.strategy == "sample":
+        return replace(decode, n_best=n)
+    beams = decode.beam_size if decode.strategy == "beam" else 1
+    return replace(decode, strategy="beam", n_best=n, beam_size=max(beams, n))

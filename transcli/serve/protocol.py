@@ -1,20 +1,22 @@
-"""LibreTranslate's API as this server speaks it: the request body, its checks and their
-errors, and the answer.
+"""LibreTranslate's API as this server speaks it: the fields of each request, their checks
+and errors, and the answers' shapes.
 
-`POST /translate` takes a JSON object or a form (urlencoded or multipart) with
+`POST /translate` takes (a JSON object or a form, `bodies.py` reads it)
 
 - `q`: the text, a string; or (JSON) a list of strings, answered by a list;
-- `source`: "en", or "auto" (taken as English: the model reads nothing else);
+- `source`: "en", or "auto" (each text's language is detected: `detection.py`);
 - `target`: "es";
-- `format`: "text" (the default); "html" is refused, as is anything else;
+- `format`: "text" (the default); anything else is refused;
 - `api_key`: the server's key, when it was started with `--api-key`;
-- `alternatives`: 0 (more is refused: the server gives one translation per text).
+- `alternatives`: how many other translations to give besides the best (at most
+  `--max-alternatives`).
 
-Other fields are ignored, as LibreTranslate ignores them. The answer is
-`{"translatedText": ...}`, a string or a list as `q` was; with source "auto" it also
-holds `detectedLanguage` ({"confidence": 100.0, "language": "en"}, one per text for a
-list), the shape LibreTranslate gives. Every refusal is an `ApiError`: a status and one
-line, sent as `{"error": "..."}` with LibreTranslate's wording where it has one.
+Other fields are ignored, as LibreTranslate ignores them. A text whose source language is
+its target (`source: "es"`, or a Spanish text with `source: "auto"`) is answered as it is,
+as LibreTranslate answers it. `POST /detect` takes `q` (and `api_key`); `POST
+/translate_file` a multipart form with `file`, `source`, `target` (and `api_key`). Every
+refusal is an `ApiError`: a status and one line, sent as `{"error": "..."}`, in
+LibreTranslate's words where it has them.
 
 A text is translated line by line, as `transcli translate` reads a file: only "\\n" ends a
 line and a "\\r" before it is dropped; the translated lines are joined by "\\n".
@@ -23,26 +25,20 @@ line and a "\\r" before it is dropped; the translated lines are joined by "\\n".
 from __future__ import annotations
 
 import hmac
-import json
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Optional, Union
-from urllib.parse import parse_qsl
+from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.formparsers import MultiPartException, MultiPartParser, parse_options_header
-from starlette.requests import Request
 
-from transcli.system.files import parse_json
 from transcli.system.text import lines_of
 
 SOURCE, TARGET = "en", "es"
+NAMES = {SOURCE: "English", TARGET: "Spanish"}
 LANGUAGES = [  # GET /languages: LibreTranslate's shape, one entry per language
-    {"code": SOURCE, "name": "English", "targets": [TARGET]},
-    {"code": TARGET, "name": "Spanish", "targets": []},
+    {"code": SOURCE, "name": NAMES[SOURCE], "targets": [TARGET]},
+    {"code": TARGET, "name": NAMES[TARGET], "targets": []},
 ]
-DETECTED = {"confidence": 100.0, "language": SOURCE}  # what source "auto" is taken as
-MAX_FIELDS = 100  # form fields read before a body is refused
-NOT_UTF8 = "Invalid request: the form is not UTF-8"
+AUTO = "auto"
 
 
 class ApiError(Exception):
@@ -61,23 +57,40 @@ class TranslateRequest(BaseModel):
 
     q: Union[str, list[str]] = Field(
         description="The English text, or (JSON) a list of texts.", examples=["Hello!"])
-    source: str = Field(description='"en", or "auto" (taken as English).', examples=["en"])
+    source: str = Field(description='"en", or "auto" (detected, text by text).',
+                        examples=["en"])
     target: str = Field(description='"es".', examples=["es"])
     format: Optional[str] = Field("text", description='"text" (html is not supported).')
     api_key: Optional[str] = Field(None, description="The key the server was started with.")
-    alternatives: int = Field(0, description="0: one translation per text.")
+    alternatives: int = Field(0, description="Other translations to give besides the best "
+                              "(at most the server's --max-alternatives).")
 
     @property
     def texts(self) -> list[str]:
         return self.q if isinstance(self.q, list) else [self.q]
 
 
+class Detection(BaseModel):
+    """A language and how sure the identifier is, in percent (LibreTranslate's shape)."""
+
+    confidence: float
+    language: str
+
+
 class TranslateResponse(BaseModel):
     """The answer to `POST /translate` (for the OpenAPI page)."""
 
     translatedText: Union[str, list[str]]
-    detectedLanguage: Optional[Union[dict[str, Any], list[dict[str, Any]]]] = Field(
-        None, description='With source "auto" only: {"confidence": 100.0, "language": "en"}.')
+    detectedLanguage: Optional[Union[Detection, list[Detection]]] = Field(
+        None, description='With source "auto" only: each text\'s language.')
+    alternatives: Optional[Union[list[str], list[list[str]]]] = Field(
+        None, description="With alternatives > 0 only: other translations of each text.")
+
+
+class FileAnswer(BaseModel):
+    """The answer to `POST /translate_file` (for the OpenAPI page)."""
+
+    translatedFileUrl: str
 
 
 class ErrorResponse(BaseModel):
@@ -96,155 +109,23 @@ class Language(BaseModel):
 
 @dataclass(frozen=True)
 class TranslateAnswer:
-    """The answer's body, as LibreTranslate gives it."""
+    """The answer's body, as LibreTranslate gives it: a string or a list as `q` was."""
 
     request: TranslateRequest
     translations: list[str]  # one per text
+    detected: Optional[list[dict[str, Any]]] = None  # with source "auto": one per text
+    alternatives: Optional[list[list[str]]] = None  # with alternatives > 0: one per text
 
     def body(self) -> dict[str, Any]:
-        batch = isinstance(self.request.q, list)
-        body: dict[str, Any] = {
-            "translatedText": self.translations if batch else self.translations[0]}
-        if self.request.source == "auto":
-            body["detectedLanguage"] = [DETECTED] * len(self.translations) if batch else DETECTED
+        def shaped(values: list[Any]) -> Any:
+            return values if isinstance(self.request.q, list) else values[0]
+
+        body: dict[str, Any] = {"translatedText": shaped(self.translations)}
+        if self.detected is not None:
+            body["detectedLanguage"] = shaped(self.detected)
+        if self.alternatives is not None:
+            body["alternatives"] = shaped(self.alternatives)
         return body
-
-
-# ----------------------------------------------------------------------------- reading
-
-
-async def read_fields(request: Request, limit: int) -> dict[str, Any]:
-    """The fields of a JSON object or form body of at most `limit` bytes (413 above),
-    every string in them text."""
-    body = await _read_body(request, limit)
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media == "application/json" or media.endswith("+json"):
-        fields = _json_fields(body)
-    elif media == "application/x-www-form-urlencoded":
-        fields = _urlencoded_fields(body)
-    elif media == "multipart/form-data":
-        fields = await _multipart_fields(request, body, limit)
-    else:
-        shown = f"Content-Type {media}" if media else "no Content-Type"
-        raise ApiError(400, f"Invalid request: {shown}; send a JSON object "
-                            f"(application/json) or a form")
-    _check_text(fields)
-    return fields
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, read no further than `limit` bytes (a declared length is checked first)."""
-    too_large = ApiError(413, f"Invalid request: the body exceeds {limit} bytes")
-    declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > limit:
-        raise too_large
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise too_large
-    return bytes(body)
-
-
-def _json_fields(body: bytes) -> dict[str, Any]:
-    try:
-        fields = parse_json(body)
-    except json.JSONDecodeError as exc:
-        raise ApiError(400, f"Invalid request: malformed JSON ({exc.msg}: line "
-                            f"{exc.lineno} column {exc.colno})") from None
-    except UnicodeDecodeError:
-        raise ApiError(400, "Invalid request: malformed JSON (not UTF-8)") from None
-    if not isinstance(fields, dict):
-        raise ApiError(400, "Invalid JSON format: the body must be a JSON object")
-    return fields
-
-
-def _urlencoded_fields(body: bytes) -> dict[str, Any]:
-    try:
-        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict",
-                          max_num_fields=MAX_FIELDS)
-    except UnicodeDecodeError:
-        raise ApiError(400, NOT_UTF8) from None
-    except ValueError:
-        raise ApiError(400, f"Invalid request: more than {MAX_FIELDS} form fields") from None
-    return _single_fields(pairs)
-
-
-async def _multipart_fields(request: Request, body: bytes, limit: int) -> dict[str, Any]:
-    async def stream() -> AsyncIterator[bytes]:
-        yield body
-
-    parser = _StrictMultiPart(request.headers, stream(), max_files=0, max_fields=MAX_FIELDS,
-                              max_part_size=limit)
-    try:
-        form = await parser.parse()
-    except MultiPartException as exc:
-        raise ApiError(400, f"Invalid request: {exc.message}") from None
-    return _single_fields(form.multi_items())
-
-
-class _StrictMultiPart(MultiPartParser):
-    """Starlette's multipart parser, but a field's name or value that is not UTF-8 is
-    refused (Starlette reads it as Latin-1), as in an urlencoded form."""
-
-    def on_headers_finished(self) -> None:
-        _, options = parse_options_header(self._current_part.content_disposition)
-        _utf8(options.get(b"name", b""))
-        super().on_headers_finished()
-
-    def on_part_end(self) -> None:
-        if self._current_part.file is None:
-            _utf8(self._current_part.data)
-        super().on_part_end()
-
-
-def _utf8(raw: bytes | bytearray) -> None:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ApiError(400, NOT_UTF8) from None
-
-
-def _single_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A form's fields; one given twice is refused rather than half ignored."""
-    fields: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in fields:
-            raise ApiError(400, f"Invalid request: {name} given more than once")
-        fields[name] = value
-    return fields
-
-
-def _check_text(fields: dict[str, Any]) -> None:
-    """Every string of the body, names and nested items included, must be text: JSON's
-    "\\ud800" escape decodes to half a UTF-16 pair, which no answer (not even an error
-    naming it) could hold. A bad `api_key` is an invalid key (403)."""
-    for name, value in fields.items():
-        half = _half_pair(name) or _half_pair(value)
-        if half is None:
-            continue
-        if name == "api_key":
-            raise ApiError(403, "Invalid API key")
-        raise ApiError(400, f"Invalid request: field {name!a} holds {half!a}, half of a "
-                            f"UTF-16 pair, not text")
-
-
-def _half_pair(value: Any) -> Optional[str]:
-    """A lone surrogate in a string, or in the strings nested in lists and objects (walked
-    without recursion: JSON may nest as deep as its parser allows)."""
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                return item[exc.start]
-        elif isinstance(item, list):
-            pending += item
-        elif isinstance(item, dict):
-            pending += [*item, *item.values()]
-    return None
 
 
 # ----------------------------------------------------------------------------- checking
@@ -259,31 +140,78 @@ def check_api_key(fields: dict[str, Any], key: Optional[str]) -> None:
         raise ApiError(403, "Invalid API key")
 
 
-def translate_request(fields: dict[str, Any], max_chars: int) -> TranslateRequest:
-    """The checked request, in LibreTranslate's order: missing fields, types, size, then
-    languages and format."""
-    for name in ("q", "source", "target"):
-        if fields.get(name) in (None, "", []):
-            raise ApiError(400, f"Invalid request: missing {name} parameter")
+def translate_request(fields: dict[str, Any], max_chars: int,
+                      max_alternatives: int) -> TranslateRequest:
+    """The checked request, in LibreTranslate's order: missing fields, types, alternatives,
+    size, then languages and format."""
+    _require(fields, "q", "source", "target")
     try:
         request = TranslateRequest.model_validate(fields)
     except ValidationError as exc:
         raise ApiError(400, _one_line(exc)) from None
-    chars = sum(map(len, request.texts))
-    if chars > max_chars:
-        raise ApiError(413, f"Invalid request: request ({chars} characters) exceeds the "
-                            f"limit ({max_chars})")
-    for name, value, allowed in (("source", request.source, (SOURCE, "auto")),
-                                 ("target", request.target, (TARGET,))):
-        if value not in allowed:
-            raise ApiError(400, f"{value} is not supported as {name} (this server "
-                                f"translates {SOURCE} to {TARGET})")
+    request.alternatives = max(0, request.alternatives)
+    if request.alternatives > max_alternatives:
+        raise ApiError(400, f"Invalid request: alternatives parameter must be <= "
+                            f"{max_alternatives}")
+    check_size(request.texts, max_chars)
+    check_languages(request.source, request.target)
     if request.format not in (None, "", "text"):
-        raise ApiError(400, f"{request.format} format is not supported (text only)")
-    if request.alternatives > 0:
-        raise ApiError(400, "Invalid request: alternatives are not supported (one "
-                            "translation per text)")
+        raise ApiError(400, f"{request.format} format is not supported")
     return request
+
+
+def detect_request(fields: dict[str, Any], max_chars: int) -> str:
+    """The text of a checked `POST /detect` (a list's texts are taken as one, a line
+    each)."""
+    _require(fields, "q")
+    q = fields["q"]
+    if isinstance(q, list) and all(isinstance(text, str) for text in q):
+        q = "\n".join(q)
+    if not isinstance(q, str):
+        raise ApiError(400, "Invalid request: q must be a string or a list of strings")
+    check_size([q], max_chars)
+    return q
+
+
+def file_request(fields: dict[str, Any]) -> tuple[Any, str, str]:
+    """The file part, source and target of a checked `POST /translate_file`."""
+    _require(fields, "file", "source", "target")
+    upload, source, target = fields["file"], fields["source"], fields["target"]
+    if isinstance(upload, str) or not getattr(upload, "filename", None):
+        raise ApiError(400, "Invalid request: file must be a file part of a multipart form, "
+                            "with a file name")
+    check_languages(source, target)
+    return upload, source, target
+
+
+def _require(fields: dict[str, Any], *names: str) -> None:
+    for name in names:
+        if fields.get(name) in (None, "", []):
+            raise ApiError(400, f"Invalid request: missing {name} parameter")
+
+
+def check_size(texts: list[str], max_chars: int, what: str = "request") -> None:
+    """At most `max_chars` characters in all (400, in LibreTranslate's words)."""
+    chars = sum(map(len, texts))
+    if chars > max_chars:
+        raise ApiError(400, f"Invalid request: {what} ({chars}) exceeds text limit "
+                            f"({max_chars})")
+
+
+def check_languages(source: Any, target: Any) -> None:
+    """Codes this server knows, and a pair it translates (a language into itself is
+    answered as it is); `source` may be "auto"."""
+    for code, known in ((source, (*NAMES, AUTO)), (target, tuple(NAMES))):
+        if code not in known:
+            raise ApiError(400, f"{code} is not supported")
+    if source != AUTO:
+        check_pair(source, target)
+
+
+def check_pair(source: str, target: str) -> None:
+    if source != target and (source, target) != (SOURCE, TARGET):
+        raise ApiError(400, f"{NAMES[target]} ({target}) is not available as a target "
+                            f"language from {NAMES[source]} ({source})")
 
 
 def _one_line(error: ValidationError) -> str:
@@ -292,6 +220,8 @@ def _one_line(error: ValidationError) -> str:
     field = str(first["loc"][0]) if first["loc"] else "body"
     if field == "q":
         return "Invalid request: q must be a string or a list of strings"
+    if field == "alternatives":
+        return "Invalid request: alternatives parameter is not a number"
     return f"Invalid request: {field}: {first['msg']}"
 
 

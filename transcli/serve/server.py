@@ -18,10 +18,12 @@ import errno
 import functools
 import ipaddress
 import os
+import re
 import socket
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -41,7 +43,8 @@ STOP_GRACE = 5.0  # seconds past --drain-timeout to close up, before exiting reg
 
 
 def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, host: str,
-          port: int, limits: Limits, api_key: Optional[str], docs: bool = False) -> None:
+          port: int, limits: Limits, api_key: Optional[str], docs: bool = False,
+          web: bool = True, cors_origin: Optional[str] = None) -> None:
     """Serve the run's model on host:port until a stop signal (module doc); `overrides`
     are the config's, as `load_translator` takes them."""
     from transcli.rundir.run import open_run_dir
@@ -52,7 +55,10 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     check_decode(decode)
     if not decode.threads:  # the HTTP side needs a core of its own to take requests
         decode.threads = max(1, available_cores() - 1)
+    if decode.split_sentences:  # its translations are 1-best only (`translate` says so too)
+        limits = replace(limits, max_alternatives=0)
     check_key_option(api_key)
+    check_cors_origin(cors_origin)
     require("fastapi", "serve")  # a missing extra is one line too
     uvicorn = require("uvicorn", "serve")
     allow_descriptors(limits.max_connections)
@@ -60,15 +66,24 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     if api_key is None and not ipaddress.ip_address(sock.getsockname()[0]).is_loopback:
         say(f"warning: listening on {host} without --api-key: anyone who can reach this "
             f"port can use the model (docs/SERVE.md)")
+    store = None
     try:
         from transcli.inference.translator import load_translator  # torch loads here
         from transcli.serve.app import create_app
         from transcli.serve.batcher import Batcher
         from transcli.serve.connections import Connection
+        from transcli.serve.detection import Detector
+        from transcli.serve.files import FileStore
+        from transcli.serve.settings import Settings
 
-        batcher = Batcher(lambda: load_translator(run, checkpoint, device), limits)
+        weights = run.checkpoint(checkpoint)  # the file the model is loaded from
+        settings = Settings(str(run_dir), checkpoint, weights.name, api_key, docs, web,
+                            cors_origin)
+        detector = Detector()
+        batcher = Batcher(lambda: load_translator(run, str(weights), device), limits)
         batcher.start()
-        app = create_app(batcher, limits, api_key, str(run_dir), docs)
+        store = FileStore()
+        app = create_app(batcher, detector, store, settings)
         config = uvicorn.Config(app, access_log=False, log_level="warning", backlog=BACKLOG,
                                 http=functools.partial(Connection, limits=limits),
                                 timeout_keep_alive=5,
@@ -76,6 +91,8 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
         stop_by = run_until_stopped(uvicorn.Server(config), sock, batcher)
     finally:
         sock.close()
+        if store is not None:
+            store.close()
     # Only after a stop on a signal: an error or a second signal ends the process at once,
     # and the worker thread with it.
     if not batcher.stop(wait=max(0.5, stop_by - time.monotonic())):
@@ -102,6 +119,14 @@ def check_key_option(api_key: Optional[str]) -> None:
     except UnicodeEncodeError:
         raise UserError(f"--api-key (or {KEY_VARIABLE}) is not UTF-8 text: give a key a "
                         f"client can send") from None
+
+
+def check_cors_origin(origin: Optional[str]) -> None:
+    """`--cors-origin` is "*" or an origin as a browser sends it: scheme://host[:port]."""
+    if origin is not None and origin != "*" and not re.fullmatch(
+            r"https?://[^\s/?#]+", origin):
+        raise UserError(f"--cors-origin {origin!r}: give an origin such as "
+                        f"https://example.org (scheme, host and port only), or *")
 
 
 def allow_descriptors(connections: int) -> None:

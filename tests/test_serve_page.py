@@ -1,0 +1,200 @@
+"""`transcli serve`'s web page in a real browser: the system's headless Chromium driven by
+playwright (no browser is downloaded), against a real server with the tiny memorised run.
+
+What a person does: type and see the translation follow (the time from the last keystroke
+is measured in the page and reported), pick an alternative with the keyboard, copy, see
+the counter refuse too long a text, detect Spanish, translate a file and download it,
+use the page at a phone's width and by keyboard alone, and read errors in words (the
+network gone, then --req-limit's 429). What the page shows is held to what the API
+answers the same request. One server and one browser for the module; the rate limit is
+spent last.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from helpers import PAIRS
+from helpers.memorised import UNSEEN
+from helpers.server import Server
+
+from bench.page_latency import browser, chromium, type_and_time
+
+HOW = ("needs Chromium and playwright: apt-get install chromium chromium-driver (Debian; "
+       ".ci/run does it), and the dev extra (pip install -e '.[dev]')")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(chromium() is None, reason=HOW)]
+for needed in ("fastapi", "uvicorn", "playwright"):
+    pytest.importorskip(needed, reason=HOW)
+
+ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
+MAX_CHARS = 300
+REQ_LIMIT = 40  # a minute: more than the page's requests before the last test spends it
+SLOW_MS = 5000  # a translation later than this did not follow the typing
+
+
+@pytest.fixture(scope="module")
+def server(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    started = Server(run_dir, tmp_path_factory.mktemp("page"), "--max-chars", str(MAX_CHARS),
+                     "--req-limit", str(REQ_LIMIT))
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def context() -> Iterator[Any]:
+    with browser() as opened:
+        yield opened
+
+
+@pytest.fixture
+def page(context: Any, server: Server) -> Iterator[Any]:
+    """The page, loaded, its settings read; console errors (a CSP violation, a script
+    error) fail the test."""
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("console", lambda message: errors.append(message.text)
+              if message.type == "error" else None)
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.goto(server.url + "/")
+    opened.wait_for_selector("#model:has-text('checkpoint')")
+    yield opened
+    opened.close()
+    assert not [error for error in errors if "429" not in error and "ERR_FAILED" not in error]
+
+
+def api(server: Server, text: str, **fields: Any) -> dict[str, Any]:
+    """What the API answers the page's request for `text`."""
+    status, body = server.translate(text, alternatives=3, format="text", **fields)
+    assert status == 200, body
+    return body
+
+
+def test_the_translation_follows_the_typing(page, server, run_dir, record_property):
+    assert page.inner_text("#model") == f"Model: {run_dir} · checkpoint last " \
+                                        f"(step-0000200.safetensors)"
+    milliseconds = type_and_time(page, ENGLISH[1])
+    record_property("first_translation_ms", round(milliseconds, 1))
+    print(f"first translation {milliseconds:.1f} ms after the last keystroke")
+    assert milliseconds < SLOW_MS
+    assert page.inner_text("#translation") == api(server, ENGLISH[1])["translatedText"]
+    assert page.inner_text("#counter") == f"{len(ENGLISH[1])} / {MAX_CHARS} characters"
+    page.fill("#source", "")  # an empty box: nothing to translate, nothing shown
+    assert page.inner_text("#translation") == "" and page.is_disabled("#copy")
+
+
+def test_an_alternative_is_picked_by_keyboard_and_copied(page, server, context):
+    type_and_time(page, UNSEEN[0])
+    answer = api(server, UNSEEN[0])
+    choices = page.locator("#alternatives button")
+    assert choices.all_inner_texts() == answer["alternatives"] and answer["alternatives"]
+    for _ in range(20):  # Tab from the box to the first alternative
+        if page.evaluate("document.activeElement.parentElement.parentElement.id") == \
+                "alternatives":
+            break
+        page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    assert page.inner_text("#translation") == answer["alternatives"][0]
+    assert choices.all_inner_texts()[0] == answer["translatedText"]  # swapped into the list
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    page.click("#copy")
+    page.wait_for_selector("#copied:has-text('Copied.')")
+    assert page.evaluate("navigator.clipboard.readText()") == answer["alternatives"][0]
+
+
+def test_the_counter_refuses_too_long_a_text(page):
+    page.fill("#source", "x" * (MAX_CHARS + 1))
+    assert page.inner_text("#counter") == f"{MAX_CHARS + 1} / {MAX_CHARS} characters"
+    assert "over" in page.get_attribute("#counter", "class")
+    error = page.locator("#error")
+    error.wait_for()
+    assert error.get_attribute("role") == "alert"
+    assert error.inner_text() == f"The text is longer than this server translates at once " \
+                                 f"({MAX_CHARS} characters): shorten it, or translate it as a file."
+    page.fill("#source", ENGLISH[2])
+    page.wait_for_selector("#error", state="hidden")
+
+
+def test_spanish_is_detected_and_shown_as_it_is(page, server):
+    page.select_option("#source-language", "auto")
+    type_and_time(page, SPANISH[3])
+    answer = api(server, SPANISH[3], source="auto")
+    assert page.inner_text("#translation") == SPANISH[3] == answer["translatedText"]
+    found = answer["detectedLanguage"]
+    assert page.inner_text("#detected") == \
+        f"Detected: Spanish ({found['confidence']:g}%), shown as it is"
+
+
+def test_a_file_is_translated_and_downloaded(page, server):
+    data = f"{ENGLISH[4]}\n\n{ENGLISH[5]}\n".encode()
+    page.set_input_files("#file", files=[{"name": "notes.txt", "mimeType": "text/plain",
+                                         "buffer": data}])
+    page.focus("#file")
+    page.keyboard.press("Tab")  # to the button, and press it by keyboard
+    assert page.evaluate("document.activeElement.id") == "file-button"
+    page.keyboard.press("Enter")
+    link = page.locator("#download")
+    link.wait_for()
+    assert link.inner_text() == "Download notes.es.txt"
+    with page.expect_download() as download:
+        link.click()
+    assert download.value.suggested_filename == "notes.es.txt"
+    status, body, _ = server.upload("notes.txt", data, source="en", target="es")
+    expected = server.request("GET", urlsplit(body["translatedFileUrl"]).path, raw=True)[1]
+    assert Path(download.value.path()).read_bytes() == expected
+
+
+def test_every_control_is_reached_by_keyboard(page):
+    type_and_time(page, ENGLISH[6])
+    page.locator("#alternatives button").first.wait_for()
+    page.focus("#source-language")  # the first control; then Tab alone
+    reached = ["source-language"]
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate(
+            "(e => e.id || e.tagName.toLowerCase() + (e.closest('#alternatives') ? "
+            "'@alternatives' : ''))(document.activeElement)"))
+    order = ["source-language", "source", "copy", "button@alternatives", "file",
+             "file-button", "a"]  # the footer's settings link
+    positions = [reached.index(name) for name in order]
+    assert positions == sorted(positions), reached
+
+
+def test_the_page_fits_a_phones_width(context, server):
+    phone = context.new_page()
+    try:
+        phone.set_viewport_size({"width": 360, "height": 740})
+        phone.goto(server.url + "/")
+        phone.wait_for_selector("#model:has-text('checkpoint')")
+        type_and_time(phone, ENGLISH[7])
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 360
+        source = phone.locator("#source").bounding_box()
+        translation = phone.locator("#translation").bounding_box()
+        assert translation["y"] >= source["y"] + source["height"]  # one under the other
+        assert source["width"] >= 280  # a usable width, not squeezed beside the other
+    finally:
+        phone.close()
+
+
+def test_errors_are_said_in_words(page, server):
+    """The server unreachable (the page's request fails), then past --req-limit (429)."""
+    page.route("**/translate", lambda route: route.abort())
+    page.fill("#source", ENGLISH[8])
+    error = page.locator("#error")
+    error.wait_for()
+    assert re.match(r"Cannot reach the server at 127\.0\.0\.1:\d+: is transcli serve still "
+                    r"running\?", error.inner_text())
+    page.unroute("**/translate")
+    for _ in range(REQ_LIMIT + 1):  # spend this client's allowance
+        if server.request("POST", "/detect", {"q": "x"})[0] == 429:
+            break
+    else:
+        raise AssertionError("never limited")
+    page.fill("#source", ENGLISH[9])
+    page.wait_for_selector("#error:has-text('Too many')")
+    assert re.fullmatch(rf"Too many requests from this address \(Slowdown: {REQ_LIMIT} per 1 "
+                        rf"minute\): try again in \d+ seconds\.", error.inner_text())

@@ -1,0 +1,173 @@
+"""`transcli serve`'s parts that need no server, in this process: the per-client rate
+limit, the store of translated files, language detection, the n-best settings, the
+checks of the new flags. Each is held to hand-computed values or to the library it
+wraps."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from dataclasses import replace
+
+import pytest
+
+from transcli.config.schema import DecodeConfig
+from transcli.serve.limits import Limits
+from transcli.system.errors import UserError
+
+pytest.importorskip("fastapi", reason="needs the serve extra (pip install 'transcli[serve]')")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# ----------------------------------------------------------------------------- rate limit
+
+
+def test_a_client_may_send_n_at_once_then_one_every_60_over_n_seconds():
+    from transcli.serve.ratelimit import RateLimit, RateLimited
+
+    clock = Clock()
+    limit = RateLimit(3, clock)
+    assert [limit.wait("a") for _ in range(3)] == [None, None, None]
+    assert limit.wait("a") == pytest.approx(20.0)  # 60 / 3 s until one is back
+    assert limit.wait("b") is None  # another client has its own allowance
+    clock.now += 19.5
+    assert limit.wait("a") == pytest.approx(0.5)
+    clock.now += 0.5
+    assert limit.wait("a") is None and limit.wait("a") == pytest.approx(20.0)
+    clock.now += 60  # a minute's rest: all three back
+    assert [limit.wait("a") for _ in range(4)][:3] == [None] * 3
+    with pytest.raises(RateLimited) as refused:
+        limit.check("a")
+    assert refused.value.status == 429 and refused.value.retry_after == 20
+    assert refused.value.message == "Slowdown: 3 per 1 minute"  # LibreTranslate's words
+
+
+def test_clients_whose_allowance_is_whole_are_forgotten():
+    """The table is pruned as it doubles: clients whose allowance is whole again go."""
+    from transcli.serve.ratelimit import RateLimit
+
+    clock = Clock()
+    limit = RateLimit(60, clock)  # one request takes a second of a client's allowance
+    for number in range(1500):
+        assert limit.wait(f"a{number}") is None
+    assert len(limit._due) == 1500  # pruned at 1024, but every one was still counting
+    clock.now += 2
+    for number in range(548):  # the 2048th entry prunes: the a's are whole again
+        assert limit.wait(f"b{number}") is None
+    assert len(limit._due) == 548 and "a0" not in limit._due
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def test_the_file_store_is_bounded_in_count_bytes_and_age(monkeypatch):
+    from transcli.serve import files
+
+    monkeypatch.setattr(files, "MAX_FILES", 3)
+    monkeypatch.setattr(files, "MAX_BYTES", 100)
+    clock = Clock()
+    store = files.FileStore(clock)
+    try:
+        assert stat.S_IMODE(os.stat(store.folder).st_mode) == 0o700  # the server's alone
+        keys = [store.put(bytes([n]) * 10, f"f{n}.es.txt", "text/plain") for n in range(4)]
+        assert len(set(keys)) == 4 and all(len(key.split(".")[0]) >= 22 for key in keys)
+        assert store.get(keys[0]) is None  # the oldest went to make room for the 4th
+        stored, data = store.get(keys[3])
+        assert data == bytes([3]) * 10 and stored.name == "f3.es.txt"
+        assert len(os.listdir(store.folder)) == 3
+        big = store.put(b"x" * 90, "big.txt", "text/plain")  # 100 bytes: two must go
+        assert [store.get(key) is not None for key in keys[1:]] == [False, False, True]
+        clock.now += files.KEEP_SECONDS + 1
+        assert store.get(big) is None and os.listdir(store.folder) == []
+        assert store.get("../../etc/passwd") is None
+    finally:
+        store.close()
+    assert not store.folder.exists()
+
+
+@pytest.mark.parametrize("name, safe, translated", [
+    ("notes.txt", "notes.txt", "notes.es.txt"),
+    ("../../etc/passwd.txt", "passwd.txt", "passwd.es.txt"),
+    ("C:\\Users\\me\\my notes.TXT", "my_notes.TXT", "my_notes.es.TXT"),
+    (".hidden.txt", "hidden.txt", "hidden.es.txt"),
+    ("año ñ.txt", "a_o__.txt", "a_o__.es.txt"),
+    ("x" * 300 + ".txt", "x" * 96 + ".txt", "x" * 96 + ".es.txt"),
+])
+def test_file_names_are_made_plain(name, safe, translated):
+    from transcli.serve.files import safe_name, translated_name
+
+    assert safe_name(name) == safe and translated_name(name, "es") == translated
+
+
+# ----------------------------------------------------------------------------- detection
+
+
+def test_detection_is_py3langids_between_english_and_spanish():
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from transcli.serve.detection import READ_CHARS, Detector
+
+    reference = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    reference.set_languages(["en", "es"])
+    detector = Detector()
+    try:
+        for text in ("Where is the station?", "¿Dónde está la estación?", "Bonjour à tous",
+                     "The dog sleeps under the table.\nEl perro duerme."):
+            assert detector.detect(text) == [
+                {"confidence": float(round(100 * p)), "language": code}
+                for code, p in reference.rank(text)]
+        for text in ("", "12345 :-)", "🙂🙂"):  # nothing to go by: LibreTranslate's answer
+            assert detector.detect(text) == [{"confidence": 0.0, "language": "en"}]
+        spanish = "La profesora abrió la ventana. " * 100
+        assert detector.detect(spanish[:READ_CHARS] + "I like trees. " * 1000)[0][
+            "language"] == "es"  # only the start is read
+        assert asyncio.run(detector.detect_each(["I like trees.", "Me gustan los árboles."])) \
+            == [detector.detect("I like trees.")[0], detector.detect("Me gustan los árboles.")[0]]
+    finally:
+        detector.close()
+
+
+# ----------------------------------------------------------------------------- settings
+
+
+@pytest.mark.parametrize("decode, strategy, beams, n_best", [
+    (DecodeConfig(strategy="greedy"), "beam", 4, 4),  # greedy has one hypothesis
+    (DecodeConfig(strategy="beam", beam_size=2), "beam", 4, 4),
+    (DecodeConfig(strategy="beam", beam_size=6), "beam", 6, 4),
+    (DecodeConfig(strategy="sample", beam_size=2), "sample", 2, 4),  # 4 samples
+])
+def test_alternatives_search_as_translate_n_best(decode, strategy, beams, n_best):
+    from transcli.serve.batcher import nbest_decode
+
+    found = nbest_decode(decode, 4)
+    assert (found.strategy, found.beam_size, found.n_best) == (strategy, beams, n_best)
+    found.validate()  # settings `translate --n-best 4` accepts
+    assert found == replace(decode, strategy=strategy, beam_size=beams, n_best=n_best)
+
+
+def test_the_new_flags_are_checked():
+    from transcli.serve.server import check_cors_origin
+
+    for value in (-1, 17):
+        with pytest.raises(UserError, match=rf"--max-alternatives {value}: must be in \[0, 16\]"):
+            Limits(max_alternatives=value)
+    with pytest.raises(UserError, match="--req-limit -1: must be at least 0"):
+        Limits(req_limit=-1)
+    with pytest.raises(UserError, match="--max-file-chars 0: must be at least 1"):
+        Limits(max_file_chars=0)
+    assert Limits(max_file_chars=10).file_body_bytes() == 160 + 64 * 1024
+    assert Limits(max_file_chars=10**9).file_body_bytes() == 32 << 20
+    for origin in (None, "*", "https://example.org", "http://localhost:8080"):
+        check_cors_origin(origin)
+    for origin in ("example.org", "https://example.org/", "https://a.org/x", "ftp://a.org",
+                   "https://a b"):
+        with pytest.raises(UserError, match="--cors-origin"):
+            check_cors_origin(origin)

@@ -1,0 +1,145 @@
+"""`/translate_file` and `/download_file`: the file formats the server translates, and the
+translated files kept until they are downloaded.
+
+A format turns an uploaded file's bytes into the translated file's bytes, given a way to
+translate lines (`Translate`); `FORMATS` maps a file name's suffix to its format. Plain
+text (.txt) is translated line by line exactly as `transcli translate` translates a file
+(`text.py`'s rule: UTF-8, a byte-order mark and CRLF dropped; one line out per line in).
+
+`FileStore` keeps the translated files in a private temporary folder (mode 0700), each
+under a name of 128 random bits, which the download URL holds: nobody can guess another
+client's file. It holds at most `MAX_FILES` files and `MAX_BYTES` bytes (the oldest go
+first to make room), none longer than `KEEP_SECONDS`, and the folder is removed when the
+server stops.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Awaitable, Callable, Optional
+
+from transcli.serve.protocol import ApiError, check_size
+from transcli.system.errors import UserError
+from transcli.system.text import text_lines
+
+Translate = Callable[[list[str]], Awaitable[list[str]]]  # lines in, translated lines out
+MAX_FILES = 100  # translated files kept at once
+MAX_BYTES = 256 << 20  # ... and bytes
+KEEP_SECONDS = 1800.0  # a translated file is kept 30 minutes (LibreTranslate's time)
+MAX_NAME_CHARS = 100  # a file name's characters kept in the download's name
+TOKEN_BYTES = 16  # 128 random bits name a stored file
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    """A kind of file the server translates: how, and the translated file's media type."""
+
+    translate: Callable[[bytes, str, Translate, int], Awaitable[bytes]]
+    media_type: str
+
+
+async def translate_plain_text(data: bytes, name: str, translate: Translate,
+                               max_chars: int) -> bytes:
+    """A UTF-8 text file translated as `transcli translate` translates it."""
+    try:
+        lines = list(text_lines(io.BytesIO(data), name))
+    except UserError as exc:
+        raise ApiError(400, f"Invalid request: {exc}") from None
+    check_size(lines, max_chars, "file")
+    return "".join(line + "\n" for line in await translate(lines)).encode()
+
+
+FORMATS = {".txt": FileFormat(translate_plain_text, "text/plain; charset=utf-8")}
+
+
+def file_format(name: str) -> FileFormat:
+    """The format of a file by its name's suffix (400 for one the server does not read)."""
+    found = FORMATS.get(Path(name).suffix.lower())
+    if found is None:
+        raise ApiError(400, f"Invalid request: file format not supported (this server "
+                            f"translates {', '.join(FORMATS)} files)")
+    return found
+
+
+def safe_name(name: str) -> str:
+    """A client's file name as a plain one: its last path part, letters, digits and
+    `._-` only (others become `_`), no leading dot, at most `MAX_NAME_CHARS`."""
+    last = re.split(r"[/\\]", name)[-1]
+    plain = re.sub(r"[^\w.-]", "_", last, flags=re.ASCII).lstrip(".")
+    stem, suffix = Path(plain).stem, Path(plain).suffix
+    return (stem[:MAX_NAME_CHARS - len(suffix)] + suffix) if plain else "file"
+
+
+def translated_name(name: str, target: str) -> str:
+    """`notes.txt` -> `notes.es.txt`: the download's name."""
+    path = Path(safe_name(name))
+    return f"{path.stem}.{target}{path.suffix}"
+
+
+@dataclass(frozen=True)
+class Stored:
+    path: Path
+    name: str  # the name the download gives it
+    media_type: str
+    size: int
+    stored: float  # when it was stored (the store's clock, seconds)
+
+
+class FileStore:
+    """Translated files awaiting download (module doc); made once per server."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="transcli-serve-"))
+        self._clock = clock
+        self._files: collections.OrderedDict[str, Stored] = collections.OrderedDict()
+        self._bytes = 0
+
+    def put(self, data: bytes, name: str, media_type: str) -> str:
+        """Keep `data` to be downloaded as `name`; its key (for the download URL)."""
+        self._make_room(len(data))
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        path = self.folder / token
+        with open(path, "xb") as handle:
+            handle.write(data)
+        key = f"{token}.{name}"
+        self._files[key] = Stored(path, name, media_type, len(data), self._clock())
+        self._bytes += len(data)
+        return key
+
+    def get(self, key: str) -> Optional[tuple[Stored, bytes]]:
+        """The file stored under `key` and its bytes, if it is still kept."""
+        self._expire()
+        found = self._files.get(key)
+        if found is None:
+            return None
+        try:
+            return found, found.path.read_bytes()
+        except OSError:  # removed behind the server's back
+            return None
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _make_room(self, size: int) -> None:
+        self._expire()
+        while self._files and (len(self._files) >= MAX_FILES
+                               or self._bytes + size > MAX_BYTES):
+            self._drop(next(iter(self._files)))
+
+    def _expire(self) -> None:
+        deadline = self._clock() - KEEP_SECONDS
+        while self._files and next(iter(self._files.values())).stored < deadline:
+            self._drop(next(iter(self._files)))
+
+    def _drop(self, key: str) -> None:
+        stored = self._files.pop(key)
+        self._bytes -= stored.size
+        stored.path.unlink(missing_ok=True)

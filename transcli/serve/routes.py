@@ -1,0 +1,174 @@
+"""The API's endpoints, LibreTranslate's: what each takes and answers (`protocol.py` has
+the fields, `translating.py` the work). Endpoints that translate or detect check the API
+key and count against `--req-limit`; the others answer anyone at once."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from transcli.serve.batcher import Batcher
+from transcli.serve.bodies import read_fields
+from transcli.serve.detection import Detector
+from transcli.serve.files import FileStore, file_format, safe_name, translated_name
+from transcli.serve.limits import Limits
+from transcli.serve.protocol import (
+    LANGUAGES,
+    ApiError,
+    Detection,
+    ErrorResponse,
+    FileAnswer,
+    Language,
+    TranslateRequest,
+    TranslateResponse,
+    check_api_key,
+    detect_request,
+    file_request,
+    translate_request,
+)
+from transcli.serve.ratelimit import RateLimit
+from transcli.serve.settings import Settings, frontend_settings
+from transcli.serve.translating import answer, translate_file_lines
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": meaning} for status, meaning in (
+        (400, "Invalid request (fields, types, languages, format, size)"),
+        (403, "Invalid API key"),
+        (413, "A body larger than the server reads"),
+        (429, "More requests than --req-limit a minute from this client (Retry-After)"),
+        (500, "The model failed (the server log has the traceback)"),
+        (503, "Too many requests waiting (--max-queue); try again shortly"),
+        (504, "Not translated within --timeout seconds"))}
+
+
+def form_body(*media: str, schema: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """An endpoint's body in the OpenAPI spec: `schema` (the translate request's by
+    default) in each of the `media` types."""
+    schema = schema or TranslateRequest.model_json_schema()
+    return {"requestBody": {"required": True, "content": {
+        kind: {"schema": schema} for kind in media}}}
+
+
+FORMS = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data")
+DETECT_BODY = {"type": "object", "required": ["q"], "properties": {
+    "q": {"type": "string", "description": "The text."},
+    "api_key": {"type": "string", "description": "The key the server was started with."}}}
+FILE_BODY = {"type": "object", "required": ["file", "source", "target"], "properties": {
+    "file": {"type": "string", "format": "binary", "description": "A .txt file."},
+    "source": {"type": "string", "example": "en"}, "target": {"type": "string", "example": "es"},
+    "api_key": {"type": "string", "description": "The key the server was started with."}}}
+
+
+class Routes:
+    """The endpoints over one server's model, detector and file store."""
+
+    def __init__(self, batcher: Batcher, detector: Detector, store: FileStore,
+                 settings: Settings):
+        self.batcher, self.detector, self.store = batcher, detector, store
+        self.limits: Limits = batcher.limits
+        self.settings = settings
+        self.rate = RateLimit(self.limits.req_limit) if self.limits.req_limit else None
+
+    def add_to(self, app: FastAPI) -> None:
+        post, get = ["POST"], ["GET"]
+        app.add_api_route("/translate", self.translate, methods=post, responses=ERRORS,
+                          response_model=TranslateResponse, openapi_extra=form_body(*FORMS))
+        app.add_api_route("/detect", self.detect, methods=post, responses=ERRORS,
+                          response_model=list[Detection],
+                          openapi_extra=form_body(*FORMS, schema=DETECT_BODY))
+        app.add_api_route("/translate_file", self.translate_file, methods=post,
+                          responses=ERRORS, response_model=FileAnswer,
+                          openapi_extra=form_body("multipart/form-data", schema=FILE_BODY))
+        app.add_api_route("/download_file/{key}", self.download_file, methods=get,
+                          name="download_file", responses={404: ERRORS[400]})
+        app.add_api_route("/languages", self.languages, methods=get,
+                          response_model=list[Language])
+        app.add_api_route("/frontend/settings", self.frontend_settings, methods=get)
+        app.add_api_route("/suggest", self.suggest, methods=post, responses={403: ERRORS[403]})
+        app.add_api_route("/health", self.health, methods=get)
+        # HEAD, a load balancer's probe, as its own route: one route for both methods
+        # would give them one operationId in the OpenAPI spec, which FastAPI warns about
+        app.add_api_route("/health", self.health, methods=["HEAD"], include_in_schema=False)
+        app.add_api_route("/spec", lambda: JSONResponse(app.openapi()), methods=get,
+                          include_in_schema=False)
+
+    async def _fields(self, request: Request, limit: int, files: int = 0) -> dict[str, Any]:
+        """A working request's fields, once its client is within --req-limit and its key
+        is the server's."""
+        if self.rate is not None:
+            self.rate.check(request.client.host if request.client else "-")
+        fields = await read_fields(request, limit, files)
+        check_api_key(fields, self.settings.api_key)
+        return fields
+
+    async def translate(self, request: Request) -> JSONResponse:
+        """Translate English text (or a list of texts) to Spanish, line by line."""
+        fields = await self._fields(request, self.limits.body_bytes())
+        checked = translate_request(fields, self.limits.max_chars, self.limits.max_alternatives)
+        return JSONResponse((await answer(checked, self.batcher, self.detector)).body())
+
+    async def detect(self, request: Request) -> JSONResponse:
+        """The language of a text: English or Spanish, most likely first, with a
+        confidence in percent."""
+        fields = await self._fields(request, self.limits.body_bytes())
+        text = detect_request(fields, self.limits.max_chars)
+        return JSONResponse(await self.detector.detect_all(text))
+
+    async def translate_file(self, request: Request) -> JSONResponse:
+        """Translate a file (multipart form: file, source, target); the answer is the URL
+        of the translated file, kept for 30 minutes."""
+        fields = await self._fields(request, self.limits.file_body_bytes(), files=1)
+        upload, source, target = file_request(fields)
+        found = file_format(upload.filename)
+        try:
+            data = await upload.read()
+        finally:
+            await upload.close()  # a large part was spooled to a temporary file
+
+        async def translate(lines: list[str]) -> list[str]:
+            return await translate_file_lines(lines, source, target, self.batcher,
+                                              self.detector)
+
+        translated = await found.translate(data, safe_name(upload.filename), translate,
+                                           self.limits.max_file_chars)
+        key = self.store.put(translated, translated_name(upload.filename, target),
+                             found.media_type)
+        return JSONResponse({"translatedFileUrl": str(request.url_for("download_file",
+                                                                      key=key))})
+
+    async def download_file(self, key: str) -> Response:
+        """A translated file, by the URL /translate_file gave."""
+        found = self.store.get(key)
+        if found is None:
+            raise ApiError(404, "Invalid filename: no such file (a translated file is kept "
+                                "for 30 minutes)")
+        stored, data = found
+        return Response(data, media_type=stored.media_type, headers={
+            "Content-Disposition": f'attachment; filename="{stored.name}"'})
+
+    async def languages(self) -> JSONResponse:
+        """The languages, each with the targets it translates to (LibreTranslate's shape)."""
+        return JSONResponse(LANGUAGES)
+
+    async def frontend_settings(self) -> JSONResponse:
+        """What a client shows: the character limit, the languages, whether a key is
+        needed, the file formats (LibreTranslate's fields), and the model."""
+        return JSONResponse(frontend_settings(self.settings, self.limits))
+
+    async def suggest(self) -> JSONResponse:
+        """Suggestions are not taken (as a LibreTranslate server without --suggestions)."""
+        raise ApiError(403, "Suggestions are disabled on this server.")
+
+    async def health(self) -> JSONResponse:
+        """Up means ready (the server listens only once the model is loaded) and its model
+        worker alive (else 503, for a supervisor to restart it); the model (its run dir as
+        given to `serve`), requests waiting for it, and requests answered in how many
+        model calls."""
+        batcher = self.batcher
+        alive = batcher.alive
+        return JSONResponse({"status": "ok" if alive else "model worker stopped",
+                             "model": self.settings.model, "waiting": batcher.waiting,
+                             "answered": batcher.answered, "model_calls": batcher.model_calls},
+                            status_code=200 if alive else 503)

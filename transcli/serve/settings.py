@@ -1,0 +1,45 @@
+"""What a server is and offers besides its limits (its model, its key, the web page, CORS),
+and what it tells clients of itself: LibreTranslate's `GET /frontend/settings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from transcli.serve.files import FORMATS
+from transcli.serve.limits import Limits
+from transcli.serve.protocol import NAMES, SOURCE, TARGET
+
+FRONTEND_TIMEOUT_MS = 150  # the page waits this long after a keystroke before translating
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str  # the run dir, as given to -m
+    checkpoint: str  # as given to --checkpoint
+    checkpoint_file: str  # the weights file it names
+    api_key: Optional[str] = None
+    docs: bool = False  # /docs, Swagger UI (loaded by the browser from a CDN)
+    web: bool = True  # the page at /
+    cors_origin: Optional[str] = None  # the origin whose pages may call the API ("*": any)
+
+
+def frontend_settings(settings: Settings, limits: Limits) -> dict[str, Any]:
+    """LibreTranslate's fields (Dialect and LibreTranslate's page read them at start-up),
+    then transcli's own: the model, and the limits the page shows."""
+    return {
+        "charLimit": limits.max_chars,
+        "frontendTimeout": FRONTEND_TIMEOUT_MS,
+        "apiKeys": settings.api_key is not None,
+        "keyRequired": settings.api_key is not None,
+        "suggestions": False,
+        "filesTranslation": True,
+        "supportedFilesFormat": list(FORMATS),
+        "language": {"source": {"code": SOURCE, "name": NAMES[SOURCE]},
+                     "target": {"code": TARGET, "name": NAMES[TARGET]}},
+        "model": {"name": settings.model, "checkpoint": settings.checkpoint,
+                  "checkpointFile": settings.checkpoint_file},
+        "alternativesLimit": limits.max_alternatives,
+        "fileCharLimit": limits.max_file_chars,
+        "reqLimit": limits.req_limit,
+    }

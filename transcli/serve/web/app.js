@@ -1,0 +1,288 @@
+// transcli's page: it calls the server's API as any LibreTranslate client does.
+// The translation follows the typing: a request goes out once typing has paused for the
+// server's frontendTimeout, and a newer one cancels the one in flight (its answer would
+// be stale).
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const source = $("source");
+  const translation = $("translation");
+  const state = {
+    settings: null,
+    timer: null,
+    inFlight: null,    // the AbortController of the translation request in flight
+    asked: 0,          // requests sent so far: an answer to an older one is dropped
+    shown: "",         // the translation shown
+  };
+
+  // ------------------------------------------------------------------ errors, in words
+
+  class Problem extends Error {}
+
+  function showError(message) {
+    const box = $("error");
+    box.textContent = message;
+    box.hidden = false;
+  }
+
+  function clearError() {
+    $("error").hidden = true;
+    $("error").textContent = "";
+  }
+
+  // The JSON answer of a response, or a Problem that says in words what went wrong.
+  async function answerOf(response) {
+    let body = null;
+    try {
+      body = await response.json();
+    } catch (e) {
+      if (e.name === "AbortError") throw e;
+    }
+    if (response.ok && body !== null) return body;
+    const said = body && typeof body.error === "string" ? body.error : "";
+    const retry = response.headers.get("Retry-After");
+    if (response.status === 429) {
+      throw new Problem(`Too many requests from this address (${said}): try again in ` +
+                        `${retry || "a few"} seconds.`);
+    }
+    if (response.status === 403) {
+      $("key-row").hidden = false;
+      throw new Problem(`The server needs its API key: type it in the "API key" box ` +
+                        `above (${said || "refused"}).`);
+    }
+    if (response.status === 503 || response.status === 504) {
+      throw new Problem(`The server is busy: ${said || response.statusText}.`);
+    }
+    throw new Problem(said || `The server answered ${response.status} ` +
+                      `${response.statusText}.`);
+  }
+
+  function describe(error) {
+    if (error instanceof Problem) return error.message;
+    return `Cannot reach the server at ${location.host}: is transcli serve still running? ` +
+           `(${error.message})`;
+  }
+
+  // ------------------------------------------------------------------ settings
+
+  async function loadSettings() {
+    try {
+      state.settings = await answerOf(await fetch("/frontend/settings"));
+    } catch (error) {
+      showError(describe(error));
+      return;
+    }
+    const s = state.settings;
+    const model = s.model || {};
+    $("model").textContent = `Model: ${model.name} · checkpoint ${model.checkpoint}` +
+      (model.checkpointFile ? ` (${model.checkpointFile})` : "");
+    $("key-row").hidden = !s.keyRequired;
+    $("formats").textContent = s.supportedFilesFormat.join(", ");
+    $("file").accept = s.supportedFilesFormat.join(",");
+    updateCounter();
+    if (source.value.trim()) scheduleTranslation();
+  }
+
+  function apiKey() {
+    const key = $("api-key").value;
+    return key ? { api_key: key } : {};
+  }
+
+  // ------------------------------------------------------------------ typing
+
+  function characters(text) {
+    return Array.from(text).length;  // code points, as the server counts them
+  }
+
+  function updateCounter() {
+    const limit = state.settings ? state.settings.charLimit : null;
+    const used = characters(source.value);
+    const counter = $("counter");
+    counter.textContent = limit === null ? `${used.toLocaleString()}` :
+      `${used.toLocaleString()} / ${limit.toLocaleString()} characters`;
+    const over = limit !== null && used > limit;
+    counter.classList.toggle("over", over);
+    return !over;
+  }
+
+  function scheduleTranslation() {
+    clearTimeout(state.timer);
+    cancelInFlight();  // its answer would be for the text before this change
+    const within = updateCounter();
+    if (!state.settings) return;
+    if (!source.value.trim()) {
+      showTranslation("", [], null);
+      clearError();
+      return;
+    }
+    if (!within) {
+      showError(`The text is longer than this server translates at once ` +
+                `(${state.settings.charLimit.toLocaleString()} characters): shorten it, or ` +
+                `translate it as a file.`);
+      return;
+    }
+    state.timer = setTimeout(translateNow, state.settings.frontendTimeout);
+  }
+
+  function cancelInFlight() {
+    state.asked += 1;  // whatever is in flight is now stale
+    if (state.inFlight) state.inFlight.abort();
+    state.inFlight = null;
+    $("busy").hidden = true;
+  }
+
+  async function translateNow() {
+    clearTimeout(state.timer);
+    if (!state.settings || !source.value.trim() || !updateCounter()) return;
+    cancelInFlight();
+    const controller = new AbortController();
+    const asked = state.asked;
+    state.inFlight = controller;
+    $("busy").hidden = false;
+    const body = {
+      q: source.value,
+      source: $("source-language").value,
+      target: state.settings.language.target.code,
+      format: "text",
+      alternatives: Math.min(3, state.settings.alternativesLimit || 0),
+      ...apiKey(),
+    };
+    try {
+      const response = await fetch("/translate", {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body), signal: controller.signal,
+      });
+      const answer = await answerOf(response);
+      if (asked !== state.asked) return;
+      clearError();
+      showTranslation(answer.translatedText, answer.alternatives || [],
+                      answer.detectedLanguage || null);
+    } catch (error) {
+      if (error.name === "AbortError" || asked !== state.asked) return;
+      showError(describe(error));
+    } finally {
+      if (asked === state.asked) {
+        $("busy").hidden = true;
+        state.inFlight = null;
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ the translation
+
+  function showTranslation(text, alternatives, detected) {
+    state.shown = text;
+    translation.textContent = text;
+    $("copy").disabled = !text;
+    $("copied").textContent = "";
+    showDetected(detected);
+    const list = $("alternatives");
+    list.replaceChildren();
+    alternatives.forEach((other) => {
+      const item = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = other;
+      button.addEventListener("click", () => pickAlternative(button));
+      item.appendChild(button);
+      list.appendChild(item);
+    });
+    $("alternatives-box").hidden = alternatives.length === 0;
+  }
+
+  function showDetected(detected) {
+    if (!detected) {
+      $("detected").textContent = "";
+      return;
+    }
+    const names = { en: "English", es: "Spanish" };
+    const name = names[detected.language] || detected.language;
+    const target = state.settings.language.target.code;
+    $("detected").textContent = `Detected: ${name} (${detected.confidence}%)` +
+      (detected.language === target ? ", shown as it is" : "");
+  }
+
+  // The picked alternative is shown; the translation it replaces takes its place.
+  function pickAlternative(button) {
+    const picked = button.textContent;
+    button.textContent = state.shown;
+    state.shown = picked;
+    translation.textContent = picked;
+    $("copied").textContent = "";
+    button.focus();
+  }
+
+  async function copyTranslation() {
+    try {
+      if (navigator.clipboard && window.isSecureContext) {
+        await navigator.clipboard.writeText(state.shown);
+      } else {  // a page served over plain HTTP from another machine
+        const scratch = document.createElement("textarea");
+        scratch.value = state.shown;
+        document.body.appendChild(scratch);
+        scratch.select();
+        const done = document.execCommand("copy");
+        scratch.remove();
+        if (!done) throw new Error("the browser refused");
+      }
+      $("copied").textContent = "Copied.";
+    } catch (error) {
+      $("copied").textContent = `Not copied (${error.message}): select the text and copy it.`;
+    }
+  }
+
+  // ------------------------------------------------------------------ files
+
+  async function translateFile(event) {
+    event.preventDefault();
+    const file = $("file").files[0];
+    const status = $("file-status");
+    const link = $("download");
+    link.hidden = true;
+    if (!file) {
+      status.textContent = "Choose a file first.";
+      return;
+    }
+    const form = new FormData();
+    form.append("file", file);
+    form.append("source", $("source-language").value);
+    form.append("target", state.settings.language.target.code);
+    const key = apiKey();
+    if (key.api_key) form.append("api_key", key.api_key);
+    status.textContent = `Translating ${file.name}…`;
+    $("file-button").disabled = true;
+    try {
+      const answer = await answerOf(await fetch("/translate_file", { method: "POST", body: form }));
+      const url = new URL(answer.translatedFileUrl, location.href);
+      const name = decodeURIComponent(url.pathname.split("/").pop()).replace(/^[^.]*\./, "");
+      link.href = url.pathname;
+      link.download = name;
+      link.textContent = `Download ${name}`;
+      link.hidden = false;
+      status.textContent = `${file.name} is translated.`;
+      clearError();
+      link.focus();
+    } catch (error) {
+      status.textContent = "";
+      showError(describe(error));
+    } finally {
+      $("file-button").disabled = false;
+    }
+  }
+
+  // ------------------------------------------------------------------ wiring
+
+  source.addEventListener("input", scheduleTranslation);
+  source.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      translateNow();
+    }
+  });
+  $("source-language").addEventListener("change", scheduleTranslation);
+  $("api-key").addEventListener("change", scheduleTranslation);
+  $("copy").addEventListener("click", copyTranslation);
+  $("file-form").addEventListener("submit", translateFile);
+  loadSettings();
+})();
