@@ -670,6 +670,8 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
         for path, fields in (("/detect", {"q": "x"}), ("/detect", {"q": "x", "api_key": "no"})):
             assert_error(*server.request("POST", path, fields)[:2], 403)
         assert_error(*server.upload("a.txt", b"x", source="en", target="es")[:2], 403)
+        assert_error(*server.upload("a.srt", b"x", source="en", target="es")[:2], 403)
+        assert_error(*server.translate("<p>x</p>", format="html")[:2], 403)
         assert server.request("POST", "/detect", {"q": SPANISH[0], "api_key": key})[0] == 200
         assert server.request("GET", "/frontend/settings")[1]["keyRequired"] is True
 
@@ -698,6 +700,9 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
         status, body, _ = server.upload("long.txt", "\n".join(long).encode(), source="en",
                                         target="es", api_key=key)
         assert_error(status, body, 504)  # a file's translation has --timeout's time too
+        status, body, _ = server.upload("slow.html", b"<" * 100_000, source="en",
+                                        target="es", api_key=key)
+        assert_error(status, body, 504)  # ... reading it included (seconds: 100,000 tokens)
         assert "Traceback" not in server.stderr()
     finally:
         server.stop()
@@ -705,7 +710,7 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
 
 @pytest.mark.slow
 def test_sigterm_finishes_requests_in_flight_then_exits_0(run_dir, tmp_path, offline):
-    """Translations and a file's in flight are answered; the translated files' folder
+    """Translations and a document's in flight are answered; the translated files' folder
     (in the server's TMPDIR) is removed."""
     (tmp_path / "tmp").mkdir()
     server = Server(run_dir, tmp_path, env={"TMPDIR": str(tmp_path / "tmp")})
@@ -715,8 +720,8 @@ def test_sigterm_finishes_requests_in_flight_then_exits_0(run_dir, tmp_path, off
         def send(number: int) -> tuple[int, Any]:
             if number < 2:
                 return server.translate("\n".join(lines))
-            status, body, _ = server.upload("f.txt", "\n".join(lines).encode(),
-                                            source="en", target="es")
+            page = "".join(f"<p>{line}</p>\n" for line in lines)
+            status, body, _ = server.upload("f.html", page.encode(), source="en", target="es")
             return status, list(body)  # its download is gone with the server
 
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
@@ -908,6 +913,46 @@ def test_int8_translates_each_request_alone(run_dir):
     answers, alone, batcher = batched(run_dir, ["decode.quantize=int8"], REQUESTS)
     assert not batcher.merging and batcher.model_calls == 4
     assert answers == alone
+
+
+@pytest.mark.parametrize("overrides", [
+    ["decode.strategy=sample", "decode.temperature=2.0"],  # merged; seeds: each line's index
+    ["decode.quantize=int8", "decode.strategy=greedy"],  # alone, in translate's calls
+], ids=["sample-merged", "int8-alone"])
+def test_a_document_of_two_chunks_is_answered_as_translate_writes_it(run_dir, tmp_path,
+                                                                      overrides):
+    """1,200 paragraphs cycling through ENGLISH: `translate` reads them in two chunks
+    (1,000 pieces, then 200), gives the model each chunk's distinct lines once, numbered on
+    from the first chunk's, so that with sampling the second chunk's lines get draws of
+    their own. The server's way (the document read whole, one request with its chunks as
+    `sizes`, beside another request) writes the same file."""
+    from transcli.documents.formats import FORMATS as DOCUMENTS
+    from transcli.serve.documents import DocumentThread, read_documents, translated_documents
+
+    page = "".join(f"<p>{ENGLISH[k % len(ENGLISH)]}</p>\n" for k in range(1200)).encode()
+    (tmp_path / "page.html").write_bytes(page)
+    translate_file(run_dir, "last", str(tmp_path / "page.html"), str(tmp_path / "out.html"),
+                   overrides, "cpu")
+    batcher = Batcher(lambda: load_translator(open_run_dir(run_dir, overrides), "last", "cpu"),
+                      Limits(max_batch_wait=0.2))
+    batcher.start()
+    thread = DocumentThread("transcli-test", 4)
+
+    async def send() -> tuple[Any, bytes]:
+        [document] = await read_documents(thread, [(page, "page.html")], DOCUMENTS["html"],
+                                          10**6)
+        [written], _ = await asyncio.gather(
+            translated_documents([document], batcher.translate, thread),
+            batcher.translate(REQUESTS[0]))
+        return document, written
+
+    try:
+        document, written = asyncio.run(send())
+    finally:
+        batcher.stop()
+    assert [len(lines) for lines in document.lines] == [len(ENGLISH)] * 2
+    assert written == (tmp_path / "out.html").read_bytes()
+    assert batcher.model_calls == (1 if batcher.merging else 2)
 
 
 
