@@ -2,11 +2,11 @@
 a free localhost port) with the tiny memorised run, checked against `transcli translate`
 (translations, alternatives, files) and py3langid itself (detection).
 
-Three servers: one shared by the module (answers, batching, files, the page's files, CORS,
-the error table), one with an API key and tight limits (403, 503, 504), one stopped by
-SIGTERM with requests in flight. The batcher's merging (sampling seeds, split sentences,
-int8 alone, n-best alone) is also checked in process, where the number of model calls
-can be seen.
+Three servers: one shared by the module (answers, batching, HTML, files of every format,
+the page's files, CORS, the error table), one with an API key and tight limits (403, 503,
+504), one stopped by SIGTERM with requests in flight. The batcher's merging (sampling
+seeds, split sentences, int8 alone, n-best alone, a document's chunks) is also checked in
+process, where the model calls can be seen.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import http.client
+import io
 import os
 import re
 import resource
@@ -25,6 +26,7 @@ import sys
 import threading
 import time
 import urllib.error
+import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlsplit
@@ -34,7 +36,9 @@ from helpers import PAIRS, ROOT
 from helpers.cli import one_error_line, run_cli
 from helpers.memorised import UNSEEN
 from helpers.server import ONE_THREAD, Server, assert_error, multipart
+from test_documents import docx_bytes
 
+from transcli.cli.translate import translate_file
 from transcli.inference.translator import load_translator
 from transcli.rundir.run import open_run_dir
 from transcli.serve.batcher import Batcher, nbest_decode
@@ -54,6 +58,14 @@ TEXTS = LINES[:-1]  # libretranslatepy's texts: LibreTranslate refuses an empty 
 MAX_CHARS = 2000
 MAX_FILE_CHARS = 5000
 ORIGIN = "https://app.example"  # the module server's --cors-origin
+SAMPLES = ROOT / "tests" / "documents"
+FRAGMENTS = [  # HTML as a client sends it with format "html"
+    "<p>I <b>like</b> trees.</p>",
+    '<h1 title="Where is the station?">Where is the station?</h1>',
+    '<a href="/x?a=1&amp;b=2">The boy eats an apple.</a> <img alt="A cat">'
+    "<p>&copy; 2024 &lt;&gt; &amp;</p>",
+    (SAMPLES / "page.html").read_text(encoding="utf-8"),  # a whole page, as a fragment
+]
 
 
 def identified(text: str) -> list[dict[str, Any]]:
@@ -91,11 +103,34 @@ def nbest(run_dir: Path) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
+def documents(run_dir: Path, tmp_path_factory: pytest.TempPathFactory
+              ) -> dict[str, tuple[bytes, bytes]]:
+    """Each document sample, a Word file and each of FRAGMENTS (as a file), and what
+    `transcli translate -i FILE -o OUT` (its function, in this process) writes for it."""
+    folder = tmp_path_factory.mktemp("documents")
+    sources = {name: (SAMPLES / name).read_bytes()
+               for name in ("page.html", "readme.md", "movie.srt", "movie.vtt", "app.po")}
+    sources["letter.docx"] = docx_bytes()
+    sources.update({f"fragment{k}.html": text.encode() for k, text in enumerate(FRAGMENTS)})
+    found = {}
+    for name, data in sources.items():
+        (folder / name).write_bytes(data)
+        translate_file(run_dir, "last", str(folder / name), str(folder / f"es-{name}"), [],
+                       "cpu")
+        found[name] = (data, (folder / f"es-{name}").read_bytes())
+    return found
+
+
+@pytest.fixture(scope="module")
 def server(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The module's server: the run's decode settings, --max-chars MAX_CHARS,
-    --max-file-chars MAX_FILE_CHARS, --cors-origin ORIGIN."""
-    started = Server(run_dir, tmp_path_factory.mktemp("serve"), "--max-chars", str(MAX_CHARS),
-                     "--max-file-chars", str(MAX_FILE_CHARS), "--cors-origin", ORIGIN)
+    --max-file-chars MAX_FILE_CHARS, --cors-origin ORIGIN; its files under a TMPDIR of
+    its own (`Server.kept_files`)."""
+    folder = tmp_path_factory.mktemp("serve")
+    (folder / "tmp").mkdir()
+    started = Server(run_dir, folder, "--max-chars", str(MAX_CHARS), "--max-file-chars",
+                     str(MAX_FILE_CHARS), "--cors-origin", ORIGIN,
+                     env={"TMPDIR": str(folder / "tmp")})
     yield started
     started.stop()
 
@@ -243,7 +278,8 @@ def test_frontend_settings_have_libretranslates_fields(server, run_dir):
     assert settings == {
         "charLimit": MAX_CHARS, "frontendTimeout": 150, "apiKeys": False,
         "keyRequired": False, "suggestions": False, "filesTranslation": True,
-        "supportedFilesFormat": [".txt"],
+        "supportedFilesFormat": [".txt", ".text", ".html", ".htm", ".xhtml", ".md",
+                                 ".markdown", ".srt", ".vtt", ".po", ".pot", ".docx"],
         "language": {"source": {"code": "en", "name": "English"},
                      "target": {"code": "es", "name": "Spanish"}},
         "model": {"name": str(run_dir), "checkpoint": "last",
@@ -338,6 +374,117 @@ def test_a_text_file_is_translated_as_translate_translates_it(server, run_dir, t
     assert server.request("GET", url, raw=True)[1] == spanish + b"\n"
 
 
+def zip_members(data: bytes) -> dict[str, bytes]:
+    """A zip's members, name -> bytes (a Word file written twice differs only in the
+    archive's timestamps)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+@pytest.mark.slow
+def test_every_document_format_is_translated_as_translate_translates_it(server, documents):
+    """HTML, Markdown, SubRip, WebVTT, PO and Word files: the download is byte for byte
+    `transcli translate -i FILE -o OUT`'s file (a Word file member for member), with its
+    format's media type, as a download that runs nothing."""
+    from transcli.serve.files import FORMATS
+
+    for name, (data, expected) in documents.items():
+        status, body, _ = server.upload(name, data, source="en", target="es")
+        assert status == 200, (name, body)
+        path = urlsplit(body["translatedFileUrl"]).path
+        stem, suffix = name.rsplit(".", 1)
+        assert path.endswith(f".{stem}.es.{suffix}")
+        status, got, headers = server.request("GET", path, raw=True)
+        assert status == 200 and got != data, name
+        if suffix == "docx":
+            assert zip_members(got) == zip_members(expected)
+        else:
+            assert got == expected, name
+        assert headers["content-type"] == FORMATS[f".{suffix}"].media_type
+        assert headers["content-security-policy"] == "sandbox"
+        assert headers["x-content-type-options"] == "nosniff"
+    subtitles = "1\n00:00:01,000 --> 00:00:02,000\n" + "\n".join(SPANISH[:2]) + "\n"
+    status, body, _ = server.upload("pelicula.srt", subtitles.encode(), source="auto",
+                                    target="es")
+    assert status == 200, body
+    path = urlsplit(body["translatedFileUrl"]).path
+    assert server.request("GET", path, raw=True)[1] == subtitles.encode()  # Spanish: as it is
+
+
+@pytest.mark.slow
+def test_a_files_characters_are_those_of_its_text(server, documents):
+    """--max-file-chars counts the text the model is given, not the markup around it."""
+    heavy = f'<p class="{"c" * 20 * MAX_FILE_CHARS}">I like trees.</p>'.encode()
+    assert server.upload("heavy.html", heavy, source="en", target="es")[0] == 200
+    status, body, _ = server.upload("long.html", f"<p>{'a' * (MAX_FILE_CHARS + 1)}</p>".encode(),
+                                    source="en", target="es")
+    assert_error(status, body, 400)
+    assert body["error"] == f"Invalid request: file ({MAX_FILE_CHARS + 1}) exceeds text limit " \
+                            f"({MAX_FILE_CHARS})"
+
+
+def zip_bomb() -> bytes:
+    """A small zip whose member unpacks to 2 MB: more than 256 bytes per allowed character."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/document.xml", b"\0" * (2 << 20))
+    return out.getvalue()
+
+
+BAD_FILES = [  # (file name, bytes, the error's words)
+    ("bad.po", b'msgid "a"\nmsgstr "b"\nbogus\n', "bad.po: line 3: not a PO line: 'bogus'"),
+    ("letter.docx", b"PK\x03\x04 cut", "letter.docx: not a Word document (.docx): not a zip"),
+    ("movie.srt", b"1\n00:00:05,000 --> 00:00:01,000\nI like trees.\n",
+     "movie.srt: line 2: subtitle 1 ends (00:00:01,000) before it starts"),
+    ("movie.vtt", b"WEBVTT\n\n00:05.000 --> 00:01.000\nI like trees.\n",
+     "movie.vtt: line 3: cue ends (00:00:01.000) before it starts"),
+    ("page.html", b"<p>I like trees.</p>\n<p class='cut", "page.html: line 2, column 1: tag "
+     "not closed at the end of the file"),
+    ("readme.md", b"# Caf\xe9\n", "readme.md: line 1 is not valid UTF-8"),
+    ("notes.odt", b"PK\x03\x04", "file format not supported"),
+    ("bomb.docx", zip_bomb(), "bomb.docx: unpacks to 2097152 bytes, more than this server "
+     f"unpacks ({256 * MAX_FILE_CHARS}"),
+]
+
+
+@pytest.mark.slow
+def test_bad_files_are_one_line_and_nothing_is_kept(server):
+    before = server.kept_files()
+    for name, data, words in BAD_FILES:
+        status, body, _ = server.upload(name, data, source="en", target="es")
+        assert_error(status, body, 400)
+        assert words in body["error"], body
+    assert server.kept_files() == before
+    assert server.translate("x")[0] == 200 and "Traceback" not in server.stderr()
+
+
+@pytest.mark.slow
+def test_html_is_translated_as_translate_format_html_translates_it(server, documents):
+    """format "html" (what wagtail-localize sends, and LibreTranslate's page for HTML): each
+    fragment is `translate --format html`'s output for it, markup and entities as sent;
+    a list with "auto" keeps a Spanish fragment as it is; alternatives are none."""
+    expected = [documents[f"fragment{k}.html"][1].decode() for k in range(len(FRAGMENTS))]
+    for fragment, translated in zip(FRAGMENTS, expected):
+        assert server.translate(fragment, format="html") == (200, {"translatedText": translated})
+    assert 'href="/x?a=1&amp;b=2"' in expected[2]  # markup and entities as sent
+    assert "<p>&copy; 2024 &lt;&gt; &amp;</p>" in expected[2]
+    spanish = f"<p>{SPANISH[3]} <i>{SPANISH[4]}</i></p>"
+    status, body = server.translate([FRAGMENTS[0], spanish, FRAGMENTS[2]], source="auto",
+                                    format="html", alternatives=2)
+    assert status == 200
+    assert body["translatedText"] == [expected[0], spanish, expected[2]]
+    assert [found["language"] for found in body["detectedLanguage"]] == ["en", "es", "en"]
+    assert body["alternatives"] == [[], [], []]
+    form, kind = multipart({"q": FRAGMENTS[1], "source": "en", "target": "es",
+                            "format": "html", "alternatives": "3"}, {})
+    status, body, _ = server.request("POST", "/translate", form, {"Content-Type": kind})
+    assert (status, body) == (200, {"translatedText": expected[1], "alternatives": []})
+    status, body = server.translate(["<p>fine</p>", "<p>I like <b"], format="html")
+    assert_error(status, body, 400)
+    assert body["error"] == "Invalid request: q[1]: line 1, column 11: tag not closed at the " \
+                            "end of the file ('<b'...): is the file complete?"
+
+
 # ----------------------------------------------------------------------------- refusals
 
 def _form(fields: dict[str, str], files: dict[str, tuple[str, bytes]]
@@ -372,8 +519,9 @@ BAD_REQUESTS = [  # (method, path, body, headers, status)
     ("POST", "/translate", {**GOOD, "target": "de"}, None, 400),
     ("POST", "/translate", {**GOOD, "target": "auto"}, None, 400),
     ("POST", "/translate", {**GOOD, "source": "es", "target": "en"}, None, 400),
-    ("POST", "/translate", {**GOOD, "format": "html"}, None, 400),
+    ("POST", "/translate", {**GOOD, "format": "HTML"}, None, 400),
     ("POST", "/translate", {**GOOD, "format": "markdown"}, None, 400),
+    ("POST", "/translate", {**GOOD, "format": "html", "q": "<p>\ud800</p>"}, None, 400),
     ("POST", "/translate", {**GOOD, "alternatives": 4}, None, 400),  # > --max-alternatives
     ("POST", "/translate", {**GOOD, "alternatives": "many"}, None, 400),
     ("POST", "/translate", {**GOOD, "alternatives": [1]}, None, 400),
@@ -522,6 +670,8 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
         for path, fields in (("/detect", {"q": "x"}), ("/detect", {"q": "x", "api_key": "no"})):
             assert_error(*server.request("POST", path, fields)[:2], 403)
         assert_error(*server.upload("a.txt", b"x", source="en", target="es")[:2], 403)
+        assert_error(*server.upload("a.srt", b"x", source="en", target="es")[:2], 403)
+        assert_error(*server.translate("<p>x</p>", format="html")[:2], 403)
         assert server.request("POST", "/detect", {"q": SPANISH[0], "api_key": key})[0] == 200
         assert server.request("GET", "/frontend/settings")[1]["keyRequired"] is True
 
@@ -550,6 +700,9 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
         status, body, _ = server.upload("long.txt", "\n".join(long).encode(), source="en",
                                         target="es", api_key=key)
         assert_error(status, body, 504)  # a file's translation has --timeout's time too
+        status, body, _ = server.upload("slow.html", b"<" * 100_000, source="en",
+                                        target="es", api_key=key)
+        assert_error(status, body, 504)  # ... reading it included (seconds: 100,000 tokens)
         assert "Traceback" not in server.stderr()
     finally:
         server.stop()
@@ -557,7 +710,7 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
 
 @pytest.mark.slow
 def test_sigterm_finishes_requests_in_flight_then_exits_0(run_dir, tmp_path, offline):
-    """Translations and a file's in flight are answered; the translated files' folder
+    """Translations and a document's in flight are answered; the translated files' folder
     (in the server's TMPDIR) is removed."""
     (tmp_path / "tmp").mkdir()
     server = Server(run_dir, tmp_path, env={"TMPDIR": str(tmp_path / "tmp")})
@@ -567,8 +720,8 @@ def test_sigterm_finishes_requests_in_flight_then_exits_0(run_dir, tmp_path, off
         def send(number: int) -> tuple[int, Any]:
             if number < 2:
                 return server.translate("\n".join(lines))
-            status, body, _ = server.upload("f.txt", "\n".join(lines).encode(),
-                                            source="en", target="es")
+            page = "".join(f"<p>{line}</p>\n" for line in lines)
+            status, body, _ = server.upload("f.html", page.encode(), source="en", target="es")
             return status, list(body)  # its download is gone with the server
 
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
@@ -760,6 +913,46 @@ def test_int8_translates_each_request_alone(run_dir):
     answers, alone, batcher = batched(run_dir, ["decode.quantize=int8"], REQUESTS)
     assert not batcher.merging and batcher.model_calls == 4
     assert answers == alone
+
+
+@pytest.mark.parametrize("overrides", [
+    ["decode.strategy=sample", "decode.temperature=2.0"],  # merged; seeds: each line's index
+    ["decode.quantize=int8", "decode.strategy=greedy"],  # alone, in translate's calls
+], ids=["sample-merged", "int8-alone"])
+def test_a_document_of_two_chunks_is_answered_as_translate_writes_it(run_dir, tmp_path,
+                                                                      overrides):
+    """1,200 paragraphs cycling through ENGLISH: `translate` reads them in two chunks
+    (1,000 pieces, then 200), gives the model each chunk's distinct lines once, numbered on
+    from the first chunk's, so that with sampling the second chunk's lines get draws of
+    their own. The server's way (the document read whole, one request with its chunks as
+    `sizes`, beside another request) writes the same file."""
+    from transcli.documents.formats import FORMATS as DOCUMENTS
+    from transcli.serve.documents import DocumentThread, read_documents, translated_documents
+
+    page = "".join(f"<p>{ENGLISH[k % len(ENGLISH)]}</p>\n" for k in range(1200)).encode()
+    (tmp_path / "page.html").write_bytes(page)
+    translate_file(run_dir, "last", str(tmp_path / "page.html"), str(tmp_path / "out.html"),
+                   overrides, "cpu")
+    batcher = Batcher(lambda: load_translator(open_run_dir(run_dir, overrides), "last", "cpu"),
+                      Limits(max_batch_wait=0.2))
+    batcher.start()
+    thread = DocumentThread("transcli-test", 4)
+
+    async def send() -> tuple[Any, bytes]:
+        [document] = await read_documents(thread, [(page, "page.html")], DOCUMENTS["html"],
+                                          10**6)
+        [written], _ = await asyncio.gather(
+            translated_documents([document], batcher.translate, thread),
+            batcher.translate(REQUESTS[0]))
+        return document, written
+
+    try:
+        document, written = asyncio.run(send())
+    finally:
+        batcher.stop()
+    assert [len(lines) for lines in document.lines] == [len(ENGLISH)] * 2
+    assert written == (tmp_path / "out.html").read_bytes()
+    assert batcher.model_calls == (1 if batcher.merging else 2)
 
 
 

@@ -2,14 +2,16 @@
 (`python -m transcli serve` on a free localhost port, the tiny run) and raw sockets.
 
 Two servers: one with a short --read-timeout and a small --max-connections (slowloris,
-the connection cap, a client leaving, the body cap, --docs), a --req-limit (clients past
-it, told apart by the X-Forwarded-For a local proxy sends), no CORS and no page
-(--no-web); one stopped by SIGTERM while a client holds an unfinished body, with a long
---read-timeout so that only --drain-timeout ends it.
+the connection cap, a client leaving, the body cap, --docs, a file slow to read beside
+HTML), a --req-limit (clients past it, told apart by the X-Forwarded-For a local proxy
+sends), no CORS and no page (--no-web); one stopped by SIGTERM while a client holds an
+unfinished body and a file is being read, with a long --read-timeout so that only
+--drain-timeout ends it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import select
@@ -236,6 +238,36 @@ def test_past_req_limit_a_client_gets_429_and_others_are_served(hostile):
     assert wait_for(hostile, '203.0.113.7 "POST /translate" 429')
 
 
+def slow_page(size: int) -> bytes:
+    """An HTML file of `size` "<" characters: html.parser reads it a character at a time
+    (seconds for 100,000 on a loaded 2-core machine), and nothing in it is translated."""
+    return b"<" * size
+
+
+def upload(server: Server, name: str, data: bytes, client: str) -> tuple[int, Any]:
+    body, kind = multipart({"source": "en", "target": "es"}, {"file": (name, data)})
+    status, answer, _ = server.request("POST", "/translate_file", body, {
+        "Content-Type": kind, "X-Forwarded-For": client}, timeout=120)
+    return status, answer
+
+
+@pytest.mark.slow
+def test_a_file_being_read_holds_up_neither_html_nor_the_server(hostile):
+    """While a slow file is read, a request's HTML is read on its own thread and answered,
+    and /health answers; then the file is answered too."""
+    client = "203.0.113.9"  # its own --req-limit allowance
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(upload, hostile, "slow.html", slow_page(200_000), client)
+        time.sleep(0.5)  # the file has reached its thread
+        status, body, _ = hostile.request("POST", "/translate", {
+            **BODY_FIELDS, "q": "<p>I like trees.</p>", "format": "html"},
+            {"X-Forwarded-For": client})
+        assert status == 200 and body["translatedText"].startswith("<p>"), body
+        assert hostile.request("GET", "/health")[0] == 200
+        assert not pending.done(), "the file was read before the HTML: make it slower"
+        assert pending.result(timeout=120)[0] == 200
+
+
 @pytest.mark.slow
 def test_without_the_page_or_cors_the_api_stays(hostile):
     """--no-web: / and the page's files are 404; no --cors-origin: no CORS header, and a
@@ -264,16 +296,23 @@ def test_docs_is_served_when_asked_for(hostile):
 
 @pytest.mark.slow
 def test_sigterm_stops_within_the_drain_time_while_a_body_is_held(run_dir, tmp_path):
+    """A client holding an unfinished body, and a file being read for far longer than
+    the drain time: both get 503, and the server exits in time (the document's thread
+    is no reason to wait)."""
     server = Server(run_dir, tmp_path, "--read-timeout", "60", "--drain-timeout", "1")
     held: Optional[socket.socket] = None
     try:
         held = connect(server)
         held.sendall(HEAD + b"Content-Length: 1000\r\n\r\n" + BODY[:10])
-        time.sleep(0.5)  # the request has reached the app, which waits for the rest
-        start = time.monotonic()
-        server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(timeout=30) == 0
-        assert time.monotonic() - start < 1 + 5
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            reading = pool.submit(upload, server, "slow.html", slow_page(600_000), "-")
+            time.sleep(1)  # both requests have reached the app; the file is being read
+            start = time.monotonic()
+            server.process.send_signal(signal.SIGTERM)
+            assert server.process.wait(timeout=30) == 0
+            assert time.monotonic() - start < 1 + 5
+            status, body = reading.result(timeout=30)
+        assert_error(status, body, 503)
         status, body, _ = answer(held)
         assert_error(status, body, 503)
         log = server.stderr()

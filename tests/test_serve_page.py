@@ -130,8 +130,14 @@ def test_spanish_is_detected_and_shown_as_it_is(page, server):
 
 
 def test_a_file_is_translated_and_downloaded(page, server):
-    data = f"{ENGLISH[4]}\n\n{ENGLISH[5]}\n".encode()
-    page.set_input_files("#file", files=[{"name": "notes.txt", "mimeType": "text/plain",
+    """Subtitles: the picker offers the formats the server lists, the download is what the
+    API gives for the same file, its timings kept and its text in Spanish."""
+    formats = server.request("GET", "/frontend/settings")[1]["supportedFilesFormat"]
+    assert ".srt" in formats and page.get_attribute("#file", "accept") == ",".join(formats)
+    assert page.inner_text("#formats") == f"({', '.join(formats)})"
+    data = f"1\n00:00:01,000 --> 00:00:02,500\n{ENGLISH[4]}\n\n" \
+           f"2\n00:00:03,000 --> 00:00:04,000\n{ENGLISH[5]}\n".encode()
+    page.set_input_files("#file", files=[{"name": "notes.srt", "mimeType": "application/x-subrip",
                                          "buffer": data}])
     page.focus("#file")
     page.keyboard.press("Tab")  # to the button, and press it by keyboard
@@ -139,13 +145,15 @@ def test_a_file_is_translated_and_downloaded(page, server):
     page.keyboard.press("Enter")
     link = page.locator("#download")
     link.wait_for()
-    assert link.inner_text() == "Download notes.es.txt"
+    assert link.inner_text() == "Download notes.es.srt"
     with page.expect_download() as download:
         link.click()
-    assert download.value.suggested_filename == "notes.es.txt"
-    status, body, _ = server.upload("notes.txt", data, source="en", target="es")
+    assert download.value.suggested_filename == "notes.es.srt"
+    status, body, _ = server.upload("notes.srt", data, source="en", target="es")
     expected = server.request("GET", urlsplit(body["translatedFileUrl"]).path, raw=True)[1]
     assert Path(download.value.path()).read_bytes() == expected
+    assert expected.startswith(b"1\n00:00:01,000 --> 00:00:02,500\n") and SPANISH[4].encode() \
+        in expected
 
 
 def test_every_control_is_reached_by_keyboard(page):

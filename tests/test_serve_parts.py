@@ -1,13 +1,16 @@
 """`transcli serve`'s parts that need no server, in this process: the per-client rate
-limit, the store of translated files, language detection, the n-best settings, the
-checks of the new flags. Each is held to hand-computed values or to the library it
-wraps."""
+limit, the store of translated files, the file formats, the documents' thread and the
+zip check, language detection, the n-best settings, the checks of the new flags. Each
+is held to hand-computed values or to the library it wraps."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import stat
+import threading
+import zipfile
 from dataclasses import replace
 
 import pytest
@@ -105,6 +108,91 @@ def test_file_names_are_made_plain(name, safe, translated):
     from transcli.serve.files import safe_name, translated_name
 
     assert safe_name(name) == safe and translated_name(name, "es") == translated
+
+
+def test_every_format_translate_reads_is_taken_by_its_extensions():
+    """The table /translate_file takes files by, and /frontend/settings lists: the
+    document layer's formats and their extensions, each with its media type."""
+    from transcli.documents.formats import FORMATS as DOCUMENTS
+    from transcli.documents.formats import by_extension
+    from transcli.serve.files import FORMATS, file_format
+    from transcli.serve.protocol import ApiError
+
+    assert {fmt.document.name for fmt in FORMATS.values()} == set(DOCUMENTS) == {
+        "text", "html", "markdown", "srt", "vtt", "po", "docx"}
+    for suffix, fmt in FORMATS.items():
+        assert by_extension(f"a{suffix}") is fmt.document  # as `translate -i` reads it
+        assert file_format(f"A{suffix.upper()}") is fmt
+    assert FORMATS[".docx"].media_type.startswith("application/vnd.openxmlformats")
+    assert FORMATS[".htm"].media_type == "text/html; charset=utf-8"
+    for name in ("notes.odt", "notes", "notes.txt.gz", "notes.en"):  # translate reads the last 3
+        with pytest.raises(ApiError, match="file format not supported") as refused:
+            file_format(name)
+        assert refused.value.status == 400
+
+
+def _zip(members: dict[str, int]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, size in members.items():
+            archive.writestr(name, b"a" * size)
+    return out.getvalue()
+
+
+def test_a_zip_is_refused_past_what_it_may_unpack_to():
+    from transcli.serve.documents import check_archive
+
+    data = _zip({"a.xml": 600, "b.xml": 400})  # 1,000 bytes unpacked, far fewer packed
+    assert len(data) < 1000
+    check_archive(data, "x.docx", 1000)
+    with pytest.raises(UserError, match=r"^x.docx: unpacks to 1000 bytes, more than this "
+                                        r"server unpacks \(999, 256 bytes per character"):
+        check_archive(data, "x.docx", 999)
+    check_archive(b"not a zip", "x.docx", 0)  # the document layer says what it is
+
+
+def test_the_documents_thread_runs_one_job_at_a_time_and_drops_abandoned_ones():
+    """Results and errors come back to the waiting request; past its queue a job is
+    refused at once; a job whose request stopped waiting before it started never runs."""
+    from transcli.serve.batcher import QueueFull
+    from transcli.serve.documents import DocumentThread
+
+    thread = DocumentThread("transcli-test", max_queue=1)
+    release, ran = threading.Event(), []
+
+    def held() -> str:
+        release.wait(30)
+        ran.append("held")
+        return "held"
+
+    def fails() -> None:
+        raise UserError("bad document")
+
+    async def scenario() -> None:
+        first = asyncio.create_task(thread.run(held))
+        await asyncio.sleep(0.2)  # taken by the thread: the queue is empty again
+        second = asyncio.create_task(thread.run(lambda: ran.append("dropped")))
+        await asyncio.sleep(0.05)
+        with pytest.raises(QueueFull):  # the queue holds one
+            await thread.run(lambda: None)
+        second.cancel()  # its request stopped waiting
+        release.set()
+        assert await first == "held"
+        with pytest.raises(UserError, match="bad document"):
+            await thread.run(fails)
+        assert await thread.run(lambda: 42) == 42
+
+    asyncio.run(scenario())
+    assert ran == ["held"]
+
+
+def test_a_document_alone_goes_to_the_model_in_its_chunks():
+    from transcli.serve.batcher import Job, _calls
+
+    lines = [f"l{k}" for k in range(2500)]
+    job = Job(lines[:6], None, None, sizes=[2, 0, 4])  # type: ignore[arg-type]
+    assert list(_calls(job)) == [lines[:2], lines[2:6]]
+    assert [len(chunk) for chunk in _calls(Job(lines, None, None))] == [1000, 1000, 500]  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- detection

@@ -25,6 +25,7 @@ class Server:
     def __init__(self, run_dir: Path, folder: Path, *flags: str,
                  env: dict[str, str] | None = None):
         self.log = folder / "serve.log"
+        self.tmp = Path(env["TMPDIR"]) if env and "TMPDIR" in env else None
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "transcli", "serve", "-m", str(run_dir),
@@ -47,6 +48,11 @@ class Server:
             assert self.process.poll() is None, f"serve ended early:\n{self.stderr()}"
             time.sleep(0.05)
         raise AssertionError(f"serve did not start in time:\n{self.stderr()}")
+
+    def kept_files(self) -> list[Path]:
+        """The translated files the server keeps (started with a TMPDIR of its own)."""
+        assert self.tmp is not None, "start the server with env={'TMPDIR': ...}"
+        return list(self.tmp.glob("transcli-serve-*/*"))
 
     def stderr(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")

@@ -24,6 +24,7 @@ class DocumentFormat:
     extensions: tuple[str, ...]
     module: str  # transcli.documents.MODULE reads and writes it
     reader: str = "pieces"  # the module's function that reads it
+    needs: tuple[str, ...] = ()  # the packages it imports (the documents extra's)
 
     def load(self) -> ModuleType:
         return importlib.import_module(f"transcli.documents.{self.module}")
@@ -36,11 +37,13 @@ class DocumentFormat:
 FORMATS = {fmt.name: fmt for fmt in [
     DocumentFormat("text", "plain text", (".txt", ".text"), "text"),
     DocumentFormat("html", "HTML", (".html", ".htm", ".xhtml"), "html"),
-    DocumentFormat("markdown", "Markdown", (".md", ".markdown"), "markdown"),
-    DocumentFormat("srt", "SubRip subtitles", (".srt",), "subtitles", "srt_pieces"),
-    DocumentFormat("vtt", "WebVTT subtitles", (".vtt",), "subtitles", "vtt_pieces"),
-    DocumentFormat("po", "gettext catalogue", (".po", ".pot"), "po"),
-    DocumentFormat("docx", "Word document", (".docx",), "docx"),
+    DocumentFormat("markdown", "Markdown", (".md", ".markdown"), "markdown",
+                   needs=("markdown_it",)),
+    DocumentFormat("srt", "SubRip subtitles", (".srt",), "subtitles", "srt_pieces", ("srt",)),
+    DocumentFormat("vtt", "WebVTT subtitles", (".vtt",), "subtitles", "vtt_pieces",
+                   ("webvtt",)),
+    DocumentFormat("po", "gettext catalogue", (".po", ".pot"), "po", needs=("polib",)),
+    DocumentFormat("docx", "Word document", (".docx",), "docx", needs=("docx", "lxml")),
 ]}
 # Plain text also under the names translation corpora take: no extension, a language
 # code (news.en), the usual corpus suffixes, or compressed.

@@ -36,11 +36,6 @@ def decoded_chunks(handle: BinaryIO, name: str | Path, block: int = BLOCK) -> It
         _decode(pending, name, lines, column)  # raises: a character cut at the end
 
 
-def decoded_text(data: bytes, name: str | Path) -> str:
-    """A document given whole."""
-    return _decode(data, name, 0, 0)
-
-
 def _complete(data: bytes) -> int:
     """Where the last whole UTF-8 character of `data` ends (a multi-byte character
     that the block cut is left for the next)."""

@@ -5,19 +5,22 @@ The model sees only lines of text: each unit's text, split at its line breaks, w
 the whitespace around each line and without lines that hold no letter (numbers,
 symbols), each distinct line once per chunk. `translate` is any function from lines to
 their translations (a `Translator`'s, or the identity in the round-trip tests): this
-layer never sees a model, and `serve` calls it as `translate` does.
+layer never sees a model. `DocumentFile` streams a file for `translate`; `WholeDocument`
+takes a document given whole (`serve`'s requests and uploads) in the same chunks, and
+leaves the model's work between reading and writing to its caller.
 """
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from transcli.documents.formats import DocumentFormat
-from transcli.documents.reading import decoded_chunks, decoded_text
+from transcli.documents.reading import decoded_chunks
 from transcli.documents.units import Part, Unit, has_letters, render
-from transcli.inference.streaming import Output, drain, stream
+from transcli.inference.streaming import Output, chunked, drain, stream
 from transcli.system.files import open_checked
 
 # Lines in, their translations out; the int is the index of the first line among all
@@ -41,11 +44,22 @@ def translations(texts: Iterable[str], translate: Callable[[list[str]], list[str
                  ) -> dict[str, str]:
     """Each text's translation: line by line, each line's surrounding whitespace kept, a
     line without letters kept as it is."""
-    texts = list(dict.fromkeys(texts))
-    wanted = list(dict.fromkeys(core for text in texts for line in text.split("\n")
-                                if has_letters(core := line.strip())))
-    found = dict(zip(wanted, translate(wanted)))
-    return {text: "\n".join(_line(line, found) for line in text.split("\n")) for text in texts}
+    texts = list(texts)
+    wanted = wanted_lines(texts)
+    return assembled(texts, dict(zip(wanted, translate(wanted))))
+
+
+def wanted_lines(texts: Iterable[str]) -> list[str]:
+    """The lines the model is given for `texts`: each line with letters, without the
+    whitespace around it, once."""
+    return list(dict.fromkeys(core for text in dict.fromkeys(texts) for line in text.split("\n")
+                              if has_letters(core := line.strip())))
+
+
+def assembled(texts: Iterable[str], found: dict[str, str]) -> dict[str, str]:
+    """Each text's translation from its lines' (`found`: line -> translation)."""
+    return {text: "\n".join(_line(line, found) for line in text.split("\n"))
+            for text in dict.fromkeys(texts)}
 
 
 def _line(line: str, found: dict[str, str]) -> str:
@@ -79,18 +93,56 @@ def read_pieces(fmt: DocumentFormat, chunks: Iterable[str], name: str,
 def translate_text(text: str, fmt: DocumentFormat, translate: Translate, name: str = "<text>",
                    force: bool = False) -> str:
     """A document given whole (a request's text), translated."""
-    pieces = list(read_pieces(fmt, [text], name, force))
-    return "".join(translated_pieces(pieces, Lines(translate)))
+    return WholeDocument(text, fmt, name, force).translated(translate).decode()
 
 
 def translate_bytes(data: bytes, fmt: DocumentFormat, translate: Translate, name: str,
                     force: bool = False) -> bytes:
     """A file given whole (an upload), translated into the same format."""
-    if fmt.binary:
-        document = fmt.load().Document(data, name)
-        return document.written(translations((u.text for u in document.units),
-                                             Lines(translate)))
-    return translate_text(decoded_text(data, name), fmt, translate, name, force).encode()
+    return WholeDocument(data, fmt, name, force).translated(translate)
+
+
+class WholeDocument:
+    """A document given whole (a request's text, an uploaded file), read at once and cut
+    into the chunks `DocumentFile` translates it in: `lines[k]` are the lines the model
+    is given for chunk k, and `written` the document with their translations, so that
+    with the same translations it is byte for byte `translate`'s output (the same lines
+    in the same calls, each line's index counted as `Lines` counts it). The model's work
+    is the caller's, between the two: `serve` awaits it without holding a thread."""
+
+    def __init__(self, data: str | bytes, fmt: DocumentFormat, name: str, force: bool = False):
+        self.fmt = fmt
+        if fmt.binary:
+            self.whole = fmt.load().Document(data, name)
+            self.chunks: list[list[Unit]] = list(chunked(self.whole.units, _text_size))
+            self.pieces: list[list[Piece]] = []
+        else:
+            text = [data] if isinstance(data, str) else decoded_chunks(io.BytesIO(data), name)
+            self.pieces = list(chunked(read_pieces(fmt, text, name, force), _size))
+            self.chunks = [list(units_of(chunk)) for chunk in self.pieces]
+        self.lines = [wanted_lines(unit.text for unit in units) for units in self.chunks]
+
+    @property
+    def chars(self) -> int:
+        """Characters of the document's text (each unit's, markup left out, as often as it
+        comes): what `serve` counts against its limit."""
+        return sum(len(unit.text) for units in self.chunks for unit in units)
+
+    def written(self, translated: Sequence[Sequence[str]]) -> bytes:
+        """The document (UTF-8 for a text format) with `translated[k]`, the translations
+        of `lines[k]`."""
+        found = [assembled((unit.text for unit in units), dict(zip(lines, done)))
+                 for units, lines, done in zip(self.chunks, self.lines, translated)]
+        if self.fmt.binary:  # a later chunk's translation of a text stands, as in `translate`
+            return self.whole.written({text: done for chunk in found
+                                       for text, done in chunk.items()})
+        return "".join(render(piece, chunk_found) for chunk, chunk_found in zip(self.pieces, found)
+                       for piece in chunk).encode()
+
+    def translated(self, translate: Translate) -> bytes:
+        """The document translated by `translate`, a chunk at a time."""
+        lines = Lines(translate)
+        return self.written([lines(wanted) for wanted in self.lines])
 
 
 class DocumentFile:
@@ -141,7 +193,7 @@ class DocumentFile:
             return []
 
         drain(stream(self.whole.units, work, None, total=self.total, progress=progress,
-                     unit="unit", cost=lambda unit: len(unit.text)))
+                     unit="unit", cost=_text_size))
         with output.open() as handle:
             handle.write(self.whole.written(found))
 
@@ -159,3 +211,6 @@ def _units(piece: Piece) -> int:
 def _size(piece: Piece) -> int:
     return sum(len(part) if isinstance(part, str) else len(part.raw) for part in piece)
 
+
+def _text_size(unit: Unit) -> int:
+    return len(unit.text)

@@ -7,6 +7,8 @@ clients speak.
 - `translating.py` — a checked request to its answer: detection, the model's lines,
   alternatives.
 - `detection.py` — which of English and Spanish a text is in (py3langid).
+- `documents.py` — HTML fragments and files through the document layer, read and
+  written on threads of their own.
 - `files.py` — the file formats translated, and the store of translated files.
 - `ratelimit.py` — `--req-limit`: requests per client per minute.
 - `batcher.py` — the one worker thread that owns the model, and the queue that merges
@@ -20,6 +22,7 @@ clients speak.
 - `server.py` — startup (port, model, then listening) and a stop on a signal, bounded in
   time.
 
-FastAPI, uvicorn and py3langid are the optional extra `transcli[serve]`; only the modules
-that `server.py` imports once the extra is checked import them.
+FastAPI, uvicorn, py3langid and the document readers are the optional extra
+`transcli[serve]`; only the modules that `server.py` imports once the extra is checked
+import them.
 """

@@ -17,7 +17,7 @@ index in its own request, so a request is answered as `transcli translate` answe
 file of its lines. Requests are merged only where a line's translation does not depend
 on its batch-mates (`Translator.batch_invariant`); elsewhere (int8, CTranslate2's
 sampler), as with `batching=False`, each request is translated alone, in `translate`'s
-chunks.
+chunks (a document's: the chunks `translate` cuts that document in, `sizes`).
 
 A request for alternatives (`translate_nbest`) is a search of its own, never merged: each
 line's n best translations, as `transcli translate --n-best n` gives them with the
@@ -33,7 +33,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from transcli.config.schema import DecodeConfig
 from transcli.inference.streaming import chunked
@@ -60,23 +60,28 @@ class Job:
     future: asyncio.Future[list[Any]]
     loop: asyncio.AbstractEventLoop
     n_best: int = 1  # > 1: each line's n best translations, by a search of its own
+    sizes: Optional[Sequence[int]] = None  # translated alone: in calls of these many lines
     arrived: float = field(default_factory=time.monotonic)
 
     def settle(self, result: list[Any] | BaseException) -> None:
-        """Hand the result (or error) to the waiting request, from any thread; a request
-        that timed out meanwhile has stopped waiting and gets nothing."""
-        def deliver() -> None:
-            if self.future.done():
-                return
-            if isinstance(result, BaseException):
-                self.future.set_exception(result)
-            else:
-                self.future.set_result(result)
+        settle(self.loop, self.future, result)
 
-        try:
-            self.loop.call_soon_threadsafe(deliver)
-        except RuntimeError:  # the event loop has closed: the server was stopped at once
-            pass
+
+def settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any) -> None:
+    """Hand a worker thread's result (or error) to the request waiting on `future`, from
+    any thread; a request that timed out meanwhile has stopped waiting and gets nothing."""
+    def deliver() -> None:
+        if future.done():
+            return
+        if isinstance(result, BaseException):
+            future.set_exception(result)
+        else:
+            future.set_result(result)
+
+    try:
+        loop.call_soon_threadsafe(deliver)
+    except RuntimeError:  # the event loop has closed: the server was stopped at once
+        pass
 
 
 class Batcher:
@@ -118,20 +123,24 @@ class Batcher:
         """Requests queued for the model (not counting those it is translating)."""
         return len(self._queue)
 
-    async def translate(self, lines: list[str]) -> list[str]:
+    async def translate(self, lines: list[str], sizes: Optional[Sequence[int]] = None
+                        ) -> list[str]:
         """The translations of one request's lines. Raises `QueueFull` when
         `Limits.max_queue` requests are waiting, and `TimeoutError` after `Limits.timeout`
-        seconds (the job then leaves the queue, or its result is dropped)."""
-        return await self._queued(lines, 1)
+        seconds (the job then leaves the queue, or its result is dropped). `sizes`: the
+        lines are those of `translate`'s calls of these many lines each (a document's
+        chunks), which a request translated alone keeps."""
+        return await self._queued(lines, 1, sizes)
 
     async def translate_nbest(self, lines: list[str], n: int) -> list[list[str]]:
         """Each line's `n` best translations, best first (module doc); raises as
         `translate` does."""
         return await self._queued(lines, n)
 
-    async def _queued(self, lines: list[str], n_best: int) -> list[Any]:
+    async def _queued(self, lines: list[str], n_best: int,
+                      sizes: Optional[Sequence[int]] = None) -> list[Any]:
         loop = asyncio.get_running_loop()
-        job = Job(lines, loop.create_future(), loop, n_best)
+        job = Job(lines, loop.create_future(), loop, n_best, sizes)
         with self._cond:
             if len(self._queue) >= self.limits.max_queue:
                 raise QueueFull
@@ -250,7 +259,7 @@ class Batcher:
                               for hyps in translator.translate_nbest(chunk, len(found))]
             return found
         texts: list[str] = []
-        for chunk in chunked(iter(job.lines)):
+        for chunk in _calls(job):
             texts += translator.translate(chunk, len(texts))
         return texts
 
@@ -263,6 +272,19 @@ class Batcher:
         indices = [index for job in jobs for index in range(len(job.lines))]
         texts = iter(hyps[0][0] for hyps in translator.translate_nbest(lines, indices=indices))
         return [[next(texts) for _ in job.lines] for job in jobs]
+
+
+def _calls(job: Job) -> Iterator[list[str]]:
+    """A job's lines as `translate` gives them to the model: in its `sizes`, or in
+    chunks of a text file's lines."""
+    if job.sizes is None:
+        yield from chunked(iter(job.lines))
+        return
+    start = 0
+    for size in job.sizes:
+        if size:
+            yield job.lines[start:start + size]
+        start += size
 
 
 def nbest_decode(decode: DecodeConfig, n: int) -> DecodeConfig:

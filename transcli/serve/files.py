@@ -1,10 +1,13 @@
 """`/translate_file` and `/download_file`: the file formats the server translates, and the
 translated files kept until they are downloaded.
 
-A format turns an uploaded file's bytes into the translated file's bytes, given a way to
-translate lines (`Translate`); `FORMATS` maps a file name's suffix to its format. Plain
-text (.txt) is translated line by line exactly as `transcli translate` translates a file
-(`text.py`'s rule: UTF-8, a byte-order mark and CRLF dropped; one line out per line in).
+`FORMATS` maps a file name's suffix to its format: every format `transcli translate`
+reads, each translated as `transcli translate -i FILE -o OUT` translates it. Plain text
+(.txt) goes line by line (`text.py`'s rule: UTF-8, a byte-order mark and CRLF dropped;
+one line out per line in); HTML, Markdown, subtitles, PO catalogues and Word documents go
+through the document layer (`documents.py`), their markup kept and only their text
+translated. A file's characters are counted on that text (the markup left out) against
+`--max-file-chars`.
 
 `FileStore` keeps the translated files in a private temporary folder (mode 0700), each
 under a name of 128 random bits, which the download URL holds: nobody can guess another
@@ -24,40 +27,51 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Awaitable, Callable, Optional
+from typing import Callable, Optional
 
-from transcli.serve.protocol import ApiError, check_size
+from transcli.documents.formats import FORMATS as DOCUMENTS
+from transcli.documents.formats import DocumentFormat
+from transcli.serve.documents import (
+    DocumentThread,
+    Translate,
+    read_documents,
+    translated_documents,
+)
+from transcli.serve.protocol import ApiError, check_chars, check_size
 from transcli.system.errors import UserError
 from transcli.system.text import text_lines
 
-Translate = Callable[[list[str]], Awaitable[list[str]]]  # lines in, translated lines out
 MAX_FILES = 100  # translated files kept at once
 MAX_BYTES = 256 << 20  # ... and bytes
 KEEP_SECONDS = 1800.0  # a translated file is kept 30 minutes (LibreTranslate's time)
 MAX_NAME_CHARS = 100  # a file name's characters kept in the download's name
 TOKEN_BYTES = 16  # 128 random bits name a stored file
+FILES_AT_ONCE = 4  # files being translated at once: a document read holds tens of bytes
+# per byte of its file in memory; the others wait their turn within --timeout
+MEDIA_TYPES = {  # the download's Content-Type, by format
+    "text": "text/plain; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "markdown": "text/markdown; charset=utf-8",
+    "srt": "application/x-subrip; charset=utf-8",
+    "vtt": "text/vtt; charset=utf-8",
+    "po": "text/x-gettext-translation; charset=utf-8",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
 
 
 @dataclass(frozen=True)
 class FileFormat:
-    """A kind of file the server translates: how, and the translated file's media type."""
+    """A kind of file the server translates: the document format (plain text is read
+    line by line, as `translate` reads a .txt) and the translated file's media type."""
 
-    translate: Callable[[bytes, str, Translate, int], Awaitable[bytes]]
-    media_type: str
+    document: DocumentFormat
 
-
-async def translate_plain_text(data: bytes, name: str, translate: Translate,
-                               max_chars: int) -> bytes:
-    """A UTF-8 text file translated as `transcli translate` translates it."""
-    try:
-        lines = list(text_lines(io.BytesIO(data), name))
-    except UserError as exc:
-        raise ApiError(400, f"Invalid request: {exc}") from None
-    check_size(lines, max_chars, "file")
-    return "".join(line + "\n" for line in await translate(lines)).encode()
+    @property
+    def media_type(self) -> str:
+        return MEDIA_TYPES[self.document.name]
 
 
-FORMATS = {".txt": FileFormat(translate_plain_text, "text/plain; charset=utf-8")}
+FORMATS = {suffix: FileFormat(fmt) for fmt in DOCUMENTS.values() for suffix in fmt.extensions}
 
 
 def file_format(name: str) -> FileFormat:
@@ -67,6 +81,28 @@ def file_format(name: str) -> FileFormat:
         raise ApiError(400, f"Invalid request: file format not supported (this server "
                             f"translates {', '.join(FORMATS)} files)")
     return found
+
+
+async def translated_file(found: FileFormat, data: bytes, name: str, translate: Translate,
+                          thread: DocumentThread, max_chars: int) -> bytes:
+    """The file translated into the same format (`translate` gives lines' translations;
+    documents are read and written on `thread`)."""
+    if found.document.name == "text":
+        return await translated_plain_text(data, name, translate, max_chars)
+    documents = await read_documents(thread, [(data, name)], found.document, max_chars)
+    check_chars(documents[0].chars, max_chars, "file")
+    return (await translated_documents(documents, translate, thread))[0]
+
+
+async def translated_plain_text(data: bytes, name: str, translate: Translate,
+                                max_chars: int) -> bytes:
+    """A UTF-8 text file translated as `transcli translate` translates it."""
+    try:
+        lines = list(text_lines(io.BytesIO(data), name))
+    except UserError as exc:
+        raise ApiError(400, f"Invalid request: {exc}") from None
+    check_size(lines, max_chars, "file")
+    return "".join(line + "\n" for line in await translate(lines, None)).encode()
 
 
 def safe_name(name: str) -> str:

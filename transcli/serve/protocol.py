@@ -6,7 +6,8 @@ and errors, and the answers' shapes.
 - `q`: the text, a string; or (JSON) a list of strings, answered by a list;
 - `source`: "en", or "auto" (each text's language is detected: `detection.py`);
 - `target`: "es";
-- `format`: "text" (the default); anything else is refused;
+- `format`: "text" (the default), or "html": each text is an HTML fragment, its markup
+  kept and its text translated (`translating.py`); anything else is refused;
 - `api_key`: the server's key, when it was started with `--api-key`;
 - `alternatives`: how many other translations to give besides the best (at most
   `--max-alternatives`).
@@ -60,7 +61,8 @@ class TranslateRequest(BaseModel):
     source: str = Field(description='"en", or "auto" (detected, text by text).',
                         examples=["en"])
     target: str = Field(description='"es".', examples=["es"])
-    format: Optional[str] = Field("text", description='"text" (html is not supported).')
+    format: Optional[str] = Field("text", description='"text", or "html": the text is an '
+                                  'HTML fragment, its markup kept and its text translated.')
     api_key: Optional[str] = Field(None, description="The key the server was started with.")
     alternatives: int = Field(0, description="Other translations to give besides the best "
                               "(at most the server's --max-alternatives).")
@@ -155,8 +157,9 @@ def translate_request(fields: dict[str, Any], max_chars: int,
                             f"{max_alternatives}")
     check_size(request.texts, max_chars)
     check_languages(request.source, request.target)
-    if request.format not in (None, "", "text"):
+    if request.format not in (None, "", "text", "html"):
         raise ApiError(400, f"{request.format} format is not supported")
+    request.format = request.format or "text"
     return request
 
 
@@ -192,7 +195,10 @@ def _require(fields: dict[str, Any], *names: str) -> None:
 
 def check_size(texts: list[str], max_chars: int, what: str = "request") -> None:
     """At most `max_chars` characters in all (400, in LibreTranslate's words)."""
-    chars = sum(map(len, texts))
+    check_chars(sum(map(len, texts)), max_chars, what)
+
+
+def check_chars(chars: int, max_chars: int, what: str) -> None:
     if chars > max_chars:
         raise ApiError(400, f"Invalid request: {what} ({chars}) exceeds text limit "
                             f"({max_chars})")

@@ -4,6 +4,7 @@ key and count against `--req-limit`; the others answer anyone at once."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Optional
 
 from fastapi import FastAPI, Request
@@ -12,7 +13,16 @@ from fastapi.responses import JSONResponse, Response
 from transcli.serve.batcher import Batcher
 from transcli.serve.bodies import read_fields
 from transcli.serve.detection import Detector
-from transcli.serve.files import FileStore, file_format, safe_name, translated_name
+from transcli.serve.documents import DocumentThread
+from transcli.serve.files import (
+    FILES_AT_ONCE,
+    FORMATS,
+    FileStore,
+    file_format,
+    safe_name,
+    translated_file,
+    translated_name,
+)
 from transcli.serve.limits import Limits
 from transcli.serve.protocol import (
     LANGUAGES,
@@ -30,7 +40,7 @@ from transcli.serve.protocol import (
 )
 from transcli.serve.ratelimit import RateLimit
 from transcli.serve.settings import Settings, frontend_settings
-from transcli.serve.translating import answer, translate_file_lines
+from transcli.serve.translating import answer, translate_file_lines, within_timeout
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": meaning} for status, meaning in (
@@ -56,7 +66,8 @@ DETECT_BODY = {"type": "object", "required": ["q"], "properties": {
     "q": {"type": "string", "description": "The text."},
     "api_key": {"type": "string", "description": "The key the server was started with."}}}
 FILE_BODY = {"type": "object", "required": ["file", "source", "target"], "properties": {
-    "file": {"type": "string", "format": "binary", "description": "A .txt file."},
+    "file": {"type": "string", "format": "binary",
+             "description": f"A file: {', '.join(FORMATS)}."},
     "source": {"type": "string", "example": "en"}, "target": {"type": "string", "example": "es"},
     "api_key": {"type": "string", "description": "The key the server was started with."}}}
 
@@ -70,6 +81,11 @@ class Routes:
         self.limits: Limits = batcher.limits
         self.settings = settings
         self.rate = RateLimit(self.limits.req_limit) if self.limits.req_limit else None
+        # Requests' HTML and files are read on threads of their own (documents.py), and
+        # at most FILES_AT_ONCE files are being translated at once (the others wait).
+        self.html = DocumentThread("transcli-html", self.limits.max_queue)
+        self.documents = DocumentThread("transcli-files", self.limits.max_queue)
+        self.file_places = asyncio.Semaphore(FILES_AT_ONCE)
 
     def add_to(self, app: FastAPI) -> None:
         post, get = ["POST"], ["GET"]
@@ -104,10 +120,12 @@ class Routes:
         return fields
 
     async def translate(self, request: Request) -> JSONResponse:
-        """Translate English text (or a list of texts) to Spanish, line by line."""
+        """Translate English text (or a list of texts; with format "html", HTML fragments)
+        to Spanish, line by line."""
         fields = await self._fields(request, self.limits.body_bytes())
         checked = translate_request(fields, self.limits.max_chars, self.limits.max_alternatives)
-        return JSONResponse((await answer(checked, self.batcher, self.detector)).body())
+        found = await answer(checked, self.batcher, self.detector, self.html)
+        return JSONResponse(found.body())
 
     async def detect(self, request: Request) -> JSONResponse:
         """The language of a text: English or Spanish, most likely first, with a
@@ -127,12 +145,17 @@ class Routes:
         finally:
             await upload.close()  # a large part was spooled to a temporary file
 
-        async def translate(lines: list[str]) -> list[str]:
-            return await translate_file_lines(lines, source, target, self.batcher,
+        async def translate(lines: list[str], sizes: Optional[list[int]]) -> list[str]:
+            return await translate_file_lines(lines, sizes, source, target, self.batcher,
                                               self.detector)
 
-        translated = await found.translate(data, safe_name(upload.filename), translate,
-                                           self.limits.max_file_chars)
+        async def work() -> bytes:
+            async with self.file_places:
+                return await translated_file(found, data, safe_name(upload.filename),
+                                             translate, self.documents,
+                                             self.limits.max_file_chars)
+
+        translated = await within_timeout(self.limits, work())
         key = self.store.put(translated, translated_name(upload.filename, target),
                              found.media_type)
         return JSONResponse({"translatedFileUrl": str(request.url_for("download_file",
@@ -145,8 +168,11 @@ class Routes:
             raise ApiError(404, "Invalid filename: no such file (a translated file is kept "
                                 "for 30 minutes)")
         stored, data = found
+        # A download, never a page of this origin (a translated HTML file is a client's
+        # markup): the browser saves it, and would run nothing in it if it showed it.
         return Response(data, media_type=stored.media_type, headers={
-            "Content-Disposition": f'attachment; filename="{stored.name}"'})
+            "Content-Disposition": f'attachment; filename="{stored.name}"',
+            "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
 
     async def languages(self) -> JSONResponse:
         """The languages, each with the targets it translates to (LibreTranslate's shape)."""

@@ -61,6 +61,7 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     check_cors_origin(cors_origin)
     require("fastapi", "serve")  # a missing extra is one line too
     uvicorn = require("uvicorn", "serve")
+    check_formats()
     allow_descriptors(limits.max_connections)
     sock = bind(host, port)
     if api_key is None and not ipaddress.ip_address(sock.getsockname()[0]).is_loopback:
@@ -98,6 +99,16 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     if not batcher.stop(wait=max(0.5, stop_by - time.monotonic())):
         say("the model call in progress did not end within --drain-timeout: not waiting")
     say("stopped")
+
+
+def check_formats() -> None:
+    """Every document format's packages are installed (the serve extra includes the
+    documents extra): one line at start-up if one is missing, not an error per file."""
+    from transcli.documents.formats import FORMATS
+
+    for fmt in FORMATS.values():
+        for package in fmt.needs:
+            require(package, "serve")
 
 
 KEY_VARIABLE = "TRANSCLI_API_KEY"  # the environment's --api-key

@@ -5,15 +5,24 @@ A text whose language is the target (a Spanish text for an en -> es server) is a
 as it is, without a model call, as LibreTranslate answers it. Alternatives are a text's
 2nd to (N+1)th translations, line by line (`Batcher.translate_nbest`), without the best
 one, empty ones or repeats, as LibreTranslate filters them: a text may get fewer than N.
+
+With `format: "html"` each text is an HTML fragment, translated as `transcli translate
+--format html` translates a page (`documents.py`): its markup kept byte for byte, its text
+and the attribute values people read translated, all the request's lines in one model
+request. Its language is detected on its text, not its markup; it has no alternatives
+(LibreTranslate gives none for HTML either: an empty list each).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, TypeVar
+from typing import Any, Awaitable, Optional, Sequence, TypeVar
 
+from transcli.documents.formats import FORMATS as DOCUMENTS
 from transcli.serve.batcher import Batcher, QueueFull, TranslationFailed
 from transcli.serve.detection import Detector
+from transcli.serve.documents import DocumentThread, read_documents, translated_documents
+from transcli.serve.limits import Limits
 from transcli.serve.protocol import (
     AUTO,
     ApiError,
@@ -27,16 +36,14 @@ from transcli.serve.protocol import (
 T = TypeVar("T")
 
 
-async def answer(request: TranslateRequest, batcher: Batcher,
-                 detector: Detector) -> TranslateAnswer:
-    """The answer to a checked `POST /translate`."""
+async def answer(request: TranslateRequest, batcher: Batcher, detector: Detector,
+                 thread: DocumentThread) -> TranslateAnswer:
+    """The answer to a checked `POST /translate` (HTML's read and written on `thread`)."""
+    if request.format == "html":
+        return await within_timeout(batcher.limits,
+                                    _html_answer(request, batcher, detector, thread))
     texts = request.texts
-    detected = await detector.detect_each(texts) if request.source == AUTO else None
-    sources = [found["language"] for found in detected] if detected else \
-        [request.source] * len(texts)
-    for source in set(sources):
-        check_pair(source, request.target)
-    todo = [index for index, source in enumerate(sources) if source != request.target]
+    detected, todo = await _languages(request, texts, detector)
     translations = list(texts)  # as they are, unless translated below
     alternatives: list[list[str]] | None = [[] for _ in texts] if request.alternatives else None
     if todo:
@@ -62,22 +69,54 @@ async def _translations(batcher: Batcher, lines: list[str], alternatives: int
     return ranks[0], ranks[1:]
 
 
+async def _languages(request: TranslateRequest, texts: list[str], detector: Detector
+                     ) -> tuple[Optional[list[dict[str, Any]]], list[int]]:
+    """With source "auto", each text's language as detected; and the texts to translate
+    (those not in the target language already)."""
+    detected = await detector.detect_each(texts) if request.source == AUTO else None
+    sources = [found["language"] for found in detected] if detected else \
+        [request.source] * len(texts)
+    for source in set(sources):
+        check_pair(source, request.target)
+    return detected, [index for index, source in enumerate(sources) if source != request.target]
+
+
+async def _html_answer(request: TranslateRequest, batcher: Batcher, detector: Detector,
+                       thread: DocumentThread) -> TranslateAnswer:
+    """The answer to a request of HTML fragments (module doc)."""
+    names = [f"q[{index}]" for index in range(len(request.texts))] \
+        if isinstance(request.q, list) else ["q"]
+    documents = await read_documents(thread, list(zip(request.texts, names)),
+                                     DOCUMENTS["html"], batcher.limits.max_chars)
+    detected, todo = await _languages(
+        request, ["\n".join(line for chunk in document.lines for line in chunk)
+                  for document in documents], detector)
+    translations = list(request.texts)
+    written = await translated_documents(
+        [documents[index] for index in todo],
+        lambda lines, sizes: model_call(batcher, batcher.translate(lines, sizes)), thread)
+    for index, data in zip(todo, written):
+        translations[index] = data.decode()
+    alternatives = [[] for _ in translations] if request.alternatives else None
+    return TranslateAnswer(request, translations, detected, alternatives)
+
+
 def _unique(texts: list[str], best: str) -> list[str]:
     """`texts` without `best`, empty texts and repeats, in order."""
     seen = {best, ""}
     return [text for text in texts if not (text in seen or seen.add(text))]
 
 
-async def translate_file_lines(lines: list[str], source: str, target: str, batcher: Batcher,
-                               detector: Detector) -> list[str]:
-    """A file's lines translated (as they are when the file's language is the target: with
-    source "auto", the language of its text as a whole)."""
+async def translate_file_lines(lines: list[str], sizes: Optional[Sequence[int]], source: str,
+                               target: str, batcher: Batcher, detector: Detector) -> list[str]:
+    """A file's lines translated (`sizes`: a document's chunks), or as they are when the
+    file's language is the target (with source "auto": of its text as a whole)."""
     if source == AUTO:
         source = (await detector.detect_each(["\n".join(lines)]))[0]["language"]
         check_pair(source, target)
     if source == target or not lines:
         return lines
-    return await model_call(batcher, batcher.translate(lines))
+    return await model_call(batcher, batcher.translate(lines, sizes))
 
 
 async def model_call(batcher: Batcher, call: Awaitable[T]) -> T:
@@ -89,7 +128,20 @@ async def model_call(batcher: Batcher, call: Awaitable[T]) -> T:
         raise ApiError(503, f"Slowdown: {limits.max_queue} requests are waiting; "
                             f"try again shortly") from None
     except asyncio.TimeoutError:
-        raise ApiError(504, f"not translated within {limits.timeout:g} s: the server "
-                            f"is busy; try again later") from None
+        raise _too_late(limits) from None
     except TranslationFailed as exc:
         raise ApiError(500, f"Cannot translate text: {exc}") from None
+
+
+async def within_timeout(limits: Limits, work: Awaitable[T]) -> T:
+    """`work`'s result, or 504 once `Limits.timeout` seconds have passed (a document's
+    reading and writing count, besides its wait for the model)."""
+    try:
+        return await asyncio.wait_for(work, limits.timeout)
+    except asyncio.TimeoutError:
+        raise _too_late(limits) from None
+
+
+def _too_late(limits: Limits) -> ApiError:
+    return ApiError(504, f"not translated within {limits.timeout:g} s: the server is busy; "
+                         f"try again later")

@@ -78,7 +78,7 @@
     $("model").textContent = `Model: ${model.name} · checkpoint ${model.checkpoint}` +
       (model.checkpointFile ? ` (${model.checkpointFile})` : "");
     $("key-row").hidden = !s.keyRequired;
-    $("formats").textContent = s.supportedFilesFormat.join(", ");
+    $("formats").textContent = `(${s.supportedFilesFormat.join(", ")})`;
     $("file").accept = s.supportedFilesFormat.join(",");
     updateCounter();
     if (source.value.trim()) scheduleTranslation();

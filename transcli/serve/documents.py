@@ -1,0 +1,132 @@
+"""Documents through the model: a request's HTML (`format: "html"`) and the files of every
+format `translate` reads, by the document layer (`transcli.documents`).
+
+A document is read (`WholeDocument`: its markup kept, its text in units) and written on a
+thread of its own, never on the event loop, and between the two its lines go to the model
+as one request, in the chunks `translate` would give them (`Batcher.translate`'s
+`sizes`): a file comes back byte for byte as `transcli translate -i FILE -o OUT` writes
+it, and its lines share model batches with other requests.
+
+Requests' HTML and files have a thread each (`DocumentThread`), so that a large file never
+holds up a request's few lines of HTML. Each thread reads one document at a time, from a
+queue of at most `Limits.max_queue` (503 past it); a job whose request has stopped waiting
+(its time is up) is dropped before it starts. The threads are daemons: a stop never waits
+for a document being read. A Word file is checked before it is unpacked
+(`check_archive`): a zip bomb is refused, not unpacked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import io
+import threading
+import zipfile
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
+
+from transcli.documents.formats import DocumentFormat
+from transcli.documents.translating import WholeDocument
+from transcli.serve.batcher import QueueFull, settle
+from transcli.serve.protocol import ApiError
+from transcli.system.errors import UserError
+
+T = TypeVar("T")
+# Lines in, their translations out; `sizes`: the chunks `translate` would translate them in.
+Translate = Callable[[list[str], Optional[Sequence[int]]], Awaitable[list[str]]]
+UNPACKED_PER_CHAR = 256  # a Word file unpacks to at most this many bytes per character allowed
+
+
+@dataclass(eq=False)
+class _Job:
+    work: Callable[[], Any]
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+    abandoned: bool = False
+
+
+class DocumentThread:
+    """A daemon thread that runs document work (reading, writing) a job at a time."""
+
+    def __init__(self, name: str, max_queue: int):
+        self.max_queue = max_queue
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """`work()`'s result, run on the thread; `QueueFull` when `max_queue` jobs wait."""
+        loop = asyncio.get_running_loop()
+        job = _Job(work, loop.create_future(), loop)
+        with self._cond:
+            if len(self._queue) >= self.max_queue:
+                raise QueueFull
+            self._queue.append(job)
+            self._cond.notify()
+        try:
+            return await job.future
+        except asyncio.CancelledError:
+            job.abandoned = True  # not started yet: dropped; started: its result is
+            raise
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                job = self._queue.popleft()
+            if job.abandoned:
+                continue
+            try:
+                result: Any = job.work()
+            except BaseException as exc:  # UserError (a bad document) or a bug: the caller's
+                result = exc
+            settle(job.loop, job.future, result)
+
+
+async def read_documents(thread: DocumentThread, given: Sequence[tuple[str | bytes, str]],
+                         fmt: DocumentFormat, max_chars: int) -> list[WholeDocument]:
+    """The documents (each its text or bytes, and its name) read on `thread`, as one job;
+    a bad one is 400, in the document layer's words (the name, the line, the problem)."""
+    try:
+        return await thread.run(lambda: [_read(data, fmt, name, max_chars)
+                                         for data, name in given])
+    except UserError as exc:
+        raise ApiError(400, f"Invalid request: {exc}") from None
+    except QueueFull:
+        raise ApiError(503, f"Slowdown: {thread.max_queue} documents are waiting to be "
+                            f"read; try again shortly") from None
+
+
+def _read(data: str | bytes, fmt: DocumentFormat, name: str, max_chars: int) -> WholeDocument:
+    if fmt.binary:
+        check_archive(data, name, UNPACKED_PER_CHAR * max_chars)
+    return WholeDocument(data, fmt, name)
+
+
+def check_archive(data: str | bytes, name: str, limit: int) -> None:
+    """A zip archive whose members unpack to at most `limit` bytes (zipfile stops reading a
+    member at its declared size, so the declared sizes bound what is unpacked)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:  # type: ignore[arg-type]
+            unpacked = sum(member.file_size for member in archive.infolist())
+    except (zipfile.BadZipFile, ValueError, EOFError):
+        return  # not a zip: the document layer says so in its words
+    if unpacked > limit:
+        raise UserError(f"{name}: unpacks to {unpacked} bytes, more than this server "
+                        f"unpacks ({limit}, {UNPACKED_PER_CHAR} bytes per character of "
+                        f"--max-file-chars)")
+
+
+async def translated_documents(documents: Sequence[WholeDocument], translate: Translate,
+                               thread: DocumentThread) -> list[bytes]:
+    """The documents with their lines translated by `translate`, as one request in their
+    chunks, written on `thread`."""
+    sizes = [len(lines) for document in documents for lines in document.lines]
+    lines = [line for document in documents for chunk in document.lines for line in chunk]
+    done = iter(await translate(lines, sizes) if lines else [])
+    translated = [[[next(done) for _ in chunk] for chunk in document.lines]
+                  for document in documents]
+    return await thread.run(lambda: [document.written(chunks) for document, chunks
+                                     in zip(documents, translated)])
