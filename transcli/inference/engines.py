@@ -2,8 +2,10 @@
 
 An engine takes one batch of encoded sources (ids + EOS), each sentence's maximum
 target length (EOS included) and index in the input, and returns each sentence's
-hypotheses, best first. Everything else -- encoding, token-budget batches, input
-order, empty lines, n-best output -- is `Translator`'s, the same for every engine.
+hypotheses, best first; `no_repeat_ngram`, when given, replaces `decode.no_repeat_ngram`
+(`Translator` searches a line that looped again with it). Everything else -- encoding,
+token-budget batches, input order, empty lines, n-best output -- is `Translator`'s, the
+same for every engine.
 
 - `TorchEngine`: the strategy `decode.strategy` names (`search.SEARCHES`) on the
   torch model (with int8 weights for `decode.quantize: int8`, `quantize.quantize_int8`).
@@ -16,6 +18,7 @@ order, empty lines, n-best output -- is `Translator`'s, the same for every engin
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
 
@@ -33,8 +36,8 @@ from transcli.system.errors import UserError
 class Engine(Protocol):
     max_positions: int  # longest source (EOS included) and target the model takes
 
-    def search(self, sources: list[list[int]], max_len: list[int],
-               indices: Sequence[int]) -> list[list[Hypothesis]]: ...
+    def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
+               no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]: ...
 
 
 class TorchEngine:
@@ -49,13 +52,15 @@ class TorchEngine:
         self.max_positions = model.cfg.max_positions
 
     @torch.inference_mode()
-    def search(self, sources: list[list[int]], max_len: list[int],
-               indices: Sequence[int]) -> list[list[Hypothesis]]:
+    def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
+               no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]:
         src = torch.full((len(sources), max(map(len, sources))), PAD_ID, dtype=torch.long)
         for row, ids in enumerate(sources):
             src[row, :len(ids)] = torch.tensor(ids)
+        decode = self.decode if no_repeat_ngram is None else dataclasses.replace(
+            self.decode, no_repeat_ngram=no_repeat_ngram)
         with eval_mode(self.model):
-            return search(self.model, src.to(self.device), max_len, self.decode, self.cached,
+            return search(self.model, src.to(self.device), max_len, decode, self.cached,
                           indices)
 
 
@@ -92,25 +97,29 @@ class Ct2Engine:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UserError(f"{model_dir}: CTranslate2 cannot load the model ({reason})") from None
 
-    def search(self, sources: list[list[int]], max_len: list[int],
-               indices: Sequence[int]) -> list[list[Hypothesis]]:
+    def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
+               no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]:
+        decode = self.decode if no_repeat_ngram is None else dataclasses.replace(
+            self.decode, no_repeat_ngram=no_repeat_ngram)
         # CTranslate2 appends </s> itself (the export sets add_source_eos).
         pieces = [[self.sp.IdToPiece(i) for i in ids[:-1]] for ids in sources]
-        results = self._translate(pieces, max(max_len))
+        results = self._translate(pieces, max(max_len), decode)
         # One length limit per call: sentences whose output ran past their own limit
         # are translated again with it (rare: the limit is a * length + b).
         over = [i for i, (result, limit) in enumerate(zip(results, max_len))
                 if any(len(h) > limit for h in result.hypotheses)]
         for limit in sorted({max_len[i] for i in over}):
             group = [i for i in over if max_len[i] == limit]
-            for i, result in zip(group, self._translate([pieces[i] for i in group], limit)):
+            for i, result in zip(group, self._translate([pieces[i] for i in group], limit,
+                                                        decode)):
                 results[i] = result
         return [self._hypotheses(result) for result in results]
 
-    def _translate(self, pieces: list[list[str]], max_len: int) -> list[Any]:
-        if self.decode.strategy == "sample":
-            self.ctranslate2.set_random_seed(self.decode.seed)
-        return self.translator.translate_batch(pieces, **ct2_options(self.decode, max_len))
+    def _translate(self, pieces: list[list[str]], max_len: int, decode: DecodeConfig
+                   ) -> list[Any]:
+        if decode.strategy == "sample":
+            self.ctranslate2.set_random_seed(decode.seed)
+        return self.translator.translate_batch(pieces, **ct2_options(decode, max_len))
 
     def _hypotheses(self, result: Any) -> list[Hypothesis]:
         """transcli's hypotheses, scored as transcli scores them, best first."""
@@ -147,7 +156,8 @@ def ct2_options(decode: DecodeConfig, max_len: int) -> dict[str, Any]:
     options: dict[str, Any] = dict(
         max_decoding_length=max_len, min_decoding_length=0, max_input_length=0,
         return_scores=True, return_end_token=True, num_hypotheses=decode.n_best,
-        length_penalty=decode.length_penalty, beam_size=1)
+        length_penalty=decode.length_penalty, beam_size=1,
+        no_repeat_ngram_size=decode.no_repeat_ngram)
     if decode.strategy == "beam":
         options["beam_size"] = decode.beam_size
     elif decode.strategy == "sample":

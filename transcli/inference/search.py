@@ -32,6 +32,7 @@ from torch import Tensor
 
 from transcli.config.schema import STRATEGIES, DecodeConfig
 from transcli.inference import selection
+from transcli.inference.repeats import ban_repeats
 from transcli.model.kvcache import DecoderState, StepBuffers
 from transcli.model.transformer import Memory, Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
@@ -121,18 +122,20 @@ def _limits(max_len: int | list[int] | Tensor, src: Tensor, model: Transformer) 
 
 def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Tensor,
                   length_penalty_alpha: float = 0.0, cached: bool = True,
-                  word_reward: float = 0.0, reward_bound: float = 0.0) -> list[Hypothesis]:
+                  word_reward: float = 0.0, reward_bound: float = 0.0,
+                  no_repeat_ngram: int = 0) -> list[Hypothesis]:
     """The most likely next token at every step, for each sentence of `src` [batch, src_len].
 
     `max_len` (one for all, or one per sentence) bounds the target tokens, EOS included;
     `length_penalty_alpha`, `word_reward` and `reward_bound` only affect the reported
-    score, so that it matches beam search's.
+    score, so that it matches beam search's; `no_repeat_ngram` > 0 never completes an
+    n-gram of that size twice (`repeats.ban_repeats`).
     """
     limit = _limits(max_len, src, model)
     decoder = IncrementalDecoder(model, model.encode(src, packed=True), cached)
     return _one_path(decoder, limit, length_penalty_alpha,
                      (word_reward, reward_bounds(src, reward_bound)),
-                     _most_likely)
+                     _most_likely, no_repeat_ngram)
 
 
 def _most_likely(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
@@ -147,18 +150,27 @@ Reward = tuple[float, list[float]]  # word reward, and the length it counts up t
 
 
 def _one_path(decoder: IncrementalDecoder, limit: Tensor, alpha: float, reward: Reward,
-              pick: ChooseNext) -> list[Hypothesis]:
+              pick: ChooseNext, no_repeat_ngram: int = 0) -> list[Hypothesis]:
     """One hypothesis per row, extended by `pick(log-probs [rows, V], rows [rows])` ->
-    (log-prob, token) per decoder row until EOS or the row's `limit`."""
+    (log-prob, token) per decoder row until EOS or the row's `limit`; with
+    `no_repeat_ngram` > 0, tokens that would repeat an n-gram of the row are never picked."""
     sequences = RowSequences(limit)
     tokens = torch.full((limit.size(0),), BOS_ID, dtype=torch.long, device=limit.device)
+    history = tokens[:, None][:, :0]  # the decoder rows' tokens so far (for no_repeat_ngram)
     for step in range(1, sequences.most + 1):
-        best_logp, best = pick(decoder.step(tokens), sequences.rows)
+        logp = decoder.step(tokens)
+        if no_repeat_ngram:
+            ban_repeats(logp, history, no_repeat_ngram)
+            history = torch.cat([history, history.new_zeros(history.size(0), 1)], dim=1)
+        best_logp, best = pick(logp, sequences.rows)
         if not sequences.extend(best, best_logp, step):
             break
         tokens = best
+        if no_repeat_ngram:
+            history[:, -1] = best
         if sequences.drop_due():
-            tokens = tokens[sequences.drop(decoder, step)]
+            live = sequences.drop(decoder, step)
+            tokens, history = tokens[live], history[live]
     sequences.flush(step)
     per_token, bounds = reward
     hyps = []
@@ -299,14 +311,16 @@ def greedy(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
            cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`greedy_search` (one hypothesis per sentence)."""
     return [[h] for h in greedy_search(model, src, max_len, decode.length_penalty, cached,
-                                       decode.word_reward, decode.word_reward_bound)]
+                                       decode.word_reward, decode.word_reward_bound,
+                                       decode.no_repeat_ngram)]
 
 
 def beam(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
          cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`beam_search` with `decode.beam_size` beams and `decode.n_best` hypotheses."""
     return beam_search(model, src, decode.beam_size, decode.length_penalty, max_len,
-                       decode.n_best, cached, decode.word_reward, decode.word_reward_bound)
+                       decode.n_best, cached, decode.word_reward, decode.word_reward_bound,
+                       decode.no_repeat_ngram)
 
 
 def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
@@ -321,7 +335,7 @@ def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
     seeds = [sample_seed(decode.seed, index, j) for index in indices for j in range(n)]
     bounds = [b for b in reward_bounds(src, decode.word_reward_bound) for _ in range(n)]
     found = _one_path(decoder, limit, decode.length_penalty, (decode.word_reward, bounds),
-                      _sampler(decode, seeds))
+                      _sampler(decode, seeds), decode.no_repeat_ngram)
     return [sorted(found[i:i + n], key=lambda h: h.score, reverse=True)
             for i in range(0, len(found), n)]
 
@@ -340,7 +354,7 @@ def search(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
 def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_alpha: float,
                 max_len: int | list[int] | Tensor, n_best: int = 1,
                 cached: bool = True, word_reward: float = 0.0,
-                reward_bound: float = 0.0) -> list[list[Hypothesis]]:
+                reward_bound: float = 0.0, no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
     """Beam search for each sentence of `src` [batch, src_len]; returns its `n_best` best
     hypotheses, best first.
 
@@ -358,7 +372,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     and when a sentence is settled: its best live beam is credited with the reward of every
     step left up to its limit, so a hypothesis that ended first cannot stop the search while
     a longer one could still beat it. `reward_bound` > 0 caps the tokens the reward
-    counts per sentence (`reward_bounds`), and with it that credit.
+    counts per sentence (`reward_bounds`), and with it that credit. `no_repeat_ngram` > 0
+    keeps every beam from completing an n-gram of that size twice (`repeats.ban_repeats`).
     """
     limit = _limits(max_len, src, model)
     beams = Beams(limit, beam_size, n_best,
@@ -367,6 +382,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     decoder.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size))
     for step in range(1, int(limit.max()) + 1):
         logp = decoder.step(beams.tokens)  # [live sentences * k, vocab]
+        if no_repeat_ngram:
+            ban_repeats(logp, beams.history.flatten(0, 1), no_repeat_ngram)
         beam = beams.advance(logp, step)
         live = beams.still_open(step)
         if not live.numel():
