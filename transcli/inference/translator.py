@@ -21,8 +21,9 @@ from transcli.inference import fitting
 from transcli.inference.cpu_products import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.quantize import quantize_int8
+from transcli.inference.realtext import Plan, Preparer
+from transcli.inference.repeats import degenerate
 from transcli.inference.search import Hypothesis
-from transcli.inference.sentences import split_sentences
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID
 from transcli.rundir.run import RunDir
@@ -50,8 +51,10 @@ class Translator:
             self.engine = model
         self.tokenizer = tokenizer
         self.decode = decode
+        self.preparer = Preparer(decode, tokenizer.sp)
         self.truncated = 0  # input lines cut to fit the model's positions, so far
         self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
+        self.retried = 0  # sentences searched again because their translation looped
 
     @property
     def batch_invariant(self) -> bool:
@@ -75,37 +78,84 @@ class Translator:
         the whole input: sampling seeds each line by its index (or by `indices[i]` when
         given: lines of several inputs translated together keep their own).
 
-        With `decode.split_sentences` each line's sentences (`sentences.split_sentences`)
-        are translated apart and their translations joined by a space, scored by the
-        sum of their scores (n_best is 1 then)."""
+        Each line goes through `realtext.Preparer.plan`: spans protected, case
+        normalised, split into sentences where `decode` asks (then its sentences are
+        translated apart, their translations joined with the line's own spacing and
+        scored by the sum of their scores; n_best is 1 then)."""
         if indices is None:
             indices = range(first, first + len(lines))
-        if not self.decode.split_sentences:
-            return self.texts(self.search_lines(lines, indices)[1])
-        parts = [split_sentences(line) for line in lines]
-        # Every sentence of line i is seeded by i: a line's samples do not depend on others.
-        found = iter(self.texts(self.search_lines(
-            [s for part in parts for s in part],
-            [index for index, part in zip(indices, parts) for _ in part])[1]))
-        joined = []
-        for part in parts:
-            best = [next(found)[0] for _ in part]
-            joined.append([(" ".join(text for text, _ in best), sum(score for _, score in best))])
-        return joined
+        plans = [self.preparer.plan(line) for line in lines]
+        found = iter(self.translate_units(plans, indices))
+        results = []
+        for plan in plans:
+            parts = [next(found) for _ in plan.units]
+            if len(parts) == 1:
+                results.append([(plan.rebuild([text]), score) for text, score in parts[0]])
+            elif parts:
+                best = [hyps[0] for hyps in parts]
+                results.append([(plan.rebuild([text for text, _ in best]),
+                                 sum(score for _, score in best))])
+            else:
+                results.append([("", 0.0)] * self.decode.n_best)
+        return results
+
+    def translate_units(self, plans: list[Plan], indices: Sequence[int]
+                        ) -> list[list[tuple[str, float]]]:
+        """The (text, score) hypotheses of every unit of `plans`, in order, before
+        `Plan.rebuild`: a unit with nothing to translate is its own translation. Every
+        unit of plan i is seeded by `indices[i]`: a line's samples do not depend on others."""
+        units = [unit for plan in plans for unit in plan.units]
+        todo = [i for i, unit in enumerate(units) if not unit.copied]
+        seeds = [index for index, plan in zip(indices, plans) for _ in plan.units]
+        found = self.texts(self.search_lines([units[i].text for i in todo],
+                                             [seeds[i] for i in todo])[1])
+        results = [[(unit.text, 0.0)] * self.decode.n_best for unit in units]
+        for i, hyps in zip(todo, found):
+            results[i] = hyps
+        return results
 
     def search_lines(self, lines: list[str], indices: Sequence[int]
                      ) -> tuple[list[list[int]], list[list[Hypothesis]]]:
         """Each line's source ids (with EOS; [] for a blank line) and its hypotheses, best
-        first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling)."""
+        first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling).
+        With `decode.retry_repeats`, a line whose best translation loops
+        (`repeats.degenerate`) is searched again (`_retry_loops`)."""
         sources = self._encode(lines)
-        found: list[list[Hypothesis]] = [[] for _ in lines]
         todo = [i for i, ids in enumerate(sources) if ids]
+        found = self._search_all(sources, todo, indices)
+        if self.decode.retry_repeats:
+            self._retry_loops(lines, sources, indices, found)
+        return sources, found
+
+    def _search_all(self, sources: list[list[int]], todo: list[int], indices: Sequence[int],
+                    no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]:
+        """The hypotheses of the sources numbered in `todo` ([] for the others), searched
+        in token-budget batches."""
+        found: list[list[Hypothesis]] = [[] for _ in sources]
         for batch in token_batches([len(sources[i]) for i in todo], self.decode.batch_tokens):
             picked = [todo[j] for j in batch]
             for i, hyps in zip(picked, self._search([sources[i] for i in picked],
-                                                    [indices[i] for i in picked])):
+                                                    [indices[i] for i in picked],
+                                                    no_repeat_ngram)):
                 found[i] = hyps
-        return sources, found
+        return found
+
+    def _retry_loops(self, lines: list[str], sources: list[list[int]], indices: Sequence[int],
+                     found: list[list[Hypothesis]]) -> None:
+        """Search the lines whose best translation loops again, forbidding repeated
+        trigrams of pieces, then (where it still loops) repeated bigrams; keep what the
+        last search found for them."""
+        for no_repeat in RETRY_NGRAMS:
+            best = self.tokenizer.decode([hyps[0].tokens if hyps else [] for hyps in found])
+            looping = [i for i, (line, text) in enumerate(zip(lines, best))
+                       if found[i] and degenerate(line, text)]
+            if not looping:
+                return
+            if no_repeat == RETRY_NGRAMS[0]:
+                self.retried += len(looping)
+            for i, hyps in enumerate(self._search_all(sources, looping, indices, no_repeat)):
+                if hyps:
+                    found[i] = hyps
 
     def texts(self, found: list[list[Hypothesis]]) -> list[list[tuple[str, float]]]:
         """(text, score) of each hypothesis; a line without any gets n_best empty ones."""
@@ -138,15 +188,19 @@ class Translator:
             sources.append(ids + [EOS_ID])
         return sources
 
-    def _search(self, sources: list[list[int]], indices: list[int]) -> list[list[Hypothesis]]:
+    def _search(self, sources: list[list[int]], indices: list[int],
+                no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]:
         """One batch through the engine; max target length per sentence is
         a * (source tokens without EOS) + b, EOS included, within the model's positions."""
         d = self.decode
         max_len = [max(1, min(int(d.max_len_a * (len(ids) - 1) + d.max_len_b),
                               self.engine.max_positions)) for ids in sources]
-        found = self.engine.search(sources, max_len, indices)
+        found = self.engine.search(sources, max_len, indices, no_repeat_ngram)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
+
+
+RETRY_NGRAMS = (3, 2)  # the n-gram sizes a looping line is searched again with, in turn
 
 
 def fitting_chars(positions: int) -> int:

@@ -1,0 +1,123 @@
+"""From a line of real text to the sentences the model sees, and back.
+
+    line ──protect──▶ spans masked ──split──▶ sentences ──case──▶ what the model reads
+    translations ──recase──▶ ──restore spans──▶ joined with the line's own spacing
+
+`Preparer.plan` makes a line's `Plan` (its `Unit`s: one per sentence, or one for the
+line); `Plan.rebuild` turns the units' translations into the line's. Each step is
+`decode`'s to turn off (`protect`, `truecase`, `split_sentences` / `split_over_tokens`);
+with all of them off the model reads the line as it is. A unit with no letter left
+(a URL alone, a number, an emoji) is copied, not translated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from transcli.config.schema import DecodeConfig
+from transcli.inference.casing import Truecaser, case_of, recased
+from transcli.inference.sentences import sentence_bounds
+from transcli.inference.spans import (
+    NUMBERS,
+    Masked,
+    Placement,
+    find_spans,
+    mask,
+    relative_place,
+    restore,
+)
+
+
+@dataclass
+class Unit:
+    """One piece of a line translated on its own."""
+
+    masked: Masked  # the sentence, its spans replaced by placeholders
+    text: str  # what the model reads: `masked.text` in the case the model knows
+    case: Optional[str]  # the case its translation is given back in (`casing.recased`)
+    before: str  # what separates it from the unit before it in the line
+    copied: bool  # no letter to translate: its translation is its text
+
+    def finish(self, translation: str, place: Placement = relative_place) -> str:
+        """The unit's translation in the source's case, with its spans back."""
+        return restore(recased(translation, self.case), self.masked, place)
+
+
+@dataclass
+class Plan:
+    """A line as units; an empty or blank line has none."""
+
+    units: list[Unit]
+
+    def rebuild(self, translations: list[str], place: Placement = relative_place) -> str:
+        """The line's translation: each unit's, finished, after the spacing before it."""
+        return "".join(unit.before + unit.finish(text, place)
+                       for unit, text in zip(self.units, translations))
+
+
+class Preparer:
+    """Plans lines as `decode` asks, knowing the tokenizer's pieces."""
+
+    def __init__(self, decode: DecodeConfig, sp: Any):
+        """`sp`: the sentencepiece processor (`Tokenizer.sp`): which characters it has a
+        piece for, how many tokens a line is, and the likely casing of words."""
+        self.decode = decode
+        self.sp = sp
+        self.truecaser = Truecaser(sp)
+        pieces = [sp.IdToPiece(i) for i in range(sp.GetPieceSize())]
+        self.known = frozenset(piece for piece in pieces if len(piece) == 1)
+        self.pool = placeholder_pool(sp)
+
+    def unknown(self, char: str) -> bool:
+        """Whether the vocabulary lacks a piece for a (non-space) character."""
+        return char not in self.known
+
+    def plan(self, line: str, split: bool = True) -> Plan:
+        """`line`'s units: its sentences when it is to be split (`split` and `decode` say
+        so), else the whole line. A blank line has none."""
+        text = line.strip()
+        if not text:
+            return Plan([])
+        protect = self.decode.protect
+        masked = mask(text, find_spans(text, self.unknown) if protect else [], self.pool)
+        bounds = self._sentences(masked.text) if split else [(0, len(masked.text))]
+        units, last = [], 0
+        for start, end in bounds:
+            part = masked.part(start, end)
+            units.append(self._unit(part, masked.text[last:start], protect))
+            last = end
+        return Plan(units)
+
+    def _sentences(self, text: str) -> list[tuple[int, int]]:
+        """Where `text`'s sentences are, when the line is to be split; else all of it."""
+        whole = [(0, len(text))]
+        if self.decode.n_best > 1:
+            return whole
+        bounds = sentence_bounds(text)
+        if len(bounds) < 2:
+            return whole
+        over = self.decode.split_over_tokens
+        if self.decode.split_sentences or over and len(self.sp.Encode(text)) > over:
+            return bounds
+        return whole
+
+    def _unit(self, masked: Masked, before: str, protect: bool) -> Unit:
+        case = case_of(masked.text) if self.decode.truecase else None
+        text = self.truecaser(masked.text, case) if case else masked.text
+        copied = protect and not any(char.isalpha() for char in text)
+        return Unit(masked, text, case, before, copied)
+
+
+def placeholder_pool(sp: Any) -> tuple[str, ...]:
+    """The placeholders a line's spans take, in turn: the numbers of 2 to 4 digits that
+    are one piece of the vocabulary, most frequent first (one piece is copied as one
+    token), then `spans.NUMBERS`."""
+    single = []
+    for i in range(sp.GetPieceSize()):
+        piece = sp.IdToPiece(i)
+        number = piece.removeprefix("\u2581")
+        if piece != number and number.isdigit() and 2 <= len(number) <= 4 and number[0] != "0":
+            single.append((sp.GetScore(i), number))
+    ordered = [number for _, number in sorted(single, key=lambda item: -item[0])]
+    return tuple(dict.fromkeys(ordered + list(NUMBERS)))
