@@ -257,8 +257,9 @@ def check_folder(folder: Path, force: bool, option: str) -> Contents:
 
 
 class AttentionWriter:
-    """Translates lines like `Translator.translate_nbest` and writes each line's
-    pictures, description and alignment into `folder` (see the module doc)."""
+    """Translates lines like `Translator.translate_nbest` (each line whole: never split
+    into sentences) and writes each line's pictures, description and alignment into
+    `folder` (see the module doc)."""
 
     def __init__(self, folder: Path, translator: Any, force: bool = False,
                  option: str = "--attention"):
@@ -290,8 +291,14 @@ class AttentionWriter:
         """Translations of `lines` (input lines first, first + 1, ...), as
         `Translator.translate_nbest`; the best one of each line is explained."""
         translator = self.translator
-        sources, found = translator.search_lines(lines, range(first, first + len(lines)))
-        results = translator.texts(found)
+        # Each line whole, as the model reads it (spans masked, case normalised): the
+        # pictures show what it saw, the titles the translation given back.
+        plans = [translator.preparer.plan(line, split=False) for line in lines]
+        sources, found = translator.search_lines(
+            [plan.units[0].text if plan.units else "" for plan in plans],
+            range(first, first + len(lines)))
+        results = [[(plan.rebuild([text]), score) for text, score in hyps] if plan.units
+                   else hyps for plan, hyps in zip(plans, translator.texts(found))]
         model = translator.engine.model
         self.written = []
         for index, (line, source, hyps, texts) in enumerate(zip(lines, sources, found, results)):

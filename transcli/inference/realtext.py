@@ -70,8 +70,13 @@ class Preparer:
         self.pool = placeholder_pool(sp)
 
     def unknown(self, char: str) -> bool:
-        """Whether the vocabulary lacks a piece for a (non-space) character."""
+        """Whether the vocabulary lacks a piece for a character."""
         return char not in self.known
+
+    def caseless_unknown(self, char: str) -> bool:
+        """Whether the vocabulary lacks a piece for a character in either case: a capital
+        it lacks in an ALL-CAPS line is translated lower-cased (`_unit` checks that)."""
+        return all(variant not in self.known for variant in (char, char.lower(), char.upper()))
 
     def plan(self, line: str, split: bool = True) -> Plan:
         """`line`'s units: its sentences when it is to be split (`split` and `decode` say
@@ -80,7 +85,8 @@ class Preparer:
         if not text:
             return Plan([])
         protect = self.decode.protect
-        masked = mask(text, find_spans(text, self.unknown) if protect else [], self.pool)
+        masked = mask(text, find_spans(text, self.caseless_unknown) if protect else [],
+                      self.pool)
         bounds = self._sentences(masked.text) if split else [(0, len(masked.text))]
         units, last = [], 0
         for start, end in bounds:
@@ -103,6 +109,17 @@ class Preparer:
         return whole
 
     def _unit(self, masked: Masked, before: str, protect: bool) -> Unit:
+        """A sentence as the model reads it. Where a character it lacks is still there
+        (a capital it has only in lower case, in a line not re-cased), the sentence's
+        spans are found again, every character it lacks among them."""
+        unit = self._cased(masked, before, protect)
+        if protect and any(self.unknown(char) for char in unit.text if not char.isspace()):
+            original = restore(masked.text, masked)
+            unit = self._cased(mask(original, find_spans(original, self.unknown), self.pool),
+                               before, protect)
+        return unit
+
+    def _cased(self, masked: Masked, before: str, protect: bool) -> Unit:
         case = case_of(masked.text) if self.decode.truecase else None
         text = self.truecaser(masked.text, case) if case else masked.text
         copied = protect and not any(char.isalpha() for char in text)

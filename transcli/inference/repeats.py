@@ -11,10 +11,12 @@ would complete an n-gram the hypothesis already holds.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import regex
-import torch
-from torch import Tensor
+
+if TYPE_CHECKING:  # imported by `evaluate`'s scoring, which needs no torch
+    from torch import Tensor
 
 # Words and runs of punctuation ("..." is one token, as a reader sees it).
 _TOKENS = regex.compile(r"\w+|[^\w\s]+")
@@ -68,4 +70,4 @@ def ban_repeats(logp: Tensor, history: Tensor, n: int) -> None:
     match = (windows[:, :, :-1] == last[:, None, :]).all(dim=-1)
     rows, starts = match.nonzero(as_tuple=True)
     if rows.numel():
-        logp[rows, windows[rows, starts, -1]] = -torch.inf
+        logp[rows, windows[rows, starts, -1]] = float("-inf")

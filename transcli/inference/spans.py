@@ -35,7 +35,7 @@ class SpanKind:
 _TAIL = r"(?<![.,;:!?'\")\]])"
 KINDS: tuple[SpanKind, ...] = (
     SpanKind("code", r"`[^`\n]+`", "Run `pip install transcli` first."),
-    SpanKind("url", r"\b(?:https?://|ftp://|www\.)[^\s<>\"'`]+" + _TAIL,
+    SpanKind("url", r"\b(?i:https?://|ftp://|www\.)[^\s<>\"'`]+" + _TAIL,
              "Visit https://example.com/docs/install?lang=en for details."),
     SpanKind("email", r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "Write to support@example.org today."),
     SpanKind("placeholder",
@@ -95,7 +95,20 @@ def find_spans(text: str, unknown: Callable[[str], bool] = lambda char: False,
             end += 1
         extra.append(Span(start, end, "unknown", text[start:end]))
         i = end
-    return sorted(spans + extra, key=lambda span: span.start)
+    return _merged(sorted(spans + extra, key=lambda span: span.start))
+
+
+def _merged(spans: list[Span]) -> list[Span]:
+    """Spans that touch made one (two placeholders side by side would read as one
+    number), of the first one's kind."""
+    merged: list[Span] = []
+    for span in spans:
+        if merged and merged[-1].end == span.start:
+            last = merged[-1]
+            merged[-1] = Span(last.start, span.end, last.kind, last.text + span.text)
+        else:
+            merged.append(span)
+    return merged
 
 
 def _joins(char: str, unknown: Callable[[str], bool]) -> bool:

@@ -1,0 +1,198 @@
+"""Real text through the translator: protected spans, characters the vocabulary lacks,
+ALL-CAPS and Title Case, paragraphs (transcli/inference/realtext.py and the modules it
+runs: spans.py, casing.py, sentences.py).
+
+The model tests use a tiny model memorising `PAIRS` and pairs with a number where a
+span goes ("Visit 19 today." -> "Visita 19 hoy."), on a sentencepiece model of that text
+(no Greek, CJK, emoji or "Ø": an old run's vocabulary, without byte fallback): a span
+comes back where the model put its placeholder, so each kind's place is checked
+exactly.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+from helpers import PAIRS
+from helpers.memorised import memorised_model
+
+from transcli.config.schema import DecodeConfig
+from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.inference.casing import TITLE, UPPER, Truecaser, case_of, recased
+from transcli.inference.realtext import placeholder_pool
+from transcli.inference.sentences import sentence_bounds
+from transcli.inference.spans import KINDS, Masked, find_spans, mask, restore
+from transcli.inference.translator import Translator
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+# Where a span goes in the memorised pairs: {0} and {1} become the first two placeholders
+# (`placeholder_pool`) of the vocabulary, whose text has them as numbers.
+SLOTS = [("Visit {0} today.", "Visita {0} hoy."),
+         ("Write to {0} and {1} now.", "Escribe a {0} y {1} ahora."),
+         ("{0} is here.", "{0} está aquí.")]
+NUMBERS = ("701", "702")
+
+
+# ----------------------------------------------------------------------------- no model
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[kind.name for kind in KINDS])
+def test_each_kind_is_found_in_its_example_and_restored(kind):
+    spans = find_spans(kind.example)
+    assert spans and {span.kind for span in spans} == {kind.name}
+    masked = mask(kind.example, spans)
+    assert all(span.text not in masked.text for span in spans)
+    assert restore(masked.text, masked) == kind.example
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Visit https://example.com/a?b=1. Then go.", ["https://example.com/a?b=1"]),
+    ("Mail jane.doe+x@mail.co.uk or @bob, #1 and #trees.",
+     ["jane.doe+x@mail.co.uk", "@bob", "#1", "#trees"]),
+    ("It costs $1,299.99 or 1.234,56 €, at 12:30 on 12/31/2024, 10% off.",
+     ["1,299.99", "1.234,56", "12:30", "12/31/2024", "10"]),
+    ("Run `ls -a`, see docs/INFERENCE.md, ~/notes.txt and C:\\Users\\me\\a.txt.",
+     ["`ls -a`", "docs/INFERENCE.md", "~/notes.txt", "C:\\Users\\me\\a.txt"]),
+    ("Hi {name}, {{user}} has %d of %(count)s {0:.2f} and 50 % more.",
+     ["{name}", "{{user}}", "%d", "%(count)s", "{0:.2f}", "50"]),
+    ("Love 😀 👍🏽 👨‍👩‍👧 🇪🇸 ❤️ and 東京 or Москва.",
+     ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇪🇸", "❤️", "東京", "Москва"]),
+    ("Words and/or km/h, COVID-19s, mp3, A1 and the 1990s stay language.", []),
+])
+def test_spans_found(text, expected):
+    assert [span.text for span in find_spans(text)] == expected
+
+
+def test_unknown_characters_are_protected_with_their_word():
+    known = set("abcdefghijklmnopqrstuvwxyz ")
+    spans = find_spans("the Ørsted plant → here", lambda c: c.lower() not in known)
+    assert [(span.text, span.kind) for span in spans] == [("Ørsted", "unknown"),
+                                                          ("→", "unknown")]
+
+
+def test_restore_puts_each_span_back_exactly_once():
+    text = "Visit www.a.org and www.b.org now"
+    masked = mask(text, find_spans(text))
+    # reordered, doubled and dropped placeholders: each span once, in the model's order
+    assert restore("Ve 702 y 701 701 ya", masked) == "Ve www.b.org y www.a.org ya"
+    # a dropped one goes at the same share of the sentence, at a word boundary
+    out = restore("Ve y 702 ya", masked)
+    assert out.count("www.a.org") == out.count("www.b.org") == 1
+    assert restore("Hola.", mask("Hi 😀.", find_spans("Hi 😀."))) == "Hola 😀."
+
+
+def test_placeholders_inside_words_are_not_ours():
+    masked = Masked("Road A701 and 701", find_spans("Road A701 and 5"))
+    assert restore("Carretera A701 y 701", masked) == "Carretera A701 y 5"
+
+
+def test_part_renumbers_a_sentence_placeholders():
+    masked = mask("See www.a.org. Then www.b.org.", find_spans("See www.a.org. Then www.b.org."))
+    start = masked.text.index("Then")
+    part = masked.part(start, len(masked.text))
+    assert part.text == "Then 701." and [span.text for span in part.spans] == ["www.b.org"]
+
+
+def test_case_of_and_recased():
+    assert case_of("I LIKE TREES.") == UPPER
+    assert case_of("Where Is The Station?") == TITLE
+    assert [case_of(text) for text in ("I like trees.", "OK.", "Tom", "iPhone Users")] == \
+        [None, None, None, None]
+    assert recased("¿dónde está?", UPPER) == "¿DÓNDE ESTÁ?"
+    assert recased("¿dónde está la estación?", TITLE) == "¿Dónde Está La Estación?"
+
+
+def test_sentence_bounds_keep_the_spacing_between_sentences():
+    text = "One here.  Two there!\tThree?"
+    bounds = sentence_bounds(text)
+    assert [text[a:b] for a, b in bounds] == ["One here.", "Two there!", "Three?"]
+    assert [text[b:a] for (_, b), (a, _) in zip(bounds, bounds[1:])] == ["  ", "\t"]
+
+
+# ----------------------------------------------------------------------------- a real model
+
+
+@pytest.fixture(scope="module")
+def slot_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    text = [s for pair in PAIRS for s in pair] * 4 + [
+        s.format(*NUMBERS) for pair in SLOTS for s in pair] * 8
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.Train(
+        sentence_iterator=iter(text), model_writer=model, vocab_size=160,
+        character_coverage=1.0, pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+        hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    path = tmp_path_factory.mktemp("slot-spm") / TOKENIZER_FILE
+    path.write_bytes(model.getvalue())
+    return path
+
+
+def slot_translator(spm_path: Path, **decode: object) -> Translator:
+    tokenizer = Tokenizer(spm_path)
+    first = placeholder_pool(tokenizer.sp)[:2]
+    assert UNK_ID not in sum(tokenizer.encode(list(first)), [])
+    pairs = tuple(PAIRS) + tuple((en.format(*first), es.format(*first)) for en, es in SLOTS)
+    model = memorised_model(spm_path, pairs)
+    return Translator(model, tokenizer, replace(DecodeConfig(), **decode), "cpu")
+
+
+@pytest.fixture(scope="module")
+def translator(slot_spm: Path) -> Translator:
+    return slot_translator(slot_spm)
+
+
+SPANS = ["https://example.com/docs/install?lang=en", "support@example.org", "1,299.99",
+         "`pip install transcli`", "@transcli", "#trees", "/home/user/notes.txt",
+         "{name}", "%(count)d", "😀", "λόγος", "東京", "Ørsted", "Ø→Ω"]
+
+
+def test_each_span_kind_comes_back_where_the_model_put_it(translator):
+    lines = [f"Visit {span} today." for span in SPANS] + [
+        f"Write to {SPANS[1]} and {SPANS[4]} now.", f"{SPANS[9]} is here."]
+    expected = [f"Visita {span} hoy." for span in SPANS] + [
+        f"Escribe a {SPANS[1]} y {SPANS[4]} ahora.", f"{SPANS[9]} está aquí."]
+    assert translator.translate(lines) == expected
+
+
+def test_without_protection_an_old_vocabulary_loses_the_characters(slot_spm, translator):
+    """The old-run path: "Ø", "→", "Ω", Greek, CJK and emoji have no piece (no byte
+    fallback); protected, they come through; unprotected, the model never sees them."""
+    lines = ["Visit Ø→Ω today.", "Visit 東京 today.", "Visit 😀 today."]
+    assert translator.translate(lines) == ["Visita Ø→Ω hoy.", "Visita 東京 hoy.",
+                                           "Visita 😀 hoy."]
+    bare = slot_translator(slot_spm, protect=False).translate(lines)
+    assert not any(char in text for text in bare for char in "Ø→Ω東京😀")
+
+
+def test_a_line_with_nothing_to_translate_is_copied(translator):
+    assert translator.translate(["https://example.com", "  😀 ", "12:30", ""]) == [
+        "https://example.com", "😀", "12:30", ""]
+
+
+def test_all_caps_and_title_case_come_back_in_their_case(translator):
+    lines = ["I LIKE TREES.", "MY SISTER HAS TWO CATS.", "Do You Want Some Coffee?",
+             "VISIT HTTPS://EXAMPLE.COM TODAY."]
+    assert translator.translate(lines) == [
+        "ME GUSTAN LOS ÁRBOLES.", "MI HERMANA TIENE DOS GATOS.", "¿Quieres Un Poco De Café?",
+        "VISITA HTTPS://EXAMPLE.COM HOY."]
+
+
+def test_truecaser_picks_the_vocabulary_likeliest_casing(sample_spm):
+    """On a vocabulary of real text (data/sample's)."""
+    truecase = Truecaser(Tokenizer(sample_spm).sp)
+    assert truecase("MY SISTER HAS TWO CATS.", UPPER) == "My sister has two cats."
+    assert truecase("Where Is The Train Station?", TITLE) == "Where is the train station?"
+    assert truecase("WE SPEAK SPANISH ON SUNDAYS.", UPPER) == "We speak Spanish on Sundays."
+    assert truecase("We Met TOM In The EU", TITLE) == "We met TOM in the EU"  # acronyms kept
+
+
+def test_paragraphs_over_the_limit_are_split_and_keep_their_spacing(slot_spm):
+    line = f"{PAIRS[0][0]}  {PAIRS[1][0]}\t{PAIRS[2][0]}"
+    joined = f"{PAIRS[0][1]}  {PAIRS[1][1]}\t{PAIRS[2][1]}"
+    assert slot_translator(slot_spm, split_over_tokens=5).translate([line]) == [joined]
+    whole = slot_translator(slot_spm, split_over_tokens=0).translate([line])
+    assert whole != [joined]  # the model alone, on three sentences at once
+    assert slot_translator(slot_spm, split_over_tokens=1000).translate([line]) == whole
