@@ -11,23 +11,29 @@ exactly.
 
 from __future__ import annotations
 
+import asyncio
 import io
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import sentencepiece as spm
-from helpers import PAIRS
+from helpers import PAIRS, TINY_CONFIG
 from helpers.memorised import memorised_model
 
+from transcli.config.loading import load_config, save_config
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.inference.casing import TITLE, UPPER, Truecaser, case_of, recased
 from transcli.inference.realtext import placeholder_pool
 from transcli.inference.sentences import sentence_bounds
 from transcli.inference.spans import KINDS, Masked, find_spans, mask, restore
-from transcli.inference.translator import Translator
+from transcli.inference.translator import Translator, load_translator
+from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from transcli.rundir.checkpoints import save_weights
+from transcli.rundir.layout import CONFIG_FILE, step_path
+from transcli.rundir.run import open_run_dir
 
 # Where a span goes in the memorised pairs: {0} and {1} become the first two placeholders
 # (`placeholder_pool`) of the vocabulary, whose text has them as numbers.
@@ -130,13 +136,18 @@ def slot_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def slot_translator(spm_path: Path, **decode: object) -> Translator:
+def slot_model(spm_path: Path) -> Transformer:
+    """The tiny model memorising PAIRS and SLOTS, with the vocabulary's placeholders."""
     tokenizer = Tokenizer(spm_path)
     first = placeholder_pool(tokenizer.sp)[:2]
     assert UNK_ID not in sum(tokenizer.encode(list(first)), [])
     pairs = tuple(PAIRS) + tuple((en.format(*first), es.format(*first)) for en, es in SLOTS)
-    model = memorised_model(spm_path, pairs)
-    return Translator(model, tokenizer, replace(DecodeConfig(), **decode), "cpu")
+    return memorised_model(spm_path, pairs)
+
+
+def slot_translator(spm_path: Path, **decode: object) -> Translator:
+    return Translator(slot_model(spm_path), Tokenizer(spm_path),
+                      replace(DecodeConfig(), **decode), "cpu")
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +207,30 @@ def test_paragraphs_over_the_limit_are_split_and_keep_their_spacing(slot_spm):
     whole = slot_translator(slot_spm, split_over_tokens=0).translate([line])
     assert whole != [joined]  # the model alone, on three sentences at once
     assert slot_translator(slot_spm, split_over_tokens=1000).translate([line]) == whole
+
+
+def test_served_requests_keep_their_spans(slot_spm, tmp_path):
+    """`serve`'s worker merges requests into one model call: each line's spans and case
+    come back as `translate` gives them."""
+    from transcli.serve.batcher import Batcher
+    from transcli.serve.limits import Limits
+
+    run = tmp_path / "run"
+    run.mkdir()
+    save_config(load_config(TINY_CONFIG, ["decode.strategy=greedy"]), run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(slot_spm.read_bytes())
+    save_weights(slot_model(slot_spm), step_path(run, 1))
+    batcher = Batcher(lambda: load_translator(open_run_dir(run), "last", "cpu"),
+                      Limits(max_batch_wait=0.5))
+    batcher.start()
+    requests = [["Visit 😀 today.", "I LIKE TREES."], [f"Visit {SPANS[0]} today."]]
+
+    async def send_all() -> list[list[str]]:
+        return list(await asyncio.gather(*(batcher.translate(lines) for lines in requests)))
+
+    try:
+        answers = asyncio.run(send_all())
+    finally:
+        batcher.stop()
+    assert batcher.model_calls == 1
+    assert answers == [["Visita 😀 hoy.", "ME GUSTAN LOS ÁRBOLES."], [f"Visita {SPANS[0]} hoy."]]
