@@ -89,6 +89,8 @@ def test_restore_puts_each_span_back_exactly_once():
     out = restore("Ve y 702 ya", masked)
     assert out.count("www.a.org") == out.count("www.b.org") == 1
     assert restore("Hola.", mask("Hi 😀.", find_spans("Hi 😀."))) == "Hola 😀."
+    # a number the model made of a placeholder ("7011") stands for it
+    assert restore("Ve 7011 y 702 ya", masked) == "Ve www.a.org y www.b.org ya"
 
 
 def test_placeholders_inside_words_are_not_ours():

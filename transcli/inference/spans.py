@@ -190,14 +190,16 @@ def relative_place(masked: Masked, translation: str, index: int) -> int:
 
 def restore(translation: str, masked: Masked, place: Placement = relative_place) -> str:
     """`translation` of `masked.text` with every span back: a placeholder the model
-    dropped is first inserted where `place` says, then the first copy of each placeholder
-    becomes its span and further copies are removed. Every span appears exactly once."""
+    dropped is first put back (in a number the model made of it, "199" for "19", or where
+    `place` says), then the first copy of each placeholder becomes its span and further
+    copies are removed. Every span appears exactly once."""
     if not masked.spans:
         return translation
     found = {i for _, i in masked.occurrences(translation)}
     for index, placeholder in enumerate(masked.placeholders):
         if index not in found:
-            translation = _insert(translation, place(masked, translation, index), placeholder)
+            translation = _mangled(translation, masked, placeholder) or _insert(
+                translation, place(masked, translation, index), placeholder)
     seen: set[int] = set()
     parts, last = [], 0
     for match, index in masked.occurrences(translation):
@@ -208,6 +210,20 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
         last = match.end()
     parts.append(translation[last:])
     return "".join(parts)
+
+
+_NUMBER = regex.compile(r"(?<!\w)\d+(?!\w)")
+
+
+def _mangled(translation: str, masked: Masked, placeholder: str) -> Optional[str]:
+    """`translation` with the first number that holds `placeholder` and is no placeholder
+    itself turned back into it, or None: every number of the source is masked, so a number
+    such as "199" where "19" went in is the model's copy gone wrong."""
+    ours = set(masked.placeholders)
+    for match in _NUMBER.finditer(translation):
+        if placeholder in match.group() and match.group() not in ours:
+            return translation[:match.start()] + placeholder + translation[match.end():]
+    return None
 
 
 _CLOSING = ".,;:!?…)]}»”’'\""
