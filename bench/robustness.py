@@ -5,7 +5,8 @@
     python -m bench.robustness --model RUN --set decode.engine=ct2 --set decode.word_reward=0
 
 From the first --lines lines of each dev set (dev.tatoeba, dev.newstest2012 in
-../shared/corpora/en-es; --sets chooses) it builds variant sets:
+../shared/corpora/en-es; --sets and --corpus choose) it builds variant sets (--variants
+chooses; clean always runs):
 
     clean       the set as it is
     caps        source and reference in ALL CAPS (scored case-insensitively)
@@ -50,6 +51,7 @@ from bench.common import CORPORA, DEV_SETS, read_lines, run_summary, set_flags, 
 OFF = ("decode.protect=false", "decode.truecase=false", "decode.split_over_tokens=0",
        "decode.retry_repeats=false")
 PARAGRAPH = 5  # sentences per paragraph
+VARIANTS = ["caps", "title", "emoji", "spans", "scripts", "paragraphs"]
 INSERTED: dict[str, list[str]] = {
     "url": ["https://example.com/docs/install?lang=en", "http://www.test.org/a/b.html",
             "www.transcli.dev", "https://github.com/user/repo/issues/54"],
@@ -200,13 +202,15 @@ def translate(args: argparse.Namespace, source: list[str], work: Path, stem: str
 
 def run_set(args: argparse.Namespace, name: str, work: Path, features: str
             ) -> dict[str, dict[str, Any]]:
-    src = read_lines(CORPORA / f"{name}.en", args.lines)
-    ref = read_lines(CORPORA / f"{name}.es", args.lines)
+    src = read_lines(args.corpus / f"{name}.en", args.lines)
+    ref = read_lines(args.corpus / f"{name}.es", args.lines)
     settings = [*(OFF if features == "off" else ()), *args.set]
     sets = variants(src, ref)
     results: dict[str, dict[str, Any]] = {}
     clean_hyps: list[str] = []
     for variant in sets:
+        if variant.name not in args.variants and variant.name != "clean":
+            continue
         hyps, seconds = translate(args, variant.src, work, f"{name}.{variant.name}.{features}",
                                   settings)
         clean_hyps = hyps if variant.name == "clean" else clean_hyps
@@ -251,6 +255,10 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--checkpoint", default="avg")
     parser.add_argument("--lines", type=int, default=500, help="Lines of each dev set.")
     parser.add_argument("--sets", nargs="+", default=list(DEV_SETS))
+    parser.add_argument("--corpus", type=Path, default=CORPORA,
+                        help="Where the sets are (NAME.en and NAME.es).")
+    parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS,
+                        help="Which variants besides clean (all by default).")
     parser.add_argument("--features", choices=("on", "off", "both"), default="on")
     parser.add_argument("--set", action="append", default=[], metavar="decode.KEY=VALUE",
                         help="A decode setting for every translation (repeatable).")
