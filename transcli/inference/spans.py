@@ -8,9 +8,10 @@ where two would match at one place (an e-mail address is not a @handle). Charact
 tokenizer has no piece for are protected too (`Protector`): the model would see them as
 `<unk>`, and an old run (no byte fallback) would drop them.
 
-Each span becomes a placeholder the model copies (`placeholder`: a three-digit number,
-since numbers are what a translation model copies most faithfully, and a number stands
-where a name or a quantity stood without breaking the sentence). `restore` swaps each
+Each span becomes a placeholder the model copies: a number (numbers are what a translation
+model copies most faithfully, and a number stands where a name or a quantity stood
+without breaking the sentence), from a pool the caller gives (`realtext.placeholder_pool`:
+the vocabulary's own one-piece numbers; `NUMBERS` by default). `restore` swaps each
 placeholder back for its span exactly once; a span whose placeholder the model dropped
 goes back at the place the caller's `Placement` gives, so no span is ever lost.
 """
