@@ -25,7 +25,7 @@ from transcli.inference.realtext import Plan, Preparer
 from transcli.inference.repeats import degenerate
 from transcli.inference.search import Hypothesis
 from transcli.model.transformer import Transformer
-from transcli.model.vocab import EOS_ID
+from transcli.model.vocab import EOS_ID, UNK_ID
 from transcli.rundir.run import RunDir
 from transcli.system.devices import pick_device
 from transcli.system.runtime import inference_setup
@@ -158,8 +158,13 @@ class Translator:
                     found[i] = hyps
 
     def texts(self, found: list[list[Hypothesis]]) -> list[list[tuple[str, float]]]:
-        """(text, score) of each hypothesis; a line without any gets n_best empty ones."""
-        texts = iter(self.tokenizer.decode([h.tokens for hyps in found for h in hyps]))
+        """(text, score) of each hypothesis; a line without any gets n_best empty ones.
+        With `decode.protect` an unknown piece the model emits is left out, never shown
+        as sentencepiece's `⁇`: it stands for nothing of the input, whose characters the
+        vocabulary lacks are protected."""
+        drop = UNK_ID if self.decode.protect else None
+        texts = iter(self.tokenizer.decode([[i for i in h.tokens if i != drop]
+                                            for hyps in found for h in hyps]))
         empty = [("", 0.0)] * self.decode.n_best
         return [[(next(texts), h.score) for h in hyps] if hyps else list(empty)
                 for hyps in found]
