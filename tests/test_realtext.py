@@ -26,6 +26,7 @@ from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.inference.casing import TITLE, UPPER, Truecaser, case_of, recased
 from transcli.inference.realtext import placeholder_pool
+from transcli.inference.search import Hypothesis
 from transcli.inference.sentences import sentence_bounds
 from transcli.inference.spans import KINDS, Masked, find_spans, mask, restore
 from transcli.inference.translator import Translator, load_translator
@@ -236,3 +237,11 @@ def test_served_requests_keep_their_spans(slot_spm, tmp_path):
         batcher.stop()
     assert batcher.model_calls == 1
     assert answers == [["Visita 😀 hoy.", "ME GUSTAN LOS ÁRBOLES."], [f"Visita {SPANS[0]} hoy."]]
+
+
+def test_an_unknown_piece_the_model_emits_is_never_shown(translator, slot_spm):
+    ids = Tokenizer(slot_spm).encode(["Me gustan"])[0]
+    found = [[Hypothesis(ids[:1] + [UNK_ID] + ids[1:], 0.0, 0.0, True)]]
+    assert translator.texts(found) == [[("Me gustan", 0.0)]]
+    bare = slot_translator(slot_spm, protect=False)
+    assert "⁇" in bare.texts(found)[0][0][0]
