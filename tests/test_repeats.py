@@ -19,7 +19,13 @@ from helpers.memorised import pad, sample_model, sample_pairs
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference.bleu import score
-from transcli.inference.repeats import ban_repeats, char_repeats, degenerate, repeats
+from transcli.inference.repeats import (
+    ban_repeats,
+    char_repeats,
+    collapsed,
+    degenerate,
+    repeats,
+)
 from transcli.inference.search import beam_search, greedy_search
 from transcli.inference.translator import Translator, load_translator
 from transcli.model.vocab import BOS_ID, EOS_ID
@@ -36,6 +42,18 @@ GREEDY = dict(strategy="greedy", beam_size=1, max_len_b=20)
     ("a b a b a b a b", 4), ("Wait... what...", 1)])
 def test_repeats_counts_copies(text, count):
     assert repeats(text) == count
+
+
+def test_trigrams_count_within_a_window():
+    sentence = "la economía de la zona crece y el paro baja en todo el país hoy. "
+    assert repeats(sentence * 2) == 2 and repeats(sentence * 3) == 2  # 30 tokens apart
+    assert repeats("de la casa y de la casa o de la casa") == 3
+
+
+def test_collapsed_says_a_tandem_repeat_once():
+    assert collapsed("Todavía todavía todavía no.") == "Todavía no."
+    assert collapsed("de los detalles de los detalles de los detalles.") == "de los detalles."
+    assert collapsed("muy bien, muy bien.") == "muy bien, muy bien."  # twice is language
 
 
 def test_degenerate_compares_with_the_source():

@@ -39,6 +39,11 @@ class Unit:
     before: str  # what separates it from the unit before it in the line
     copied: bool  # no letter to translate: its translation is its text
 
+    @property
+    def source(self) -> str:
+        """The sentence as it was written: its spans in place."""
+        return restore(self.masked.text, self.masked)
+
     def finish(self, translation: str, place: Placement = relative_place) -> str:
         """The unit's translation in the source's case, with its spans back."""
         return restore(recased(translation, self.case), self.masked, place)

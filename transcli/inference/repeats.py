@@ -10,7 +10,7 @@ would complete an n-gram the hypothesis already holds.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 from typing import TYPE_CHECKING
 
 import regex
@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # imported by `evaluate`'s scoring, which needs no torch
 # Words and runs of punctuation ("..." is one token, as a reader sees it).
 _TOKENS = regex.compile(r"\w+|[^\w\s]+")
 MAX_UNIT = 4  # a loop's unit: up to this many tokens repeated back to back
-TIMES = 3  # this many copies (back to back, or of a trigram anywhere) make a loop
+TIMES = 3  # this many copies (back to back, or of a trigram close together) make a loop
+WINDOW = 30  # tokens: a trigram's copies this close together count together
 # Inside a word: 1 to 3 letters or digits back to back this many times ("7111111")
 CHAR_TIMES = 6
 _CHAR_RUNS = regex.compile(rf"(\w{{1,3}}?)\1{{{CHAR_TIMES - 1},}}")
@@ -29,7 +30,8 @@ _CHAR_RUNS = regex.compile(rf"(\w{{1,3}}?)\1{{{CHAR_TIMES - 1},}}")
 
 def repeats(text: str) -> int:
     """The most copies of one thing in `text` (case ignored): of a unit of 1 to
-    `MAX_UNIT` tokens back to back ("no no no": 3), or of one token trigram anywhere."""
+    `MAX_UNIT` tokens back to back ("no no no": 3), or of one token trigram within
+    `WINDOW` tokens (a paragraph may say "de la economía" once per sentence)."""
     tokens = _TOKENS.findall(text.lower())
     most = 1 if tokens else 0
     for unit in range(1, MAX_UNIT + 1):
@@ -37,8 +39,14 @@ def repeats(text: str) -> int:
         for i in range(unit, len(tokens)):
             run = run + 1 if tokens[i] == tokens[i - unit] else 0
             most = max(most, 1 + run // unit)
-    trigrams = Counter(zip(tokens, tokens[1:], tokens[2:]))
-    return max(most, max(trigrams.values(), default=0))
+    where: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for i, trigram in enumerate(zip(tokens, tokens[1:], tokens[2:])):
+        seen = where[trigram]
+        seen.append(i)
+        while i - seen[0] >= WINDOW:
+            seen.pop(0)
+        most = max(most, len(seen))
+    return most
 
 
 def char_repeats(text: str) -> int:
@@ -56,6 +64,17 @@ def degenerate(source: str, translation: str) -> bool:
         return True
     chars = char_repeats(translation)
     return chars >= CHAR_TIMES and chars > char_repeats(source)
+
+
+_TANDEM = regex.compile(rf"\b(\w+(?:\W+\w+){{0,{MAX_UNIT - 1}}}?)(?:\W+\1\b){{{TIMES - 1},}}",
+                        flags=regex.IGNORECASE)
+
+
+def collapsed(text: str) -> str:
+    """`text` with each unit of 1 to `MAX_UNIT` words repeated `TIMES` times or more back
+    to back said once ("Todavía todavía todavía no" -> "Todavía no"): the last resort
+    for a translation that still loops when searched again."""
+    return _TANDEM.sub(lambda match: match.group(1), text)
 
 
 def ban_repeats(logp: Tensor, history: Tensor, n: int) -> None:

@@ -11,7 +11,7 @@ the training loop from the model it trains.
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -22,13 +22,16 @@ from transcli.inference.cpu_products import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.quantize import quantize_int8
 from transcli.inference.realtext import Plan, Preparer
-from transcli.inference.repeats import degenerate
+from transcli.inference.repeats import collapsed, degenerate
 from transcli.inference.search import Hypothesis
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID, UNK_ID
 from transcli.rundir.run import RunDir
 from transcli.system.devices import pick_device
 from transcli.system.runtime import inference_setup
+
+RETRY_NGRAMS = (3, 2)  # the n-gram sizes a looping line is searched again with, in turn
+Loops = Callable[[int, str], bool]  # whether line i's translation (text) loops
 
 
 class Translator:
@@ -107,24 +110,33 @@ class Translator:
         units = [unit for plan in plans for unit in plan.units]
         todo = [i for i, unit in enumerate(units) if not unit.copied]
         seeds = [index for index, plan in zip(indices, plans) for _ in plan.units]
+        sources = [units[i].source for i in todo]
+
+        def loops(j: int, text: str) -> bool:  # as the user will see it: spans back
+            return degenerate(sources[j], units[todo[j]].finish(text))
+
         found = self.texts(self.search_lines([units[i].text for i in todo],
-                                             [seeds[i] for i in todo])[1])
+                                             [seeds[i] for i in todo], loops)[1])
         results = [[(unit.text, 0.0)] * self.decode.n_best for unit in units]
-        for i, hyps in zip(todo, found):
+        for j, (i, hyps) in enumerate(zip(todo, found)):
+            if self.decode.retry_repeats and hyps and loops(j, hyps[0][0]):
+                hyps = [(collapsed(hyps[0][0]), hyps[0][1]), *hyps[1:]]  # the last resort
             results[i] = hyps
         return results
 
-    def search_lines(self, lines: list[str], indices: Sequence[int]
+    def search_lines(self, lines: list[str], indices: Sequence[int],
+                     loops: Optional[Loops] = None
                      ) -> tuple[list[list[int]], list[list[Hypothesis]]]:
         """Each line's source ids (with EOS; [] for a blank line) and its hypotheses, best
         first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling).
-        With `decode.retry_repeats`, a line whose best translation loops
-        (`repeats.degenerate`) is searched again (`_retry_loops`)."""
+        With `decode.retry_repeats`, a line whose best translation loops (`loops`; by
+        default `repeats.degenerate` against the line) is searched again (`_retry_loops`)."""
         sources = self._encode(lines)
         todo = [i for i, ids in enumerate(sources) if ids]
         found = self._search_all(sources, todo, indices)
         if self.decode.retry_repeats:
-            self._retry_loops(lines, sources, indices, found)
+            self._retry_loops(sources, indices, found,
+                              loops or (lambda i, text: degenerate(lines[i], text)))
         return sources, found
 
     def _search_all(self, sources: list[list[int]], todo: list[int], indices: Sequence[int],
@@ -140,15 +152,14 @@ class Translator:
                 found[i] = hyps
         return found
 
-    def _retry_loops(self, lines: list[str], sources: list[list[int]], indices: Sequence[int],
-                     found: list[list[Hypothesis]]) -> None:
+    def _retry_loops(self, sources: list[list[int]], indices: Sequence[int],
+                     found: list[list[Hypothesis]], loops: Loops) -> None:
         """Search the lines whose best translation loops again, forbidding repeated
         trigrams of pieces, then (where it still loops) repeated bigrams; keep what the
         last search found for them."""
         for no_repeat in RETRY_NGRAMS:
             best = self.tokenizer.decode([hyps[0].tokens if hyps else [] for hyps in found])
-            looping = [i for i, (line, text) in enumerate(zip(lines, best))
-                       if found[i] and degenerate(line, text)]
+            looping = [i for i, text in enumerate(best) if found[i] and loops(i, text)]
             if not looping:
                 return
             if no_repeat == RETRY_NGRAMS[0]:
@@ -203,9 +214,6 @@ class Translator:
         found = self.engine.search(sources, max_len, indices, no_repeat_ngram)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
-
-
-RETRY_NGRAMS = (3, 2)  # the n-gram sizes a looping line is searched again with, in turn
 
 
 def fitting_chars(positions: int) -> int:
