@@ -24,6 +24,7 @@ from helpers.memorised import memorised_model
 from transcli.config.loading import load_config, save_config
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.inference.alignment import Alignment, piece_spans
 from transcli.inference.casing import TITLE, UPPER, Truecaser, case_of, recased
 from transcli.inference.realtext import placeholder_pool
 from transcli.inference.search import Hypothesis
@@ -245,3 +246,20 @@ def test_an_unknown_piece_the_model_emits_is_never_shown(translator, slot_spm):
     assert translator.texts(found) == [[("Me gustan", 0.0)]]
     bare = slot_translator(slot_spm, protect=False)
     assert "⁇" in bare.texts(found)[0][0][0]
+
+
+def test_piece_spans_find_each_piece_in_the_text():
+    assert piece_spans(["▁Me", "▁gusta", "n", "▁19", "."], "Me gustan 19.") == [
+        (0, 2), (3, 8), (8, 9), (10, 12), (12, 13)]
+    assert piece_spans(["▁a", "<unk>", "▁b"], "a ⁇ b")[1] == (1, 1)  # not there as written
+
+
+def test_alignment_places_between_what_came_from_either_side():
+    # source "I like 19 trees ." -> target "Me gustan los árboles ." (19 dropped)
+    source = [(0, 1), (2, 6), (7, 9), (10, 15), (15, 16)]
+    target = [(0, 2), (3, 9), (10, 13), (14, 21), (21, 22)]
+    alignment = Alignment(source, target, links=[0, 1, 3, 3, 4])
+    text = "Me gustan los árboles."
+    assert alignment.place(7, 9, text, near=0) == text.index("los")
+    # no link says anything (all to the placeholder): the nearest boundary to `near` wins
+    assert Alignment(source, target, [2] * 5).place(7, 9, text, near=14) == 14

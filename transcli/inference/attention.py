@@ -24,16 +24,16 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
-import torch
 from torch import Tensor
 
 from transcli.config.schema import DecodeConfig
-from transcli.inference.engines import TorchEngine, eval_mode
+from transcli.inference.alignment import cross_attention
+from transcli.inference.engines import TorchEngine
 from transcli.inference.search import Hypothesis
-from transcli.model.transformer import CrossAttention, Transformer
-from transcli.model.vocab import BOS_ID, EOS_ID
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import EOS_ID
 from transcli.system.errors import UserError
 from transcli.system.files import output_file
 from transcli.system.owned import Contents, OwnedFolder
@@ -72,32 +72,6 @@ class Attention:
 
 def pharaoh(pairs: list[tuple[int, int]]) -> str:
     return " ".join(f"{i}-{j}" for i, j in pairs)
-
-
-@contextlib.contextmanager
-def kept_weights(model: Transformer) -> Iterator[list[CrossAttention]]:
-    """Every decoder layer's cross-attention keeps its weights inside the block."""
-    modules = [layer.cross_attn for layer in model.decoder]
-    for module in modules:
-        module.keep_weights = True
-    try:
-        yield modules
-    finally:
-        for module in modules:
-            module.keep_weights, module.weights = False, None
-
-
-@torch.inference_mode()
-def cross_attention(model: Transformer, source: list[int], target: list[int]) -> Tensor:
-    """[layers, heads, len(target), len(source)]: the attention of the decoder fed BOS +
-    `target[:-1]` (so row j is the step that predicted `target[j]`) on the encoder
-    output of `source` (ids with EOS)."""
-    device = next(model.parameters()).device
-    src = torch.tensor([source], device=device)
-    tgt_in = torch.tensor([[BOS_ID] + target[:-1]], device=device)
-    with eval_mode(model), kept_weights(model) as modules:
-        model.decode_hidden(tgt_in, model.encode(src))
-        return torch.stack([module.weights[0] for module in modules]).float().cpu()
 
 
 def explain(model: Transformer, piece: Any, source: list[int], hypothesis: Hypothesis
@@ -297,8 +271,8 @@ class AttentionWriter:
         sources, found = translator.search_lines(
             [plan.units[0].text if plan.units else "" for plan in plans],
             range(first, first + len(lines)))
-        results = [[(plan.rebuild([text]), score) for text, score in hyps] if plan.units
-                   else hyps for plan, hyps in zip(plans, translator.texts(found))]
+        results = [[(plan.join([plan.units[0].finish(text)]), score) for text, score in hyps]
+                   if plan.units else hyps for plan, hyps in zip(plans, translator.texts(found))]
         model = translator.engine.model
         self.written = []
         for index, (line, source, hyps, texts) in enumerate(zip(lines, sources, found, results)):

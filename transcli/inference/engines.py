@@ -17,16 +17,16 @@ same for every engine.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import torch
-from torch import nn
+from torch import Tensor
 
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
+from transcli.inference.alignment import cross_attention, eval_mode
 from transcli.inference.search import Hypothesis, hypothesis_score, search
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID, PAD_ID
@@ -38,6 +38,11 @@ class Engine(Protocol):
 
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
                no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]: ...
+
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
+        """Per (source ids + EOS, target ids) pair: the encoder-decoder attention of the
+        target forced through the decoder, [len(target) (+1), len(source)], a row per
+        target piece (`alignment.Alignment.of` reads it)."""
 
 
 class TorchEngine:
@@ -63,16 +68,10 @@ class TorchEngine:
             return search(self.model, src.to(self.device), max_len, decode, self.cached,
                           indices)
 
-
-@contextlib.contextmanager
-def eval_mode(model: nn.Module) -> Iterator[None]:
-    """Dropout off while decoding; the training loop's model goes back to training after."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
+        """Every layer's and head's weights averaged (as `explain` shows them)."""
+        return [cross_attention(self.model, source, target + [EOS_ID]).mean(dim=(0, 1))
+                for source, target in zip(sources, targets)]
 
 
 class Ct2Engine:
@@ -114,6 +113,16 @@ class Ct2Engine:
                                                         decode)):
                 results[i] = result
         return [self._hypotheses(result) for result in results]
+
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
+        """CTranslate2's own alignment weights (those of the heads its export names), the
+        target given as a prefix to decode from."""
+        prefixes = [[self.sp.IdToPiece(i) for i in ids] for ids in targets]
+        results = self.translator.translate_batch(
+            [[self.sp.IdToPiece(i) for i in ids[:-1]] for ids in sources],
+            target_prefix=prefixes, return_attention=True, beam_size=1,
+            max_decoding_length=max(map(len, targets)) + 1, max_input_length=0)
+        return [torch.tensor(result.attention[0]) for result in results]
 
     def _translate(self, pieces: list[list[str]], max_len: int, decode: DecodeConfig
                    ) -> list[Any]:

@@ -4,7 +4,8 @@
     translations ──recase──▶ ──restore spans──▶ joined with the line's own spacing
 
 `Preparer.plan` makes a line's `Plan` (its `Unit`s: one per sentence, or one for the
-line); `Plan.rebuild` turns the units' translations into the line's. Each step is
+line); `Unit.finish` gives a unit's translation its case and spans back, `Plan.join`
+makes the line's translation of its units'. Each step is
 `decode`'s to turn off (`protect`, `truecase`, `split_sentences` / `split_over_tokens`);
 with all of them off the model reads the line as it is. A unit with no letter left
 (a URL alone, a number, an emoji) is copied, not translated.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from transcli.config.schema import DecodeConfig
+from transcli.inference.alignment import Alignment
 from transcli.inference.casing import Truecaser, case_of, recased
 from transcli.inference.sentences import sentence_bounds
 from transcli.inference.spans import (
@@ -55,10 +57,9 @@ class Plan:
 
     units: list[Unit]
 
-    def rebuild(self, translations: list[str], place: Placement = relative_place) -> str:
-        """The line's translation: each unit's, finished, after the spacing before it."""
-        return "".join(unit.before + unit.finish(text, place)
-                       for unit, text in zip(self.units, translations))
+    def join(self, finished: list[str]) -> str:
+        """The line's translation: each unit's finished one after the spacing before it."""
+        return "".join(unit.before + text for unit, text in zip(self.units, finished))
 
 
 class Preparer:
@@ -143,3 +144,14 @@ def placeholder_pool(sp: Any) -> tuple[str, ...]:
             single.append((sp.GetScore(i), number))
     ordered = [number for _, number in sorted(single, key=lambda item: -item[0])]
     return tuple(dict.fromkeys(ordered + list(NUMBERS)))
+
+
+def aligned_place(alignment: Alignment) -> Placement:
+    """Where a span whose placeholder the model dropped goes, by `alignment` (of the text
+    the model read and its translation): between what came from either side of it."""
+    def place(masked: Masked, translation: str, index: int) -> int:
+        start, end = masked.where(index)
+        return alignment.place(start, end, translation,
+                               relative_place(masked, translation, index))
+
+    return place

@@ -148,6 +148,15 @@ class Masked:
         for match in _placeholder_pattern(self.placeholders).finditer(text):
             yield match, index[match.group(2)]
 
+    def missing(self, translation: str) -> bool:
+        """Whether `translation` lacks one of the placeholders."""
+        return len({i for _, i in self.occurrences(translation)}) < len(self.spans)
+
+    def where(self, index: int) -> tuple[int, int]:
+        """The characters of span `index`'s placeholder in `text`."""
+        match = next(match for match, i in self.occurrences(self.text) if i == index)
+        return match.start(2), match.end(2)
+
     def part(self, start: int, end: int) -> Masked:
         """`text[start:end]` as a line of its own: its spans numbered from 0."""
         text, spans, last = [], [], start
@@ -180,7 +189,7 @@ def relative_place(masked: Masked, translation: str, index: int) -> int:
     """The word boundary of `translation` nearest the same share of its length as the
     placeholder's position in the masked source: the fallback when no alignment says
     better. The end of a sentence goes before its final punctuation."""
-    at = next(match.start(2) for match, i in masked.occurrences(masked.text) if i == index)
+    at = masked.where(index)[0]
     share = at / max(1, len(masked.text) - len(masked.placeholders[index]))
     body = len(translation.rstrip().rstrip(".!?…"))
     target = round(share * body)
@@ -192,15 +201,21 @@ def relative_place(masked: Masked, translation: str, index: int) -> int:
 def restore(translation: str, masked: Masked, place: Placement = relative_place) -> str:
     """`translation` of `masked.text` with every span back: a placeholder the model
     dropped is first put back (in a number the model made of it, "199" for "19", or where
-    `place` says), then the first copy of each placeholder becomes its span and further
-    copies are removed. Every span appears exactly once."""
+    `place` says on the translation as given), then the first copy of each placeholder
+    becomes its span and further copies are removed. Every span appears exactly once."""
     if not masked.spans:
         return translation
     found = {i for _, i in masked.occurrences(translation)}
+    edits: list[tuple[int, int, str]] = []  # (start, end, placeholder): in the given text
     for index, placeholder in enumerate(masked.placeholders):
         if index not in found:
-            translation = _mangled(translation, masked, placeholder) or _insert(
-                translation, place(masked, translation, index), placeholder)
+            taken = {start for start, _, _ in edits}
+            number = _mangled(translation, masked, placeholder, taken)
+            at = place(masked, translation, index) if number is None else 0
+            edits.append((*(number or (at, at)), placeholder))
+    for start, end, placeholder in sorted(edits, key=lambda edit: edit[:2], reverse=True):
+        translation = (translation[:start] + placeholder + translation[end:] if end > start
+                       else _insert(translation, start, placeholder))
     seen: set[int] = set()
     parts, last = [], 0
     for match, index in masked.occurrences(translation):
@@ -216,14 +231,16 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
 _NUMBER = regex.compile(r"(?<!\w)\d+(?!\w)")
 
 
-def _mangled(translation: str, masked: Masked, placeholder: str) -> Optional[str]:
-    """`translation` with the first number that holds `placeholder` and is no placeholder
-    itself turned back into it, or None: every number of the source is masked, so a number
-    such as "199" where "19" went in is the model's copy gone wrong."""
+def _mangled(translation: str, masked: Masked, placeholder: str, taken: set[int]
+             ) -> Optional[tuple[int, int]]:
+    """Where the first number of `translation` that holds `placeholder` is, unless it is a
+    placeholder itself or `taken`: every number of the source is masked, so a number such
+    as "199" where "19" went in is the model's copy gone wrong."""
     ours = set(masked.placeholders)
     for match in _NUMBER.finditer(translation):
-        if placeholder in match.group() and match.group() not in ours:
-            return translation[:match.start()] + placeholder + translation[match.end():]
+        if (placeholder in match.group() and match.group() not in ours
+                and match.start() not in taken):
+            return match.start(), match.end()
     return None
 
 

@@ -18,12 +18,14 @@ import torch
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference import fitting
+from transcli.inference.alignment import Alignment, piece_spans
 from transcli.inference.cpu_products import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.quantize import quantize_int8
-from transcli.inference.realtext import Plan, Preparer
+from transcli.inference.realtext import Plan, Preparer, Unit, aligned_place
 from transcli.inference.repeats import collapsed, degenerate
 from transcli.inference.search import Hypothesis
+from transcli.inference.spans import Placement, relative_place
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID, UNK_ID
 from transcli.rundir.run import RunDir
@@ -93,10 +95,10 @@ class Translator:
         for plan in plans:
             parts = [next(found) for _ in plan.units]
             if len(parts) == 1:
-                results.append([(plan.rebuild([text]), score) for text, score in parts[0]])
+                results.append([(plan.join([text]), score) for text, score in parts[0]])
             elif parts:
                 best = [hyps[0] for hyps in parts]
-                results.append([(plan.rebuild([text for text, _ in best]),
+                results.append([(plan.join([text for text, _ in best]),
                                  sum(score for _, score in best))])
             else:
                 results.append([("", 0.0)] * self.decode.n_best)
@@ -104,25 +106,50 @@ class Translator:
 
     def translate_units(self, plans: list[Plan], indices: Sequence[int]
                         ) -> list[list[tuple[str, float]]]:
-        """The (text, score) hypotheses of every unit of `plans`, in order, before
-        `Plan.rebuild`: a unit with nothing to translate is its own translation. Every
-        unit of plan i is seeded by `indices[i]`: a line's samples do not depend on others."""
+        """The (text, score) hypotheses of every unit of `plans`, in order, finished
+        (`Unit.finish`: case and spans back; a span whose placeholder the best one lacks
+        placed by the attention, `alignment.Alignment.place`): a unit with nothing to
+        translate is its own translation. Every unit of plan i is seeded by `indices[i]`:
+        a line's samples do not depend on others."""
         units = [unit for plan in plans for unit in plan.units]
         todo = [i for i, unit in enumerate(units) if not unit.copied]
         seeds = [index for index, plan in zip(indices, plans) for _ in plan.units]
-        sources = [units[i].source for i in todo]
+        written = [units[i].source for i in todo]
 
         def loops(j: int, text: str) -> bool:  # as the user will see it: spans back
-            return degenerate(sources[j], units[todo[j]].finish(text))
+            return degenerate(written[j], units[todo[j]].finish(text))
 
-        found = self.texts(self.search_lines([units[i].text for i in todo],
-                                             [seeds[i] for i in todo], loops)[1])
-        results = [[(unit.text, 0.0)] * self.decode.n_best for unit in units]
-        for j, (i, hyps) in enumerate(zip(todo, found)):
-            if self.decode.retry_repeats and hyps and loops(j, hyps[0][0]):
+        sources, found = self.search_lines([units[i].text for i in todo],
+                                           [seeds[i] for i in todo], loops)
+        texts = self.texts(found)
+        places = self._placements([units[i] for i in todo], sources, found, texts)
+        results = [[(unit.source, 0.0)] * self.decode.n_best for unit in units]
+        for j, (i, hyps) in enumerate(zip(todo, texts)):
+            if self.decode.retry_repeats and found[j] and loops(j, hyps[0][0]):
                 hyps = [(collapsed(hyps[0][0]), hyps[0][1]), *hyps[1:]]  # the last resort
-            results[i] = hyps
+            results[i] = [(units[i].finish(text, places[j] if k == 0 else relative_place),
+                           score) for k, (text, score) in enumerate(hyps)]
         return results
+
+    def _placements(self, units: list[Unit], sources: list[list[int]],
+                    found: list[list[Hypothesis]], texts: list[list[tuple[str, float]]]
+                    ) -> list[Placement]:
+        """Per unit, where a span its best translation dropped goes: by the attention
+        (`alignment.Alignment.place`) for those that dropped one, else the same share of
+        the sentence."""
+        places: list[Placement] = [relative_place] * len(units)
+        need = [j for j, unit in enumerate(units)
+                if found[j] and found[j][0].tokens and unit.masked.missing(texts[j][0][0])]
+        if not need:
+            return places
+        sp = self.tokenizer.sp
+        shown = [self._shown(found[j][0].tokens) for j in need]
+        for j, ids, weights in zip(need, shown, self.engine.attention(
+                [sources[j] for j in need], shown)):
+            source = piece_spans([sp.IdToPiece(i) for i in sources[j][:-1]], units[j].text)
+            target = piece_spans([sp.IdToPiece(i) for i in ids], texts[j][0][0])
+            places[j] = aligned_place(Alignment.of(weights, source, target))
+        return places
 
     def search_lines(self, lines: list[str], indices: Sequence[int],
                      loops: Optional[Loops] = None
@@ -173,12 +200,15 @@ class Translator:
         With `decode.protect` an unknown piece the model emits is left out, never shown
         as sentencepiece's `⁇`: it stands for nothing of the input, whose characters the
         vocabulary lacks are protected."""
-        drop = UNK_ID if self.decode.protect else None
-        texts = iter(self.tokenizer.decode([[i for i in h.tokens if i != drop]
+        texts = iter(self.tokenizer.decode([self._shown(h.tokens)
                                             for hyps in found for h in hyps]))
         empty = [("", 0.0)] * self.decode.n_best
         return [[(next(texts), h.score) for h in hyps] if hyps else list(empty)
                 for hyps in found]
+
+    def _shown(self, tokens: list[int]) -> list[int]:
+        """The pieces of a hypothesis that its text shows (`texts`)."""
+        return [i for i in tokens if i != UNK_ID] if self.decode.protect else tokens
 
     def warn_truncated(self) -> None:
         """One line on stderr if any input was cut to fit the model (never a crash)."""
