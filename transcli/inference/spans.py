@@ -50,8 +50,10 @@ KINDS: tuple[SpanKind, ...] = (
              + r"|\b[A-Za-z]:\\(?:[\w.-]+\\)*[\w.-]*\w"
              + r"|(?<![\w/])[\w-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,5}\b",
              "The file is at /home/user/notes.txt now."),
-    SpanKind("number", r"(?<![\w.,])\d+(?:[-.,:/'\u00a0\u202f]\d+)*(?![\w])",
-             "The price is 1,299.99 dollars."),
+    SpanKind("number",  # with a currency sign or a percent sign that goes with it
+             r"(?<![\w.,$€£¥])[$€£¥]?\d+(?:[-.,:/'\u00a0\u202f]\d+)*"
+             r"(?:\s?[%€£¥$](?!\w)|(?!\w))",
+             "The price is $1,299.99 today."),
     SpanKind("emoji",
              r"(?:[\U0001F1E6-\U0001F1FF]{2}|[#*0-9]\uFE0F?\u20E3"
              r"|\p{Extended_Pictographic}[\uFE0F\U0001F3FB-\U0001F3FF]*"
