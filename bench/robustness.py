@@ -26,7 +26,7 @@ paragraphs); the share of inserted spans that come out exactly once and unchange
 input characters dropped or replaced (`lost_characters`); the translations that loop
 (`repeats.degenerate`); for caps, the share of translations in capitals. `--features
 off` translates with the real-text handling off (decode.protect, truecase,
-split_over_tokens, retry_repeats), as transcli translated before it; `both` runs the two
+split, retry_repeats), as transcli translated before it; `both` runs the two
 and prints them side by side. The header names the run and the machine; everything is
 written under --work (a temp dir by default), results.json included.
 """
@@ -48,7 +48,7 @@ import regex
 
 from bench.common import CORPORA, DEV_SETS, read_lines, run_summary, set_flags, transcli
 
-OFF = ("decode.protect=false", "decode.truecase=false", "decode.split_over_tokens=0",
+OFF = ("decode.protect=false", "decode.truecase=false", "decode.split=false",
        "decode.retry_repeats=false")
 PARAGRAPH = 5  # sentences per paragraph
 VARIANTS = ["caps", "title", "emoji", "spans", "scripts", "paragraphs"]

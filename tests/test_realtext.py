@@ -204,13 +204,14 @@ def test_truecaser_picks_the_vocabulary_likeliest_casing(sample_spm):
     assert truecase("We Met TOM In The EU", TITLE) == "We met TOM in the EU"  # acronyms kept
 
 
-def test_paragraphs_over_the_limit_are_split_and_keep_their_spacing(slot_spm):
+def test_paragraphs_are_split_and_keep_their_spacing(slot_spm):
     line = f"{PAIRS[0][0]}  {PAIRS[1][0]}\t{PAIRS[2][0]}"
     joined = f"{PAIRS[0][1]}  {PAIRS[1][1]}\t{PAIRS[2][1]}"
-    assert slot_translator(slot_spm, split_over_tokens=5).translate([line]) == [joined]
-    whole = slot_translator(slot_spm, split_over_tokens=0).translate([line])
+    assert slot_translator(slot_spm).translate([line]) == [joined]
+    whole = slot_translator(slot_spm, split=False).translate([line])
     assert whole != [joined]  # the model alone, on three sentences at once
-    assert slot_translator(slot_spm, split_over_tokens=1000).translate([line]) == whole
+    assert slot_translator(slot_spm, split=False, split_sentences=True).translate([line]) == \
+        [joined]
 
 
 def test_served_requests_keep_their_spans(slot_spm, tmp_path):

@@ -98,12 +98,10 @@ def _decoding_parameters() -> list[inspect.Parameter]:
             "decode.batch_tokens", "Source tokens per batch, padding included, before beams.")),
         option("split_sentences", bool, typer.Option(
             False, "--split-sentences",
-            help="Translate each sentence of every multi-sentence line apart and join them "
-            "(decode.split_sentences).")),
-        option("split_over_tokens", Optional[int], setting(
-            "decode.split_over_tokens",
-            "Split only the multi-sentence lines of more tokens than this (0: none unless "
-            "--split-sentences).")),
+            help="The same as --split (decode.split_sentences).")),
+        option("split", Optional[bool], typer.Option(
+            None, "--split/--no-split", show_default="decode.split",
+            help="Translate a line of several sentences one sentence at a time.")),
         option("protect", Optional[bool], typer.Option(
             None, "--protect/--no-protect", show_default="decode.protect",
             help="Copy URLs, e-mails, numbers, code, placeholders, emoji, other scripts and "

@@ -312,8 +312,8 @@ class DecodeConfig:
     cpu_gemm: str = "auto"  # torch's float32 CPU products: blas, onednn, auto (use_onednn)
     precision: str = "auto"  # fp32, bf16 or fp16; auto: half on CUDA, fp32 on the CPU
     threads: int = 0  # CPU threads for torch (0: one per available core)
-    split_sentences: bool = False  # translate every multi-sentence line sentence by sentence
-    split_over_tokens: int = 40  # ... and those of more tokens than this (0: only as above)
+    split: bool = True  # translate a line of several sentences one sentence at a time
+    split_sentences: bool = False  # the same, forced: its name before `split` was the default
     protect: bool = True  # URLs, numbers, code, emoji, other scripts...: copied, not translated
     truecase: bool = True  # ALL-CAPS / Title Case: translated in sentence case, returned in theirs
     no_repeat_ngram: int = 0  # > 0: no n-gram of this many tokens twice in a translation
@@ -354,7 +354,6 @@ class DecodeConfig:
         _within(self, "threads", 0, MAX_THREADS)
         _require(not self.split_sentences or self.n_best == 1, "split_sentences",
                  "gives the 1-best translation only: n_best must be 1")
-        _within(self, "split_over_tokens", 0, MAX_POSITIONS)
         _within(self, "no_repeat_ngram", 0, MAX_NO_REPEAT)
 
 
