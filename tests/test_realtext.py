@@ -29,7 +29,7 @@ from transcli.inference.casing import TITLE, UPPER, Truecaser, case_of, recased
 from transcli.inference.realtext import placeholder_pool
 from transcli.inference.search import Hypothesis
 from transcli.inference.sentences import sentence_bounds
-from transcli.inference.spans import KINDS, Masked, find_spans, mask, restore
+from transcli.inference.spans import KINDS, find_spans, mask, restore
 from transcli.inference.translator import Translator, load_translator
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -67,7 +67,7 @@ def test_each_kind_is_found_in_its_example_and_restored(kind):
      ["`ls -a`", "docs/INFERENCE.md", "~/notes.txt", "C:\\Users\\me\\a.txt"]),
     ("Hi {name}, {{user}} has %d of %(count)s {0:.2f} and 50 more.",
      ["{name}", "{{user}}", "%d", "%(count)s", "{0:.2f}", "50"]),
-    ("Love 😀 👍🏽 👨‍👩‍👧 🇪🇸 ❤️ and 東京 or Москва.",
+    ("Love 😀, 👍🏽 👨‍👩‍👧 🇪🇸 ❤️ and 東京 or Москва.",
      ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇪🇸", "❤️", "東京", "Москва"]),
     ("Words and/or km/h, COVID-19s, mp3, A1 and the 1990s stay language.", []),
 ])
@@ -96,15 +96,29 @@ def test_restore_puts_each_span_back_exactly_once():
 
 
 def test_placeholders_inside_words_are_not_ours():
-    masked = Masked("Road A701 and 701", find_spans("Road A701 and 5"))
-    assert restore("Carretera A701 y 701", masked) == "Carretera A701 y 5"
+    masked = mask("Road A701 and 5.5", find_spans("Road A701 and 5.5"))
+    assert masked.text == "Road A701 and 701"
+    assert restore("Carretera A701 y 701", masked) == "Carretera A701 y 5.5"
 
 
-def test_part_renumbers_a_sentence_placeholders():
-    masked = mask("See www.a.org. Then www.b.org.", find_spans("See www.a.org. Then www.b.org."))
+def test_a_sentence_part_has_its_own_spans():
+    text = "See www.a.org. Then www.b.org 😀. End 😀 here."
+    masked = mask(text, find_spans(text))
+    assert masked.text == "See 701. Then 702. End here."
+    assert masked.placeholders == ("701", "702", None, None)
     start = masked.text.index("Then")
-    part = masked.part(start, len(masked.text))
-    assert part.text == "Then 701." and [span.text for span in part.spans] == ["www.b.org"]
+    part = masked.part(start, masked.text.index("End") - 1)
+    assert part.text == "Then 702." and [span.text for span in part.spans] == ["www.b.org", "😀"]
+    assert part.where(1) == (8, 8)  # taken out before the full stop
+    assert restore("Luego 702.", part) == "Luego www.b.org 😀."
+
+
+def test_plain_numbers_stand_for_themselves():
+    masked = mask("At 5 o'clock, 5 or 1,5 of 701 people.", find_spans(
+        "At 5 o'clock, 5 or 1,5 of 701 people."))
+    assert masked.text == "At 5 o'clock, 702 or 703 of 701 people."
+    assert restore("A las 5, 702 o 703 de 701 personas.", masked) == \
+        "A las 5, 5 o 1,5 de 701 personas."
 
 
 def test_case_of_and_recased():
@@ -161,7 +175,7 @@ def translator(slot_spm: Path) -> Translator:
 
 SPANS = ["https://example.com/docs/install?lang=en", "support@example.org", "1,299.99",
          "`pip install transcli`", "@transcli", "#trees", "/home/user/notes.txt",
-         "{name}", "%(count)d", "😀", "λόγος", "東京", "Ørsted", "Ø→Ω"]
+         "{name}", "%(count)d", "λόγος", "東京", "Ørsted", "Ø→Ω"]
 
 
 def test_each_span_kind_comes_back_where_the_model_put_it(translator):
@@ -175,11 +189,18 @@ def test_each_span_kind_comes_back_where_the_model_put_it(translator):
 def test_without_protection_an_old_vocabulary_loses_the_characters(slot_spm, translator):
     """The old-run path: "Ø", "→", "Ω", Greek, CJK and emoji have no piece (no byte
     fallback); protected, they come through; unprotected, the model never sees them."""
-    lines = ["Visit Ø→Ω today.", "Visit 東京 today.", "Visit 😀 today."]
+    lines = ["Visit Ø→Ω today.", "Visit 東京 today.", "I like trees 😀."]
     assert translator.translate(lines) == ["Visita Ø→Ω hoy.", "Visita 東京 hoy.",
-                                           "Visita 😀 hoy."]
+                                           "Me gustan los árboles 😀."]
     bare = slot_translator(slot_spm, protect=False).translate(lines)
     assert not any(char in text for text in bare for char in "Ø→Ω東京😀")
+
+
+def test_an_emoji_is_taken_out_and_put_back_by_the_attention(translator):
+    """The model reads "I like trees." and "Where is the station?", which it knows; the
+    attention says where the emoji were."""
+    assert translator.translate(["I like 😀 trees 🌳.", "😀 Where is the station? 🎉"]) == [
+        "Me gustan 😀 los árboles 🌳.", "😀 ¿Dónde está la estación? 🎉"]
 
 
 def test_a_line_with_nothing_to_translate_is_copied(translator):
@@ -228,7 +249,7 @@ def test_served_requests_keep_their_spans(slot_spm, tmp_path):
     batcher = Batcher(lambda: load_translator(open_run_dir(run), "last", "cpu"),
                       Limits(max_batch_wait=0.5))
     batcher.start()
-    requests = [["Visit 😀 today.", "I LIKE TREES."], [f"Visit {SPANS[0]} today."]]
+    requests = [["I like trees 😀.", "I LIKE TREES."], [f"Visit {SPANS[0]} today."]]
 
     async def send_all() -> list[list[str]]:
         return list(await asyncio.gather(*(batcher.translate(lines) for lines in requests)))
@@ -238,7 +259,8 @@ def test_served_requests_keep_their_spans(slot_spm, tmp_path):
     finally:
         batcher.stop()
     assert batcher.model_calls == 1
-    assert answers == [["Visita 😀 hoy.", "ME GUSTAN LOS ÁRBOLES."], [f"Visita {SPANS[0]} hoy."]]
+    assert answers == [["Me gustan los árboles 😀.", "ME GUSTAN LOS ÁRBOLES."],
+                       [f"Visita {SPANS[0]} hoy."]]
 
 
 def test_an_unknown_piece_the_model_emits_is_never_shown(translator, slot_spm):

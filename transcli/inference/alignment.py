@@ -103,10 +103,13 @@ class Alignment:
 
     def place(self, start: int, end: int, text: str, near: int) -> int:
         """The word boundary of `text` (the translation; the end of its last word, before
-        final punctuation, counts as one) where source characters [start, end) belong:
+        final punctuation, counts as one; what came after all of the source goes after
+        all of it) where source characters [start, end) belong:
         the most target pieces before it linked to source pieces ending by `start`, plus
         after it linked to source pieces starting from `end`; of equals, the nearest to
         `near`."""
+        if start >= max((stop for _, stop in self.source), default=0):
+            return len(text.rstrip())  # after all of the source: after all of the translation
         before = {k for k, (_, stop) in enumerate(self.source) if stop <= start}
         after = {k for k, (begin, _) in enumerate(self.source) if begin >= end}
         body = len(text.rstrip().rstrip(".!?…"))

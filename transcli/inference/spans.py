@@ -62,6 +62,10 @@ KINDS: tuple[SpanKind, ...] = (
     SpanKind("script", r"(?V1)[\p{L}--\p{Latin}][\p{L}\p{M}--\p{Latin}]*",
              'The word "λόγος" means reason.'),
 )
+# Kinds taken out of the sentence the model reads rather than replaced by a placeholder,
+# and put back where the attention says: an emoji is seldom part of the grammar, and a
+# placeholder where it stood cost the translation around it (bench.robustness).
+TAKEN_OUT = frozenset({"emoji"})
 _PATTERN = regex.compile("|".join(f"(?P<{kind.name}>{kind.pattern})" for kind in KINDS),
                          flags=regex.V1)
 # A run around a character the vocabulary lacks: the word it is in, or the run itself.
@@ -118,7 +122,7 @@ def _joins(char: str, unknown: Callable[[str], bool]) -> bool:
     return not char.isspace() and (unknown(char) or bool(_WORD_CHAR.match(char)))
 
 
-# Placeholders when no vocabulary chooses them (`Masked.pool`): numbers from 701 on.
+# Placeholders when no vocabulary chooses them (`mask`'s pool): numbers from 701 on.
 NUMBERS = tuple(str(n) for n in range(701, 1000))
 
 
@@ -131,55 +135,81 @@ def _placeholder_pattern(placeholders: tuple[str, ...]) -> regex.Pattern[str]:
 
 @dataclass
 class Masked:
-    """A line with its spans replaced by placeholders: span i by `pool[i]`."""
+    """A line with its spans masked: span i replaced by `placeholders[i]`, or taken out
+    (None: the model reads the line without it), at `at[i]` in `text`."""
 
     text: str
     spans: list[Span]
-    pool: tuple[str, ...] = NUMBERS
-
-    @property
-    def placeholders(self) -> tuple[str, ...]:
-        return self.pool[:len(self.spans)]
+    placeholders: tuple[Optional[str], ...]
+    at: tuple[int, ...]
 
     def occurrences(self, text: str) -> Iterator[tuple[regex.Match[str], int]]:
         """The placeholders in `text` (a translation of this line, or a part of it): each
         match (group 1 the space before it, group 2 the placeholder) and its span's index."""
-        if not self.spans:
+        index = {placeholder: i for i, placeholder in enumerate(self.placeholders)
+                 if placeholder is not None}
+        if not index:
             return
-        index = {placeholder: i for i, placeholder in enumerate(self.placeholders)}
-        for match in _placeholder_pattern(self.placeholders).finditer(text):
+        for match in _placeholder_pattern(tuple(index)).finditer(text):
             yield match, index[match.group(2)]
 
     def missing(self, translation: str) -> bool:
-        """Whether `translation` lacks one of the placeholders."""
+        """Whether `translation` lacks a placeholder (or the line has a span taken out)."""
         return len({i for _, i in self.occurrences(translation)}) < len(self.spans)
 
     def where(self, index: int) -> tuple[int, int]:
-        """The characters of span `index`'s placeholder in `text`."""
-        match = next(match for match, i in self.occurrences(self.text) if i == index)
-        return match.start(2), match.end(2)
+        """The characters of span `index`'s placeholder in `text` (empty: taken out)."""
+        placeholder = self.placeholders[index]
+        return self.at[index], self.at[index] + len(placeholder or "")
 
     def part(self, start: int, end: int) -> Masked:
-        """`text[start:end]` as a line of its own: its spans numbered from 0."""
-        text, spans, last = [], [], start
-        for match, i in self.occurrences(self.text[start:end]):
-            text += [self.text[last:start + match.start(2)], self.pool[len(spans)]]
-            spans.append(self.spans[i])
-            last = start + match.end(2)
-        text.append(self.text[last:end])
-        return Masked("".join(text), spans, self.pool)
+        """`text[start:end]` as a line of its own, with the spans in it (a span taken out
+        at a sentence's end goes with that sentence)."""
+        inside = [i for i, at in enumerate(self.at)
+                  if start <= at and at + len(self.placeholders[i] or "") <= end]
+        return Masked(self.text[start:end], [self.spans[i] for i in inside],
+                      tuple(self.placeholders[i] for i in inside),
+                      tuple(self.at[i] - start for i in inside))
 
 
 def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Masked:
-    """`text` with each of `spans` (in order, not overlapping; at most `len(pool)` of
-    them: those after are left as they are) replaced by its placeholder from `pool`."""
-    parts, last = [], 0
-    spans = spans[:len(pool)]
-    for placeholder, span in zip(pool, spans):
-        parts += [text[last:span.start], placeholder]
-        last = span.end
+    """`text` with each of `spans` (in order, not overlapping) masked: a span of a kind
+    `TAKEN_OUT` is taken out with a space beside it; a plain number of up to four digits
+    stands for itself (the model copies it, and "5 o'clock" stays 5 o'clock); any other
+    span becomes the next placeholder of `pool` that is no number of the line. Spans past
+    what the pool holds are left as they are."""
+    own = {span.text for span in spans if _plain_number(span)}
+    free = iter(placeholder for placeholder in pool if placeholder not in own)
+    parts: list[str] = []
+    kept: list[Span] = []
+    placeholders: list[Optional[str]] = []
+    at: list[int] = []
+    last, length = 0, 0
+    for span in spans:
+        if span.kind in TAKEN_OUT:
+            placeholder = None
+        elif _plain_number(span) and span.text not in placeholders:
+            placeholder = span.text
+        elif (placeholder := next(free, None)) is None:
+            break
+        before, last = text[last:span.start], span.end
+        if placeholder is None:  # taken out: no doubled space, none before punctuation
+            rest = len(text) - len(text[span.end:].lstrip(" "))
+            if rest == len(text) or text[rest] in _CLOSING:
+                before, last = before.rstrip(" "), rest
+            elif not before or before[-1].isspace():
+                last = rest
+        parts += [before, placeholder or ""]
+        kept.append(span)
+        placeholders.append(placeholder)
+        at.append(length + len(before))
+        length += len(before) + len(placeholder or "")
     parts.append(text[last:])
-    return Masked("".join(parts), spans, pool)
+    return Masked("".join(parts), kept, tuple(placeholders), tuple(at))
+
+
+def _plain_number(span: Span) -> bool:
+    return span.kind == "number" and span.text.isdigit() and len(span.text) <= 4
 
 
 # Where a span whose placeholder the model dropped goes: given the masked source, the
@@ -190,9 +220,12 @@ Placement = Callable[[Masked, str, int], int]
 def relative_place(masked: Masked, translation: str, index: int) -> int:
     """The word boundary of `translation` nearest the same share of its length as the
     placeholder's position in the masked source: the fallback when no alignment says
-    better. The end of a sentence goes before its final punctuation."""
-    at = masked.where(index)[0]
-    share = at / max(1, len(masked.text) - len(masked.placeholders[index]))
+    better. The end of a sentence goes before its final punctuation, unless it came after
+    it."""
+    start, end = masked.where(index)
+    if start >= len(masked.text.rstrip()):  # after the sentence's last mark: after its too
+        return len(translation.rstrip())
+    share = start / max(1, len(masked.text) - (end - start))
     body = len(translation.rstrip().rstrip(".!?…"))
     target = round(share * body)
     boundaries = [i for i in range(body + 1)
@@ -203,18 +236,19 @@ def relative_place(masked: Masked, translation: str, index: int) -> int:
 def restore(translation: str, masked: Masked, place: Placement = relative_place) -> str:
     """`translation` of `masked.text` with every span back: a placeholder the model
     dropped is first put back (in a number the model made of it, "199" for "19", or where
-    `place` says on the translation as given), then the first copy of each placeholder
-    becomes its span and further copies are removed. Every span appears exactly once."""
+    `place` says on the translation as given), and so is a span taken out; then the first
+    copy of each placeholder becomes its span and further copies are removed. Every span
+    appears exactly once."""
     if not masked.spans:
         return translation
     found = {i for _, i in masked.occurrences(translation)}
-    edits: list[tuple[int, int, str]] = []  # (start, end, placeholder): in the given text
+    edits: list[tuple[int, int, str]] = []  # (start, end, what goes there): in the given text
     for index, placeholder in enumerate(masked.placeholders):
         if index not in found:
             taken = {start for start, _, _ in edits}
-            number = _mangled(translation, masked, placeholder, taken)
-            at = place(masked, translation, index) if number is None else 0
-            edits.append((*(number or (at, at)), placeholder))
+            number = placeholder and _mangled(translation, masked, placeholder, taken)
+            at = place(masked, translation, index) if not number else 0
+            edits.append((*(number or (at, at)), placeholder or masked.spans[index].text))
     for start, end, placeholder in sorted(edits, key=lambda edit: edit[:2], reverse=True):
         translation = (translation[:start] + placeholder + translation[end:] if end > start
                        else _insert(translation, start, placeholder))
