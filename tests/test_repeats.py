@@ -161,3 +161,7 @@ def test_ct2_blocks_and_retries_as_the_torch_engine(sample_run: Path, tmp_path: 
         assert ct2.translate(LINES) == torch_out.translate(LINES)
         assert ct2.retried == torch_out.retried
     assert torch_out.retried >= 5
+
+
+def test_a_trigram_with_punctuation_is_no_loop():
+    assert repeats("de vez en cuando, en el tiempo, a la hora, en el campo, en el mar") == 1

@@ -30,7 +30,7 @@ _CHAR_RUNS = regex.compile(rf"(\w{{1,3}}?)\1{{{CHAR_TIMES - 1},}}")
 
 def repeats(text: str) -> int:
     """The most copies of one thing in `text` (case ignored): of a unit of 1 to
-    `MAX_UNIT` tokens back to back ("no no no": 3), or of one token trigram within
+    `MAX_UNIT` tokens back to back ("no no no": 3), or of one trigram of words within
     `WINDOW` tokens (a paragraph may say "de la economía" once per sentence)."""
     tokens = _TOKENS.findall(text.lower())
     most = 1 if tokens else 0
@@ -41,6 +41,8 @@ def repeats(text: str) -> int:
             most = max(most, 1 + run // unit)
     where: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for i, trigram in enumerate(zip(tokens, tokens[1:], tokens[2:])):
+        if not all(token[0].isalnum() or token[0] == "_" for token in trigram):
+            continue  # ", en el" three times is a long sentence, not a loop
         seen = where[trigram]
         seen.append(i)
         while i - seen[0] >= WINDOW:

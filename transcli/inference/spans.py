@@ -157,6 +157,11 @@ class Masked:
         """Whether `translation` lacks a placeholder (or the line has a span taken out)."""
         return len({i for _, i in self.occurrences(translation)}) < len(self.spans)
 
+    def without(self, text: str) -> str:
+        """`text` (this line, or a translation of it) without its placeholders."""
+        return _placeholder_pattern(tuple(p for p in self.placeholders if p)).sub("", text) \
+            if any(self.placeholders) else text
+
     def where(self, index: int) -> tuple[int, int]:
         """The characters of span `index`'s placeholder in `text` (empty: taken out)."""
         placeholder = self.placeholders[index]

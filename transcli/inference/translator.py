@@ -114,10 +114,10 @@ class Translator:
         units = [unit for plan in plans for unit in plan.units]
         todo = [i for i, unit in enumerate(units) if not unit.copied]
         seeds = [index for index, plan in zip(indices, plans) for _ in plan.units]
-        written = [units[i].source for i in todo]
+        bare = [units[i].masked.without(units[i].text) for i in todo]
 
-        def loops(j: int, text: str) -> bool:  # as the user will see it: spans back
-            return degenerate(written[j], units[todo[j]].finish(text))
+        def loops(j: int, text: str) -> bool:  # without the placeholders, wherever they go
+            return degenerate(bare[j], units[todo[j]].masked.without(text))
 
         sources, found = self.search_lines([units[i].text for i in todo],
                                            [seeds[i] for i in todo], loops)
