@@ -9,9 +9,9 @@ weights kept (`kept_weights`): what `explain` draws and the torch engine aligns 
 which word boundary of the translation something between two source positions goes: the
 boundary with the most target pieces before it linked to source pieces before the
 stretch, and after it linked to those after. On lines where the model copied a span's
-placeholder, this put it where the model did twice as often as the same share of the
+placeholder, this found the model's place 1.6 times as often as the same share of the
 sentence did (docs/INFERENCE.md, "Real text"); `Translator` uses it for a placeholder
-the model dropped. Both engines give the weights (`Engine.attention`).
+the model dropped and for an emoji. Both engines give the weights (`Engine.attention`).
 """
 
 from __future__ import annotations
