@@ -235,17 +235,37 @@ def test_paragraphs_are_split_and_keep_their_spacing(slot_spm):
         [joined]
 
 
-def test_served_requests_keep_their_spans(slot_spm, tmp_path):
-    """`serve`'s worker merges requests into one model call: each line's spans and case
-    come back as `translate` gives them."""
-    from transcli.serve.batcher import Batcher
-    from transcli.serve.limits import Limits
-
+@pytest.fixture
+def slot_run(slot_spm: Path, tmp_path: Path) -> Path:
+    """A run dir of the slot model (greedy search)."""
     run = tmp_path / "run"
     run.mkdir()
     save_config(load_config(TINY_CONFIG, ["decode.strategy=greedy"]), run / CONFIG_FILE)
     (run / TOKENIZER_FILE).write_bytes(slot_spm.read_bytes())
     save_weights(slot_model(slot_spm), step_path(run, 1))
+    return run
+
+
+@pytest.mark.slow
+def test_ct2_gives_the_torch_engine_spans(slot_run):
+    """Through CTranslate2 the same lines come back the same (greedy search is exact),
+    and spans it places by its own attention come back once each."""
+    lines = [f"Visit {span} today." for span in SPANS] + ["I LIKE TREES.", "I like 😀 trees 🌳."]
+    torch_out = load_translator(open_run_dir(slot_run), "last", "cpu").translate(lines)
+    ct2_out = load_translator(open_run_dir(slot_run, ["decode.engine=ct2"]), "last",
+                              "cpu").translate(lines)
+    assert ct2_out[:-1] == torch_out[:-1]
+    assert ct2_out[-1].count("😀") == ct2_out[-1].count("🌳") == 1
+    assert ct2_out[-1].replace("😀 ", "").replace(" 🌳", "") == "Me gustan los árboles."
+
+
+def test_served_requests_keep_their_spans(slot_run):
+    """`serve`'s worker merges requests into one model call: each line's spans and case
+    come back as `translate` gives them."""
+    from transcli.serve.batcher import Batcher
+    from transcli.serve.limits import Limits
+
+    run = slot_run
     batcher = Batcher(lambda: load_translator(open_run_dir(run), "last", "cpu"),
                       Limits(max_batch_wait=0.5))
     batcher.start()

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch import Tensor, nn
 
+from transcli.inference.spans import Masked, Placement, relative_place
 from transcli.model.transformer import CrossAttention, Transformer
 from transcli.model.vocab import BOS_ID
 
@@ -122,3 +123,47 @@ class Alignment:
                        or begin >= boundary and link in after)
 
         return max(boundaries, key=lambda i: (agreement(i), -abs(i - near)))
+
+
+def aligned_place(alignment: Alignment) -> Placement:
+    """Where a span the model did not write goes, by `alignment` (of the text the model
+    read and its translation): between what came from either side of it."""
+    def place(masked: Masked, translation: str, index: int) -> int:
+        start, end = masked.where(index)
+        return alignment.place(start, end, translation,
+                               relative_place(masked, translation, index))
+
+    return place
+
+
+@dataclass
+class Translated:
+    """A sentence as the model read it and what it wrote."""
+
+    masked: Masked  # its spans and where they are
+    text: str  # what the model read
+    source: list[int]  # its ids, EOS last
+    target: list[int]  # the translation's ids
+    translation: str  # their text
+
+
+Attention = Callable[[list[list[int]], list[list[int]]], list[Tensor]]  # Engine.attention
+
+
+def placements(attention: Attention, sp: Any, sentences: list[Optional[Translated]]
+               ) -> list[Placement]:
+    """Per sentence, where a span its translation lacks (dropped, or taken out) goes: by
+    the attention (`aligned_place`, the weights from `attention`) where one is lacking,
+    else the same share of the sentence. `sp`: the sentencepiece processor."""
+    places: list[Placement] = [relative_place] * len(sentences)
+    need = {j: sentence for j, sentence in enumerate(sentences)
+            if sentence and sentence.target and sentence.masked.missing(sentence.translation)}
+    if not need:
+        return places
+    weights = attention([sentence.source for sentence in need.values()],
+                        [sentence.target for sentence in need.values()])
+    for (j, sentence), weight in zip(need.items(), weights):
+        source = piece_spans([sp.IdToPiece(i) for i in sentence.source[:-1]], sentence.text)
+        target = piece_spans([sp.IdToPiece(i) for i in sentence.target], sentence.translation)
+        places[j] = aligned_place(Alignment.of(weight, source, target))
+    return places

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from transcli.config.schema import DecodeConfig
-from transcli.inference.alignment import Alignment
 from transcli.inference.casing import Truecaser, case_of, recased
 from transcli.inference.sentences import sentence_bounds
 from transcli.inference.spans import (
@@ -144,14 +143,3 @@ def placeholder_pool(sp: Any) -> tuple[str, ...]:
             single.append((sp.GetScore(i), number))
     ordered = [number for _, number in sorted(single, key=lambda item: -item[0])]
     return tuple(dict.fromkeys(ordered + list(NUMBERS)))
-
-
-def aligned_place(alignment: Alignment) -> Placement:
-    """Where a span whose placeholder the model dropped goes, by `alignment` (of the text
-    the model read and its translation): between what came from either side of it."""
-    def place(masked: Masked, translation: str, index: int) -> int:
-        start, end = masked.where(index)
-        return alignment.place(start, end, translation,
-                               relative_place(masked, translation, index))
-
-    return place

@@ -18,14 +18,14 @@ import torch
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference import fitting
-from transcli.inference.alignment import Alignment, piece_spans
+from transcli.inference.alignment import Translated, placements
 from transcli.inference.cpu_products import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.quantize import quantize_int8
-from transcli.inference.realtext import Plan, Preparer, Unit, aligned_place
+from transcli.inference.realtext import Plan, Preparer
 from transcli.inference.repeats import collapsed, degenerate
 from transcli.inference.search import Hypothesis
-from transcli.inference.spans import Placement, relative_place
+from transcli.inference.spans import relative_place
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID, UNK_ID
 from transcli.rundir.run import RunDir
@@ -122,7 +122,10 @@ class Translator:
         sources, found = self.search_lines([units[i].text for i in todo],
                                            [seeds[i] for i in todo], loops)
         texts = self.texts(found)
-        places = self._placements([units[i] for i in todo], sources, found, texts)
+        places = placements(self.engine.attention, self.tokenizer.sp, [
+            Translated(units[i].masked, units[i].text, source, self._shown(hyps[0].tokens),
+                       text[0][0]) if hyps else None
+            for i, source, hyps, text in zip(todo, sources, found, texts)])
         results = [[(unit.source, 0.0)] * self.decode.n_best for unit in units]
         for j, (i, hyps) in enumerate(zip(todo, texts)):
             if self.decode.retry_repeats and found[j] and loops(j, hyps[0][0]):
@@ -130,26 +133,6 @@ class Translator:
             results[i] = [(units[i].finish(text, places[j] if k == 0 else relative_place),
                            score) for k, (text, score) in enumerate(hyps)]
         return results
-
-    def _placements(self, units: list[Unit], sources: list[list[int]],
-                    found: list[list[Hypothesis]], texts: list[list[tuple[str, float]]]
-                    ) -> list[Placement]:
-        """Per unit, where a span its best translation dropped goes: by the attention
-        (`alignment.Alignment.place`) for those that dropped one, else the same share of
-        the sentence."""
-        places: list[Placement] = [relative_place] * len(units)
-        need = [j for j, unit in enumerate(units)
-                if found[j] and found[j][0].tokens and unit.masked.missing(texts[j][0][0])]
-        if not need:
-            return places
-        sp = self.tokenizer.sp
-        shown = [self._shown(found[j][0].tokens) for j in need]
-        for j, ids, weights in zip(need, shown, self.engine.attention(
-                [sources[j] for j in need], shown)):
-            source = piece_spans([sp.IdToPiece(i) for i in sources[j][:-1]], units[j].text)
-            target = piece_spans([sp.IdToPiece(i) for i in ids], texts[j][0][0])
-            places[j] = aligned_place(Alignment.of(weights, source, target))
-        return places
 
     def search_lines(self, lines: list[str], indices: Sequence[int],
                      loops: Optional[Loops] = None
