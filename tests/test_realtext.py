@@ -11,7 +11,6 @@ exactly.
 
 from __future__ import annotations
 
-import asyncio
 import io
 from dataclasses import replace
 from pathlib import Path
@@ -262,23 +261,12 @@ def test_ct2_gives_the_torch_engine_spans(slot_run):
 def test_served_requests_keep_their_spans(slot_run):
     """`serve`'s worker merges requests into one model call: each line's spans and case
     come back as `translate` gives them."""
-    from transcli.serve.batcher import Batcher
-    from transcli.serve.limits import Limits
+    pytest.importorskip("fastapi", reason="needs the serve extra")
+    from test_serve import batched  # the serve tests' own way of sending requests at once
 
-    run = slot_run
-    batcher = Batcher(lambda: load_translator(open_run_dir(run), "last", "cpu"),
-                      Limits(max_batch_wait=0.5))
-    batcher.start()
     requests = [["I like trees 😀.", "I LIKE TREES."], [f"Visit {SPANS[0]} today."]]
-
-    async def send_all() -> list[list[str]]:
-        return list(await asyncio.gather(*(batcher.translate(lines) for lines in requests)))
-
-    try:
-        answers = asyncio.run(send_all())
-    finally:
-        batcher.stop()
-    assert batcher.model_calls == 1
+    answers, alone, batcher = batched(slot_run, [], requests)
+    assert batcher.model_calls == 1 and answers == alone
     assert answers == [["Me gustan los árboles 😀.", "ME GUSTAN LOS ÁRBOLES."],
                        [f"Visita {SPANS[0]} hoy."]]
 
