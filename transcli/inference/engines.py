@@ -2,8 +2,8 @@
 
 An engine takes one batch of encoded sources (ids + EOS), each sentence's maximum
 target length (EOS included) and index in the input, and returns each sentence's
-hypotheses, best first; `no_repeat_ngram`, when given, replaces `decode.no_repeat_ngram`
-(`Translator` searches a line that looped again with it). Everything else -- encoding,
+hypotheses, best first; `decode`, when given, replaces the engine's own settings
+(`Translator` searches a line that looped again with other ones). Everything else -- encoding,
 token-budget batches, input order, empty lines, n-best output -- is `Translator`'s, the
 same for every engine.
 
@@ -17,7 +17,6 @@ same for every engine.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
@@ -37,7 +36,7 @@ class Engine(Protocol):
     max_positions: int  # longest source (EOS included) and target the model takes
 
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
-               no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]: ...
+               decode: DecodeConfig | None = None) -> list[list[Hypothesis]]: ...
 
     def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
         """Per (source ids + EOS, target ids) pair: the encoder-decoder attention of the
@@ -58,12 +57,11 @@ class TorchEngine:
 
     @torch.inference_mode()
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
-               no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]:
+               decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
         src = torch.full((len(sources), max(map(len, sources))), PAD_ID, dtype=torch.long)
         for row, ids in enumerate(sources):
             src[row, :len(ids)] = torch.tensor(ids)
-        decode = self.decode if no_repeat_ngram is None else dataclasses.replace(
-            self.decode, no_repeat_ngram=no_repeat_ngram)
+        decode = decode or self.decode
         with eval_mode(self.model):
             return search(self.model, src.to(self.device), max_len, decode, self.cached,
                           indices)
@@ -97,9 +95,8 @@ class Ct2Engine:
             raise UserError(f"{model_dir}: CTranslate2 cannot load the model ({reason})") from None
 
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
-               no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]:
-        decode = self.decode if no_repeat_ngram is None else dataclasses.replace(
-            self.decode, no_repeat_ngram=no_repeat_ngram)
+               decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
+        decode = decode or self.decode
         # CTranslate2 appends </s> itself (the export sets add_source_eos).
         pieces = [[self.sp.IdToPiece(i) for i in ids[:-1]] for ids in sources]
         results = self._translate(pieces, max(max_len), decode)

@@ -11,6 +11,7 @@ the training loop from the model it trains.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -150,7 +151,7 @@ class Translator:
         return sources, found
 
     def _search_all(self, sources: list[list[int]], todo: list[int], indices: Sequence[int],
-                    no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]:
+                    decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
         """The hypotheses of the sources numbered in `todo` ([] for the others), searched
         in token-budget batches."""
         found: list[list[Hypothesis]] = [[] for _ in sources]
@@ -158,7 +159,7 @@ class Translator:
             picked = [todo[j] for j in batch]
             for i, hyps in zip(picked, self._search([sources[i] for i in picked],
                                                     [indices[i] for i in picked],
-                                                    no_repeat_ngram)):
+                                                    decode)):
                 found[i] = hyps
         return found
 
@@ -166,7 +167,11 @@ class Translator:
                      found: list[list[Hypothesis]], loops: Loops) -> None:
         """Search the lines whose best translation loops again, forbidding repeated
         trigrams of pieces, then (where it still loops) repeated bigrams; keep what the
-        last search found for them."""
+        last search found for them. Beam search gives way to greedy search there (unless
+        n-best lists are asked for): a line that looped ran to its length limit once
+        already, and each search of it again costs a fifth as much so."""
+        retry = replace(self.decode, **({"strategy": "greedy", "beam_size": 1}
+                                        if self.decode.n_best == 1 else {}))
         for no_repeat in RETRY_NGRAMS:
             best = self.tokenizer.decode([hyps[0].tokens if hyps else [] for hyps in found])
             looping = [i for i, text in enumerate(best) if found[i] and loops(i, text)]
@@ -174,7 +179,8 @@ class Translator:
                 return
             if no_repeat == RETRY_NGRAMS[0]:
                 self.retried += len(looping)
-            for i, hyps in enumerate(self._search_all(sources, looping, indices, no_repeat)):
+            for i, hyps in enumerate(self._search_all(
+                    sources, looping, indices, replace(retry, no_repeat_ngram=no_repeat))):
                 if hyps:
                     found[i] = hyps
 
@@ -218,13 +224,13 @@ class Translator:
         return sources
 
     def _search(self, sources: list[list[int]], indices: list[int],
-                no_repeat_ngram: int | None = None) -> list[list[Hypothesis]]:
+                decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
         """One batch through the engine; max target length per sentence is
         a * (source tokens without EOS) + b, EOS included, within the model's positions."""
         d = self.decode
         max_len = [max(1, min(int(d.max_len_a * (len(ids) - 1) + d.max_len_b),
                               self.engine.max_positions)) for ids in sources]
-        found = self.engine.search(sources, max_len, indices, no_repeat_ngram)
+        found = self.engine.search(sources, max_len, indices, decode)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
 
