@@ -97,7 +97,7 @@ def test_text_output_has_one_line_per_metric_with_its_signature(tmp_path: Path) 
     result = transcli("evaluate", "--hyp", hyp, "--ref", ref)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
-    assert [line.split(" = ")[0] for line in lines] == ["BLEU", "chrF2", "TER"]
+    assert [line.split(" = ")[0] for line in lines] == ["BLEU", "chrF2", "TER", "Loops"]
     assert "(signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in lines[0]
     theirs = sacrebleu_json([ref], hyp)
     assert lines[1].startswith(f"chrF2 = {theirs['chrf']['score']:.1f}  (signature: ")

@@ -12,13 +12,8 @@ from helpers.cli import one_error_line, run_cli
 from helpers.memorised import memorised_model
 
 from transcli.data.tokenizer import Tokenizer
-from transcli.inference.attention import (
-    ALIGNMENTS_FILE,
-    Attention,
-    cross_attention,
-    drawable,
-    kept_weights,
-)
+from transcli.inference.alignment import cross_attention, kept_weights
+from transcli.inference.attention import ALIGNMENTS_FILE, Attention, drawable
 from transcli.model.transformer import merge_heads, split_heads
 from transcli.model.vocab import BOS_ID, EOS_ID
 

@@ -158,7 +158,8 @@ def test_split_sentences_translates_each_sentence(tiny_spm):
     translator = Translator(model, Tokenizer(tiny_spm),
                             replace(DecodeConfig(), split_sentences=True), "cpu")
     lines = [f"{ENGLISH[0]} {ENGLISH[1]}  {ENGLISH[2]}", "", ENGLISH[3]]
-    assert translator.translate(lines) == [f"{SPANISH[0]} {SPANISH[1]} {SPANISH[2]}", "",
+    # The spacing between sentences is the line's own.
+    assert translator.translate(lines) == [f"{SPANISH[0]} {SPANISH[1]}  {SPANISH[2]}", "",
                                            SPANISH[3]]
 
 

@@ -20,7 +20,7 @@ from transcli.config.loading import load_config
 from transcli.inference.search import (
     BeamScore,
     Hypothesis,
-    Stepper,
+    IncrementalDecoder,
     beam_search,
     greedy_search,
     hypothesis_score,
@@ -233,12 +233,12 @@ def test_dropping_rows_keeps_a_sentence_s_rows_together(model, sources):
     sentence's rows consecutive, sharing its keys/values; with one, rows are moved."""
     src = pad(sources[:2])
     with torch.inference_mode():
-        stepper = Stepper(model, model.encode(src))
+        stepper = IncrementalDecoder(model, model.encode(src))
         stepper.reorder(torch.arange(2).repeat_interleave(3))
         index = stepper.drop(torch.tensor([False, True, True, False, True, True]))
         assert index.tolist() == [1, 2, 4, 5]
         assert stepper.state.group == 2 and stepper.state.layers[0].cross_k_t.size(0) == 2
-        single = Stepper(model, model.encode(src))
+        single = IncrementalDecoder(model, model.encode(src))
         assert single.drop(torch.tensor([False, True])).tolist() == [1]
 
 

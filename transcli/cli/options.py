@@ -98,8 +98,23 @@ def _decoding_parameters() -> list[inspect.Parameter]:
             "decode.batch_tokens", "Source tokens per batch, padding included, before beams.")),
         option("split_sentences", bool, typer.Option(
             False, "--split-sentences",
-            help="Translate each sentence of a multi-sentence line apart and join them "
-            "(decode.split_sentences).")),
+            help="The same as --split (decode.split_sentences).")),
+        option("split", Optional[bool], typer.Option(
+            None, "--split/--no-split", show_default="decode.split",
+            help="Translate a line of several sentences one sentence at a time.")),
+        option("protect", Optional[bool], typer.Option(
+            None, "--protect/--no-protect", show_default="decode.protect",
+            help="Copy URLs, e-mails, numbers, code, placeholders, emoji, other scripts and "
+            "characters the vocabulary lacks unchanged instead of translating them.")),
+        option("truecase", Optional[bool], typer.Option(
+            None, "--truecase/--no-truecase", show_default="decode.truecase",
+            help="Translate ALL-CAPS and Title Case lines in the case the model knows and "
+            "give them back in theirs.")),
+        option("no_repeat_ngram", Optional[int], setting(
+            "decode.no_repeat_ngram", "Never repeat an n-gram of this many tokens (0: off).")),
+        option("retry_repeats", Optional[bool], typer.Option(
+            None, "--retry-repeats/--no-retry-repeats", show_default="decode.retry_repeats",
+            help="Search a translation that loops again, blocking repeated n-grams.")),
         option("engine", Optional[str], typer.Option(
             None, help="torch, or ct2: CTranslate2 (exported into the run dir on first use).",
             show_default="decode.engine")),

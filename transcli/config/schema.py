@@ -35,6 +35,7 @@ MAX_PAD_MULTIPLE = 128
 MAX_BATCH_SHAPES = 256
 MAX_LENGTH_PENALTY = 10.0  # GNMT's alpha; the literature uses 0-2
 MAX_LENGTH_RATIO = 100.0  # decode.max_len_a: target tokens per source token
+MAX_NO_REPEAT = 100  # decode.no_repeat_ngram: n-gram sizes beyond are no constraint
 MIN_TEMPERATURE = 1e-3  # below it, exp(log p / T) underflows to nothing
 MAX_SAMPLE_ALPHA = 100.0  # sentencepiece's smoothing; it refuses non-finite values
 MAX_WEIGHT = 100.0  # a source's or long pairs' weight: copies of a pair per epoch
@@ -327,7 +328,12 @@ class DecodeConfig:
     cpu_gemm: str = "auto"  # torch's float32 CPU products: blas, onednn, auto (use_onednn)
     precision: str = "auto"  # fp32, bf16 or fp16; auto: half on CUDA, fp32 on the CPU
     threads: int = 0  # CPU threads for torch (0: one per available core)
-    split_sentences: bool = False  # translate a multi-sentence line sentence by sentence
+    split: bool = True  # translate a line of several sentences one sentence at a time
+    split_sentences: bool = False  # the same, forced: its name before `split` was the default
+    protect: bool = True  # URLs, numbers, code, emoji, other scripts...: copied, not translated
+    truecase: bool = True  # ALL-CAPS / Title Case: translated in sentence case, returned in theirs
+    no_repeat_ngram: int = 0  # > 0: no n-gram of this many tokens twice in a translation
+    retry_repeats: bool = True  # a translation that loops is searched again, blocking repeats
 
     def validate(self) -> None:
         _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
@@ -364,6 +370,7 @@ class DecodeConfig:
         _within(self, "threads", 0, MAX_THREADS)
         _require(not self.split_sentences or self.n_best == 1, "split_sentences",
                  "gives the 1-best translation only: n_best must be 1")
+        _within(self, "no_repeat_ngram", 0, MAX_NO_REPEAT)
 
 
 @dataclass

@@ -24,16 +24,16 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Optional
+from typing import Any, BinaryIO, Optional
 
-import torch
 from torch import Tensor
 
 from transcli.config.schema import DecodeConfig
-from transcli.inference.engines import TorchEngine, eval_mode
+from transcli.inference.alignment import cross_attention
+from transcli.inference.engines import TorchEngine
 from transcli.inference.search import Hypothesis
-from transcli.model.transformer import CrossAttention, Transformer
-from transcli.model.vocab import BOS_ID, EOS_ID
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import EOS_ID
 from transcli.system.errors import UserError
 from transcli.system.outputs import FolderContents, OutputFolder, output_file
 
@@ -71,32 +71,6 @@ class Attention:
 
 def pharaoh(pairs: list[tuple[int, int]]) -> str:
     return " ".join(f"{i}-{j}" for i, j in pairs)
-
-
-@contextlib.contextmanager
-def kept_weights(model: Transformer) -> Iterator[list[CrossAttention]]:
-    """Every decoder layer's cross-attention keeps its weights inside the block."""
-    modules = [layer.cross_attn for layer in model.decoder]
-    for module in modules:
-        module.keep_weights = True
-    try:
-        yield modules
-    finally:
-        for module in modules:
-            module.keep_weights, module.weights = False, None
-
-
-@torch.inference_mode()
-def cross_attention(model: Transformer, source: list[int], target: list[int]) -> Tensor:
-    """[layers, heads, len(target), len(source)]: the attention of the decoder fed BOS +
-    `target[:-1]` (so row j is the step that predicted `target[j]`) on the encoder
-    output of `source` (ids with EOS)."""
-    device = next(model.parameters()).device
-    src = torch.tensor([source], device=device)
-    tgt_in = torch.tensor([[BOS_ID] + target[:-1]], device=device)
-    with eval_mode(model), kept_weights(model) as modules:
-        model.decode_hidden(tgt_in, model.encode(src))
-        return torch.stack([module.weights[0] for module in modules]).float().cpu()
 
 
 def explain(model: Transformer, piece: Any, source: list[int], hypothesis: Hypothesis
@@ -256,8 +230,9 @@ def check_folder(folder: Path, force: bool, option: str) -> FolderContents:
 
 
 class AttentionWriter:
-    """Translates lines like `Translator.translate_nbest` and writes each line's
-    pictures, description and alignment into `folder` (see the module doc)."""
+    """Translates lines like `Translator.translate_nbest` (each line whole: never split
+    into sentences) and writes each line's pictures, description and alignment into
+    `folder` (see the module doc)."""
 
     def __init__(self, folder: Path, translator: Any, force: bool = False,
                  option: str = "--attention"):
@@ -291,8 +266,14 @@ class AttentionWriter:
         """Translations of `lines` (input lines first, first + 1, ...), as
         `Translator.translate_nbest`; the best one of each line is explained."""
         translator = self.translator
-        sources, found = translator.search_lines(lines, range(first, first + len(lines)))
-        results = translator.texts(found)
+        # Each line whole, as the model reads it (spans masked, case normalised): the
+        # pictures show what it saw, the titles the translation given back.
+        plans = [translator.preparer.plan(line, split=False) for line in lines]
+        sources, found = translator.search_lines(
+            [plan.units[0].text if plan.units else "" for plan in plans],
+            range(first, first + len(lines)))
+        results = [[(plan.join([plan.units[0].finish(text)]), score) for text, score in hyps]
+                   if plan.units else hyps for plan, hyps in zip(plans, translator.texts(found))]
         model = translator.engine.model
         self.written = []
         for index, (line, source, hyps, texts) in enumerate(zip(lines, sources, found, results)):

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
+from transcli.inference.repeats import degenerate
+
 # sacreBLEU's own default width: one decimal, as the `sacrebleu` command prints.
 TEXT_WIDTH = 1
 
@@ -39,6 +41,7 @@ class Scores:
     metrics: dict[str, MetricScore]
     lines: int
     nrefs: int
+    loops: int = 0  # hypotheses that repeat themselves more than their first reference
 
     @property
     def bleu(self) -> float:
@@ -61,6 +64,7 @@ class Scores:
             "sacrebleu": {key: metric.with_signature() for key, metric in self.metrics.items()},
             "lines": self.lines,
             "nrefs": self.nrefs,
+            "loops": self.loops,
         }
 
 
@@ -80,6 +84,7 @@ class CorpusScorer:
         self.sums: dict[str, list[float]] = {}
         self.lines = 0
         self.nrefs = 0
+        self.loops = 0
 
     def add(self, hyps: list[str], refs: list[list[str]]) -> None:
         """One chunk: hypotheses, and per reference set its lines for them."""
@@ -95,6 +100,7 @@ class CorpusScorer:
                 if key in self.sums else total
         self.lines += len(hyps)
         self.nrefs = len(refs)
+        self.loops += sum(degenerate(ref, hyp) for hyp, ref in zip(hyps, refs[0]))
 
     def result(self) -> Scores:
         if not self.lines:
@@ -105,7 +111,7 @@ class CorpusScorer:
             results[key] = MetricScore(name=result.name, score=float(result.score),
                                        text=result.format(width=TEXT_WIDTH),
                                        signature=str(metric.get_signature()))
-        return Scores(metrics=results, lines=self.lines, nrefs=self.nrefs)
+        return Scores(metrics=results, lines=self.lines, nrefs=self.nrefs, loops=self.loops)
 
 
 def score(hyps: list[str], refs: list[list[str]], ter: bool = True) -> Scores:
@@ -125,6 +131,9 @@ def scored_lines(lines: Iterator[str]) -> Iterator[str]:
 
 
 def format_text(scores: Scores) -> str:
-    """One line per metric: sacreBLEU's figure and details, then its signature."""
-    return "\n".join(f"{metric.text}  (signature: {metric.signature})"
-                     for metric in scores.metrics.values())
+    """One line per metric: sacreBLEU's figure and details, then its signature; then the
+    count of translations that loop."""
+    return "\n".join([*(f"{metric.text}  (signature: {metric.signature})"
+                       for metric in scores.metrics.values()),
+                      f"Loops = {scores.loops} of {scores.lines} translations (words or "
+                      f"characters repeated more often than in the reference)"])

@@ -2,8 +2,10 @@
 
 An engine takes one batch of encoded sources (ids + EOS), each sentence's maximum
 target length (EOS included) and index in the input, and returns each sentence's
-hypotheses, best first. Everything else -- encoding, token-budget batches, input
-order, empty lines, n-best output -- is `Translator`'s, the same for every engine.
+hypotheses, best first; `decode`, when given, replaces the engine's own settings
+(`Translator` searches a line that looped again with other ones). Everything else -- encoding,
+token-budget batches, input order, empty lines, n-best output -- is `Translator`'s, the
+same for every engine.
 
 - `TorchEngine`: the strategy `decode.strategy` names (`search.SEARCHES`) on the
   torch model (with int8 weights for `decode.quantize: int8`, `quantize.quantize_int8`).
@@ -15,15 +17,15 @@ order, empty lines, n-best output -- is `Translator`'s, the same for every engin
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import torch
-from torch import nn
+from torch import Tensor
 
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
+from transcli.inference.alignment import cross_attention, eval_mode
 from transcli.inference.search import Hypothesis, hypothesis_score, search
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID, PAD_ID
@@ -34,8 +36,13 @@ class Engine(Protocol):
     max_positions: int  # longest source (EOS included) and target the model takes
     decode: DecodeConfig  # the search settings, read at each search
 
-    def search(self, sources: list[list[int]], max_len: list[int],
-               indices: Sequence[int]) -> list[list[Hypothesis]]: ...
+    def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
+               decode: DecodeConfig | None = None) -> list[list[Hypothesis]]: ...
+
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
+        """Per (source ids + EOS, target ids) pair: the encoder-decoder attention of the
+        target forced through the decoder, [len(target) (+1), len(source)], a row per
+        target piece (`alignment.Alignment.of` reads it)."""
 
 
 class TorchEngine:
@@ -50,25 +57,20 @@ class TorchEngine:
         self.max_positions = model.cfg.max_positions
 
     @torch.inference_mode()
-    def search(self, sources: list[list[int]], max_len: list[int],
-               indices: Sequence[int]) -> list[list[Hypothesis]]:
+    def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
+               decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
         src = torch.full((len(sources), max(map(len, sources))), PAD_ID, dtype=torch.long)
         for row, ids in enumerate(sources):
             src[row, :len(ids)] = torch.tensor(ids)
+        decode = decode or self.decode
         with eval_mode(self.model):
-            return search(self.model, src.to(self.device), max_len, self.decode, self.cached,
+            return search(self.model, src.to(self.device), max_len, decode, self.cached,
                           indices)
 
-
-@contextlib.contextmanager
-def eval_mode(model: nn.Module) -> Iterator[None]:
-    """Dropout off while decoding; the training loop's model goes back to training after."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
+        """Every layer's and head's weights averaged (as `explain` shows them)."""
+        return [cross_attention(self.model, source, target + [EOS_ID]).mean(dim=(0, 1))
+                for source, target in zip(sources, targets)]
 
 
 class Ct2Engine:
@@ -93,25 +95,38 @@ class Ct2Engine:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UserError(f"{model_dir}: CTranslate2 cannot load the model ({reason})") from None
 
-    def search(self, sources: list[list[int]], max_len: list[int],
-               indices: Sequence[int]) -> list[list[Hypothesis]]:
+    def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
+               decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
+        decode = decode or self.decode
         # CTranslate2 appends </s> itself (the export sets add_source_eos).
         pieces = [[self.sp.IdToPiece(i) for i in ids[:-1]] for ids in sources]
-        results = self._translate(pieces, max(max_len))
+        results = self._translate(pieces, max(max_len), decode)
         # One length limit per call: sentences whose output ran past their own limit
         # are translated again with it (rare: the limit is a * length + b).
         over = [i for i, (result, limit) in enumerate(zip(results, max_len))
                 if any(len(h) > limit for h in result.hypotheses)]
         for limit in sorted({max_len[i] for i in over}):
             group = [i for i in over if max_len[i] == limit]
-            for i, result in zip(group, self._translate([pieces[i] for i in group], limit)):
+            for i, result in zip(group, self._translate([pieces[i] for i in group], limit,
+                                                        decode)):
                 results[i] = result
         return [self._hypotheses(result) for result in results]
 
-    def _translate(self, pieces: list[list[str]], max_len: int) -> list[Any]:
-        if self.decode.strategy == "sample":
-            self.ctranslate2.set_random_seed(self.decode.seed)
-        return self.translator.translate_batch(pieces, **ct2_options(self.decode, max_len))
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
+        """CTranslate2's own alignment weights (those of the heads its export names), the
+        target given as a prefix to decode from."""
+        prefixes = [[self.sp.IdToPiece(i) for i in ids] for ids in targets]
+        results = self.translator.translate_batch(
+            [[self.sp.IdToPiece(i) for i in ids[:-1]] for ids in sources],
+            target_prefix=prefixes, return_attention=True, beam_size=1,
+            max_decoding_length=max(map(len, targets)) + 1, max_input_length=0)
+        return [torch.tensor(result.attention[0]) for result in results]
+
+    def _translate(self, pieces: list[list[str]], max_len: int, decode: DecodeConfig
+                   ) -> list[Any]:
+        if decode.strategy == "sample":
+            self.ctranslate2.set_random_seed(decode.seed)
+        return self.translator.translate_batch(pieces, **ct2_options(decode, max_len))
 
     def _hypotheses(self, result: Any) -> list[Hypothesis]:
         """transcli's hypotheses, scored as transcli scores them, best first."""
@@ -148,7 +163,8 @@ def ct2_options(decode: DecodeConfig, max_len: int) -> dict[str, Any]:
     options: dict[str, Any] = dict(
         max_decoding_length=max_len, min_decoding_length=0, max_input_length=0,
         return_scores=True, return_end_token=True, num_hypotheses=decode.n_best,
-        length_penalty=decode.length_penalty, beam_size=1)
+        length_penalty=decode.length_penalty, beam_size=1,
+        no_repeat_ngram_size=decode.no_repeat_ngram)
     if decode.strategy == "beam":
         options["beam_size"] = decode.beam_size
     elif decode.strategy == "sample":

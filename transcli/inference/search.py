@@ -32,6 +32,7 @@ from torch import Tensor
 
 from transcli.config.schema import STRATEGIES, DecodeConfig
 from transcli.inference import selection
+from transcli.inference.repeats import ban_repeats
 from transcli.model.kvcache import DecoderState, StepBuffers
 from transcli.model.transformer import Memory, Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
@@ -70,7 +71,7 @@ def reward_bounds(src: Tensor, ratio: float) -> list[float]:
     return [ratio * (n - 1) + 1 for n in (src != PAD_ID).sum(dim=1).tolist()]
 
 
-class Stepper:
+class IncrementalDecoder:
     """The decoder as search sees it: feed the newest tokens, get next-token log-probs;
     `reorder` selects/repeats batch rows (expand to beams, follow beams, drop finished)."""
 
@@ -121,18 +122,20 @@ def _limits(max_len: int | list[int] | Tensor, src: Tensor, model: Transformer) 
 
 def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Tensor,
                   length_penalty_alpha: float = 0.0, cached: bool = True,
-                  word_reward: float = 0.0, reward_bound: float = 0.0) -> list[Hypothesis]:
+                  word_reward: float = 0.0, reward_bound: float = 0.0,
+                  no_repeat_ngram: int = 0) -> list[Hypothesis]:
     """The most likely next token at every step, for each sentence of `src` [batch, src_len].
 
     `max_len` (one for all, or one per sentence) bounds the target tokens, EOS included;
     `length_penalty_alpha`, `word_reward` and `reward_bound` only affect the reported
-    score, so that it matches beam search's.
+    score, so that it matches beam search's; `no_repeat_ngram` > 0 never completes an
+    n-gram of that size twice (`repeats.ban_repeats`).
     """
     limit = _limits(max_len, src, model)
-    stepper = Stepper(model, model.encode(src, packed=True), cached)
-    return _one_path(stepper, limit, length_penalty_alpha,
+    decoder = IncrementalDecoder(model, model.encode(src, packed=True), cached)
+    return _one_path(decoder, limit, length_penalty_alpha,
                      (word_reward, reward_bounds(src, reward_bound)),
-                     _most_likely)
+                     _most_likely, no_repeat_ngram)
 
 
 def _most_likely(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
@@ -140,30 +143,39 @@ def _most_likely(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
     return selection.top_1(logp)
 
 
-Pick = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
+ChooseNext = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
 
 
 Reward = tuple[float, list[float]]  # word reward, and the length it counts up to per row
 
 
-def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
-              pick: Pick) -> list[Hypothesis]:
+def _one_path(decoder: IncrementalDecoder, limit: Tensor, alpha: float, reward: Reward,
+              pick: ChooseNext, no_repeat_ngram: int = 0) -> list[Hypothesis]:
     """One hypothesis per row, extended by `pick(log-probs [rows, V], rows [rows])` ->
-    (log-prob, token) per decoder row until EOS or the row's `limit`."""
-    paths = Paths(limit)
+    (log-prob, token) per decoder row until EOS or the row's `limit`; with
+    `no_repeat_ngram` > 0, tokens that would repeat an n-gram of the row are never picked."""
+    sequences = RowSequences(limit)
     tokens = torch.full((limit.size(0),), BOS_ID, dtype=torch.long, device=limit.device)
-    for step in range(1, paths.most + 1):
-        best_logp, best = pick(stepper.step(tokens), paths.rows)
-        if not paths.extend(best, best_logp, step):
+    history = tokens[:, None][:, :0]  # the decoder rows' tokens so far (for no_repeat_ngram)
+    for step in range(1, sequences.most + 1):
+        logp = decoder.step(tokens)
+        if no_repeat_ngram:
+            ban_repeats(logp, history, no_repeat_ngram)
+            history = torch.cat([history, history.new_zeros(history.size(0), 1)], dim=1)
+        best_logp, best = pick(logp, sequences.rows)
+        if not sequences.extend(best, best_logp, step):
             break
         tokens = best
-        if paths.drop_due():
-            tokens = tokens[paths.drop(stepper, step)]
-    paths.flush(step)
+        if no_repeat_ngram:
+            history[:, -1] = best
+        if sequences.drop_due():
+            live = sequences.drop(decoder, step)
+            tokens, history = tokens[live], history[live]
+    sequences.flush(step)
     per_token, bounds = reward
     hyps = []
-    for ids, lp, n, e, b in zip(paths.out.tolist(), paths.logprob.tolist(),
-                                paths.length.tolist(), paths.ended.tolist(), bounds):
+    for ids, lp, n, e, b in zip(sequences.out.tolist(), sequences.logprob.tolist(),
+                                sequences.length.tolist(), sequences.ended.tolist(), bounds):
         hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
                                hypothesis_score(lp, n, alpha, per_token, b), e))
     return hyps
@@ -172,7 +184,7 @@ def _one_path(stepper: Stepper, limit: Tensor, alpha: float, reward: Reward,
 CARRY_ROWS = 16  # up to this many decoder rows, greedy search carries rows that ended
 
 
-class Paths:
+class RowSequences:
     """The sequences of a one-path search (greedy, sampling) as it goes: what each input
     row has so far, and the decoder's rows. In a small batch a row that ends stays in the
     decoder, fed its own picks, until enough have ended that dropping them pays
@@ -225,10 +237,11 @@ class Paths:
         rows = self.rows.numel()
         return self.closed > 0 and (rows > CARRY_ROWS or 4 * self.closed >= rows)
 
-    def drop(self, stepper: Stepper, step: int) -> Tensor:
-        """Drop the ended rows from the decoder (`Stepper.drop`); the kept rows' index."""
+    def drop(self, decoder: IncrementalDecoder, step: int) -> Tensor:
+        """Drop the ended rows from the decoder (`IncrementalDecoder.drop`); the kept
+        rows' index."""
         self.flush(step)
-        live = stepper.drop(self.open)
+        live = decoder.drop(self.open)
         self.rows, self.limits, self.sums = self.rows[live], self.limits[live], self.sums[live]
         self.open = torch.ones_like(self.rows, dtype=torch.bool)
         self.closed = 0
@@ -266,7 +279,7 @@ def sample_seed(seed: int, index: int, sample: int) -> str:
     return f"{seed}/{index}/{sample}"
 
 
-def _sampler(decode: DecodeConfig, seeds: list[str]) -> Pick:
+def _sampler(decode: DecodeConfig, seeds: list[str]) -> ChooseNext:
     """Ancestral sampling by inverse CDF: one uniform draw per row and step, each row
     with its own generator (`random.Random`, the same on every platform and device)."""
     generators = [random.Random(seed) for seed in seeds]
@@ -298,14 +311,16 @@ def greedy(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
            cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`greedy_search` (one hypothesis per sentence)."""
     return [[h] for h in greedy_search(model, src, max_len, decode.length_penalty, cached,
-                                       decode.word_reward, decode.word_reward_bound)]
+                                       decode.word_reward, decode.word_reward_bound,
+                                       decode.no_repeat_ngram)]
 
 
 def beam(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
          cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`beam_search` with `decode.beam_size` beams and `decode.n_best` hypotheses."""
     return beam_search(model, src, decode.beam_size, decode.length_penalty, max_len,
-                       decode.n_best, cached, decode.word_reward, decode.word_reward_bound)
+                       decode.n_best, cached, decode.word_reward, decode.word_reward_bound,
+                       decode.no_repeat_ngram)
 
 
 def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
@@ -314,13 +329,13 @@ def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
     from `sample_probs`, line `indices[i]`'s j-th sample seeded by `sample_seed`."""
     n = decode.n_best
     limit = _limits(max_len, src, model).repeat_interleave(n)
-    stepper = Stepper(model, model.encode(src, packed=True), cached)
+    decoder = IncrementalDecoder(model, model.encode(src, packed=True), cached)
     if n > 1:
-        stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(n))
+        decoder.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(n))
     seeds = [sample_seed(decode.seed, index, j) for index in indices for j in range(n)]
     bounds = [b for b in reward_bounds(src, decode.word_reward_bound) for _ in range(n)]
-    found = _one_path(stepper, limit, decode.length_penalty, (decode.word_reward, bounds),
-                      _sampler(decode, seeds))
+    found = _one_path(decoder, limit, decode.length_penalty, (decode.word_reward, bounds),
+                      _sampler(decode, seeds), decode.no_repeat_ngram)
     return [sorted(found[i:i + n], key=lambda h: h.score, reverse=True)
             for i in range(0, len(found), n)]
 
@@ -339,7 +354,7 @@ def search(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeCo
 def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_alpha: float,
                 max_len: int | list[int] | Tensor, n_best: int = 1,
                 cached: bool = True, word_reward: float = 0.0,
-                reward_bound: float = 0.0) -> list[list[Hypothesis]]:
+                reward_bound: float = 0.0, no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
     """Beam search for each sentence of `src` [batch, src_len]; returns its `n_best` best
     hypotheses, best first.
 
@@ -357,20 +372,23 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     and when a sentence is settled: its best live beam is credited with the reward of every
     step left up to its limit, so a hypothesis that ended first cannot stop the search while
     a longer one could still beat it. `reward_bound` > 0 caps the tokens the reward
-    counts per sentence (`reward_bounds`), and with it that credit.
+    counts per sentence (`reward_bounds`), and with it that credit. `no_repeat_ngram` > 0
+    keeps every beam from completing an n-gram of that size twice (`repeats.ban_repeats`).
     """
     limit = _limits(max_len, src, model)
     beams = Beams(limit, beam_size, n_best,
                   BeamScore(length_penalty_alpha, word_reward, reward_bounds(src, reward_bound)))
-    stepper = Stepper(model, model.encode(src, packed=True), cached)
-    stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size))
+    decoder = IncrementalDecoder(model, model.encode(src, packed=True), cached)
+    decoder.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size))
     for step in range(1, int(limit.max()) + 1):
-        logp = stepper.step(beams.tokens)  # [live sentences * k, vocab]
+        logp = decoder.step(beams.tokens)  # [live sentences * k, vocab]
+        if no_repeat_ngram:
+            ban_repeats(logp, beams.history.flatten(0, 1), no_repeat_ngram)
         beam = beams.advance(logp, step)
         live = beams.still_open(step)
         if not live.numel():
             break
-        stepper.reorder(beams.keep(live, beam), live)
+        decoder.reorder(beams.keep(live, beam), live)
     return [sorted(hyps, key=lambda h: (h.eos, h.score), reverse=True)[:n_best]
             for hyps in beams.finished]
 

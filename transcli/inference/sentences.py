@@ -32,13 +32,27 @@ def split_sentences(text: str) -> list[str]:
     """The sentences of `text`, stripped; [] for blank text, [text.strip()] when it
     holds one sentence. Joining them with single spaces gives back `text` with its
     whitespace between sentences normalised."""
-    sentences, start = [], 0
+    return [text[start:end] for start, end in sentence_bounds(text)]
+
+
+def sentence_bounds(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`, without the whitespace around it: what
+    lies between two sentences is kept by whoever joins their translations."""
+    bounds, start = [], 0
     for match in _END.finditer(text):
         if _ends_sentence(text, match):
-            sentences.append(text[start:match.end()].strip())
+            bounds.append(_stripped(text, start, match.end()))
             start = match.end()
-    sentences.append(text[start:].strip())
-    return [s for s in sentences if s]
+    bounds.append(_stripped(text, start, len(text)))
+    return [(a, b) for a, b in bounds if a < b]
+
+
+def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
 
 
 def _ends_sentence(text: str, match: re.Match[str]) -> bool:

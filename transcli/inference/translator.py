@@ -13,23 +13,29 @@ from __future__ import annotations
 import contextlib
 import sys
 from dataclasses import replace
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import torch
 
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference import fitting
+from transcli.inference.alignment import Translated, placements
 from transcli.inference.cpu_products import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.quantize import quantize_int8
+from transcli.inference.realtext import Plan, Preparer
+from transcli.inference.repeats import collapsed, degenerate
 from transcli.inference.search import Hypothesis
-from transcli.inference.sentences import split_sentences
+from transcli.inference.spans import relative_place
 from transcli.model.transformer import Transformer
-from transcli.model.vocab import EOS_ID
+from transcli.model.vocab import EOS_ID, UNK_ID
 from transcli.rundir.run import RunDir
 from transcli.system.devices import pick_device
 from transcli.system.runtime import inference_setup
+
+RETRY_NGRAMS = (3, 2)  # the n-gram sizes a looping line is searched again with, in turn
+Loops = Callable[[int, str], bool]  # whether line i's translation (text) loops
 
 
 class Translator:
@@ -52,16 +58,17 @@ class Translator:
             self.engine = model
         self.tokenizer = tokenizer
         self.decode = decode
+        self.preparer = Preparer(decode, tokenizer.sp)
         self.truncated = 0  # input lines cut to fit the model's positions, so far
         self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
+        self.retried = 0  # sentences searched again because their translation looped
 
     @property
     def batch_invariant(self) -> bool:
         """Whether a line's translation is the same whatever lines share its batch, so
-        that `serve` may merge requests. Float32 search is, on both engines (the torch
-        engine by tests/test_translate.py; CTranslate2 greedy and beam by
-        tests/test_serve.py and docs/SERVE.md); int8 products are not (their rounding
-        depends on the batch), nor is CTranslate2's sampler (one random stream per process)."""
+        that `serve` may merge requests: float32 search is, on both engines (tested); int8
+        products are not (their rounding depends on the batch), nor is CTranslate2's
+        sampler (one random stream per process)."""
         if self.decode.quantize != "none":
             return False
         return self.decode.engine == "torch" or self.decode.strategy != "sample"
@@ -77,44 +84,121 @@ class Translator:
         the whole input: sampling seeds each line by its index (or by `indices[i]` when
         given: lines of several inputs translated together keep their own).
 
-        With `decode.split_sentences` each line's sentences (`sentences.split_sentences`)
-        are translated apart and their translations joined by a space, scored by the
-        sum of their scores (n_best is 1 then)."""
+        Each line goes through `realtext.Preparer.plan`: spans protected, case
+        normalised, split into sentences where `decode` asks (then its sentences are
+        translated apart, their translations joined with the line's own spacing and
+        scored by the sum of their scores; n_best is 1 then)."""
         if indices is None:
             indices = range(first, first + len(lines))
-        if not self.decode.split_sentences:
-            return self.texts(self.search_lines(lines, indices)[1])
-        parts = [split_sentences(line) for line in lines]
-        # Every sentence of line i is seeded by i: a line's samples do not depend on others.
-        found = iter(self.texts(self.search_lines(
-            [s for part in parts for s in part],
-            [index for index, part in zip(indices, parts) for _ in part])[1]))
-        joined = []
-        for part in parts:
-            best = [next(found)[0] for _ in part]
-            joined.append([(" ".join(text for text, _ in best), sum(score for _, score in best))])
-        return joined
+        plans = [self.preparer.plan(line) for line in lines]
+        found = iter(self.translate_units(plans, indices))
+        results = []
+        for plan in plans:
+            parts = [next(found) for _ in plan.units]
+            if len(parts) == 1:
+                results.append([(plan.join([text]), score) for text, score in parts[0]])
+            elif parts:
+                best = [hyps[0] for hyps in parts]
+                results.append([(plan.join([text for text, _ in best]),
+                                 sum(score for _, score in best))])
+            else:
+                results.append([("", 0.0)] * self.decode.n_best)
+        return results
 
-    def search_lines(self, lines: list[str], indices: Sequence[int]
+    def translate_units(self, plans: list[Plan], indices: Sequence[int]
+                        ) -> list[list[tuple[str, float]]]:
+        """The (text, score) hypotheses of every unit of `plans`, in order, finished
+        (`Unit.finish`: case and spans back; a span whose placeholder the best one lacks
+        placed by the attention, `alignment.Alignment.place`): a unit with nothing to
+        translate is its own translation. Every unit of plan i is seeded by `indices[i]`:
+        a line's samples do not depend on others."""
+        units = [unit for plan in plans for unit in plan.units]
+        todo = [i for i, unit in enumerate(units) if not unit.copied]
+        seeds = [index for index, plan in zip(indices, plans) for _ in plan.units]
+        bare = [units[i].masked.without(units[i].text) for i in todo]
+
+        def loops(j: int, text: str) -> bool:  # without the placeholders, wherever they go
+            return degenerate(bare[j], units[todo[j]].masked.without(text))
+
+        sources, found = self.search_lines([units[i].text for i in todo],
+                                           [seeds[i] for i in todo], loops)
+        texts = self.texts(found)
+        places = placements(self.engine.attention, self.tokenizer.sp, [
+            Translated(units[i].masked, units[i].text, source, self._shown(hyps[0].tokens),
+                       text[0][0]) if hyps else None
+            for i, source, hyps, text in zip(todo, sources, found, texts)])
+        results = [[(unit.source, 0.0)] * self.decode.n_best for unit in units]
+        for j, (i, hyps) in enumerate(zip(todo, texts)):
+            if self.decode.retry_repeats and found[j] and loops(j, hyps[0][0]):
+                hyps = [(collapsed(hyps[0][0]), hyps[0][1]), *hyps[1:]]  # the last resort
+            results[i] = [(units[i].finish(text, places[j] if k == 0 else relative_place),
+                           score) for k, (text, score) in enumerate(hyps)]
+        return results
+
+    def search_lines(self, lines: list[str], indices: Sequence[int],
+                     loops: Optional[Loops] = None
                      ) -> tuple[list[list[int]], list[list[Hypothesis]]]:
         """Each line's source ids (with EOS; [] for a blank line) and its hypotheses, best
-        first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling)."""
-        sources = self._encode(lines)
-        found: list[list[Hypothesis]] = [[] for _ in lines]
+        first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling).
+        With `decode.retry_repeats`, a line whose best translation loops (`loops`; by
+        default `repeats.degenerate` against the line) is searched again (`_retry_loops`)."""
+        sources, cut = source_ids(self.tokenizer, lines, self.engine.max_positions)
+        self.truncated += cut
         todo = [i for i, ids in enumerate(sources) if ids]
+        found = self._search_all(sources, todo, indices)
+        if self.decode.retry_repeats:
+            self._retry_loops(sources, indices, found,
+                              loops or (lambda i, text: degenerate(lines[i], text)))
+        return sources, found
+
+    def _search_all(self, sources: list[list[int]], todo: list[int], indices: Sequence[int],
+                    decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
+        """The hypotheses of the sources numbered in `todo` ([] for the others), searched
+        in token-budget batches."""
+        found: list[list[Hypothesis]] = [[] for _ in sources]
         for batch in token_batches([len(sources[i]) for i in todo], self.decode.batch_tokens):
             picked = [todo[j] for j in batch]
             for i, hyps in zip(picked, self._search([sources[i] for i in picked],
-                                                    [indices[i] for i in picked])):
+                                                    [indices[i] for i in picked],
+                                                    decode)):
                 found[i] = hyps
-        return sources, found
+        return found
+
+    def _retry_loops(self, sources: list[list[int]], indices: Sequence[int],
+                     found: list[list[Hypothesis]], loops: Loops) -> None:
+        """Search the lines whose best translation loops again, forbidding repeated
+        trigrams of pieces, then (where it still loops) repeated bigrams; keep what the
+        last search found for them. Beam search gives way to greedy search there (unless
+        n-best lists are asked for): a line that looped ran to its length limit once
+        already, and each search of it again costs a fifth as much so."""
+        retry = replace(self.decode, **({"strategy": "greedy", "beam_size": 1}
+                                        if self.decode.n_best == 1 else {}))
+        for no_repeat in RETRY_NGRAMS:
+            best = self.tokenizer.decode([hyps[0].tokens if hyps else [] for hyps in found])
+            looping = [i for i, text in enumerate(best) if found[i] and loops(i, text)]
+            if not looping:
+                return
+            if no_repeat == RETRY_NGRAMS[0]:
+                self.retried += len(looping)
+            for i, hyps in enumerate(self._search_all(
+                    sources, looping, indices, replace(retry, no_repeat_ngram=no_repeat))):
+                if hyps:
+                    found[i] = hyps
 
     def texts(self, found: list[list[Hypothesis]]) -> list[list[tuple[str, float]]]:
-        """(text, score) of each hypothesis; a line without any gets n_best empty ones."""
-        texts = iter(self.tokenizer.decode([h.tokens for hyps in found for h in hyps]))
+        """(text, score) of each hypothesis; a line without any gets n_best empty ones.
+        With `decode.protect` an unknown piece the model emits is left out, never shown
+        as sentencepiece's `⁇`: it stands for nothing of the input, whose characters the
+        vocabulary lacks are protected."""
+        texts = iter(self.tokenizer.decode([self._shown(h.tokens)
+                                            for hyps in found for h in hyps]))
         empty = [("", 0.0)] * self.decode.n_best
         return [[(next(texts), h.score) for h in hyps] if hyps else list(empty)
                 for hyps in found]
+
+    def _shown(self, tokens: list[int]) -> list[int]:
+        """The pieces of a hypothesis that its text shows (`texts`)."""
+        return [i for i in tokens if i != UNK_ID] if self.decode.protect else tokens
 
     def warn_truncated(self) -> None:
         """One line on stderr if any input was cut to fit the model (never a crash)."""
@@ -127,39 +211,43 @@ class Translator:
     def searching(self, decode: DecodeConfig) -> Iterator[None]:
         """Search with `decode`'s settings (this translator's batch budget kept) until the
         block ends: `serve` answers a request for alternatives with an n-best search."""
-        saved = self.decode, self.engine.decode
-        self.decode = self.engine.decode = replace(decode, batch_tokens=self.decode.batch_tokens)
+        saved = self.decode, self.engine.decode, self.preparer.decode
+        self.decode = self.engine.decode = self.preparer.decode = replace(
+            decode, batch_tokens=self.decode.batch_tokens)
         try:
             yield
         finally:
-            self.decode, self.engine.decode = saved
+            self.decode, self.engine.decode, self.preparer.decode = saved
 
-    def _encode(self, lines: list[str]) -> list[list[int]]:
-        """Source ids + EOS per line ([] for a blank line), cut to the positional table.
-        A line too long to fit however it is split is cut before sentencepiece sees it,
-        so a huge line costs no more than one that just fills the table."""
-        room = self.engine.max_positions - 1  # one position is EOS's
-        chars = fitting_chars(self.engine.max_positions)
-        sources = []
-        for ids, line in zip(self.tokenizer.encode([line[:chars] for line in lines]), lines):
-            if not line.strip() or not ids:
-                sources.append([])
-                continue
-            if len(ids) > room or len(line) > chars:
-                ids = ids[:room]
-                self.truncated += 1
-            sources.append(ids + [EOS_ID])
-        return sources
-
-    def _search(self, sources: list[list[int]], indices: list[int]) -> list[list[Hypothesis]]:
+    def _search(self, sources: list[list[int]], indices: list[int],
+                decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
         """One batch through the engine; max target length per sentence is
         a * (source tokens without EOS) + b, EOS included, within the model's positions."""
         d = self.decode
         max_len = [max(1, min(int(d.max_len_a * (len(ids) - 1) + d.max_len_b),
                               self.engine.max_positions)) for ids in sources]
-        found = self.engine.search(sources, max_len, indices)
+        found = self.engine.search(sources, max_len, indices, decode)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
+
+
+def source_ids(tokenizer: Tokenizer, lines: list[str], positions: int
+               ) -> tuple[list[list[int]], int]:
+    """Source ids + EOS per line ([] for a blank line), cut to the positional table, and
+    how many lines were cut. A line too long to fit however it is split is cut before
+    sentencepiece sees it, so a huge line costs no more than one that just fills the table."""
+    room = positions - 1  # one position is EOS's
+    chars = fitting_chars(positions)
+    sources, cut = [], 0
+    for ids, line in zip(tokenizer.encode([line[:chars] for line in lines]), lines):
+        if not line.strip() or not ids:
+            sources.append([])
+            continue
+        if len(ids) > room or len(line) > chars:
+            ids = ids[:room]
+            cut += 1
+        sources.append(ids + [EOS_ID])
+    return sources, cut
 
 
 def fitting_chars(positions: int) -> int:

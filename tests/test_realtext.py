@@ -1,0 +1,296 @@
+"""Real text through the translator: protected spans, characters the vocabulary lacks,
+ALL-CAPS and Title Case, paragraphs (transcli/inference/realtext.py and the modules it
+runs: spans.py, casing.py, sentences.py).
+
+The model tests use a tiny model memorising `PAIRS` and pairs with a number where a
+span goes ("Visit 19 today." -> "Visita 19 hoy."), on a sentencepiece model of that text
+(no Greek, CJK, emoji or "Ø": an old run's vocabulary, without byte fallback): a span
+comes back where the model put its placeholder, so each kind's place is checked
+exactly.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+from helpers import PAIRS, TINY_CONFIG
+from helpers.memorised import memorised_model
+
+from transcli.config.loading import load_config, save_config
+from transcli.config.schema import DecodeConfig
+from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.inference.alignment import Alignment, piece_spans
+from transcli.inference.casing import TITLE, UPPER, Truecaser, case_of, recased
+from transcli.inference.realtext import placeholder_pool
+from transcli.inference.search import Hypothesis
+from transcli.inference.sentences import sentence_bounds
+from transcli.inference.spans import KINDS, find_spans, mask, restore
+from transcli.inference.translator import Translator, load_translator
+from transcli.model.transformer import Transformer
+from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from transcli.rundir.checkpoints import save_weights
+from transcli.rundir.layout import CONFIG_FILE, step_path
+from transcli.rundir.run import open_run_dir
+
+# Where a span goes in the memorised pairs: {0} and {1} become the first two placeholders
+# (`placeholder_pool`) of the vocabulary, whose text has them as numbers.
+SLOTS = [("Visit {0} today.", "Visita {0} hoy."),
+         ("Write to {0} and {1} now.", "Escribe a {0} y {1} ahora."),
+         ("{0} is here.", "{0} está aquí.")]
+NUMBERS = ("701", "702")
+
+
+# ----------------------------------------------------------------------------- no model
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[kind.name for kind in KINDS])
+def test_each_kind_is_found_in_its_example_and_restored(kind):
+    spans = find_spans(kind.example)
+    assert spans and {span.kind for span in spans} == {kind.name}
+    masked = mask(kind.example, spans)
+    assert all(span.text not in masked.text for span in spans)
+    assert restore(masked.text, masked) == kind.example
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Visit https://example.com/a?b=1. Then go.", ["https://example.com/a?b=1"]),
+    ("Mail jane.doe+x@mail.co.uk or @bob, #1 and #trees.",
+     ["jane.doe+x@mail.co.uk", "@bob", "#1", "#trees"]),
+    ("It costs $1,299.99 or 1.234,56 €, at 12:30 on 12/31/2024, 10% off, 50 % more.",
+     ["$1,299.99", "1.234,56 €", "12:30", "12/31/2024", "10%", "50 %"]),
+    ("Run `ls -a`, see docs/INFERENCE.md, ~/notes.txt and C:\\Users\\me\\a.txt.",
+     ["`ls -a`", "docs/INFERENCE.md", "~/notes.txt", "C:\\Users\\me\\a.txt"]),
+    ("Hi {name}, {{user}} has %d of %(count)s {0:.2f} and 50 more.",
+     ["{name}", "{{user}}", "%d", "%(count)s", "{0:.2f}", "50"]),
+    ("Love 😀, 👍🏽 👨‍👩‍👧 🇪🇸 ❤️ and 東京 or Москва.",
+     ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇪🇸", "❤️", "東京", "Москва"]),
+    ("Words and/or km/h, COVID-19s, mp3, A1 and the 1990s stay language.", []),
+])
+def test_spans_found(text, expected):
+    assert [span.text for span in find_spans(text)] == expected
+
+
+def test_unknown_characters_are_protected_with_their_word():
+    known = set("abcdefghijklmnopqrstuvwxyz ")
+    spans = find_spans("the Ørsted plant → here", lambda c: c.lower() not in known)
+    assert [(span.text, span.kind) for span in spans] == [("Ørsted", "unknown"),
+                                                          ("→", "unknown")]
+
+
+def test_restore_puts_each_span_back_exactly_once():
+    text = "Visit www.a.org and www.b.org now"
+    masked = mask(text, find_spans(text))
+    # reordered, doubled and dropped placeholders: each span once, in the model's order
+    assert restore("Ve 702 y 701 701 ya", masked) == "Ve www.b.org y www.a.org ya"
+    # a dropped one goes at the same share of the sentence, at a word boundary
+    out = restore("Ve y 702 ya", masked)
+    assert out.count("www.a.org") == out.count("www.b.org") == 1
+    assert restore("Hola.", mask("Hi 😀.", find_spans("Hi 😀."))) == "Hola 😀."
+    # a number the model made of a placeholder ("7011") stands for it
+    assert restore("Ve 7011 y 702 ya", masked) == "Ve www.a.org y www.b.org ya"
+
+
+def test_placeholders_inside_words_are_not_ours():
+    masked = mask("Road A701 and 5.5", find_spans("Road A701 and 5.5"))
+    assert masked.text == "Road A701 and 701"
+    assert restore("Carretera A701 y 701", masked) == "Carretera A701 y 5.5"
+
+
+def test_a_sentence_part_has_its_own_spans():
+    text = "See www.a.org. Then www.b.org 😀. End 😀 here."
+    masked = mask(text, find_spans(text))
+    assert masked.text == "See 701. Then 702. End here."
+    assert masked.placeholders == ("701", "702", None, None)
+    start = masked.text.index("Then")
+    part = masked.part(start, masked.text.index("End") - 1)
+    assert part.text == "Then 702." and [span.text for span in part.spans] == ["www.b.org", "😀"]
+    assert part.where(1) == (8, 8)  # taken out before the full stop
+    assert restore("Luego 702.", part) == "Luego www.b.org 😀."
+
+
+def test_plain_numbers_stand_for_themselves():
+    masked = mask("At 5 o'clock, 5 or 1,5 of 701 people.", find_spans(
+        "At 5 o'clock, 5 or 1,5 of 701 people."))
+    assert masked.text == "At 5 o'clock, 702 or 703 of 701 people."
+    assert restore("A las 5, 702 o 703 de 701 personas.", masked) == \
+        "A las 5, 5 o 1,5 de 701 personas."
+
+
+def test_case_of_and_recased():
+    assert case_of("I LIKE TREES.") == UPPER
+    assert case_of("Where Is The Station?") == TITLE
+    assert [case_of(text) for text in ("I like trees.", "OK.", "Tom", "iPhone Users")] == \
+        [None, None, None, None]
+    assert recased("¿dónde está?", UPPER) == "¿DÓNDE ESTÁ?"
+    assert recased("¿dónde está la estación?", TITLE) == "¿Dónde Está La Estación?"
+
+
+def test_sentence_bounds_keep_the_spacing_between_sentences():
+    text = "One here.  Two there!\tThree?"
+    bounds = sentence_bounds(text)
+    assert [text[a:b] for a, b in bounds] == ["One here.", "Two there!", "Three?"]
+    assert [text[b:a] for (_, b), (a, _) in zip(bounds, bounds[1:])] == ["  ", "\t"]
+
+
+# ----------------------------------------------------------------------------- a real model
+
+
+@pytest.fixture(scope="module")
+def slot_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    text = [s for pair in PAIRS for s in pair] * 4 + [
+        s.format(*NUMBERS) for pair in SLOTS for s in pair] * 8
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.Train(
+        sentence_iterator=iter(text), model_writer=model, vocab_size=160,
+        character_coverage=1.0, pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+        hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    path = tmp_path_factory.mktemp("slot-spm") / TOKENIZER_FILE
+    path.write_bytes(model.getvalue())
+    return path
+
+
+def slot_model(spm_path: Path) -> Transformer:
+    """The tiny model memorising PAIRS and SLOTS, with the vocabulary's placeholders."""
+    tokenizer = Tokenizer(spm_path)
+    first = placeholder_pool(tokenizer.sp)[:2]
+    assert UNK_ID not in sum(tokenizer.encode(list(first)), [])
+    pairs = tuple(PAIRS) + tuple((en.format(*first), es.format(*first)) for en, es in SLOTS)
+    return memorised_model(spm_path, pairs)
+
+
+def slot_translator(spm_path: Path, **decode: object) -> Translator:
+    return Translator(slot_model(spm_path), Tokenizer(spm_path),
+                      replace(DecodeConfig(), **decode), "cpu")
+
+
+@pytest.fixture(scope="module")
+def translator(slot_spm: Path) -> Translator:
+    return slot_translator(slot_spm)
+
+
+SPANS = ["https://example.com/docs/install?lang=en", "support@example.org", "1,299.99",
+         "`pip install transcli`", "@transcli", "#trees", "/home/user/notes.txt",
+         "{name}", "%(count)d", "λόγος", "東京", "Ørsted", "Ø→Ω"]
+
+
+def test_each_span_kind_comes_back_where_the_model_put_it(translator):
+    lines = [f"Visit {span} today." for span in SPANS] + [
+        f"Write to {SPANS[1]} and {SPANS[4]} now.", f"{SPANS[9]} is here."]
+    expected = [f"Visita {span} hoy." for span in SPANS] + [
+        f"Escribe a {SPANS[1]} y {SPANS[4]} ahora.", f"{SPANS[9]} está aquí."]
+    assert translator.translate(lines) == expected
+
+
+def test_without_protection_an_old_vocabulary_loses_the_characters(slot_spm, translator):
+    """The old-run path: "Ø", "→", "Ω", Greek, CJK and emoji have no piece (no byte
+    fallback); protected, they come through; unprotected, the model never sees them."""
+    lines = ["Visit Ø→Ω today.", "Visit 東京 today.", "I like trees 😀."]
+    assert translator.translate(lines) == ["Visita Ø→Ω hoy.", "Visita 東京 hoy.",
+                                           "Me gustan los árboles 😀."]
+    bare = slot_translator(slot_spm, protect=False).translate(lines)
+    assert not any(char in text for text in bare for char in "Ø→Ω東京😀")
+
+
+def test_an_emoji_is_taken_out_and_put_back_by_the_attention(translator):
+    """The model reads "I like trees." and "Where is the station?", which it knows; the
+    attention says where the emoji were."""
+    assert translator.translate(["I like 😀 trees 🌳.", "😀 Where is the station? 🎉"]) == [
+        "Me gustan 😀 los árboles 🌳.", "😀 ¿Dónde está la estación? 🎉"]
+
+
+def test_a_line_with_nothing_to_translate_is_copied(translator):
+    assert translator.translate(["https://example.com", "  😀 ", "12:30", ""]) == [
+        "https://example.com", "😀", "12:30", ""]
+
+
+def test_all_caps_and_title_case_come_back_in_their_case(translator):
+    lines = ["I LIKE TREES.", "MY SISTER HAS TWO CATS.", "Do You Want Some Coffee?",
+             "VISIT HTTPS://EXAMPLE.COM TODAY."]
+    assert translator.translate(lines) == [
+        "ME GUSTAN LOS ÁRBOLES.", "MI HERMANA TIENE DOS GATOS.", "¿Quieres Un Poco De Café?",
+        "VISITA HTTPS://EXAMPLE.COM HOY."]
+
+
+def test_truecaser_picks_the_vocabulary_likeliest_casing(sample_spm):
+    """On a vocabulary of real text (data/sample's)."""
+    truecase = Truecaser(Tokenizer(sample_spm).sp)
+    assert truecase("MY SISTER HAS TWO CATS.", UPPER) == "My sister has two cats."
+    assert truecase("Where Is The Train Station?", TITLE) == "Where is the train station?"
+    assert truecase("WE SPEAK SPANISH ON SUNDAYS.", UPPER) == "We speak Spanish on Sundays."
+    assert truecase("We Met TOM In The EU", TITLE) == "We met TOM in the EU"  # acronyms kept
+
+
+def test_paragraphs_are_split_and_keep_their_spacing(slot_spm):
+    line = f"{PAIRS[0][0]}  {PAIRS[1][0]}\t{PAIRS[2][0]}"
+    joined = f"{PAIRS[0][1]}  {PAIRS[1][1]}\t{PAIRS[2][1]}"
+    assert slot_translator(slot_spm).translate([line]) == [joined]
+    whole = slot_translator(slot_spm, split=False).translate([line])
+    assert whole != [joined]  # the model alone, on three sentences at once
+    assert slot_translator(slot_spm, split=False, split_sentences=True).translate([line]) == \
+        [joined]
+
+
+@pytest.fixture
+def slot_run(slot_spm: Path, tmp_path: Path) -> Path:
+    """A run dir of the slot model (greedy search)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    save_config(load_config(TINY_CONFIG, ["decode.strategy=greedy"]), run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(slot_spm.read_bytes())
+    save_weights(slot_model(slot_spm), step_path(run, 1))
+    return run
+
+
+@pytest.mark.slow
+def test_ct2_gives_the_torch_engine_spans(slot_run):
+    """Through CTranslate2 the same lines come back the same (greedy search is exact),
+    and spans it places by its own attention come back once each."""
+    lines = [f"Visit {span} today." for span in SPANS] + ["I LIKE TREES.", "I like 😀 trees 🌳."]
+    torch_out = load_translator(open_run_dir(slot_run), "last", "cpu").translate(lines)
+    ct2_out = load_translator(open_run_dir(slot_run, ["decode.engine=ct2"]), "last",
+                              "cpu").translate(lines)
+    assert ct2_out[:-1] == torch_out[:-1]
+    assert ct2_out[-1].count("😀") == ct2_out[-1].count("🌳") == 1
+    assert ct2_out[-1].replace("😀 ", "").replace(" 🌳", "") == "Me gustan los árboles."
+
+
+def test_served_requests_keep_their_spans(slot_run):
+    """`serve`'s worker merges requests into one model call: each line's spans and case
+    come back as `translate` gives them."""
+    pytest.importorskip("fastapi", reason="needs the serve extra")
+    from test_serve import batched  # the serve tests' own way of sending requests at once
+
+    requests = [["I like trees 😀.", "I LIKE TREES."], [f"Visit {SPANS[0]} today."]]
+    answers, alone, batcher = batched(slot_run, [], requests)
+    assert batcher.model_calls == 1 and answers == alone
+    assert answers == [["Me gustan los árboles 😀.", "ME GUSTAN LOS ÁRBOLES."],
+                       [f"Visita {SPANS[0]} hoy."]]
+
+
+def test_an_unknown_piece_the_model_emits_is_never_shown(translator, slot_spm):
+    ids = Tokenizer(slot_spm).encode(["Me gustan"])[0]
+    found = [[Hypothesis(ids[:1] + [UNK_ID] + ids[1:], 0.0, 0.0, True)]]
+    assert translator.texts(found) == [[("Me gustan", 0.0)]]
+    bare = slot_translator(slot_spm, protect=False)
+    assert "⁇" in bare.texts(found)[0][0][0]
+
+
+def test_piece_spans_find_each_piece_in_the_text():
+    assert piece_spans(["▁Me", "▁gusta", "n", "▁19", "."], "Me gustan 19.") == [
+        (0, 2), (3, 8), (8, 9), (10, 12), (12, 13)]
+    assert piece_spans(["▁a", "<unk>", "▁b"], "a ⁇ b")[1] == (1, 1)  # not there as written
+
+
+def test_alignment_places_between_what_came_from_either_side():
+    # source "I like 19 trees ." -> target "Me gustan los árboles ." (19 dropped)
+    source = [(0, 1), (2, 6), (7, 9), (10, 15), (15, 16)]
+    target = [(0, 2), (3, 9), (10, 13), (14, 21), (21, 22)]
+    alignment = Alignment(source, target, links=[0, 1, 3, 3, 4])
+    text = "Me gustan los árboles."
+    assert alignment.place(7, 9, text, near=0) == text.index("los")
+    # no link says anything (all to the placeholder): the nearest boundary to `near` wins
+    assert Alignment(source, target, [2] * 5).place(7, 9, text, near=14) == 14

@@ -1,0 +1,298 @@
+"""Protected spans: the parts of a line that are not language (URLs, numbers, code,
+placeholders, emoji, words in other scripts, characters the vocabulary lacks), taken out
+before the model and put back, unchanged, after it.
+
+`KINDS` is the one table of what is protected: a kind is a name, a pattern (the `regex`
+module's syntax) and an example that its restore test translates. Earlier kinds win
+where two would match at one place (an e-mail address is not a @handle). Characters the
+tokenizer has no piece for are protected too (`Protector`): the model would see them as
+`<unk>`, and an old run (no byte fallback) would drop them.
+
+Each span becomes a placeholder the model copies: a number (numbers are what a translation
+model copies most faithfully, and a number stands where a name or a quantity stood
+without breaking the sentence), from a pool the caller gives (`realtext.placeholder_pool`:
+the vocabulary's own one-piece numbers; `NUMBERS` by default). `restore` swaps each
+placeholder back for its span exactly once; a span whose placeholder the model dropped
+goes back at the place the caller's `Placement` gives, so no span is ever lost.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional
+
+import regex
+
+
+@dataclass(frozen=True)
+class SpanKind:
+    name: str
+    pattern: str
+    example: str  # an English line holding one (tests translate it; docs show it)
+
+
+# Trailing punctuation ends a sentence, not a URL or a path: "see https://x.org/a."
+_TAIL = r"(?<![.,;:!?'\")\]])"
+KINDS: tuple[SpanKind, ...] = (
+    SpanKind("code", r"`[^`\n]+`", "Run `pip install transcli` first."),
+    SpanKind("url", r"\b(?i:https?://|ftp://|www\.)[^\s<>\"'`]+" + _TAIL,
+             "Visit https://example.com/docs/install?lang=en for details."),
+    SpanKind("email", r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "Write to support@example.org today."),
+    SpanKind("placeholder",
+             r"\{\{\s*[\w.]+\s*\}\}|\{[\w.]*(?:![rsa])?(?::[^{}\s]*)?\}"
+             r"|%\(\w+\)[-+#0]*\d*(?:\.\d+)?[sdifgeExXcr]|%[-+#0]*\d*(?:\.\d+)?[sdifgeExXc](?!\w)",
+             "Hello {name}, you have %d new messages."),
+    SpanKind("handle", r"(?<![\w@])@\w+", "Follow @transcli for news."),
+    SpanKind("tag", r"(?<![\w#&])#\w+", "We call it #trees on the news."),
+    SpanKind("path",
+             r"(?<![\w/\\])(?:~|\.{1,2})?/(?:[\w.-]+/)*[\w.-]*[\w-]" + _TAIL
+             + r"|\b[A-Za-z]:\\(?:[\w.-]+\\)*[\w.-]*\w"
+             + r"|(?<![\w/])[\w-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,5}\b",
+             "The file is at /home/user/notes.txt now."),
+    SpanKind("number",  # with a currency sign or a percent sign that goes with it
+             r"(?<![\w.,$€£¥])[$€£¥]?\d+(?:[-.,:/'\u00a0\u202f]\d+)*"
+             r"(?:\s?[%€£¥$](?!\w)|(?!\w))",
+             "The price is $1,299.99 today."),
+    SpanKind("emoji",
+             r"(?:[\U0001F1E6-\U0001F1FF]{2}|[#*0-9]\uFE0F?\u20E3"
+             r"|\p{Extended_Pictographic}[\uFE0F\U0001F3FB-\U0001F3FF]*"
+             r"(?:\u200D\p{Extended_Pictographic}[\uFE0F\U0001F3FB-\U0001F3FF]*)*)+",
+             "I love this 😀 so much."),
+    SpanKind("script", r"(?V1)[\p{L}--\p{Latin}][\p{L}\p{M}--\p{Latin}]*",
+             'The word "λόγος" means reason.'),
+)
+# Kinds taken out of the sentence the model reads rather than replaced by a placeholder,
+# and put back where the attention says: an emoji is seldom part of the grammar, and a
+# placeholder where it stood cost the translation around it (bench.robustness).
+TAKEN_OUT = frozenset({"emoji"})
+_PATTERN = regex.compile("|".join(f"(?P<{kind.name}>{kind.pattern})" for kind in KINDS),
+                         flags=regex.V1)
+# A run around a character the vocabulary lacks: the word it is in, or the run itself.
+_WORD_CHAR = regex.compile(r"[\w\p{M}]")
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    kind: str
+    text: str
+
+
+def find_spans(text: str, unknown: Callable[[str], bool] = lambda char: False,
+               kinds: Optional[frozenset[str]] = None) -> list[Span]:
+    """The protected spans of `text`, in order, not overlapping: the matches of `KINDS`
+    (all, or those named in `kinds`), then the runs of characters for which `unknown`
+    is true, each widened to the word it is in."""
+    spans = [Span(m.start(), m.end(), m.lastgroup, m.group()) for m in _PATTERN.finditer(text)
+             if kinds is None or m.lastgroup in kinds]
+    taken = [False] * len(text)
+    for span in spans:
+        taken[span.start:span.end] = [True] * (span.end - span.start)
+    extra, i = [], 0
+    while i < len(text):
+        if taken[i] or text[i].isspace() or not unknown(text[i]):
+            i += 1
+            continue
+        start, end = i, i + 1
+        while start > 0 and not taken[start - 1] and _joins(text[start - 1], unknown):
+            start -= 1
+        while end < len(text) and not taken[end] and _joins(text[end], unknown):
+            end += 1
+        extra.append(Span(start, end, "unknown", text[start:end]))
+        i = end
+    return _merged(sorted(spans + extra, key=lambda span: span.start))
+
+
+def _merged(spans: list[Span]) -> list[Span]:
+    """Spans that touch made one (two placeholders side by side would read as one
+    number), of the first one's kind."""
+    merged: list[Span] = []
+    for span in spans:
+        if merged and merged[-1].end == span.start:
+            last = merged[-1]
+            merged[-1] = Span(last.start, span.end, last.kind, last.text + span.text)
+        else:
+            merged.append(span)
+    return merged
+
+
+def _joins(char: str, unknown: Callable[[str], bool]) -> bool:
+    return not char.isspace() and (unknown(char) or bool(_WORD_CHAR.match(char)))
+
+
+# Placeholders when no vocabulary chooses them (`mask`'s pool): numbers from 701 on.
+NUMBERS = tuple(str(n) for n in range(701, 1000))
+
+
+@functools.lru_cache(maxsize=256)
+def _placeholder_pattern(placeholders: tuple[str, ...]) -> regex.Pattern[str]:
+    """Any of `placeholders` standing alone (not part of a word or a longer number:
+    "A701" is a road), with the space before it, if any."""
+    return regex.compile(rf"( ?)(?<!\w)({'|'.join(map(regex.escape, placeholders))})(?!\w)")
+
+
+@dataclass
+class Masked:
+    """A line with its spans masked: span i replaced by `placeholders[i]`, or taken out
+    (None: the model reads the line without it), at `at[i]` in `text`."""
+
+    text: str
+    spans: list[Span]
+    placeholders: tuple[Optional[str], ...]
+    at: tuple[int, ...]
+
+    def occurrences(self, text: str) -> Iterator[tuple[regex.Match[str], int]]:
+        """The placeholders in `text` (a translation of this line, or a part of it): each
+        match (group 1 the space before it, group 2 the placeholder) and its span's index."""
+        index = {placeholder: i for i, placeholder in enumerate(self.placeholders)
+                 if placeholder is not None}
+        if not index:
+            return
+        for match in _placeholder_pattern(tuple(index)).finditer(text):
+            yield match, index[match.group(2)]
+
+    def missing(self, translation: str) -> bool:
+        """Whether `translation` lacks a placeholder (or the line has a span taken out)."""
+        return len({i for _, i in self.occurrences(translation)}) < len(self.spans)
+
+    def without(self, text: str) -> str:
+        """`text` (this line, or a translation of it) without its placeholders."""
+        return _placeholder_pattern(tuple(p for p in self.placeholders if p)).sub("", text) \
+            if any(self.placeholders) else text
+
+    def where(self, index: int) -> tuple[int, int]:
+        """The characters of span `index`'s placeholder in `text` (empty: taken out)."""
+        placeholder = self.placeholders[index]
+        return self.at[index], self.at[index] + len(placeholder or "")
+
+    def part(self, start: int, end: int) -> Masked:
+        """`text[start:end]` as a line of its own, with the spans in it (a span taken out
+        at a sentence's end goes with that sentence)."""
+        inside = [i for i, at in enumerate(self.at)
+                  if start <= at and at + len(self.placeholders[i] or "") <= end]
+        return Masked(self.text[start:end], [self.spans[i] for i in inside],
+                      tuple(self.placeholders[i] for i in inside),
+                      tuple(self.at[i] - start for i in inside))
+
+
+def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Masked:
+    """`text` with each of `spans` (in order, not overlapping) masked: a span of a kind
+    `TAKEN_OUT` is taken out with a space beside it; a plain number of up to four digits
+    stands for itself (the model copies it, and "5 o'clock" stays 5 o'clock); any other
+    span becomes the next placeholder of `pool` that is no number of the line. Spans past
+    what the pool holds are left as they are."""
+    own = {span.text for span in spans if _plain_number(span)}
+    free = iter(placeholder for placeholder in pool if placeholder not in own)
+    parts: list[str] = []
+    kept: list[Span] = []
+    placeholders: list[Optional[str]] = []
+    at: list[int] = []
+    last, length = 0, 0
+    for span in spans:
+        if span.kind in TAKEN_OUT:
+            placeholder = None
+        elif _plain_number(span) and span.text not in placeholders:
+            placeholder = span.text
+        elif (placeholder := next(free, None)) is None:
+            break
+        before, last = text[last:span.start], span.end
+        if placeholder is None:  # taken out: no doubled space, none before punctuation
+            rest = len(text) - len(text[span.end:].lstrip(" "))
+            if rest == len(text) or text[rest] in _CLOSING:
+                before, last = before.rstrip(" "), rest
+            elif not before or before[-1].isspace():
+                last = rest
+        parts += [before, placeholder or ""]
+        kept.append(span)
+        placeholders.append(placeholder)
+        at.append(length + len(before))
+        length += len(before) + len(placeholder or "")
+    parts.append(text[last:])
+    return Masked("".join(parts), kept, tuple(placeholders), tuple(at))
+
+
+def _plain_number(span: Span) -> bool:
+    return span.kind == "number" and span.text.isdigit() and len(span.text) <= 4
+
+
+# Where a span whose placeholder the model dropped goes: given the masked source, the
+# translation and the span's index, a character offset into the translation.
+Placement = Callable[[Masked, str, int], int]
+
+
+def relative_place(masked: Masked, translation: str, index: int) -> int:
+    """The word boundary of `translation` nearest the same share of its length as the
+    placeholder's position in the masked source: the fallback when no alignment says
+    better. The end of a sentence goes before its final punctuation, unless it came after
+    it."""
+    start, end = masked.where(index)
+    if start >= len(masked.text.rstrip()):  # after the sentence's last mark: after its too
+        return len(translation.rstrip())
+    share = start / max(1, len(masked.text) - (end - start))
+    body = len(translation.rstrip().rstrip(".!?…"))
+    target = round(share * body)
+    boundaries = [i for i in range(body + 1)
+                  if i == 0 or i == body or translation[i - 1].isspace()]
+    return min(boundaries, key=lambda i: abs(i - target))
+
+
+def restore(translation: str, masked: Masked, place: Placement = relative_place) -> str:
+    """`translation` of `masked.text` with every span back: a placeholder the model
+    dropped is first put back (in a number the model made of it, "199" for "19", or where
+    `place` says on the translation as given), and so is a span taken out; then the first
+    copy of each placeholder becomes its span and further copies are removed. Every span
+    appears exactly once."""
+    if not masked.spans:
+        return translation
+    found = {i for _, i in masked.occurrences(translation)}
+    edits: list[tuple[int, int, str]] = []  # (start, end, what goes there): in the given text
+    for index, placeholder in enumerate(masked.placeholders):
+        if index not in found:
+            taken = {start for start, _, _ in edits}
+            number = placeholder and _mangled(translation, masked, placeholder, taken)
+            at = place(masked, translation, index) if not number else 0
+            edits.append((*(number or (at, at)), placeholder or masked.spans[index].text))
+    for start, end, placeholder in sorted(edits, key=lambda edit: edit[:2], reverse=True):
+        translation = (translation[:start] + placeholder + translation[end:] if end > start
+                       else _insert(translation, start, placeholder))
+    seen: set[int] = set()
+    parts, last = [], 0
+    for match, index in masked.occurrences(translation):
+        parts.append(translation[last:match.start()])
+        if index not in seen:  # a copy too many goes, with the space before it
+            parts += [match.group(1), masked.spans[index].text]
+            seen.add(index)
+        last = match.end()
+    parts.append(translation[last:])
+    return "".join(parts)
+
+
+_NUMBER = regex.compile(r"(?<!\w)\d+(?!\w)")
+
+
+def _mangled(translation: str, masked: Masked, placeholder: str, taken: set[int]
+             ) -> Optional[tuple[int, int]]:
+    """Where the first number of `translation` that holds `placeholder` is, unless it is a
+    placeholder itself or `taken`: every number of the source is masked, so a number such
+    as "199" where "19" went in is the model's copy gone wrong."""
+    ours = set(masked.placeholders)
+    for match in _NUMBER.finditer(translation):
+        if (placeholder in match.group() and match.group() not in ours
+                and match.start() not in taken):
+            return match.start(), match.end()
+    return None
+
+
+_CLOSING = ".,;:!?…)]}»”’'\""
+
+
+def _insert(text: str, at: int, piece: str) -> str:
+    """`piece` inserted at offset `at` of `text`, a space on each side where words meet."""
+    left, right = text[:at], text[at:]
+    if left and not left[-1].isspace():
+        piece = " " + piece
+    if right and not right[0].isspace() and right[0] not in _CLOSING:
+        piece += " "
+    return left + piece + right
