@@ -45,6 +45,7 @@ def hostile(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     started = Server(run_dir, tmp_path_factory.mktemp("hostile"),
                      "--read-timeout", str(READ_TIMEOUT),
                      "--max-connections", str(MAX_CONNECTIONS), "--max-chars", "10000000",
+                     "--max-file-chars", str(SLOW_PAGE),
                      "--docs", "--req-limit", str(REQ_LIMIT), "--no-web")
     yield started
     started.stop()
@@ -238,9 +239,12 @@ def test_past_req_limit_a_client_gets_429_and_others_are_served(hostile):
     assert wait_for(hostile, '203.0.113.7 "POST /translate" 429')
 
 
-def slow_page(size: int) -> bytes:
+SLOW_PAGE = 600_000  # characters: seconds to read on a fast machine, within the file timeout
+
+
+def slow_page(size: int = SLOW_PAGE) -> bytes:
     """An HTML file of `size` "<" characters: html.parser reads it a character at a time
-    (seconds for 100,000 on a loaded 2-core machine), and nothing in it is translated."""
+    (several microseconds each, as the server reads it), and nothing in it is translated."""
     return b"<" * size
 
 
@@ -257,7 +261,7 @@ def test_a_file_being_read_holds_up_neither_html_nor_the_server(hostile):
     and /health answers; then the file is answered too."""
     client = "203.0.113.9"  # its own --req-limit allowance
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pending = pool.submit(upload, hostile, "slow.html", slow_page(200_000), client)
+        pending = pool.submit(upload, hostile, "slow.html", slow_page(), client)
         time.sleep(0.5)  # the file has reached its thread
         status, body, _ = hostile.request("POST", "/translate", {
             **BODY_FIELDS, "q": "<p>I like trees.</p>", "format": "html"},
@@ -299,13 +303,14 @@ def test_sigterm_stops_within_the_drain_time_while_a_body_is_held(run_dir, tmp_p
     """A client holding an unfinished body, and a file being read for far longer than
     the drain time: both get 503, and the server exits in time (the document's thread
     is no reason to wait)."""
-    server = Server(run_dir, tmp_path, "--read-timeout", "60", "--drain-timeout", "1")
+    server = Server(run_dir, tmp_path, "--read-timeout", "60", "--drain-timeout", "1",
+                    "--max-file-chars", str(SLOW_PAGE))
     held: Optional[socket.socket] = None
     try:
         held = connect(server)
         held.sendall(HEAD + b"Content-Length: 1000\r\n\r\n" + BODY[:10])
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            reading = pool.submit(upload, server, "slow.html", slow_page(600_000), "-")
+            reading = pool.submit(upload, server, "slow.html", slow_page(), "-")
             time.sleep(1)  # both requests have reached the app; the file is being read
             start = time.monotonic()
             server.process.send_signal(signal.SIGTERM)

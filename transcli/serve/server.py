@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 BACKLOG = 128  # connections the kernel holds while the server is busy
 SPARE_FILES = 64  # open files besides connections: the model's, logs, the listening socket
 STOP_GRACE = 5.0  # seconds past --drain-timeout to close up, before exiting regardless
+# Seconds a Python thread holds the GIL while others wait for it (Python's default: 0.005).
+# The model thread takes the GIL back after each torch operation; behind a document being
+# read on another thread, each of those waited the whole 5 ms (docs/SERVE.md).
+SWITCH_INTERVAL = 0.0002
 
 
 def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, host: str,
@@ -51,6 +55,7 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     from transcli.system.runtime import available_cores
 
     run = open_run_dir(run_dir, overrides)
+    sys.setswitchinterval(SWITCH_INTERVAL)
     decode = run.config.decode
     check_decode(decode)
     if not decode.threads:  # the HTTP side needs a core of its own to take requests
