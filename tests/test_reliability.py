@@ -871,3 +871,20 @@ def test_a_signal_with_stdout_redirected_to_a_file_says_what_it_holds(run: Path,
     last = b"".join(err).decode().replace("\r", "\n").strip().splitlines()[-1]
     assert last == ("transcli: stopped by SIGTERM; stdout, a file, holds only the "
                     "translations written before it")
+
+
+def test_the_record_of_what_transcli_wrote_is_never_an_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue: `-o $XDG_STATE_HOME/transcli/outputs.json`, before that record existed,
+    wrote the output there and then the record over it: exit 0, the output gone."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    record = tmp_path / "state" / "transcli" / "outputs.json"
+    record.parent.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(record)
+    for name in (record, tmp_path / "link"):
+        with pytest.raises(UserError, match="is transcli's record of the files it wrote"):
+            write_output(name, "my translations\n")
+    assert not record.exists()
+    write_output(tmp_path / "out.txt", "first\n")
+    write_output(tmp_path / "out.txt", "second\n")  # the record vouches for its output
+    assert (tmp_path / "out.txt").read_text() == "second\n"

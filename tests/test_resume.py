@@ -5,6 +5,7 @@ decode settings a run records."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from transcli.rundir.layout import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
     METRICS_FILE,
+    RUN_FILE,
     complete_steps,
     state_path,
 )
@@ -195,3 +197,53 @@ def test_a_best_record_saved_without_its_metric_follows_the_recorded_config(
     no_bleu = fast_config("train.valid_bleu_lines=0")  # the same as loss
     start = Start(RunDir(tmp_path), no_bleu, StartOptions(resume=True), 10, None, {}, was_loss)
     assert start._best(Best(3.2, 5, 1)) == Best(3.2, 5, 1, "nll") and not start.notes
+
+
+# ----------------------------------------------------------------------------- round six
+
+
+def test_a_key_the_runs_record_lacks_is_compared_with_its_default(
+        linear_run: Path, prepared: Path, tmp_path: Path) -> None:
+    """Issue: a run recorded before train.case_augment existed (as 7e5bbcb wrote run.json)
+    resumed with --set train.case_augment=0.5 went on with cased pairs, and a batch plan
+    it never had, without a word: the key missing from the record took the new value."""
+    recorded = fast_config().to_dict()
+    del recorded["train"]["case_augment"]
+    changes = config_changes(recorded, fast_config("train.case_augment=0.5"))
+    assert [(c.key, c.old, c.new, c.rule) for c in changes] == \
+        [("train.case_augment", 0.0, 0.5, Rule.CONSENT)]
+    assert config_changes(recorded, fast_config()) == []  # the default: no change
+    run = _copy(linear_run, tmp_path)
+    record = json.loads((run / RUN_FILE).read_text())
+    del record["config"]["train"]["case_augment"]
+    (run / RUN_FILE).write_text(json.dumps(record))
+    with pytest.raises(UserError, match=r"train\.case_augment: 0\.0 -> 0\.5"):
+        train_dirs(fast_config(*LINEAR, "train.case_augment=0.5"), prepared, run, resume=True)
+
+
+def test_init_from_given_to_a_resume_is_said_unused_and_not_recorded(
+        linear_run: Path, prepared: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture) -> None:
+    """Issue: `train --resume --init-from OTHER` on a run with checkpoints resumed from its
+    own step without a word, and its config.yaml then said it was fine-tuned from OTHER."""
+    run = _copy(linear_run, tmp_path)
+    other = str(tmp_path / "other-run")
+    again = fast_config(*LINEAR, "train.max_steps=11", f"train.init_from={other}")
+    train_dirs(again, prepared, run, resume=True, allow_changes=True)
+    assert f"--init-from {other} is not used: the run goes on from its own step 10" in \
+        capsys.readouterr().err
+    assert RunDir(run).recorded_config.train.init_from is None
+    assert complete_steps(run)[-1] == 11
+
+
+@pytest.mark.parametrize("clock", [float("nan"), float("inf"), -60.0])
+def test_a_training_clock_no_run_can_have_is_refused(
+        linear_run: Path, prepared: Path, tmp_path: Path, clock: float) -> None:
+    """Issue: a state whose training clock was NaN resumed, and the decay by minutes set
+    the learning rate to 0 for the rest of the run without a word."""
+    run = _copy(linear_run, tmp_path)
+    _edit_state(run, 10, seconds=clock)
+    longer = fast_config(*LINEAR, "train.max_steps=12")
+    with pytest.raises(UserError, match="not a usable training state .bad training clock"):
+        train_dirs(longer, prepared, run, resume=True, allow_changes=True)
+    assert complete_steps(run) == [10]

@@ -394,8 +394,8 @@ def check_output(name: str | Path, inputs: Iterable[str | Path] = (), what: str 
                  record: Optional[Record] = None) -> None:
     """Refuse, before any work, an output that is a directory (or a name ending in '/',
     which can only name one), one of the command's `inputs` (an existing file, or a path
-    an input may take), a file inside an input that is a folder, or a file `record`
-    (`USER_FILES` when not given) does not vouch for."""
+    an input may take), a file inside an input that is a folder, the record's own file,
+    or a file `record` (`USER_FILES` when not given) does not vouch for."""
     if str(name) == "":
         raise UserError(f"the file name for the {what} is empty")
     if str(name).endswith(os.sep) and not Path(name).is_dir():
@@ -405,6 +405,10 @@ def check_output(name: str | Path, inputs: Iterable[str | Path] = (), what: str 
     path = Path(name)
     check_parents(path)
     target = os.path.realpath(path)
+    record = record or USER_FILES
+    if record.path is not None and target == os.path.realpath(record.path):
+        raise UserError(f"{path}: is transcli's record of the files it wrote; refusing to "
+                        f"write the {what} into it")
     if _same_as_descriptor(path, 0):  # `-o /dev/stdin`: its input, or a pipe it holds
         raise UserError(f"{path}: is this command's standard input; refusing to write the "
                         f"{what} into it")
@@ -421,7 +425,7 @@ def check_output(name: str | Path, inputs: Iterable[str | Path] = (), what: str 
         existing = os.stat(target) if path.is_file() else None  # a FIFO is written through
     except OSError:
         existing = None
-    if existing is not None and not (record or USER_FILES).replaceable(Path(target))(existing):
+    if existing is not None and not record.replaceable(Path(target))(existing):
         refuse(path, what)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
@@ -136,18 +137,20 @@ def _shown(value: Any) -> str:
 
 def config_changes(recorded: dict[str, Any], cfg: Config) -> list[Change]:
     """Every key whose value `cfg` changes from the `recorded` config (a `Config.to_dict()`
-    as run.json keeps it, whatever its values), with its rule. A key the record lacks
-    (added to transcli since) takes its new value."""
-    new = json.loads(json.dumps(cfg.to_dict()))  # the values as JSON records them
+    as run.json keeps it, whatever its values), with its rule. A key the record lacks was
+    added to transcli after the run was recorded, and the run trained as its default
+    does (a new key's default is the behaviour before it): that is the value it had."""
+    new, defaults = (json.loads(json.dumps(c.to_dict())) for c in (cfg, Config()))
     old_train = recorded.get("train") if isinstance(recorded.get("train"), dict) else {}
     decaying = decays(old_train.get("schedule", "noam"), new["train"]["schedule"])
     found = []
     for section, values in new.items():
         old_values = recorded.get(section) if isinstance(recorded.get(section), dict) else {}
         for key, value in values.items():
-            if old_values.get(key, value) != value:
+            old = old_values[key] if key in old_values else defaults[section][key]
+            if old != value:
                 dotted = f"{section}.{key}"
-                found.append(Change(dotted, old_values[key], value, rule_of(dotted, decaying)))
+                found.append(Change(dotted, old, value, rule_of(dotted, decaying)))
     return found
 
 
@@ -240,7 +243,10 @@ class Start:
         previous = self.run.existing_config
         if not self.options.resume or previous is None:
             return self.cfg
-        return recorded_config(previous, self.cfg)
+        cfg = recorded_config(previous, self.cfg)
+        if self.step:  # the run's origin stays its own (`_unused_init`)
+            cfg = replace(cfg, train=replace(cfg.train, init_from=previous.train.init_from))
+        return cfg
 
     def load_init(self, model: torch.nn.Module) -> None:
         """Fine-tuning: the weights the run starts from (before the optimizer is made: a
@@ -342,7 +348,19 @@ def start_session(cfg: Config, data: PreparedDir, run: RunDir, options: StartOpt
     start.step = _resume_step(run)  # 0: nothing saved to go on from, a recipe is not changed
     start.notes += judge(run, changes if start.step else
                          [c for c in changes if c.rule is Rule.MATCH], options.allow_changes)
+    start.notes += _unused_init(start)
     return start
+
+
+def _unused_init(start: Start) -> list[str]:
+    """A resume from a saved step loads no other run's weights: a train.init_from other
+    than the run's own is said to be unused (and not recorded: `config_to_record`)."""
+    spec = start.cfg.train.init_from
+    old = start.recorded.get("train") if isinstance(start.recorded.get("train"), dict) else {}
+    if not start.step or spec is None or spec == old.get("init_from"):
+        return []
+    return [f"note: --init-from {spec} is not used: the run goes on from its own step "
+            f"{start.step}; fine-tuning from those weights starts a new run (another --out)"]
 
 
 def _recorded(run: RunDir) -> dict[str, Any]:
@@ -521,12 +539,13 @@ def _check(state: Any, step: int, params: list[torch.Tensor], names: list[str]) 
     _need(not missing, f"no '{missing[0]}'" if missing else "")
     _need(state["step"] == step, f"it says step {state['step']}, its file name step {step}")
     _need(_ints(state["position"], ("epoch", "index")), "bad 'position'")
-    _need(all(type(state[key]) is int for key in ("src_tokens", "tgt_tokens")), "bad counts")
+    _need(all(type(state[key]) is int and state[key] >= 0 for key in ("src_tokens", "tgt_tokens")),
+          "bad counts")
     _need(_numbers(state["interval"], [f for f in Interval.__dataclass_fields__]),
           "bad 'interval'")
     _need(_best_record(state["best"]), "bad 'best'")
     clock = [state.get(key, 0.0) for key in ("seconds", "warmup_seconds")]
-    _need(all(type(value) in (int, float) for value in clock), "bad training clock")
+    _need(all(_number(value) and value >= 0 for value in clock), "bad training clock")
     _check_optimizer(state["optimizer"], params)
     averaged = state.get("ema")
     if averaged:
@@ -542,7 +561,7 @@ def _check(state: Any, step: int, params: list[torch.Tensor], names: list[str]) 
 def _best_record(best: Any) -> bool:
     """`Best` as saved (its metric since it has one)."""
     return (isinstance(best, dict) and set(best) - {"metric"} == {"value", "step", "stale"}
-            and (best["value"] is None or type(best["value"]) in (int, float))
+            and (best["value"] is None or _number(best["value"]))
             and type(best["step"]) is int and type(best["stale"]) is int
             and best.get("metric", "") in ("", "bleu", "nll"))
 
@@ -577,4 +596,10 @@ def _ints(value: Any, keys: tuple[str, ...]) -> bool:
 
 def _numbers(value: Any, keys: list[str]) -> bool:
     return (isinstance(value, dict) and set(value) == set(keys)
-            and all(type(value[k]) in (int, float) for k in keys))
+            and all(_number(value[k]) for k in keys))
+
+
+def _number(value: Any) -> bool:
+    """A finite int or float: a NaN training clock would set the learning rate to 0 for
+    the rest of the run, a NaN best would never be beaten."""
+    return type(value) in (int, float) and math.isfinite(value)
