@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 from unittest import mock
 
 from bench.common import (
@@ -410,6 +410,8 @@ def cpu_figures(args: argparse.Namespace, timed: CpuTimed, vocab: int) -> dict[s
     count (6 x `parameters_per_token` x target tokens) and in `training_flops`'s."""
     import torch
 
+    import transcli
+
     cfg = load_config(config_path(args.configs[0]), args.sets)
     n = len(timed.lengths)
     (cpu0, wall0), (cpu1, wall1) = timed.marks[0], timed.marks[-1]
@@ -419,7 +421,7 @@ def cpu_figures(args: argparse.Namespace, timed: CpuTimed, vocab: int) -> dict[s
             "warmup": args.warmup, "cpu_s": (cpu1 - cpu0) / n, "wall_s": (wall1 - wall0) / n,
             "tgt_tokens": tgt, "flop_per_tgt_token": 6 * timed.parameters,
             "flop": 6 * timed.parameters * tgt, "flop_full": full,
-            "load": os.getloadavg()[0]}
+            "load": os.getloadavg()[0], "package": str(Path(transcli.__file__).parent)}
 
 
 def cpu_profile(args: argparse.Namespace, data: Path) -> dict[str, Any]:
@@ -473,22 +475,30 @@ def op_lines(ops: list[list[Any]], updates: int) -> list[str]:
                     for name, us in shown]
 
 
-def cpu_time_child(args: argparse.Namespace, label: str, view: Path, data: Path,
+class Side(NamedTuple):
+    """One side of `--cpu-time`'s comparison: the transcli package in `view`, with
+    `sets` added to every run's overrides."""
+
+    label: str
+    view: Path
+    sets: list[str]
+
+
+def cpu_time_child(args: argparse.Namespace, side: Side, data: Path,
                    log: Path) -> dict[str, Any]:
-    """`--cpu-time` of the transcli package in `view` (this tree's benchmark, the view's
-    package first on the path), in a process of its own: its figures."""
+    """`--cpu-time` of one side (this tree's benchmark, the side's package first on the
+    path), in a process of its own: its figures."""
     flags = ["--cpu-time", "--configs", args.configs[0], "--data", data, "--warmup",
-             args.warmup, "--updates", args.updates, *set_flags(args.sets)]
-    if args.threads:
-        flags += ["--threads", args.threads]
+             args.warmup, "--updates", args.updates, *set_flags(args.sets + side.sets)]
     env = child_env(ROOT, PYTHONUNBUFFERED="1")
     if args.threads:
+        flags += ["--threads", args.threads]
         env["OMP_NUM_THREADS"] = str(args.threads)
-    child = Child(flags, log, env=env, cwd=view, module="bench.train_speed")
+    child = Child(flags, log, env=env, cwd=side.view, module="bench.train_speed")
     problem = child.wait()
     found = [line for line in output_lines(log.read_bytes()) if line.startswith(RESULT)]
     if problem or not found:
-        sys.exit(f"{label}: {problem or 'no figures'} (log: {log})")
+        sys.exit(f"{side.label}: {problem or 'no figures'} (log: {log})")
     return json.loads(found[-1][len(RESULT):])
 
 
@@ -500,31 +510,42 @@ def package_view(tree: Path, folder: Path) -> Path:
     return folder
 
 
-def cpu_time_compare(args: argparse.Namespace, baseline: Path, tmp: Path) -> None:
-    """CPU time per update of this tree and of the baseline's transcli, one process each
-    turn, taking turns --rounds times: the same batches, the medians and their ratio."""
+def cpu_time_sides(args: argparse.Namespace, baseline: Optional[Path], tmp: Path) -> list[Side]:
+    """--baseline's tree, this tree, and this tree with the --variant overrides."""
+    sides = [Side("this tree", ROOT, [])]
+    if baseline is not None:
+        sides.insert(0, Side(f"baseline {args.baseline}", package_view(baseline, tmp / "view"),
+                             []))
+    if args.variants:
+        sides.append(Side("with " + " ".join(args.variants), ROOT, args.variants))
+    if len(sides) < 2:
+        sys.exit("--cpu-time compares: give --baseline REV or --variant SECTION.KEY=VALUE")
+    return sides
+
+
+def cpu_time_compare(args: argparse.Namespace, baseline: Optional[Path], tmp: Path) -> None:
+    """CPU time per update of each side, one process each turn, taking turns --rounds
+    times: the same batches, the medians and each side's speed against the first."""
     data = args.data or prepared_dir(args.configs[0])
-    views = {f"baseline {args.baseline}": package_view(baseline, tmp / "view"),
-             "this tree": ROOT}
-    rounds: dict[str, list[dict[str, Any]]] = {label: [] for label in views}
+    sides = cpu_time_sides(args, baseline, tmp)
+    rounds: list[list[dict[str, Any]]] = [[] for _ in sides]
     for turn in range(args.rounds):
-        for label, view in views.items():
-            result = cpu_time_child(args, label, view, data, tmp / f"{len(rounds[label])}"
-                                    f"-{label.split()[0]}.log")
-            rounds[label].append(result)
-            print(f"  round {turn + 1} {label:22s} {1e3 * result['cpu_s']:7,.0f} ms CPU "
-                  f"{1e3 * result['wall_s']:7,.0f} ms wall per update (load "
+        for index, side in enumerate(sides):
+            result = cpu_time_child(args, side, data, tmp / f"{turn}-{index}.log")
+            rounds[index].append(result)
+            print(f"  round {turn + 1} {side.label[:30]:30s} {1e3 * result['cpu_s']:7,.0f} ms "
+                  f"CPU {1e3 * result['wall_s']:7,.0f} ms wall per update (load "
                   f"{result['load']:.2f})", flush=True)
-    first = next(iter(rounds.values()))
+    first = rounds[0]
     print(f"{args.configs[0]}: {first[0]['updates']} updates after {args.warmup}, "
           f"{first[0]['threads']} thread(s), {args.rounds} rounds; medians:")
-    for label, results in rounds.items():
+    for side, results in zip(sides, rounds):
         cpu = statistics.median(r["cpu_s"] for r in results)
         wall = statistics.median(r["wall_s"] for r in results)
         ratios = [b["cpu_s"] / r["cpu_s"] for b, r in zip(first, results)]
-        print(f"  {label:22s} {1e3 * cpu:7,.0f} ms CPU {1e3 * wall:7,.0f} ms wall per update, "
-              f"{results[0]['flop'] / cpu / 1e9:6.1f} GFLOP/s per CPU-second; speed vs the "
-              f"first row {statistics.median(ratios):.3f}x (median of the rounds' ratios)")
+        print(f"  {side.label[:30]:30s} {1e3 * cpu:7,.0f} ms CPU {1e3 * wall:7,.0f} ms wall per "
+              f"update, {results[0]['flop'] / cpu / 1e9:6.1f} GFLOP/s per CPU-second; "
+              f"{statistics.median(ratios):.3f}x the first's speed (median of the rounds')")
 
 
 def profile_run(args: argparse.Namespace, data: Path) -> Optional[dict[str, Any]]:
@@ -567,6 +588,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, help="compared: per config, all runs "
                         "together (default 240); --steady: the allowance (default 60)")
     parser.add_argument("--baseline", help="a git revision to compare with (e.g. 0aaecd6)")
+    parser.add_argument("--variant", dest="variants", action="append", default=[],
+                        help="--cpu-time: a side of this tree with this override too "
+                        "(repeatable: one side with them all)")
     parser.add_argument("--rounds", type=int, default=4, help="alternations per config")
     parser.add_argument("--threads", type=int, help="torch threads per run (default: "
                         "torch's)")
@@ -621,7 +645,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                  args.work or Path(tmp))
         print("\n".join(table_lines([row])) + "\n" + RESULT + json.dumps(row), flush=True)
         return 1 if "error" in row else 0
-    if args.profile or (args.cpu_time and not args.baseline):
+    if args.profile or (args.cpu_time and not (args.baseline or args.variants)):
         return in_process(args)
     import torch
 
