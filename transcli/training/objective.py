@@ -200,13 +200,19 @@ def epilogue_for(logits: Tensor) -> Callable[..., tuple[Tensor, Optional[Tensor]
 def compiled_epilogue() -> Optional[Callable[..., tuple[Tensor, Optional[Tensor]]]]:
     """`softmax_epilogue` compiled for any number of rows, or None without a C++ compiler
     for torch.compile (it would fail at its first call)."""
+    return torch.compile(softmax_epilogue, dynamic=True) if cpp_compiler() else None
+
+
+@functools.cache
+def cpp_compiler() -> Optional[str]:
+    """The C++ compiler torch.compile's CPU code is built with (inductor's own search:
+    g++), or None where there is none: compiling would fail at the first call."""
     from torch._inductor import cpp_builder
 
     try:
-        cpp_builder.get_cpp_compiler()
+        return cpp_builder.get_cpp_compiler()
     except Exception:  # torch's InvalidCxxCompiler, or a search that could not run
         return None
-    return torch.compile(softmax_epilogue, dynamic=True)
 
 
 States = Callable[[Tensor, Tensor], Tensor]
