@@ -104,6 +104,11 @@ class Packing:
 # off (False); the math kernel also covers what the flash one cannot run (dropout).
 CPU_ATTENTION = {True: [SDPBackend.MATH],
                  False: [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]}
+# Elements of Q from which bf16 training on the CPU takes `low_precision_attention`: each
+# new shape of a bf16 product costs about 0.6 ms of kernel set-up (six products a call,
+# forward and backward), which attention over fewer than about 1,500 tokens of 320 does
+# not win back.
+LOW_PRECISION_MIN = 1 << 19
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: bool,
@@ -112,7 +117,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: b
 
     On the CPU, training keeps the plain ("math") kernel, chosen with
     `bench/train_speed.py` (torch's CPU flash kernel has no dropout, and is slower with
-    autograd at training's lengths), or in bf16 without dropout `low_precision_attention`;
+    autograd at training's lengths), or for large bf16 inputs without dropout
+    `low_precision_attention`;
     without autograd (translation, validation) the flash kernel runs, faster there at
     most lengths (`bench/attention_speed.py`).
     """
@@ -120,7 +126,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: b
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
                                               is_causal=causal)
     grad = torch.is_grad_enabled()
-    if grad and not dropout and q.dtype == torch.bfloat16:
+    if grad and not dropout and q.dtype == torch.bfloat16 and q.numel() >= LOW_PRECISION_MIN:
         return low_precision_attention(q, k, v, mask, causal)
     with sdpa_kernel(CPU_ATTENTION[grad]):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
