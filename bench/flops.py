@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -91,3 +91,14 @@ def mfu_text(flops_per_s: float, device_name: str) -> str:
     if peak is None:
         return f"n/a (no dense bf16 peak known for {device_name!r})"
     return f"{100 * flops_per_s / peak:.1f}% of {peak / 1e12:.0f} TFLOP/s"
+
+
+def parameters_per_token(model: Any) -> int:
+    """The parameters one target token's pass goes through, in the short count (6 FLOPs
+    per parameter per target token, the source side taken as long as the target): every
+    parameter but the embedding tables, plus the output projection (V x d_model, the
+    target table itself when the output is tied to it)."""
+    tables = {id(e.table.weight): e.table.weight for e in (model.src_embed, model.tgt_embed)}
+    total = sum(p.numel() for p in model.parameters() if id(p) not in tables)
+    tied = id(model.output_weight) in tables
+    return total + (model.output_weight.numel() if tied else 0)

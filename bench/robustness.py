@@ -248,7 +248,7 @@ def table(all_results: dict[str, dict[str, dict[str, dict[str, Any]]]]) -> str:
     return "\n".join(rows)
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="Run directory.")
@@ -263,7 +263,11 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="decode.KEY=VALUE",
                         help="A decode setting for every translation (repeatable).")
     parser.add_argument("--work", type=Path, help="Where the sets and translations go.")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    args = parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="robustness-"))
     work.mkdir(parents=True, exist_ok=True)
     summary = run_summary(Path(args.model))

@@ -44,3 +44,28 @@ def test_a_compiled_run_over_many_batch_shapes_compiles_a_few_graphs_and_trains_
     assert [step for step, _ in compiled] == [step for step, _ in eager] == [10, 20, 30, 40]
     assert [loss for _, loss in compiled] == pytest.approx([loss for _, loss in eager],
                                                            rel=1e-4)
+
+
+def test_without_a_cpp_compiler_compile_is_refused_in_one_line_and_the_loss_stays_eager(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where torch.compile has no C++ compiler for the CPU, `train.compile` stops before
+    training (it would fail with a traceback at the first update), and the loss's
+    chunks, which compile by themselves where they can, run eagerly instead."""
+    import torch
+
+    from transcli.config.schema import ModelConfig, TrainConfig
+    from transcli.model.transformer import Transformer
+    from transcli.system.errors import UserError
+    from transcli.training import objective
+
+    monkeypatch.setattr(objective, "cpp_compiler", lambda: None)
+    monkeypatch.setattr(objective, "COMPILE_MIN_LOGITS", 0)
+    model = Transformer(ModelConfig(enc_layers=1, dec_layers=1, d_model=8, d_ff=16, heads=2),
+                        11)
+    with pytest.raises(UserError, match="train.compile: .* C.. compiler"):
+        compiling.CompiledStates(model, TrainConfig(compile=True), torch.device("cpu"))
+    objective.compiled_epilogue.cache_clear()
+    try:
+        assert objective.epilogue_for(torch.zeros(2, 11)) is objective.softmax_epilogue
+    finally:
+        objective.compiled_epilogue.cache_clear()  # later tests find the real compiler

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from transcli.training import objective
 from transcli.training.objective import LossSums, label_smoothed_nll, output_loss
 from transcli.training.schedules import decay_clock, learning_rate
 
@@ -21,10 +22,24 @@ def _case(dtype: torch.dtype, rows: int = 700, vocab: int = 53, d: int = 16, see
     return hidden, weight, target
 
 
-@pytest.mark.parametrize("eps", [0.0, 0.1])
-def test_output_loss_equals_log_softmax_reference_and_its_gradients(eps: float) -> None:
+@pytest.fixture(params=["eager", "compiled"])
+def epilogue(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each chunk's softmax and gradient as plain torch ops, or compiled (as on the CPU for
+    large chunks): every chunk compiled here, however small."""
+    if request.param == "compiled":
+        if objective.compiled_epilogue() is None:
+            pytest.skip("no C++ compiler for torch.compile here")
+        monkeypatch.setattr(objective, "COMPILE_MIN_LOGITS", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("eps,epilogue", [(0.0, "eager"), (0.1, "eager"), (0.1, "compiled")],
+                         indirect=["epilogue"])
+def test_output_loss_equals_log_softmax_reference_and_its_gradients(eps: float,
+                                                                   epilogue: str) -> None:
     """More rows than one chunk, padding included: values and both gradients agree with
-    plain autograd through log_softmax + label_smoothed_nll (an independent path)."""
+    plain autograd through log_softmax + label_smoothed_nll (an independent path), with
+    the chunks' epilogue eager or compiled."""
     hidden, weight, target = _case(torch.float32)
     ref = label_smoothed_nll(torch.log_softmax(hidden @ weight.t(), -1), target, eps, pad_id=0)
     (ref[0] * 0.3).backward()
@@ -48,7 +63,8 @@ def test_output_loss_by_hand_on_one_row() -> None:
     assert (tokens, correct) == (1.0, 1.0)
 
 
-def test_output_loss_under_bf16_autocast_is_close_and_without_grad_computes_none() -> None:
+def test_output_loss_under_bf16_autocast_is_close_and_without_grad_computes_none(
+        epilogue: str) -> None:
     hidden, weight, target = _case(torch.float32, rows=40)
     exact = output_loss(hidden, weight, target, 0.1, 0)
     with torch.autocast("cpu", dtype=torch.bfloat16):

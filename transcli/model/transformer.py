@@ -104,6 +104,11 @@ class Packing:
 # off (False); the math kernel also covers what the flash one cannot run (dropout).
 CPU_ATTENTION = {True: [SDPBackend.MATH],
                  False: [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]}
+# Elements of Q from which bf16 training on the CPU takes `low_precision_attention`: each
+# new shape of a bf16 product costs about 0.6 ms of kernel set-up (six products a call,
+# forward and backward), which attention over fewer than about 1,500 tokens of 320 does
+# not win back.
+LOW_PRECISION_MIN = 1 << 19
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: bool,
@@ -111,16 +116,39 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: b
     """softmax(Q K^T / sqrt(d_k)) V per head (paper 3.2.1), masked where `mask` is False.
 
     On the CPU, training keeps the plain ("math") kernel, chosen with
-    `bench/train_speed.py` (torch's CPU flash kernel has no dropout); without autograd
-    (translation, validation) the flash kernel runs, faster there at most lengths
-    (`bench/attention_speed.py`).
+    `bench/train_speed.py` (torch's CPU flash kernel has no dropout, and is slower with
+    autograd at training's lengths), or for large bf16 inputs without dropout
+    `low_precision_attention`;
+    without autograd (translation, validation) the flash kernel runs, faster there at
+    most lengths (`bench/attention_speed.py`).
     """
     if q.device.type != "cpu":
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
                                               is_causal=causal)
-    with sdpa_kernel(CPU_ATTENTION[torch.is_grad_enabled()]):
+    grad = torch.is_grad_enabled()
+    if grad and not dropout and q.dtype == torch.bfloat16 and q.numel() >= LOW_PRECISION_MIN:
+        return low_precision_attention(q, k, v, mask, causal)
+    with sdpa_kernel(CPU_ATTENTION[grad]):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
                                               is_causal=causal)
+
+
+def low_precision_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor],
+                            causal: bool) -> Tensor:
+    """`attention` written out in q's dtype (bf16 training on the CPU): torch's math
+    kernel computes bf16 attention in float32, about twice the time of this, forward and
+    backward (`bench.train_speed --profile`). The scores are rounded to bf16 as the
+    projections that feed them are; the softmax accumulates in float32 and its output
+    is rounded for the product with V. A masked score is the dtype's lowest, not -inf,
+    so a row with every key masked is uniform instead of NaN."""
+    scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)
+    lowest = torch.finfo(scores.dtype).min
+    if mask is not None:
+        scores = scores.masked_fill_(~mask, lowest)
+    if causal:
+        later = torch.ones(scores.shape[-2:], dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill_(later, lowest)
+    return torch.softmax(scores, dim=-1).to(v.dtype) @ v
 
 
 class SelfAttention(nn.Module):

@@ -18,6 +18,8 @@ import torch
 from torch import Tensor
 
 from transcli.config.schema import TrainConfig
+from transcli.system.errors import UserError
+from transcli.training import objective
 from transcli.training.objective import teacher_forced_states
 
 GRAPH_LIMIT = 16  # compilations of the model's states per run (torch's recompile limit)
@@ -65,6 +67,9 @@ class CompiledStates:
     """`objective.teacher_forced_states` of `model`, compiled; counts what it compiles."""
 
     def __init__(self, model: torch.nn.Module, tc: TrainConfig, device: torch.device):
+        if device.type == "cpu" and BACKEND == "inductor" and objective.cpp_compiler() is None:
+            raise UserError("train.compile: torch.compile needs a C++ compiler (g++) on the "
+                            "CPU and none was found: install one, or set train.compile: false")
         limit_recompiles(GRAPH_LIMIT)
         self.graphs = tc.cuda_graphs and device.type == "cuda"
         graphs = {"mode": "reduce-overhead"} if self.graphs else {}

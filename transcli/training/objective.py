@@ -9,6 +9,7 @@ Tests hold the two equal; training uses the second (`python -m bench.train_speed
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Optional
@@ -146,28 +147,77 @@ class _LinearSmoothedNLL(torch.autograd.Function):
 def _chunk(h: Tensor, w: Tensor, target: Tensor, eps: float, pad_id: int, sums: Tensor,
            wants_grad: bool) -> Optional[Tensor]:
     """Add one chunk's [loss, nll, tokens, correct] to `sums`; return d(loss)/d(logits)
-    in the compute dtype (None without gradients). With p = softmax(logits) and
+    in the compute dtype (None without gradients)."""
+    logits = h @ w.t()
+    chunk_sums, grad = epilogue_for(logits)(logits, target, eps, pad_id, wants_grad)
+    sums += chunk_sums
+    return grad
+
+
+def softmax_epilogue(logits: Tensor, target: Tensor, eps: float, pad_id: int,
+                     wants_grad: bool) -> tuple[Tensor, Optional[Tensor]]:
+    """A chunk's [loss, nll, tokens, correct] sums from its logits, and d(loss)/d(logits)
+    in the logits' dtype (None without gradients). With p = softmax(logits) and
     q = (1 - eps) * one-hot + eps / V, d(-sum q log p)/d(logits) = p - q."""
-    vocab = w.size(0)
+    vocab = logits.size(1)
     real = target != pad_id
-    logits = (h @ w.t()).float()
-    top = logits.amax(dim=-1, keepdim=True)
-    gold = logits.gather(1, target[:, None])
-    mean = logits.mean(dim=-1, keepdim=True)
-    exp = logits.sub_(top).exp_()  # in place: logits are not needed any more
+    scores = logits.float()
+    top = scores.amax(dim=-1, keepdim=True)
+    gold = scores.gather(1, target[:, None])
+    mean = scores.mean(dim=-1, keepdim=True)
+    exp = scores.sub_(top).exp_()  # in place: the scores are not needed any more
     total = exp.sum(dim=-1, keepdim=True)
     log_z = top + total.log()  # log-sum-exp of the logits
     nll = (log_z - gold).squeeze(1).masked_fill(~real, 0.0)
     uniform = (log_z - mean).squeeze(1).masked_fill(~real, 0.0)
-    sums += torch.stack([(1.0 - eps) * nll.sum() + eps * uniform.sum(), nll.sum(),
-                         real.sum().float(), ((gold >= top).squeeze(1) & real).sum().float()])
+    sums = torch.stack([(1.0 - eps) * nll.sum() + eps * uniform.sum(), nll.sum(),
+                        real.sum().float(), ((gold >= top).squeeze(1) & real).sum().float()])
     if not wants_grad:
-        return None
+        return sums, None
     # Padding rows get no gradient: their per-row factors are zero, saving a masking pass.
     weight = real[:, None].to(exp.dtype)
+    if torch.compiler.is_compiling():  # the gold entries in the same pass (no scatter):
+        gold_entries = torch.arange(vocab, device=logits.device) == target[:, None]
+        grad = (exp * (weight / total) - weight * (eps / vocab)
+                + torch.where(gold_entries, weight * (eps - 1.0), 0.0))
+        return sums, grad.to(logits.dtype)  # one loop writes the gradient in logits' dtype
     grad = exp.mul_(weight / total).sub_(weight * (eps / vocab))
     grad.scatter_add_(1, target[:, None], weight * (eps - 1.0))
-    return grad.to(h.dtype)
+    return sums, grad.to(logits.dtype)
+
+
+# Logits of a chunk from which, on the CPU, `softmax_epilogue` runs compiled: one C++ loop
+# over them for the sums and one for the gradient instead of about ten passes of float32
+# (half the epilogue's time at configs/cpu-1h.yaml's 1,024 x 8,000; compiling takes a few
+# seconds once per process, which smaller models, the tests' among them, do not repay).
+COMPILE_MIN_LOGITS = 1 << 22
+
+
+def epilogue_for(logits: Tensor) -> Callable[..., tuple[Tensor, Optional[Tensor]]]:
+    """`softmax_epilogue` for this chunk: compiled for large chunks on the CPU, where
+    torch.compile has a C++ compiler."""
+    if logits.device.type != "cpu" or logits.numel() < COMPILE_MIN_LOGITS:
+        return softmax_epilogue
+    return compiled_epilogue() or softmax_epilogue
+
+
+@functools.cache
+def compiled_epilogue() -> Optional[Callable[..., tuple[Tensor, Optional[Tensor]]]]:
+    """`softmax_epilogue` compiled for any number of rows, or None without a C++ compiler
+    for torch.compile (it would fail at its first call)."""
+    return torch.compile(softmax_epilogue, dynamic=True) if cpp_compiler() else None
+
+
+@functools.cache
+def cpp_compiler() -> Optional[str]:
+    """The C++ compiler torch.compile's CPU code is built with (inductor's own search:
+    g++), or None where there is none: compiling would fail at the first call."""
+    from torch._inductor import cpp_builder
+
+    try:
+        return cpp_builder.get_cpp_compiler()
+    except Exception:  # torch's InvalidCxxCompiler, or a search that could not run
+        return None
 
 
 States = Callable[[Tensor, Tensor], Tensor]
