@@ -390,6 +390,8 @@ def matmul_rate(m: int, k: int, n: int) -> tuple[float, float]:
 def cpu_run(args: argparse.Namespace, data: Path, profiled: int) -> CpuTimed:
     """Train the config on the CPU in this process (in a temp dir) until timed and
     profiled; exits when the run ended first."""
+    from transcli.data.prepared_dir import open_prepared_dir
+    from transcli.rundir.run import RunDir
     from transcli.training.loop import Trainer, train
 
     cfg = load_config(config_path(args.configs[0]), [
@@ -398,7 +400,7 @@ def cpu_run(args: argparse.Namespace, data: Path, profiled: int) -> CpuTimed:
     timed = CpuTimed(Trainer.update, args.warmup, args.updates, profiled)
     with mock.patch.object(Trainer, "update", lambda trainer, *batch: timed(trainer, *batch)):
         with tempfile.TemporaryDirectory() as tmp:
-            train(cfg, data, Path(tmp) / "run")
+            train(cfg, open_prepared_dir(data), RunDir(Path(tmp) / "run"))
     if timed.count < args.warmup + args.updates + timed.profiled:
         sys.exit(f"the run ended after {timed.count} of its "
                  f"{args.warmup + args.updates + timed.profiled} updates")

@@ -165,21 +165,24 @@ def test_a_table_row_trains_is_measured_and_stopped_on_the_cpu(
 @pytest.mark.slow
 def test_the_profile_prints_its_figures_on_the_cpu_and_stops_the_run(prepared: Path,
                                                                      tmp_path: Path) -> None:
-    """`bench.train_speed --profile` as the profile stage runs it, on the CPU (no kernels,
-    so no GPU time): 20 updates of the real loop profiled, its RESULT line read by
-    `run_child`, then the run stopped by the profile itself (exit status 0)."""
+    """`bench.train_speed --profile` on the CPU: updates of the real loop timed, then
+    profiled by op, beside the matmul rates measured in the same process; its RESULT line
+    read by `run_child`, the run stopped by the profile itself (exit status 0)."""
     from bench.common import run_child
-    from bench.train_speed import profile_lines
+    from bench.train_speed import MATMULS, cpu_profile_lines
 
-    sets = ("model.d_model=32", "model.d_ff=64", "model.heads=2", "train.batch_tokens=256",
-            "train.threads=1")
+    sets = ("model.d_model=32", "model.d_ff=64", "model.heads=2", "train.batch_tokens=256")
     outcome = run_child(["bench.train_speed", "--profile", "--configs", "tiny", "--device",
-                         "cpu", "--data", str(prepared), *[f"--set={s}" for s in sets]], 120,
-                        tmp_path / "profile.log")
+                         "cpu", "--threads", "1", "--data", str(prepared), "--warmup", "2",
+                         "--updates", "3", "--profiled", "2",
+                         *[f"--set={s}" for s in sets]], 120, tmp_path / "profile.log")
     assert outcome.problem is None and outcome.result is not None, outcome.lines[-5:]
-    assert outcome.result["updates"] == 20 and outcome.result["host_ms_per_update"] > 0
-    assert outcome.result["kernels_per_update"] == 0 and outcome.result["top_kernels"] == []
-    assert profile_lines(outcome.result)[0].startswith("20 updates: ")
+    result = outcome.result
+    assert (result["updates"], result["warmup"], result["profiled"]) == (3, 2, 2)
+    assert result["cpu_s"] > 0 and result["flop"] > 0
+    assert all(rate > 0 for rate in (*result["matmul_ffn"], *result["matmul_cube"]))
+    assert any(op in MATMULS for op, _ in result["ops"])
+    assert cpu_profile_lines(result)[0].startswith("tiny: 3 updates timed after 2, 1 thread")
 
 
 def test_a_translation_stage_that_cannot_run_is_skipped_with_its_reason(

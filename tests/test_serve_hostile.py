@@ -30,6 +30,7 @@ for extra in ("fastapi", "uvicorn"):  # `transcli serve` runs in every test
 READ_TIMEOUT = 3.0
 MAX_CONNECTIONS = 8
 REQ_LIMIT = 10  # a minute per client: more than this module's own from 127.0.0.1
+SLOW_PAGE = 600_000  # characters: seconds to read on a fast machine, within the file timeout
 HEAD = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 BODY = b'{"q": "I like trees.", "source": "en", "target": "es"}'
 BODY_FIELDS = json.loads(BODY)
@@ -204,14 +205,15 @@ def test_the_body_limit_has_a_cap_whatever_max_chars(hostile):
 
 @pytest.mark.slow
 def test_a_files_body_has_its_own_cap(hostile):
-    """16 bytes per --max-file-chars character (100,000 by default), plus 64 KiB."""
+    """16 bytes per --max-file-chars character, plus 64 KiB."""
+    cap = 16 * SLOW_PAGE + 64 * 1024
     with connect(hostile) as sock:
         sock.sendall(b"POST /translate_file HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/"
-                     b"form-data; boundary=b\r\nContent-Length: 1700000\r\nConnection: "
-                     b"close\r\n\r\n")
+                     b"form-data; boundary=b\r\nContent-Length: %d\r\nConnection: "
+                     b"close\r\n\r\n" % (cap + 1))
         status, body, _ = answer(sock)
     assert_error(status, body, 413)
-    assert str(16 * 100_000 + 64 * 1024) in body["error"]
+    assert str(cap) in body["error"]
 
 
 @pytest.mark.slow
@@ -237,9 +239,6 @@ def test_past_req_limit_a_client_gets_429_and_others_are_served(hostile):
         assert hostile.request("GET", path, headers=first)[0] == 200
     assert hostile.request("POST", "/translate", BODY_FIELDS, other)[0] == 200
     assert wait_for(hostile, '203.0.113.7 "POST /translate" 429')
-
-
-SLOW_PAGE = 600_000  # characters: seconds to read on a fast machine, within the file timeout
 
 
 def slow_page(size: int = SLOW_PAGE) -> bytes:

@@ -134,6 +134,23 @@ def test_a_second_signal_waits_for_a_checkpoint_being_written() -> None:
         assert stopped.value.code == 128 + signal.SIGTERM
 
 
+def test_a_second_signal_inside_a_class_being_made_still_stops_at_once(
+        capsys: pytest.CaptureFixture) -> None:
+    """Python wraps what a class body's `__set_name__` raises in a RuntimeError (it happened
+    inside matplotlib's first import, as the curves were drawn): still a stop at once, 143."""
+    class Named:
+        def __set_name__(self, owner: type, name: str) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with pytest.raises(StoppedAtOnce) as stopped:
+        with StopSignals(on_disk=lambda: "step 7 on disk"):
+            os.kill(os.getpid(), signal.SIGTERM)
+            type("Made", (), {"field": Named()})
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "transcli: second SIGTERM: training stopped; step 7 on disk")
+
+
 @pytest.mark.slow
 def test_resume_of_a_run_killed_before_its_first_save_starts_over(prepared: Path,
                                                                   tmp_path: Path) -> None:

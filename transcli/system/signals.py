@@ -140,10 +140,15 @@ class StopSignals:
             raise StoppedAtOnce(self._pending)
 
     def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
+        # Python wraps an exception raised while a class is made (in an import, as
+        # matplotlib's first is when the curves are drawn) in a RuntimeError.
+        stopped = exc if isinstance(exc, StoppedAtOnce) else getattr(exc, "__cause__", None)
         try:
-            if isinstance(exc, StoppedAtOnce):
-                print(f"transcli: second {exc.name}: {self.what} stopped; {self.on_disk()}",
-                      file=sys.stderr)
+            if isinstance(stopped, StoppedAtOnce):
+                print(f"transcli: second {stopped.name}: {self.what} stopped; "
+                      f"{self.on_disk()}", file=sys.stderr)
         finally:
             for sig, handler in self._previous.items():
                 signal.signal(sig, handler)
+        if isinstance(stopped, StoppedAtOnce) and stopped is not exc:
+            raise stopped from None
