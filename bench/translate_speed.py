@@ -62,7 +62,7 @@ def corpus() -> Path:
 
 def default_cpu_engine() -> str:
     """The engine a run's default settings (decode.cpu_gemm=auto) use on this CPU."""
-    from transcli.inference.cpu_products import use_onednn
+    from transcli.inference.cpu_matmul import use_onednn
 
     return "torch-onednn" if use_onednn("auto") else "torch"
 
@@ -413,7 +413,7 @@ def header(args: argparse.Namespace, report: Report) -> None:
         report.say(f"CUDA: {torch.cuda.get_device_name()}, torch {torch.__version__}; budget "
                    f"{args.budget:g} s")
         return
-    from transcli.inference.cpu_products import cpu_vendor
+    from transcli.inference.cpu_matmul import cpu_vendor
 
     pick = "onednn" if default_cpu_engine() == "torch-onednn" else "blas"
     report.say(f"CPU: {cpu_vendor() or 'vendor unknown'}, "

@@ -69,7 +69,7 @@ def test_ct2_engine_gives_the_torch_greedy_output(sample_copy):
 
 
 def test_onednn_products_give_the_blas_output(sample_copy):
-    """decode.cpu_gemm=onednn (transcli.inference.cpu_products): the same translations of 200 real
+    """decode.cpu_gemm=onednn (transcli.inference.cpu_matmul): the same translations of 200 real
     sentences, beam 2 and greedy, as torch's own float32 products."""
     lines = [en for en, _ in sample_pairs("test", "valid")]
     for search in (["decode.beam_size=2"], ["decode.strategy=greedy", "decode.beam_size=1"]):

@@ -29,7 +29,7 @@ from safetensors.torch import load_file
 from transcli.config.loading import load_config
 from transcli.config.schema import ModelConfig
 from transcli.data.tokenizer import Tokenizer
-from transcli.inference import fitting
+from transcli.inference import device_defaults as defaults
 from transcli.inference.search import greedy_search
 from transcli.inference.translator import load_translator
 from transcli.model.transformer import Transformer
@@ -463,16 +463,17 @@ def test_the_cuda_batch_budget_counts_beams_and_fits_the_free_memory(
     model, vocab, device = run.config.model, run.tokenizer.vocab_size, torch.device(DEVICE)
     greedy = replace(run.config.decode, strategy="greedy", batch_tokens=0)
     beam = replace(run.config.decode, strategy="beam", beam_size=4, batch_tokens=0)
-    by_greedy, by_beam = (fitting.batch_tokens(d, model, vocab, device) for d in (greedy, beam))
-    assert fitting.CPU_BATCH_TOKENS <= by_beam <= by_greedy <= fitting.CUDA_ROW_TOKENS
-    assert by_beam <= max(fitting.CPU_BATCH_TOKENS, fitting.CUDA_ROW_TOKENS // 4)
+    by_greedy, by_beam = (defaults.batch_tokens(d, model, vocab, device) for d in (greedy, beam))
+    assert defaults.CPU_BATCH_TOKENS <= by_beam <= by_greedy <= defaults.CUDA_ROW_TOKENS
+    assert by_beam <= max(defaults.CPU_BATCH_TOKENS, defaults.CUDA_ROW_TOKENS // 4)
     free, _ = torch.cuda.mem_get_info(device)
     rows = by_beam * 4 // 2  # sentences of two tokens, four beams each
     element = torch.finfo(HALF).bits // 8
-    assert (by_beam == fitting.CPU_BATCH_TOKENS
-            or rows * fitting.row_bytes(beam, model, vocab, element) <= free * fitting.MEMORY_SHARE)
+    assert (by_beam == defaults.CPU_BATCH_TOKENS
+            or rows * defaults.row_bytes(beam, model, vocab, element)
+            <= free * defaults.MEMORY_SHARE)
     _, translator = translations(memorised_runs["fp32"], ["Hello."], ["decode.batch_tokens=0"])
-    assert translator.decode.batch_tokens >= fitting.CPU_BATCH_TOKENS
+    assert translator.decode.batch_tokens >= defaults.CPU_BATCH_TOKENS
 
 
 def test_ct2_on_cuda_computes_in_half_precision_and_agrees_with_its_float32(

@@ -14,7 +14,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from transcli.config.schema import DecodeConfig, ModelConfig
-from transcli.inference.cpu_products import ONEDNN, cpu_linears
+from transcli.inference.cpu_matmul import ONEDNN, cpu_linears
 from transcli.inference.search import search
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID

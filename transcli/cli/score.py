@@ -48,7 +48,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
                 batch_tokens: int | None, device: str) -> None:
     """Write `index<TAB>total<TAB>per_token<TAB>tokens` for every line pair of `src` and
     `tgt` to `output` (a path, or - for stdout), in input order."""
-    from transcli.inference import fitting
+    from transcli.inference import device_defaults
     from transcli.inference.scoring import PairScorer
     from transcli.inference.streaming import Output, drain, stream
     from transcli.inference.translator import inference_model
@@ -67,7 +67,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     chosen = pick_device(device)
     model = inference_model(run, checkpoint, chosen)
     # decode.batch_tokens, or (0) greedy translation's budget for the device
-    budget = fitting.batch_tokens(replace(run.config.decode, strategy="greedy"), model.cfg,
+    budget = device_defaults.batch_tokens(replace(run.config.decode, strategy="greedy"), model.cfg,
                                   model.vocab_size, chosen)
     scorer = PairScorer(model, run.tokenizer, budget)
     with open_text(src) as src_handle, open_text(tgt) as tgt_handle:

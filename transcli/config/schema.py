@@ -298,10 +298,10 @@ STRATEGIES = {
     "sample": "tokens drawn from the model's distribution (temperature, top_k, top_p, seed)",
 }
 ENGINES = ("torch", "ct2")  # what runs the search: transcli's model, or a CTranslate2 export
-# The torch engine's float32 CPU products (transcli.inference.cpu_products).
+# The torch engine's float32 CPU products (transcli.inference.cpu_matmul).
 CPU_GEMMS = ("auto", "blas", "onednn")
 # The torch engine's arithmetic (and CTranslate2's compute type): auto is bf16 on CUDA
-# devices that have it, else fp16 there, and fp32 on the CPU (transcli.inference.fitting).
+# devices that have it, else fp16 there, and fp32 on the CPU (transcli.inference.device_defaults).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 QUANTIZE = ("none", "int8")  # int8 weights: dynamically quantized (torch), or CTranslate2's
 

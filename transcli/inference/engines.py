@@ -79,7 +79,7 @@ class Ct2Engine:
     def __init__(self, model_dir: Path, tokenizer: Tokenizer, decode: DecodeConfig,
                  max_positions: int, device: str | torch.device = "cpu",
                  compute_type: str = "default"):
-        """`compute_type`: CTranslate2's arithmetic (`fitting.ct2_compute_type`)."""
+        """`compute_type`: CTranslate2's arithmetic (`device_defaults.ct2_compute_type`)."""
         from transcli.system.extras import require
 
         ctranslate2 = require("ctranslate2", "ct2")

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from transcli.config.schema import STRATEGIES, DecodeConfig
-from transcli.inference import selection
+from transcli.inference import topk
 from transcli.inference.repeats import ban_repeats
 from transcli.model.kvcache import DecoderState, StepBuffers
 from transcli.model.transformer import Memory, Transformer
@@ -140,7 +140,7 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Te
 
 def _most_likely(logp: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
     """Greedy's pick: each row's largest log-prob and its token (the first on a tie)."""
-    return selection.top_1(logp)
+    return topk.top_1(logp)
 
 
 ChooseNext = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
@@ -445,7 +445,7 @@ class Beams:
         continuations, keep the first K that are not EOS; the beam each came from."""
         n, k = self.sent.size(0), self.k
         # The 2K best overall lie among each beam's 2K best.
-        top_logp, top_tok = selection.top_k(logp, min(2 * k, logp.size(-1)))
+        top_logp, top_tok = topk.top_k(logp, min(2 * k, logp.size(-1)))
         top_logp, top_tok = top_logp.view(n, k, -1), top_tok.view(n, k, -1)
         cand = (self.scores[:, :, None] + top_logp.double()).view(n, -1)
         cand_scores, cand_idx = cand.topk(min(2 * k, cand.size(1)), dim=-1)

@@ -19,9 +19,9 @@ import torch
 
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
-from transcli.inference import fitting
+from transcli.inference import device_defaults
 from transcli.inference.alignment import Translated, placements
-from transcli.inference.cpu_products import cpu_linears, use_onednn
+from transcli.inference.cpu_matmul import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.quantize import quantize_int8
 from transcli.inference.realtext import Plan, Preparer
@@ -53,7 +53,7 @@ class Translator:
         set: `load_translator` chooses it for CTranslate2's device)."""
         if isinstance(model, torch.nn.Module):
             self.engine: Engine = TorchEngine(model, decode, device, cached)
-            decode = fitting.fitted(decode, model.cfg, model.vocab_size, self.engine.device)
+            decode = device_defaults.fitted(decode, model.cfg, model.vocab_size, self.engine.device)
         else:
             self.engine = model
         self.tokenizer = tokenizer
@@ -273,9 +273,10 @@ def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
 def inference_model(run: RunDir, checkpoint: str, device: torch.device) -> Transformer:
     """A run's checkpoint as a model on `device`, set up for inference (torch's threads
     on the CPU from `decode.threads`; int8 or CPU products as `decode` asks; on CUDA in
-    `decode.precision`, `fitting.precision`)."""
+    `decode.precision`, `device_defaults.precision`)."""
     decode = run.config.decode
-    dtype = fitting.model_dtype(decode, device)  # a precision the device lacks is refused now
+    # A precision the device lacks is refused here, before the weights are read.
+    dtype = device_defaults.model_dtype(decode, device)
     inference_setup(device, decode.threads)
     model = run.model(run.checkpoint(checkpoint), device)
     if decode.quantize == "int8":
@@ -293,8 +294,8 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto")
     if decode.engine == "ct2":
         from transcli.export.ct2 import cached_export
 
-        compute_type = fitting.ct2_compute_type(decode, target)
-        decode = fitting.fitted(decode, run.config.model, run.tokenizer.vocab_size, target)
+        compute_type = device_defaults.ct2_compute_type(decode, target)
+        decode = device_defaults.fitted(decode, run.config.model, run.tokenizer.vocab_size, target)
         inference_setup(target, decode.threads)
         model_dir = cached_export(run, run.checkpoint(checkpoint), decode.quantize)
         engine = Ct2Engine(model_dir, run.tokenizer, decode, run.config.model.max_positions,

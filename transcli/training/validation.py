@@ -34,11 +34,11 @@ class ValidationSet:
     the greedy search's settings for `device` (fitted now: before the first update)."""
 
     def __init__(self, cfg: Config, data: PreparedDir, device: torch.device):
-        from transcli.inference import fitting
+        from transcli.inference import device_defaults
 
         self.cfg, self.tokenizer = cfg, data.tokenizer
         # decode.precision is translate's: validation decodes in the training's own
-        self.decode = fitting.fitted(replace(cfg.decode, strategy="greedy", beam_size=1,
+        self.decode = device_defaults.fitted(replace(cfg.decode, strategy="greedy", beam_size=1,
                                              n_best=1, precision="auto"),
                                      cfg.model, data.vocab_size, device)
         split = data.split("valid")

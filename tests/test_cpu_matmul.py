@@ -1,5 +1,5 @@
 """Inference's float32 products through oneDNN or weight-first through the BLAS
-(`transcli.inference.cpu_products`): the same values as x @ W^T + b written out, the same
+(`transcli.inference.cpu_matmul`): the same values as x @ W^T + b written out, the same
 model outputs, and training left on torch's path."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from helpers import PAIRS
 from helpers.memorised import memorised_model, pad
 from torch import nn
 
-from transcli.inference import cpu_products as cpulinear
-from transcli.inference.cpu_products import (
+from transcli.inference import cpu_matmul as cpulinear
+from transcli.inference.cpu_matmul import (
     FEW_ROWS,
     ONEDNN,
     BlasLinear,
@@ -143,7 +143,7 @@ def decode_steps(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor) -> torc
 
 @pytest.mark.skipif(not ONEDNN, reason="this torch build has no oneDNN")
 def test_packed_weights_give_onednn_s_own_sums_and_one_row_those_of_many():
-    """`linear` lays each weight out once (`cpu_products.packed`): bit for bit the sums of
+    """`linear` lays each weight out once (`cpu_matmul.packed`): bit for bit the sums of
     oneDNN given the plain matrix, at every row count from two; a single row is padded to
     two, so it gets the sums it gets among others (alone, oneDNN sums it another way)."""
     torch.manual_seed(0)

@@ -6,7 +6,7 @@ device.
   fp32 on the CPU. In half precision the model's weights and activations are bf16/fp16;
   its log-softmax runs in float32 and search keeps scores in float64, as in float32.
   fp32 on CUDA is full float32 (TF32 stays off): the switch for exactness checks. The
-  CPU runs fp32 only: its products (`cpu_products`) and int8 are float32 paths.
+  CPU runs fp32 only: its products (`cpu_matmul`) and int8 are float32 paths.
 - `decode.batch_tokens`: 0 is 4,096 source tokens per batch on the CPU (larger batches
   were no faster there); on CUDA, `CUDA_ROW_TOKENS` decoder-row tokens (source tokens x
   beams, or x samples), fewer where the card's free memory would not hold such a batch

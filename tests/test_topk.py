@@ -1,4 +1,4 @@
-"""`selection.top_k` against each row sorted in plain Python: the k largest values, largest
+"""`topk.top_k` against each row sorted in plain Python: the k largest values, largest
 first, at the columns that hold them; with k = 1 the first column holding the maximum."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transcli.inference.selection import CHUNK, FEW_ROWS, top_k
+from transcli.inference.topk import CHUNK, FEW_ROWS, top_k
 
 
 def expected(row: list[float], k: int) -> list[float]:

@@ -17,7 +17,7 @@ rows the copy costs more than the arithmetic (a step of 16 rows of the CPU recip
 spent most of its time there). `linear` therefore takes each weight laid out once
 (`packed`): the same sums, bit for bit, at any number of rows but one. A single row goes
 to a matrix-vector kernel that sums in another order, so it is padded to two: a sentence
-decoded alone gets the same numbers as in a batch (tests/test_cpulinear.py).
+decoded alone gets the same numbers as in a batch (tests/test_cpu_matmul.py).
 
 With the BLAS, a product of few rows -- a decoding step near the end of a batch, when
 most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ

@@ -1,4 +1,4 @@
-"""What a device gets (`transcli.inference.fitting`): precision, batch budget and
+"""What a device gets (`transcli.inference.device_defaults`): precision, batch budget and
 CTranslate2's compute type on the CPU; the CUDA side is in tests/test_gpu.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from transcli.config.schema import DecodeConfig, ModelConfig
-from transcli.inference import fitting
+from transcli.inference import device_defaults as defaults
 from transcli.inference.translator import load_translator
 from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
@@ -21,22 +21,22 @@ CPU = torch.device("cpu")
 def test_auto_is_fp32_on_the_cpu_and_half_precision_is_refused_there() -> None:
     for asked in ("auto", "fp32"):
         decode = DecodeConfig(precision=asked)
-        assert fitting.precision(decode, CPU) == "fp32"
-        assert fitting.model_dtype(decode, CPU) == torch.float32
-        assert fitting.ct2_compute_type(decode, CPU) == "default"
+        assert defaults.precision(decode, CPU) == "fp32"
+        assert defaults.model_dtype(decode, CPU) == torch.float32
+        assert defaults.ct2_compute_type(decode, CPU) == "default"
     for asked in ("bf16", "fp16"):
         with pytest.raises(UserError, match=f"decode.precision={asked}: the CPU"):
-            fitting.precision(DecodeConfig(precision=asked), CPU)
+            defaults.precision(DecodeConfig(precision=asked), CPU)
         with pytest.raises(UserError, match="fp32 only"):
-            fitting.ct2_compute_type(DecodeConfig(precision=asked, engine="ct2"), CPU)
+            defaults.ct2_compute_type(DecodeConfig(precision=asked, engine="ct2"), CPU)
 
 
 def test_a_set_budget_is_kept_and_zero_is_4096_source_tokens_on_the_cpu() -> None:
     model = ModelConfig()
-    assert fitting.batch_tokens(DecodeConfig(batch_tokens=700), model, 8000, CPU) == 700
+    assert defaults.batch_tokens(DecodeConfig(batch_tokens=700), model, 8000, CPU) == 700
     for decode in (DecodeConfig(), DecodeConfig(strategy="greedy", beam_size=1)):
-        assert fitting.batch_tokens(decode, model, 8000, CPU) == fitting.CPU_BATCH_TOKENS
-        assert fitting.fitted(decode, model, 8000, CPU).batch_tokens == 4096
+        assert defaults.batch_tokens(decode, model, 8000, CPU) == defaults.CPU_BATCH_TOKENS
+        assert defaults.fitted(decode, model, 8000, CPU).batch_tokens == 4096
 
 
 def test_a_row_s_memory_by_hand() -> None:
@@ -45,11 +45,11 @@ def test_a_row_s_memory_by_hand() -> None:
     and keys + values held twice, 2 x 2 x 2 layers x 8 x 2 bytes x 7 positions."""
     model = ModelConfig(dec_layers=2, d_model=8, max_positions=64)
     decode = DecodeConfig(max_len_a=1.0, max_len_b=5)
-    assert fitting.row_bytes(decode, model, 1000, 2) == 1000 * 10 + 2 * 2 * 2 * 8 * 2 * 7
+    assert defaults.row_bytes(decode, model, 1000, 2) == 1000 * 10 + 2 * 2 * 2 * 8 * 2 * 7
     sampling = replace(decode, strategy="sample")  # float64 copies of the distribution
-    assert fitting.row_bytes(sampling, model, 1000, 2) == 1000 * 46 + 2 * 2 * 2 * 8 * 2 * 7
-    assert fitting.beams_of(decode) == 4 and fitting.beams_of(sampling) == 1
-    assert fitting.beams_of(replace(sampling, n_best=3)) == 3
+    assert defaults.row_bytes(sampling, model, 1000, 2) == 1000 * 46 + 2 * 2 * 2 * 8 * 2 * 7
+    assert defaults.beams_of(decode) == 4 and defaults.beams_of(sampling) == 1
+    assert defaults.beams_of(replace(sampling, n_best=3)) == 3
 
 
 def test_loading_a_translator_in_half_precision_on_the_cpu_is_one_error(run_dir: Path) -> None:
