@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from transcli.documents.formats import DocumentFormat
 from transcli.documents.reading import decoded_chunks
@@ -23,9 +23,15 @@ from transcli.documents.units import Part, Unit, has_letters, render
 from transcli.inference.streaming import Output, chunked, drain, stream
 from transcli.system.files import open_checked
 
+if TYPE_CHECKING:
+    from transcli.inference.alignment import Alignment as Aligned
+
 # Lines in, their translations out; the int is the index of the first line among all
 # lines sent so far (sampling seeds each line by it).
 Translate = Callable[[list[str], int], list[str]]
+# Lines and their translations in, per line which of its characters the translation's
+# came from (`Translator.alignments`; None: not known): inline tags are placed by it.
+Align = Callable[[list[str], list[str]], list[Optional["Aligned"]]]
 Piece = list[Part]
 
 
@@ -70,6 +76,19 @@ def _line(line: str, found: dict[str, str]) -> str:
     return line[:start] + found[core] + line[start + len(core):]
 
 
+def aligned_texts(units: Iterable[Unit], found: Mapping[str, str], align: Optional[Align]
+                  ) -> dict[str, Aligned]:
+    """The alignment of each changed one-line text with tags among `units` and its
+    translation in `found`, by `align` (none without it): what places their tags."""
+    if align is None:
+        return {}
+    texts = list(dict.fromkeys(unit.text for unit in units if unit.tags and "\n" not in
+                               unit.text and unit.text == unit.text.strip()
+                               and found.get(unit.text, unit.text) != unit.text))
+    done = align(texts, [found[text] for text in texts]) if texts else []
+    return {text: alignment for text, alignment in zip(texts, done) if alignment is not None}
+
+
 def units_of(pieces: Sequence[Piece]) -> Iterator[Unit]:
     for piece in pieces:
         for part in piece:
@@ -77,11 +96,14 @@ def units_of(pieces: Sequence[Piece]) -> Iterator[Unit]:
                 yield from part.units()
 
 
-def translated_pieces(pieces: Sequence[Piece], translate: Callable[[list[str]], list[str]]
-                      ) -> list[str]:
-    """Pieces of a document written with their units translated."""
-    found = translations((unit.text for unit in units_of(pieces)), translate)
-    return [render(piece, found) for piece in pieces]
+def translated_pieces(pieces: Sequence[Piece], translate: Callable[[list[str]], list[str]],
+                      align: Optional[Align] = None) -> list[str]:
+    """Pieces of a document written with their units translated (their tags placed by
+    `align` where given)."""
+    units = list(units_of(pieces))
+    found = translations((unit.text for unit in units), translate)
+    aligned = aligned_texts(units, found, align)
+    return [render(piece, found, aligned) for piece in pieces]
 
 
 def read_pieces(fmt: DocumentFormat, chunks: Iterable[str], name: str,
@@ -91,15 +113,16 @@ def read_pieces(fmt: DocumentFormat, chunks: Iterable[str], name: str,
 
 
 def translate_text(text: str, fmt: DocumentFormat, translate: Translate, name: str = "<text>",
-                   force: bool = False) -> str:
-    """A document given whole (a request's text), translated."""
-    return WholeDocument(text, fmt, name, force).translated(translate).decode()
+                   force: bool = False, align: Optional[Align] = None) -> str:
+    """A document given whole (a request's text), translated (tags placed by `align`
+    where given: a `Translator`'s `alignments`)."""
+    return WholeDocument(text, fmt, name, force).translated(translate, align).decode()
 
 
 def translate_bytes(data: bytes, fmt: DocumentFormat, translate: Translate, name: str,
-                    force: bool = False) -> bytes:
+                    force: bool = False, align: Optional[Align] = None) -> bytes:
     """A file given whole (an upload), translated into the same format."""
-    return WholeDocument(data, fmt, name, force).translated(translate)
+    return WholeDocument(data, fmt, name, force).translated(translate, align)
 
 
 class WholeDocument:
@@ -128,21 +151,26 @@ class WholeDocument:
         comes): what `serve` counts against its limit."""
         return sum(len(unit.text) for units in self.chunks for unit in units)
 
-    def written(self, translated: Sequence[Sequence[str]]) -> bytes:
+    def written(self, translated: Sequence[Sequence[str]], align: Optional[Align] = None
+                ) -> bytes:
         """The document (UTF-8 for a text format) with `translated[k]`, the translations
-        of `lines[k]`."""
+        of `lines[k]` (tags placed by `align` where given)."""
         found = [assembled((unit.text for unit in units), dict(zip(lines, done)))
                  for units, lines, done in zip(self.chunks, self.lines, translated)]
+        aligned = [aligned_texts(units, chunk, align) for units, chunk in zip(self.chunks, found)]
         if self.fmt.binary:  # a later chunk's translation of a text stands, as in `translate`
             return self.whole.written({text: done for chunk in found
+                                       for text, done in chunk.items()},
+                                      {text: done for chunk in aligned
                                        for text, done in chunk.items()})
-        return "".join(render(piece, chunk_found) for chunk, chunk_found in zip(self.pieces, found)
+        return "".join(render(piece, chunk_found, chunk_aligned) for chunk, chunk_found,
+                       chunk_aligned in zip(self.pieces, found, aligned)
                        for piece in chunk).encode()
 
-    def translated(self, translate: Translate) -> bytes:
+    def translated(self, translate: Translate, align: Optional[Align] = None) -> bytes:
         """The document translated by `translate`, a chunk at a time."""
         lines = Lines(translate)
-        return self.written([lines(wanted) for wanted in self.lines])
+        return self.written([lines(wanted) for wanted in self.lines], align)
 
 
 class DocumentFile:
@@ -172,30 +200,35 @@ class DocumentFile:
             yield from read_pieces(self.fmt, decoded_chunks(handle, self.input), self.input,
                                    self.force)
 
-    def translate(self, output: Output, translate: Translate, progress: bool = True) -> None:
+    def translate(self, output: Output, translate: Translate, progress: bool = True,
+                  align: Optional[Align] = None) -> None:
         """Translate into `output`, in the same format, a chunk of units at a time, with
-        a progress bar in units."""
+        a progress bar in units; inline tags placed by `align` where given (a
+        `Translator`'s `alignments`), else by position (`units.place_tags`)."""
         lines = Lines(translate)
         if self.whole is not None:
-            return self._translate_whole(output, lines, progress)
-        drain(stream(self.pieces(), lambda chunk, first: translated_pieces(chunk, lines),
+            return self._translate_whole(output, lines, progress, align)
+        drain(stream(self.pieces(), lambda chunk, first: translated_pieces(chunk, lines, align),
                      output, total=self.total, progress=progress, unit="unit", cost=_size,
                      end="", count=lambda chunk: sum(map(_units, chunk))))
 
     def _translate_whole(self, output: Output, lines: Callable[[list[str]], list[str]],
-                         progress: bool) -> None:
+                         progress: bool, align: Optional[Align]) -> None:
         """A document written whole (a Word file): its units translated in chunks by
         the same loop, with the same bar."""
         found: dict[str, str] = {}
+        aligned: dict[str, Aligned] = {}
 
         def work(units: list[Unit], first: int) -> list[str]:
-            found.update(translations((unit.text for unit in units), lines))
+            chunk = translations((unit.text for unit in units), lines)
+            found.update(chunk)
+            aligned.update(aligned_texts(units, chunk, align))
             return []
 
         drain(stream(self.whole.units, work, None, total=self.total, progress=progress,
                      unit="unit", cost=_text_size))
         with output.open() as handle:
-            handle.write(self.whole.written(found))
+            handle.write(self.whole.written(found, aligned))
 
 
 def _read(path: str) -> bytes:
