@@ -82,11 +82,17 @@ def aligned_texts(units: Iterable[Unit], found: Mapping[str, str], align: Option
     translation in `found`, by `align` (none without it): what places their tags."""
     if align is None:
         return {}
-    texts = list(dict.fromkeys(unit.text for unit in units if unit.tags and "\n" not in
-                               unit.text and unit.text == unit.text.strip()
-                               and found.get(unit.text, unit.text) != unit.text))
+    texts = to_align(units, found)
     done = align(texts, [found[text] for text in texts]) if texts else []
     return {text: alignment for text, alignment in zip(texts, done) if alignment is not None}
+
+
+def to_align(units: Iterable[Unit], found: Mapping[str, str]) -> list[str]:
+    """The texts of `units` whose tags are placed by an alignment: those with tags, of one
+    line, changed by their translation in `found`."""
+    return list(dict.fromkeys(unit.text for unit in units if unit.tags and "\n" not in
+                              unit.text and unit.text == unit.text.strip()
+                              and found.get(unit.text, unit.text) != unit.text))
 
 
 def units_of(pieces: Sequence[Piece]) -> Iterator[Unit]:
@@ -155,8 +161,7 @@ class WholeDocument:
                 ) -> bytes:
         """The document (UTF-8 for a text format) with `translated[k]`, the translations
         of `lines[k]` (tags placed by `align` where given)."""
-        found = [assembled((unit.text for unit in units), dict(zip(lines, done)))
-                 for units, lines, done in zip(self.chunks, self.lines, translated)]
+        found = self._found(translated)
         aligned = [aligned_texts(units, chunk, align) for units, chunk in zip(self.chunks, found)]
         if self.fmt.binary:  # a later chunk's translation of a text stands, as in `translate`
             return self.whole.written({text: done for chunk in found
@@ -166,6 +171,17 @@ class WholeDocument:
         return "".join(render(piece, chunk_found, chunk_aligned) for chunk, chunk_found,
                        chunk_aligned in zip(self.pieces, found, aligned)
                        for piece in chunk).encode()
+
+    def _found(self, translated: Sequence[Sequence[str]]) -> list[dict[str, str]]:
+        """Per chunk, each unit's text -> its translation, from `translated[k]`."""
+        return [assembled((unit.text for unit in units), dict(zip(lines, done)))
+                for units, lines, done in zip(self.chunks, self.lines, translated)]
+
+    def to_align(self, translated: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+        """The (text, translation) pairs whose alignments `written`'s `align` is asked
+        for, given `translated` (`serve` gets them from the model before writing)."""
+        return [(text, chunk[text]) for units, chunk in zip(self.chunks, self._found(translated))
+                for text in to_align(units, chunk)]
 
     def translated(self, translate: Translate, align: Optional[Align] = None) -> bytes:
         """The document translated by `translate`, a chunk at a time."""

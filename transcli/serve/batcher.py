@@ -21,7 +21,8 @@ chunks (a document's: the chunks `translate` cuts that document in, `sizes`).
 
 A request for alternatives (`translate_nbest`) is a search of its own, never merged: each
 line's n best translations, as `transcli translate --n-best n` gives them with the
-server's settings (`nbest_decode`: greedy search becomes a beam search of n beams).
+server's settings (`nbest_decode`: greedy search becomes a beam search of n beams). So is
+a document's request for the alignments that place its inline tags (`align`).
 """
 
 from __future__ import annotations
@@ -61,7 +62,13 @@ class Job:
     loop: asyncio.AbstractEventLoop
     n_best: int = 1  # > 1: each line's n best translations, by a search of its own
     sizes: Optional[Sequence[int]] = None  # translated alone: in calls of these many lines
+    done: Optional[list[str]] = None  # the lines' translations: a job for their alignments
     arrived: float = field(default_factory=time.monotonic)
+
+    @property
+    def mergeable(self) -> bool:
+        """Whether its lines may share a model call with others' (a plain translation)."""
+        return self.n_best == 1 and self.done is None
 
     def settle(self, result: list[Any] | BaseException) -> None:
         settle(self.loop, self.future, result)
@@ -137,10 +144,15 @@ class Batcher:
         `translate` does."""
         return await self._queued(lines, n)
 
-    async def _queued(self, lines: list[str], n_best: int,
-                      sizes: Optional[Sequence[int]] = None) -> list[Any]:
+    async def align(self, lines: list[str], done: list[str]) -> list[Any]:
+        """The alignment of each line and its translation in `done`
+        (`Translator.alignments`), a job of its own; raises as `translate` does."""
+        return await self._queued(lines, 1, done=done)
+
+    async def _queued(self, lines: list[str], n_best: int, sizes: Optional[Sequence[int]] = None,
+                      done: Optional[list[str]] = None) -> list[Any]:
         loop = asyncio.get_running_loop()
-        job = Job(lines, loop.create_future(), loop, n_best, sizes)
+        job = Job(lines, loop.create_future(), loop, n_best, sizes, done)
         with self._cond:
             if len(self._queue) >= self.limits.max_queue:
                 raise QueueFull
@@ -197,7 +209,7 @@ class Batcher:
             if not self._queue:
                 return None
             first = self._queue.popleft()
-        if not self.merging or first.n_best > 1:
+        if not self.merging or not first.mergeable:
             return [first]
         jobs, tokens = [first], self._tokens(first)
         budget = self.translator.decode.batch_tokens  # type: ignore[union-attr]
@@ -206,7 +218,7 @@ class Batcher:
             with self._cond:
                 while not self._queue and not self._stopping and time.monotonic() < deadline:
                     self._cond.wait(deadline - time.monotonic())
-                if not self._queue or self._queue[0].n_best > 1:
+                if not self._queue or not self._queue[0].mergeable:
                     return jobs
                 job = self._queue[0]
             cost = self._tokens(job)  # outside the lock: requests keep arriving meanwhile
@@ -233,7 +245,7 @@ class Batcher:
     def _run(self, jobs: list[Job]) -> None:
         """Translate the jobs and settle each; an error fails these jobs, not the server."""
         try:
-            merged = self.merging and jobs[0].n_best == 1
+            merged = self.merging and jobs[0].mergeable
             results = self._merged(jobs) if merged else [self._alone(jobs[0])]
         except Exception as exc:  # a bug or out of memory: say it, answer 500, go on
             traceback.print_exc(file=sys.stderr)
@@ -251,6 +263,8 @@ class Batcher:
         (with `--n-best` for a job that asks for it)."""
         translator = self.translator
         assert translator is not None
+        if job.done is not None:
+            return translator.alignments(job.lines, job.done)
         if job.n_best > 1:
             found: list[list[str]] = []
             with translator.searching(nbest_decode(translator.decode, job.n_best)):
