@@ -20,11 +20,12 @@ from transcli.documents.formats import FORMATS, by_extension, document_format
 from transcli.documents.html import events
 from transcli.documents.translating import (
     DocumentFile,
+    aligned_texts,
     read_pieces,
     translate_bytes,
     translate_text,
 )
-from transcli.documents.units import Unit, place_tags, render
+from transcli.documents.units import Tag, Unit, place_tags, render
 from transcli.inference.alignment import Alignment
 from transcli.system.errors import UserError
 
@@ -348,6 +349,24 @@ def test_a_phrase_gets_the_stretch_of_words_that_came_from_it():
     assert place_tags(source, [(14, 25)], target, aligned) == [(16, 34)]  # green trees
     assert place_tags(source, [(2, 8)], target, aligned) == [(10, 15)]  # really: mucho
     assert place_tags(source, [(2, 8), (14, 25)], target, aligned) == [(10, 15), (16, 34)]
+
+
+def test_a_text_of_several_lines_is_aligned_line_by_line():
+    """Each line is translated (and aligned) apart; their alignments, joined, place a tag
+    in the second line by meaning."""
+    text, translation = "I like\nthe red car", "Me gusta\nel coche rojo"
+    unit = Unit(text, text, (Tag(11, 14, ("<b>",), "</b>"),))
+    asked = []
+
+    def align(lines, done):
+        asked.extend(zip(lines, done))
+        return [words_alignment(line, out, [0, 1] if line == "I like" else [0, 2, 1])
+                for line, out in zip(lines, done)]
+
+    aligned = aligned_texts([unit], {text: translation}, align)
+    assert asked == [("I like", "Me gusta"), ("the red car", "el coche rojo")]
+    assert unit.render({text: translation}, aligned) == "Me gusta\nel coche <b>rojo</b>"
+    assert unit.render({text: translation}) == "Me gusta\nel <b>coche</b> rojo"
 
 
 def test_tags_placed_by_any_alignment_come_back_well_formed():

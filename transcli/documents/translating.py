@@ -78,21 +78,49 @@ def _line(line: str, found: dict[str, str]) -> str:
 
 def aligned_texts(units: Iterable[Unit], found: Mapping[str, str], align: Optional[Align]
                   ) -> dict[str, Aligned]:
-    """The alignment of each changed one-line text with tags among `units` and its
-    translation in `found`, by `align` (none without it): what places their tags."""
-    if align is None:
+    """The alignment of each text with tags among `units` that its translation in `found`
+    changed, by `align` (none without it): what places their tags. A text of several
+    lines is aligned line by line, as it was translated, its lines' alignments joined."""
+    pairs = to_align(units, found)
+    if align is None or not pairs:
         return {}
-    texts = to_align(units, found)
-    done = align(texts, [found[text] for text in texts]) if texts else []
-    return {text: alignment for text, alignment in zip(texts, done) if alignment is not None}
+    from transcli.inference.alignment import joined  # a model translates: torch is loaded
+
+    done = dict(zip(pairs, align([line for line, _ in pairs], [text for _, text in pairs])))
+    aligned = {}
+    for text in _tagged(units, found):
+        lines = list(_lines(text, found[text]))
+        parts = [(alignment, start, at) for line, translation, start, at in lines
+                 if (alignment := done.get((line, translation))) is not None]
+        if parts and len(parts) == len(lines):
+            aligned[text] = joined(parts)
+    return aligned
 
 
-def to_align(units: Iterable[Unit], found: Mapping[str, str]) -> list[str]:
-    """The texts of `units` whose tags are placed by an alignment: those with tags, of one
-    line, changed by their translation in `found`."""
-    return list(dict.fromkeys(unit.text for unit in units if unit.tags and "\n" not in
-                              unit.text and unit.text == unit.text.strip()
+def to_align(units: Iterable[Unit], found: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The (line, translation) pairs whose alignments place the tags of `units`: the
+    translated lines of each text with tags that its translation in `found` changed."""
+    return list(dict.fromkeys((line, translation) for text in _tagged(units, found)
+                              for line, translation, _, _ in _lines(text, found[text])))
+
+
+def _tagged(units: Iterable[Unit], found: Mapping[str, str]) -> list[str]:
+    return list(dict.fromkeys(unit.text for unit in units if unit.tags
                               and found.get(unit.text, unit.text) != unit.text))
+
+
+def _lines(text: str, translation: str) -> Iterator[tuple[str, str, int, int]]:
+    """Each line of `text` the model translated (without the whitespace around it), its
+    translation, and where each starts in `text` and `translation` (as `assembled` put
+    them together)."""
+    if text.count("\n") != translation.count("\n"):
+        return
+    start = at = 0
+    for line, done in zip(text.split("\n"), translation.split("\n")):
+        core, got = line.strip(), done.strip()
+        if has_letters(core) and got and core != got:
+            yield core, got, start + line.index(core), at + done.index(got)
+        start, at = start + len(line) + 1, at + len(done) + 1
 
 
 def units_of(pieces: Sequence[Piece]) -> Iterator[Unit]:
@@ -178,10 +206,10 @@ class WholeDocument:
                 for units, lines, done in zip(self.chunks, self.lines, translated)]
 
     def to_align(self, translated: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
-        """The (text, translation) pairs whose alignments `written`'s `align` is asked
+        """The (line, translation) pairs whose alignments `written`'s `align` is asked
         for, given `translated` (`serve` gets them from the model before writing)."""
-        return [(text, chunk[text]) for units, chunk in zip(self.chunks, self._found(translated))
-                for text in to_align(units, chunk)]
+        return [pair for units, chunk in zip(self.chunks, self._found(translated))
+                for pair in to_align(units, chunk)]
 
     def translated(self, translate: Translate, align: Optional[Align] = None) -> bytes:
         """The document translated by `translate`, a chunk at a time."""

@@ -150,6 +150,20 @@ class Alignment:
                    key=agreement)
 
 
+def joined(parts: list[tuple[Alignment, int, int]]) -> Alignment:
+    """One alignment of a text and its translation from those of their lines: each
+    (alignment, where its line starts in the text, where its translation starts in the
+    translation)."""
+    source: list[tuple[int, int]] = []
+    target: list[tuple[int, int]] = []
+    links: list[int] = []
+    for alignment, start, at in parts:
+        links += [link + len(source) for link in alignment.links[:len(alignment.target)]]
+        source += [(begin + start, stop + start) for begin, stop in alignment.source]
+        target += [(begin + at, stop + at) for begin, stop in alignment.target]
+    return Alignment(source, target, links)
+
+
 def word_boundaries(text: str) -> list[int]:
     """Where a word of `text` starts, and the end of its last word (before final
     punctuation)."""
