@@ -91,6 +91,27 @@ class Glossary:
         return hits, len(applicable)
 
 
+@dataclass
+class TermUse:
+    """The term-use rate, added up line by line: of the entries that occur in a source
+    line, the share whose Spanish form (any) is in its translation."""
+
+    glossary: Glossary
+    used: int = 0
+    applicable: int = 0
+
+    def add(self, sources: Sequence[str], translations: Sequence[str]) -> None:
+        for source, translation in zip(sources, translations):
+            used, applicable = self.glossary.used(source, translation)
+            self.used += used
+            self.applicable += applicable
+
+    @property
+    def rate(self) -> Optional[float]:
+        """None when no entry occurred in the source."""
+        return self.used / self.applicable if self.applicable else None
+
+
 def _contains(text: str, phrase: str) -> bool:
     return regex.search(r"(?<![\w\p{M}])" + regex.escape(phrase) + r"(?![\w\p{M}])", text,
                         flags=regex.IGNORECASE) is not None
