@@ -177,6 +177,15 @@ def test_translate_and_evaluate_with_a_glossary(glossary_run, tmp_path):
 
 
 @pytest.mark.slow
+def test_explain_shows_the_term_in_its_translation(glossary_run, tmp_path):
+    result = run_cli("explain", "-m", glossary_run, "--checkpoint", "last", "--glossary",
+                     glossary_run.parent / "terms.tsv", "--out", tmp_path / "pictures",
+                     "Visit Tom today.")
+    assert result.returncode == 0, result.stderr
+    assert "Spanish: Visita Tomás hoy." in result.stdout
+
+
+@pytest.mark.slow
 def test_a_bad_glossary_is_one_line_before_the_model_loads(glossary_run, tmp_path):
     bad = tmp_path / "bad.tsv"
     bad.write_text("tom\tTomás\nno tab\n", encoding="utf-8")
