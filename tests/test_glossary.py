@@ -201,11 +201,26 @@ def test_serve_applies_its_glossary(glossary_run, tmp_path):
         pytest.importorskip(extra, reason="needs the serve extra (pip install 'transcli[serve]')")
     from helpers.server import Server
 
+    from transcli.serve.protocol import MAX_GLOSSARY_ENTRIES
+
     server = Server(glossary_run, tmp_path, "--glossary", str(glossary_run.parent / "terms.tsv"))
+    request = {"q": ["Visit Tom today.", "I like trees.", "Visit Ana today."],
+               "source": "en", "target": "es"}
+    too_many = {f"term{i}": "x" for i in range(MAX_GLOSSARY_ENTRIES + 1)}
     try:
-        status, body, _ = server.request("POST", "/translate", {
-            "q": ["Visit Tom today.", "I like trees."], "source": "en", "target": "es"})
+        answers = [server.request("POST", "/translate", {**request, **extra})[:2] for extra in (
+            {}, {"glossary": {"ana": "Anita", "TOM": "Tomasito"}}, {"glossary": too_many},
+            {"glossary": ["ana", "Anita"]}, {"glossary": {"ana": " "}})]
     finally:
         server.stop()
-    assert status == 200, body
-    assert body["translatedText"] == ["Visita Tomás hoy.", "Me gustan los árboles."]
+    assert answers[0] == (200, {"translatedText": [
+        "Visita Tomás hoy.", "Me gustan los árboles.", "Visita Ana hoy."]})
+    # The request's terms besides the server's, and before them.
+    assert answers[1] == (200, {"translatedText": [
+        "Visita Tomasito hoy.", "Me gustan los árboles.", "Visita Anita hoy."]})
+    assert answers[2] == (400, {"error": f"Invalid request: glossary has "
+                                         f"{MAX_GLOSSARY_ENTRIES + 1} entries (at most "
+                                         f"{MAX_GLOSSARY_ENTRIES})"})
+    assert answers[3] == (400, {"error": "Invalid request: glossary must be an object of "
+                                         "English terms to Spanish ones"})
+    assert answers[4][0] == 400 and "needs an English and a Spanish side" in answers[4][1]["error"]

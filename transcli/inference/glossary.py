@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 import regex
 
@@ -55,6 +55,13 @@ class Glossary:
             r"(?<![\w\p{M}])(?:" + "|".join(
                 r"\s+".join(map(regex.escape, term.split(" "))) for term in terms)
             + r")(?![\w\p{M}])", flags=regex.IGNORECASE) if terms else None
+
+    def extended(self, terms: Mapping[str, str]) -> Glossary:
+        """This glossary and `terms` ({english: spanish}: a `serve` request's own), which
+        win where both have an English side."""
+        extra = [Entry(_SPACE.sub(" ", english.strip()), (spanish.strip(),))
+                 for english, spanish in terms.items()]
+        return Glossary([*self.entries.values(), *extra], self.name)
 
     def __len__(self) -> int:
         return len(self.entries)
