@@ -79,6 +79,7 @@ def test_matching_whole_words_any_case_longest_first():
     assert terms_in("Apple pie, APPLE and a pie.", glossary) == ["Apple pie", "APPLE", "pie"]
     assert terms_in("Pineapples and apples and applepie.", glossary) == []
     assert terms_in("apple   pie", glossary) == ["apple   pie"]  # any run of spaces
+    assert glossary_of(("ask", "pedir")).find("a\u017fk")[0].replacement == "pedir"  # ſ is s
     # Never inside another protected span.
     assert terms_in("See https://apple.com/pie or `apple`.", glossary) == []
 

@@ -43,6 +43,11 @@ def _key(text: str) -> str:
     return _SPACE.sub(" ", text.strip()).lower()
 
 
+def _pattern(key: str) -> str:
+    """A looked-up English side as a regex: its words with any run of spaces between."""
+    return r"\s+".join(map(regex.escape, key.split(" ")))
+
+
 class Glossary:
     """Entries, and where their English sides occur in a line."""
 
@@ -52,9 +57,8 @@ class Glossary:
         # Longest first: the regex takes the first alternative that matches at a place.
         terms = sorted(self.entries, key=len, reverse=True)
         self.pattern = regex.compile(
-            r"(?<![\w\p{M}])(?:" + "|".join(
-                r"\s+".join(map(regex.escape, term.split(" "))) for term in terms)
-            + r")(?![\w\p{M}])", flags=regex.IGNORECASE) if terms else None
+            r"(?<![\w\p{M}])(?:" + "|".join(map(_pattern, terms)) + r")(?![\w\p{M}])",
+            flags=regex.IGNORECASE) if terms else None
 
     def extended(self, terms: Mapping[str, str]) -> Glossary:
         """This glossary and `terms` ({english: spanish}: a `serve` request's own), which
@@ -67,8 +71,11 @@ class Glossary:
         return len(self.entries)
 
     def entry(self, written: str) -> Entry:
-        """The entry an occurrence `written` in a line stands for."""
-        return self.entries[_key(written)]
+        """The entry an occurrence `written` in a line stands for (by the regex's own
+        case folding where lower case differs from it: "aſk" is "ask")."""
+        found = self.entries.get(_key(written))
+        return found or next(entry for key, entry in self.entries.items()
+                             if regex.fullmatch(_pattern(key), written, regex.IGNORECASE))
 
     def find(self, text: str, taken: Sequence[bool] = ()) -> list[Span]:
         """The entries' occurrences in `text`, left to right, as spans whose replacement
@@ -91,10 +98,10 @@ class Glossary:
         """(entries whose Spanish form, any of them, is in `translation`; entries that
         occur in `source`): what evaluate's term-use rate adds up. An entry counts once a
         line, and matches the translation whole-word in any case."""
-        applicable = {_key(span.text) for span in find_spans(source, terms=self.find)
+        applicable = {self.entry(span.text) for span in find_spans(source, terms=self.find)
                       if span.kind == TERM}
-        hits = sum(any(_contains(translation, form) for form in self.entries[key].spanish)
-                   for key in applicable)
+        hits = sum(any(_contains(translation, form) for form in entry.spanish)
+                   for entry in applicable)
         return hits, len(applicable)
 
 
