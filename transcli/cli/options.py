@@ -116,7 +116,7 @@ def _decoding_parameters() -> list[inspect.Parameter]:
             None, "--retry-repeats/--no-retry-repeats", show_default="decode.retry_repeats",
             help="Search a translation that loops again, blocking repeated n-grams.")),
         option("glossary", Optional[str], typer.Option(
-            None, "--glossary", metavar="FILE", show_default="decode.glossary",
+            None, "--glossary", metavar="<path>", show_default="decode.glossary",
             help="TSV of english<TAB>spanish terms to use in the translation "
             "(docs/INFERENCE.md, Glossaries).")),
         option("engine", Optional[str], typer.Option(
