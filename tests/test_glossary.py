@@ -22,9 +22,10 @@ from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.inference.glossary import TERM, Entry, Glossary, TermUse, read_glossary
 from transcli.inference.spans import find_spans, mask, restore
-from transcli.inference.translator import Translator
+from transcli.inference.translator import Translator, load_translator
 from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
+from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
 
 TERMS = "# a comment\n\ntom\tTomás\napple pie\ttarta de manzana\tpastel de manzana\t\n"
@@ -175,6 +176,19 @@ def test_translate_and_evaluate_with_a_glossary(glossary_run, tmp_path):
     scores = json.loads(run_cli(*args, "--glossary", terms, "--json").stdout)
     assert scores["term_use"] == 1.0 and scores["terms_applicable"] == 2
     assert "term_use" not in json.loads(run_cli(*args, "--json").stdout)
+
+
+@pytest.mark.slow
+def test_ct2_writes_the_terms_as_the_torch_engine(glossary_run):
+    pytest.importorskip("ctranslate2", reason="needs the ct2 extra")
+    terms = f"decode.glossary={glossary_run.parent / 'terms.tsv'}"
+    lines = ["Visit Tom today.", "VISIT TOM TODAY.", "I like trees.", "Tom is here."]
+    torch_out = load_translator(open_run_dir(glossary_run, [terms]), "last", "cpu"
+                                ).translate(lines)
+    ct2_out = load_translator(open_run_dir(glossary_run, [terms, "decode.engine=ct2"]),
+                              "last", "cpu").translate(lines)
+    assert ct2_out == torch_out == ["Visita Tomás hoy.", "VISITA TOMÁS HOY.",
+                                    "Me gustan los árboles.", "Tomás está aquí."]
 
 
 @pytest.mark.slow
