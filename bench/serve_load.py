@@ -1,5 +1,6 @@
 """Load on `transcli serve`: lines/s and latency under concurrent clients, with request
-batching on and off, beside offline `transcli translate` of the same lines.
+batching on and off (and the web page off, `--no-web`), beside offline `transcli translate`
+of the same lines.
 
     python -m bench.serve_load --model RUN [--clients 16 [64 ...]] [--seconds 20]
         [--lines 1000] [--checkpoint best] [--search greedy|beam] [--set decode.threads=2]
@@ -58,7 +59,8 @@ def main(argv: Optional[list[str]] = None) -> None:
           f"{os.cpu_count()} CPUs", flush=True)
     print(f"uptime before: {uptime()}", flush=True)
     rows = [offline_row(common + search, lines)]
-    for name, flags in (("serve, batching", []), ("serve, no batching", ["--no-batching"])):
+    for name, flags in (("serve, batching", []), ("serve, batching, --no-web", ["--no-web"]),
+                        ("serve, no batching", ["--no-batching"])):
         with server(common + search + flags) as (host, port):
             rows += [load_row(name, host, port, lines, clients, args.seconds)
                      for clients in args.clients]

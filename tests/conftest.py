@@ -17,7 +17,7 @@ from typing import Iterator
 
 import pytest
 import sentencepiece as spm
-from helpers import BYTE_PAIRS, PAIRS, ROOT, TINY_CONFIG
+from helpers import BYTE_PAIRS, PAIRS, ROOT, SLOT_NUMBERS, SLOTS, TINY_CONFIG
 
 from transcli.config.loading import load_config, save_config
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
@@ -102,6 +102,21 @@ def tiny_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
         character_coverage=1.0, pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
         hard_vocab_limit=False, num_threads=1, minloglevel=2)
     path = folder / TOKENIZER_FILE
+    path.write_bytes(model.getvalue())
+    return path
+
+
+@pytest.fixture(scope="session")
+def slot_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 160-piece one of `PAIRS` and `SLOTS` (their slots as `SLOT_NUMBERS`)."""
+    text = [s for pair in PAIRS for s in pair] * 4 + [
+        s.format(*SLOT_NUMBERS) for pair in SLOTS for s in pair] * 8
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.Train(
+        sentence_iterator=iter(text), model_writer=model, vocab_size=160,
+        character_coverage=1.0, pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+        hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    path = tmp_path_factory.mktemp("slot-spm") / TOKENIZER_FILE
     path.write_bytes(model.getvalue())
     return path
 

@@ -11,13 +11,11 @@ exactly.
 
 from __future__ import annotations
 
-import io
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import sentencepiece as spm
-from helpers import PAIRS, TINY_CONFIG
+from helpers import PAIRS, SLOTS, TINY_CONFIG
 from helpers.memorised import memorised_model
 
 from transcli.config.loading import load_config, save_config
@@ -31,18 +29,10 @@ from transcli.inference.sentences import sentence_bounds
 from transcli.inference.spans import KINDS, find_spans, mask, restore
 from transcli.inference.translator import Translator, load_translator
 from transcli.model.transformer import Transformer
-from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from transcli.model.vocab import UNK_ID
 from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
 from transcli.rundir.run import open_run_dir
-
-# Where a span goes in the memorised pairs: {0} and {1} become the first two placeholders
-# (`placeholder_pool`) of the vocabulary, whose text has them as numbers.
-SLOTS = [("Visit {0} today.", "Visita {0} hoy."),
-         ("Write to {0} and {1} now.", "Escribe a {0} y {1} ahora."),
-         ("{0} is here.", "{0} está aquí.")]
-NUMBERS = ("701", "702")
-
 
 # ----------------------------------------------------------------------------- no model
 
@@ -137,20 +127,6 @@ def test_sentence_bounds_keep_the_spacing_between_sentences():
 
 
 # ----------------------------------------------------------------------------- a real model
-
-
-@pytest.fixture(scope="module")
-def slot_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    text = [s for pair in PAIRS for s in pair] * 4 + [
-        s.format(*NUMBERS) for pair in SLOTS for s in pair] * 8
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.Train(
-        sentence_iterator=iter(text), model_writer=model, vocab_size=160,
-        character_coverage=1.0, pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
-        hard_vocab_limit=False, num_threads=1, minloglevel=2)
-    path = tmp_path_factory.mktemp("slot-spm") / TOKENIZER_FILE
-    path.write_bytes(model.getvalue())
-    return path
 
 
 def slot_model(spm_path: Path) -> Transformer:

@@ -65,6 +65,18 @@ def test_degenerate_compares_with_the_source():
     assert not degenerate("1000000", "1000000")
 
 
+def test_a_source_pair_said_three_times_allows_a_spanish_trigram_three_times():
+    """As the CPU hour's model translated a dev.tatoeba line: a loop when only the
+    source's trigrams counted."""
+    source = ("Read, every day, something nobody else is reading. Think, every day, something "
+              "no one else is thinking. Do, every day, something no one else would do.")
+    good = ("Lee, todos los días, nadie más está leyendo. Piensa todos los días, nadie más "
+            "está pensando. Haz, todos los días, nada que nadie haría.")
+    assert repeats(good) == 3 and repeats(source) == 2 and repeats(source, gram=2) == 3
+    assert not degenerate(source, good)
+    assert degenerate(source, good + " todos los días todos los días")
+
+
 def test_evaluate_scores_count_loops_against_the_reference():
     hyps = ["no no no no", "hola hola hola", "bien"]
     assert score(hyps, [["no no no no", "hola", "bien"]], ter=False).loops == 1

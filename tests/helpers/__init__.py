@@ -55,6 +55,14 @@ PAIRS = [
     ("The dog sleeps under the table.", "El perro duerme debajo de la mesa."),
 ]
 
+# Where a span goes in the pairs the slot model memorises (conftest's `slot_spm`,
+# test_realtext's `slot_model`): {0} and {1} become the first two placeholders
+# (`realtext.placeholder_pool`) of the vocabulary, whose text has them as `SLOT_NUMBERS`.
+SLOTS = [("Visit {0} today.", "Visita {0} hoy."),
+         ("Write to {0} and {1} now.", "Escribe a {0} y {1} ahora."),
+         ("{0} is here.", "{0} está aquí.")]
+SLOT_NUMBERS = ("701", "702")
+
 # Pairs whose characters data/sample never has (Greek, Chinese, emoji with a variation
 # selector): with byte fallback they are spelt as byte pieces, and a model memorising
 # them must give them back character for character.

@@ -11,8 +11,9 @@ import contextlib
 import itertools
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import typer
 
@@ -22,6 +23,9 @@ from transcli.inference.bleu import CorpusScorer, Scores, format_text, scored_li
 from transcli.system.errors import UserError
 from transcli.system.outputs import check_output, check_stdout
 from transcli.system.text import count_lines, open_text, text_lines
+
+if TYPE_CHECKING:
+    from transcli.inference.glossary import TermUse
 
 SCORE_CHUNK = 10_000  # lines scored at a time
 
@@ -75,17 +79,20 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
     assert given is not None
     check_stdout([given, *ref], "scores")  # the report would land in an input
     total = _check_counts(given, ref)
+    terms: Optional[TermUse] = None  # with --model and a glossary
     with contextlib.ExitStack() as stack:
         refs = [scored_lines(stack.enter_context(_lines(path))) for path in ref]
         if model is None:
             hyps = scored_lines(stack.enter_context(_lines(given)))
             inputs: dict[str, Any] = {"hyp": str(hyp)}
         else:
-            hyps = stack.enter_context(_translations(model, checkpoint, given, ref, hyp_out,
-                                                     total, device, overrides))
+            hyps, terms = stack.enter_context(_translations(
+                model, checkpoint, given, ref, hyp_out, total, device, overrides))
             inputs = {"model": str(model), "checkpoint": checkpoint, "src": str(src),
                       "hyp": None if hyp_out is None else str(hyp_out)}
         scores = _score(hyps, refs, given, ref)
+    if terms is not None:
+        scores = replace(scores, terms=(terms.used, terms.applicable))
     if as_json:
         print(json.dumps({**scores.to_dict(), **inputs, "refs": [str(p) for p in ref]},
                          ensure_ascii=False, indent=1))
@@ -118,10 +125,13 @@ def _lines(path: Path) -> Iterator[Iterator[str]]:
 @contextlib.contextmanager
 def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
                   hyp_out: Optional[str | Path], total: Optional[int], device: str,
-                  overrides: list[Override]) -> Iterator[Iterator[str]]:
+                  overrides: list[Override]
+                  ) -> Iterator[tuple[Iterator[str], Optional[TermUse]]]:
     """The translations of `src` with the code `transcli translate` uses (the 1-best),
     chunk by chunk as they are scored, each written to `hyp_out` too, which appears whole
-    when scoring ends; a progress bar on stderr."""
+    when scoring ends; a progress bar on stderr. With a glossary, its term use, counted
+    as the chunks are translated (complete once the translations are read through)."""
+    from transcli.inference.glossary import TermUse
     from transcli.inference.streaming import Output, stream
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
@@ -132,9 +142,18 @@ def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
     if hyp_out is not None:
         check_output(hyp_out, inputs, "hypotheses")
     translator = load_translator(run, checkpoint, device)
+    glossary = translator.preparer.glossary
+    terms = TermUse(glossary) if glossary is not None else None
+
+    def work(lines: list[str], first: int) -> list[str]:
+        translations = translator.translate(lines, first)
+        if terms is not None:
+            terms.add(lines, translations)
+        return translations
+
     with open_text(src) as handle, contextlib.closing(stream(
-            text_lines(handle, src), translator.translate, output, total=total)) as hyps:
-        yield (line.rstrip() for line in hyps)  # as sacrebleu reads --hyp-out
+            text_lines(handle, src), work, output, total=total)) as hyps:
+        yield (line.rstrip() for line in hyps), terms  # as sacrebleu reads --hyp-out
     translator.warn_truncated()
     if note := run.young_note():  # after the scores: an error there stays one line
         print(f"transcli: {note}", file=sys.stderr)

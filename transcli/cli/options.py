@@ -115,6 +115,10 @@ def _decoding_parameters() -> list[inspect.Parameter]:
         option("retry_repeats", Optional[bool], typer.Option(
             None, "--retry-repeats/--no-retry-repeats", show_default="decode.retry_repeats",
             help="Search a translation that loops again, blocking repeated n-grams.")),
+        option("glossary", Optional[str], typer.Option(
+            None, "--glossary", metavar="<path>", show_default="decode.glossary",
+            help="TSV of english<TAB>spanish terms to use in the translation "
+            "(docs/INFERENCE.md, Glossaries).")),
         option("engine", Optional[str], typer.Option(
             None, help="torch, or ct2: CTranslate2 (exported into the run dir on first use).",
             show_default="decode.engine")),

@@ -334,6 +334,9 @@ class DecodeConfig:
     truecase: bool = True  # ALL-CAPS / Title Case: translated in sentence case, returned in theirs
     no_repeat_ngram: int = 0  # > 0: no n-gram of this many tokens twice in a translation
     retry_repeats: bool = True  # a translation that loops is searched again, blocking repeats
+    # A TSV of english<TAB>spanish terms the translation uses (docs/INFERENCE.md,
+    # "Glossaries"); a path, read when a command loads the model; "": none.
+    glossary: str = ""
 
     def validate(self) -> None:
         _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")

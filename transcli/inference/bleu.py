@@ -42,6 +42,7 @@ class Scores:
     lines: int
     nrefs: int
     loops: int = 0  # hypotheses that repeat themselves more than their first reference
+    terms: Optional[tuple[int, int]] = None  # glossary entries used, applicable (evaluate)
 
     @property
     def bleu(self) -> float:
@@ -65,6 +66,9 @@ class Scores:
             "lines": self.lines,
             "nrefs": self.nrefs,
             "loops": self.loops,
+            **({} if self.terms is None else {
+                "term_use": self.terms[0] / self.terms[1] if self.terms[1] else None,
+                "terms_used": self.terms[0], "terms_applicable": self.terms[1]}),
         }
 
 
@@ -132,8 +136,14 @@ def scored_lines(lines: Iterator[str]) -> Iterator[str]:
 
 def format_text(scores: Scores) -> str:
     """One line per metric: sacreBLEU's figure and details, then its signature; then the
-    count of translations that loop."""
-    return "\n".join([*(f"{metric.text}  (signature: {metric.signature})"
-                       for metric in scores.metrics.values()),
-                      f"Loops = {scores.loops} of {scores.lines} translations (words or "
-                      f"characters repeated more often than in the reference)"])
+    count of translations that loop, and with a glossary its term-use rate."""
+    lines = [*(f"{metric.text}  (signature: {metric.signature})"
+               for metric in scores.metrics.values()),
+             f"Loops = {scores.loops} of {scores.lines} translations (words or "
+             f"characters repeated more often than in the reference)"]
+    if scores.terms is not None:
+        used, applicable = scores.terms
+        rate = f"{100 * used / applicable:.1f}%" if applicable else "n/a"
+        lines.append(f"Term use = {rate}: {used} of {applicable} glossary entries found in "
+                     f"a source line have a Spanish form in its translation")
+    return "\n".join(lines)

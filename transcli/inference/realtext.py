@@ -5,7 +5,8 @@
 
 `Preparer.plan` makes a line's `Plan` (its `Unit`s: one per sentence, or one for the
 line); `Unit.finish` gives a unit's translation its case and spans back, `Plan.join`
-makes the line's translation of its units'. Each step is
+makes the line's translation of its units'. A glossary's terms (`glossary.py`) are
+protected spans that go back as their Spanish form. Each step is
 `decode`'s to turn off (`protect`, `truecase`, `split`);
 with all of them off the model reads the line as it is. A unit with no letter left
 (a URL alone, a number, an emoji) is copied, not translated.
@@ -14,15 +15,17 @@ with all of them off the model reads the line as it is. A unit with no letter le
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from transcli.config.schema import DecodeConfig
 from transcli.inference.casing import Truecaser, case_of, recased
+from transcli.inference.glossary import Glossary
 from transcli.inference.sentences import sentence_bounds
 from transcli.inference.spans import (
     NUMBERS,
     Masked,
     Placement,
+    Span,
     find_spans,
     mask,
     relative_place,
@@ -42,12 +45,16 @@ class Unit:
 
     @property
     def source(self) -> str:
-        """The sentence as it was written: its spans in place."""
+        """The sentence with its spans back: what a unit `copied` is translated as (a
+        glossary's term in it as its Spanish form)."""
         return restore(self.masked.text, self.masked)
 
     def finish(self, translation: str, place: Placement = relative_place) -> str:
-        """The unit's translation in the source's case, with its spans back."""
-        return restore(recased(translation, self.case), self.masked, place)
+        """The unit's translation in the source's case, with its spans back (a glossary's
+        forms in that case too: an ALL-CAPS line's terms in capitals)."""
+        masked = self.masked.replaced(lambda form: recased(form, self.case)) \
+            if self.case else self.masked
+        return restore(recased(translation, self.case), masked, place)
 
 
 @dataclass
@@ -64,10 +71,12 @@ class Plan:
 class Preparer:
     """Plans lines as `decode` asks, knowing the tokenizer's pieces."""
 
-    def __init__(self, decode: DecodeConfig, sp: Any):
+    def __init__(self, decode: DecodeConfig, sp: Any, glossary: Optional[Glossary] = None):
         """`sp`: the sentencepiece processor (`Tokenizer.sp`): which characters it has a
-        piece for, how many tokens a line is, and the likely casing of words."""
+        piece for, how many tokens a line is, and the likely casing of words. `glossary`:
+        terms protected and written in Spanish, with `decode.protect` or without."""
         self.decode = decode
+        self.glossary = glossary
         self.sp = sp
         self.truecaser = Truecaser(sp)
         pieces = [sp.IdToPiece(i) for i in range(sp.GetPieceSize())]
@@ -90,8 +99,7 @@ class Preparer:
         if not text:
             return Plan([])
         protect = self.decode.protect
-        masked = mask(text, find_spans(text, self.caseless_unknown) if protect else [],
-                      self.pool)
+        masked = mask(text, self._spans(text, self.caseless_unknown), self.pool)
         bounds = self._sentences(masked.text) if split else [(0, len(masked.text))]
         units, last = [], 0
         for start, end in bounds:
@@ -119,15 +127,23 @@ class Preparer:
         spans are found again, every character it lacks among them."""
         unit = self._cased(masked, before, protect)
         if protect and any(self.unknown(char) for char in unit.text if not char.isspace()):
-            original = restore(masked.text, masked)
-            unit = self._cased(mask(original, find_spans(original, self.unknown), self.pool),
+            original = masked.original()
+            unit = self._cased(mask(original, self._spans(original, self.unknown), self.pool),
                                before, protect)
         return unit
+
+    def _spans(self, text: str, unknown: Callable[[str], bool]) -> list[Span]:
+        """The spans of `text` to mask: all kinds with `decode.protect`, and the glossary's
+        terms (alone when `decode.protect` is off: the glossary was asked for)."""
+        terms = self.glossary.find if self.glossary else None
+        if self.decode.protect:
+            return find_spans(text, unknown, terms=terms)
+        return find_spans(text, kinds=frozenset(), terms=terms) if terms else []
 
     def _cased(self, masked: Masked, before: str, protect: bool) -> Unit:
         case = case_of(masked.text) if self.decode.truecase else None
         text = self.truecaser(masked.text, case) if case else masked.text
-        copied = protect and not any(char.isalpha() for char in text)
+        copied = (protect or bool(masked.spans)) and not any(char.isalpha() for char in text)
         return Unit(masked, text, case, before, copied)
 
 

@@ -28,9 +28,9 @@ CHAR_TIMES = 6
 _CHAR_RUNS = regex.compile(rf"(\w{{1,3}}?)\1{{{CHAR_TIMES - 1},}}")
 
 
-def repeats(text: str) -> int:
+def repeats(text: str, gram: int = 3) -> int:
     """The most copies of one thing in `text` (case ignored): of a unit of 1 to
-    `MAX_UNIT` tokens back to back ("no no no": 3), or of one trigram of words within
+    `MAX_UNIT` tokens back to back ("no no no": 3), or of one `gram`-gram of words within
     `WINDOW` tokens (a paragraph may say "de la economía" once per sentence)."""
     tokens = _TOKENS.findall(text.lower())
     most = 1 if tokens else 0
@@ -40,10 +40,10 @@ def repeats(text: str) -> int:
             run = run + 1 if tokens[i] == tokens[i - unit] else 0
             most = max(most, 1 + run // unit)
     where: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for i, trigram in enumerate(zip(tokens, tokens[1:], tokens[2:])):
-        if not all(token[0].isalnum() or token[0] == "_" for token in trigram):
+    for i, ngram in enumerate(zip(*(tokens[k:] for k in range(gram)))):
+        if not all(token[0].isalnum() or token[0] == "_" for token in ngram):
             continue  # ", en el" three times is a long sentence, not a loop
-        seen = where[trigram]
+        seen = where[ngram]
         seen.append(i)
         while i - seen[0] >= WINDOW:
             seen.pop(0)
@@ -60,9 +60,11 @@ def char_repeats(text: str) -> int:
 
 def degenerate(source: str, translation: str) -> bool:
     """Whether `translation` loops: some words repeat `TIMES` times or more, or some
-    characters `CHAR_TIMES` times or more, and more often than anything in `source`."""
+    characters `CHAR_TIMES` times or more, and more often than anything in `source`. The
+    source's pairs of words count too: two English words are often three Spanish ones
+    ("every day" said three times is "todos los días" three times)."""
     words = repeats(translation)
-    if words >= TIMES and words > repeats(source):
+    if words >= TIMES and words > repeats(source, gram=2):
         return True
     chars = char_repeats(translation)
     return chars >= CHAR_TIMES and chars > char_repeats(source)

@@ -13,14 +13,16 @@ model copies most faithfully, and a number stands where a name or a quantity sto
 without breaking the sentence), from a pool the caller gives (`realtext.placeholder_pool`:
 the vocabulary's own one-piece numbers; `NUMBERS` by default). `restore` swaps each
 placeholder back for its span exactly once; a span whose placeholder the model dropped
-goes back at the place the caller's `Placement` gives, so no span is ever lost.
+goes back at the place the caller's `Placement` gives, so no span is ever lost. A span
+may go back as another text than its own (`Span.replacement`: a glossary's Spanish form
+for its English term, `glossary.py`), by the same steps.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator, Optional, Sequence
 
 import regex
 
@@ -78,17 +80,32 @@ class Span:
     end: int
     kind: str
     text: str
+    replacement: Optional[str] = None  # what goes back instead of `text` (a glossary's)
+
+    @property
+    def output(self) -> str:
+        """What the translation gets where the span was."""
+        return self.text if self.replacement is None else self.replacement
+
+
+# More spans, found where the others left room (`taken`: per character of the text).
+Terms = Callable[[str, Sequence[bool]], list[Span]]
 
 
 def find_spans(text: str, unknown: Callable[[str], bool] = lambda char: False,
-               kinds: Optional[frozenset[str]] = None) -> list[Span]:
+               kinds: Optional[frozenset[str]] = None, terms: Optional[Terms] = None
+               ) -> list[Span]:
     """The protected spans of `text`, in order, not overlapping: the matches of `KINDS`
-    (all, or those named in `kinds`), then the runs of characters for which `unknown`
-    is true, each widened to the word it is in."""
+    (all, or those named in `kinds`), then what `terms` finds outside them (a glossary's
+    terms, `glossary.Glossary.find`), then the runs of characters for which `unknown` is
+    true, each widened to the word it is in."""
     spans = [Span(m.start(), m.end(), m.lastgroup, m.group()) for m in _PATTERN.finditer(text)
              if kinds is None or m.lastgroup in kinds]
     taken = [False] * len(text)
     for span in spans:
+        taken[span.start:span.end] = [True] * (span.end - span.start)
+    for span in terms(text, taken) if terms is not None else []:
+        spans.append(span)
         taken[span.start:span.end] = [True] * (span.end - span.start)
     extra, i = [], 0
     while i < len(text):
@@ -107,12 +124,14 @@ def find_spans(text: str, unknown: Callable[[str], bool] = lambda char: False,
 
 def _merged(spans: list[Span]) -> list[Span]:
     """Spans that touch made one (two placeholders side by side would read as one
-    number), of the first one's kind."""
+    number), of the first one's kind, going back as both would."""
     merged: list[Span] = []
     for span in spans:
         if merged and merged[-1].end == span.start:
             last = merged[-1]
-            merged[-1] = Span(last.start, span.end, last.kind, last.text + span.text)
+            replaced = last.replacement is not None or span.replacement is not None
+            merged[-1] = Span(last.start, span.end, last.kind, last.text + span.text,
+                              last.output + span.output if replaced else None)
         else:
             merged.append(span)
     return merged
@@ -175,6 +194,18 @@ class Masked:
         return Masked(self.text[start:end], [self.spans[i] for i in inside],
                       tuple(self.placeholders[i] for i in inside),
                       tuple(self.at[i] - start for i in inside))
+
+    def replaced(self, change: Callable[[str], str]) -> Masked:
+        """This line with `change` applied to what its spans go back as, where that is a
+        replacement (a glossary's form takes the case of the line's translation)."""
+        spans = [span if span.replacement is None else replace(
+            span, replacement=change(span.replacement)) for span in self.spans]
+        return replace(self, spans=spans)
+
+    def original(self) -> str:
+        """The line as it was written: its spans' own text back, not their replacements."""
+        own = [replace(span, replacement=None) for span in self.spans]
+        return restore(self.text, replace(self, spans=own))
 
 
 def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Masked:
@@ -243,7 +274,7 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
     dropped is first put back (in a number the model made of it, "199" for "19", or where
     `place` says on the translation as given), and so is a span taken out; then the first
     copy of each placeholder becomes its span and further copies are removed. Every span
-    appears exactly once."""
+    appears exactly once, as its `output`."""
     if not masked.spans:
         return translation
     found = {i for _, i in masked.occurrences(translation)}
@@ -253,7 +284,7 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
             taken = {start for start, _, _ in edits}
             number = placeholder and _mangled(translation, masked, placeholder, taken)
             at = place(masked, translation, index) if not number else 0
-            edits.append((*(number or (at, at)), placeholder or masked.spans[index].text))
+            edits.append((*(number or (at, at)), placeholder or masked.spans[index].output))
     for start, end, placeholder in sorted(edits, key=lambda edit: edit[:2], reverse=True):
         translation = (translation[:start] + placeholder + translation[end:] if end > start
                        else _insert(translation, start, placeholder))
@@ -262,7 +293,7 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
     for match, index in masked.occurrences(translation):
         parts.append(translation[last:match.start()])
         if index not in seen:  # a copy too many goes, with the space before it
-            parts += [match.group(1), masked.spans[index].text]
+            parts += [match.group(1), masked.spans[index].output]
             seen.add(index)
         last = match.end()
     parts.append(translation[last:])

@@ -23,6 +23,7 @@ from transcli.inference import device_defaults
 from transcli.inference.alignment import Alignment, Translated, alignments, placements
 from transcli.inference.cpu_matmul import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
+from transcli.inference.glossary import Glossary, read_glossary
 from transcli.inference.quantize import quantize_int8
 from transcli.inference.realtext import Plan, Preparer
 from transcli.inference.repeats import collapsed, degenerate
@@ -47,10 +48,13 @@ class Translator:
     """
 
     def __init__(self, model: Transformer | Engine, tokenizer: Tokenizer, decode: DecodeConfig,
-                 device: str | torch.device | None = None, *, cached: bool = True):
+                 device: str | torch.device | None = None, *, cached: bool = True,
+                 glossary: Optional[Glossary] = None):
         """`model`: a Transformer (searched by `TorchEngine` on `device`, with the decoder
         cache unless `cached` is False) or any other `Engine` (with `decode.batch_tokens`
-        set: `load_translator` chooses it for CTranslate2's device)."""
+        set: `load_translator` chooses it for CTranslate2's device). `glossary`: terms
+        written in Spanish (`realtext.Preparer`; `load_translator` reads
+        `decode.glossary`)."""
         if isinstance(model, torch.nn.Module):
             self.engine: Engine = TorchEngine(model, decode, device, cached)
             decode = device_defaults.fitted(decode, model.cfg, model.vocab_size, self.engine.device)
@@ -58,7 +62,7 @@ class Translator:
             self.engine = model
         self.tokenizer = tokenizer
         self.decode = decode
-        self.preparer = Preparer(decode, tokenizer.sp)
+        self.preparer = Preparer(decode, tokenizer.sp, glossary)
         self.truncated = 0  # input lines cut to fit the model's positions, so far
         self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
         self.retried = 0  # sentences searched again because their translation looped
@@ -177,11 +181,8 @@ class Translator:
                      found: list[list[Hypothesis]], loops: Loops) -> None:
         """Search the lines whose best translation loops again, forbidding repeated
         trigrams of pieces, then (where it still loops) repeated bigrams; keep what the
-        last search found for them. Beam search gives way to greedy search there (unless
-        n-best lists are asked for): a line that looped ran to its length limit once
-        already, and each search of it again costs a fifth as much so."""
-        retry = replace(self.decode, **({"strategy": "greedy", "beam_size": 1}
-                                        if self.decode.n_best == 1 else {}))
+        last search found for them. The search is the same one (greedy search there,
+        cheaper, lost BLEU on news text)."""
         for no_repeat in RETRY_NGRAMS:
             best = self.tokenizer.decode([hyps[0].tokens if hyps else [] for hyps in found])
             looping = [i for i, text in enumerate(best) if found[i] and loops(i, text)]
@@ -190,7 +191,7 @@ class Translator:
             if no_repeat == RETRY_NGRAMS[0]:
                 self.retried += len(looping)
             for i, hyps in enumerate(self._search_all(
-                    sources, looping, indices, replace(retry, no_repeat_ngram=no_repeat))):
+                    sources, looping, indices, replace(self.decode, no_repeat_ngram=no_repeat))):
                 if hyps:
                     found[i] = hyps
 
@@ -296,10 +297,12 @@ def inference_model(run: RunDir, checkpoint: str, device: torch.device) -> Trans
 
 
 def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto") -> Translator:
-    """A Translator for a run's checkpoint, with the run's `decode` settings and the
-    engine `decode.engine` names."""
+    """A Translator for a run's checkpoint, with the run's `decode` settings, the
+    engine `decode.engine` names and the glossary `decode.glossary` names (read once,
+    before the model loads: a bad line is said at once)."""
     target = pick_device(device)
     decode = run.config.decode
+    glossary = read_glossary(decode.glossary) if decode.glossary else None
     if decode.engine == "ct2":
         from transcli.export.ct2 import cached_export
 
@@ -309,5 +312,6 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto")
         model_dir = cached_export(run, run.checkpoint(checkpoint), decode.quantize)
         engine = Ct2Engine(model_dir, run.tokenizer, decode, run.config.model.max_positions,
                            target, compute_type)
-        return Translator(engine, run.tokenizer, decode)
-    return Translator(inference_model(run, checkpoint, target), run.tokenizer, decode, target)
+        return Translator(engine, run.tokenizer, decode, glossary=glossary)
+    return Translator(inference_model(run, checkpoint, target), run.tokenizer, decode, target,
+                      glossary=glossary)

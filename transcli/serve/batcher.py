@@ -22,13 +22,16 @@ chunks (a document's: the chunks `translate` cuts that document in, `sizes`).
 A request for alternatives (`translate_nbest`) is a search of its own, never merged: each
 line's n best translations, as `transcli translate --n-best n` gives them with the
 server's settings (`nbest_decode`: greedy search becomes a beam search of n beams). So is
-a document's request for the alignments that place its inline tags (`align`).
+a request with a glossary of its own (the server's and its terms: `with_glossary`), as
+`transcli translate --glossary` gives it, and a document's request for the alignments that
+place its inline tags (`align`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import sys
 import threading
 import time
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from transcli.config.schema import DecodeConfig
+from transcli.inference.glossary import Glossary
 from transcli.inference.streaming import chunked
 from transcli.inference.translator import Translator
 from transcli.serve.limits import Limits
@@ -62,13 +66,14 @@ class Job:
     loop: asyncio.AbstractEventLoop
     n_best: int = 1  # > 1: each line's n best translations, by a search of its own
     sizes: Optional[Sequence[int]] = None  # translated alone: in calls of these many lines
+    glossary: Optional[Glossary] = None  # the request's own, in place of the server's
     done: Optional[list[str]] = None  # the lines' translations: a job for their alignments
     arrived: float = field(default_factory=time.monotonic)
 
     @property
-    def mergeable(self) -> bool:
-        """Whether its lines may share a model call with others' (a plain translation)."""
-        return self.n_best == 1 and self.done is None
+    def alone(self) -> bool:
+        """Whether the job needs a model call of its own (module doc)."""
+        return self.n_best > 1 or self.glossary is not None or self.done is not None
 
     def settle(self, result: list[Any] | BaseException) -> None:
         settle(self.loop, self.future, result)
@@ -130,19 +135,20 @@ class Batcher:
         """Requests queued for the model (not counting those it is translating)."""
         return len(self._queue)
 
-    async def translate(self, lines: list[str], sizes: Optional[Sequence[int]] = None
-                        ) -> list[str]:
+    async def translate(self, lines: list[str], sizes: Optional[Sequence[int]] = None,
+                        glossary: Optional[Glossary] = None) -> list[str]:
         """The translations of one request's lines. Raises `QueueFull` when
         `Limits.max_queue` requests are waiting, and `TimeoutError` after `Limits.timeout`
         seconds (the job then leaves the queue, or its result is dropped). `sizes`: the
         lines are those of `translate`'s calls of these many lines each (a document's
-        chunks), which a request translated alone keeps."""
-        return await self._queued(lines, 1, sizes)
+        chunks), which a request translated alone keeps. `glossary`: the request's."""
+        return await self._queued(lines, 1, sizes, glossary)
 
-    async def translate_nbest(self, lines: list[str], n: int) -> list[list[str]]:
+    async def translate_nbest(self, lines: list[str], n: int,
+                              glossary: Optional[Glossary] = None) -> list[list[str]]:
         """Each line's `n` best translations, best first (module doc); raises as
         `translate` does."""
-        return await self._queued(lines, n)
+        return await self._queued(lines, n, glossary=glossary)
 
     async def align(self, lines: list[str], done: list[str]) -> list[Any]:
         """The alignment of each line and its translation in `done`
@@ -150,9 +156,10 @@ class Batcher:
         return await self._queued(lines, 1, done=done)
 
     async def _queued(self, lines: list[str], n_best: int, sizes: Optional[Sequence[int]] = None,
-                      done: Optional[list[str]] = None) -> list[Any]:
+                      glossary: Optional[Glossary] = None, done: Optional[list[str]] = None
+                      ) -> list[Any]:
         loop = asyncio.get_running_loop()
-        job = Job(lines, loop.create_future(), loop, n_best, sizes, done)
+        job = Job(lines, loop.create_future(), loop, n_best, sizes, glossary, done)
         with self._cond:
             if len(self._queue) >= self.limits.max_queue:
                 raise QueueFull
@@ -209,7 +216,7 @@ class Batcher:
             if not self._queue:
                 return None
             first = self._queue.popleft()
-        if not self.merging or not first.mergeable:
+        if not self.merging or first.alone:
             return [first]
         jobs, tokens = [first], self._tokens(first)
         budget = self.translator.decode.batch_tokens  # type: ignore[union-attr]
@@ -218,7 +225,7 @@ class Batcher:
             with self._cond:
                 while not self._queue and not self._stopping and time.monotonic() < deadline:
                     self._cond.wait(deadline - time.monotonic())
-                if not self._queue or not self._queue[0].mergeable:
+                if not self._queue or self._queue[0].alone:
                     return jobs
                 job = self._queue[0]
             cost = self._tokens(job)  # outside the lock: requests keep arriving meanwhile
@@ -245,7 +252,7 @@ class Batcher:
     def _run(self, jobs: list[Job]) -> None:
         """Translate the jobs and settle each; an error fails these jobs, not the server."""
         try:
-            merged = self.merging and jobs[0].mergeable
+            merged = self.merging and not jobs[0].alone
             results = self._merged(jobs) if merged else [self._alone(jobs[0])]
         except Exception as exc:  # a bug or out of memory: say it, answer 500, go on
             traceback.print_exc(file=sys.stderr)
@@ -267,14 +274,16 @@ class Batcher:
             return translator.alignments(job.lines, job.done)
         if job.n_best > 1:
             found: list[list[str]] = []
-            with translator.searching(nbest_decode(translator.decode, job.n_best)):
+            with translator.searching(nbest_decode(translator.decode, job.n_best)), \
+                    with_glossary(translator, job.glossary):
                 for chunk in chunked(iter(job.lines)):
                     found += [[text for text, _ in hyps]
                               for hyps in translator.translate_nbest(chunk, len(found))]
             return found
         texts: list[str] = []
-        for chunk in _calls(job):
-            texts += translator.translate(chunk, len(texts))
+        with with_glossary(translator, job.glossary):
+            for chunk in _calls(job):
+                texts += translator.translate(chunk, len(texts))
         return texts
 
     def _merged(self, jobs: list[Job]) -> list[list[str]]:
@@ -299,6 +308,20 @@ def _calls(job: Job) -> Iterator[list[str]]:
         if size:
             yield job.lines[start:start + size]
         start += size
+
+
+@contextlib.contextmanager
+def with_glossary(translator: Translator, glossary: Optional[Glossary]) -> Iterator[None]:
+    """`translator` with `glossary` (when one is given) in place of its own until the
+    block ends."""
+    if glossary is None:
+        yield
+        return
+    saved, translator.preparer.glossary = translator.preparer.glossary, glossary
+    try:
+        yield
+    finally:
+        translator.preparer.glossary = saved
 
 
 def nbest_decode(decode: DecodeConfig, n: int) -> DecodeConfig:

@@ -10,7 +10,10 @@ and errors, and the answers' shapes.
   kept and its text translated (`translating.py`); anything else is refused;
 - `api_key`: the server's key, when it was started with `--api-key`;
 - `alternatives`: how many other translations to give besides the best (at most
-  `--max-alternatives`).
+  `--max-alternatives`);
+- `glossary` (a transcli extension, JSON only): {english: spanish} terms for this request,
+  besides (and before) the server's `--glossary`; at most `MAX_GLOSSARY_ENTRIES` entries
+  and `MAX_GLOSSARY_CHARS` characters.
 
 Other fields are ignored, as LibreTranslate ignores them. A text whose source language is
 its target (`source: "es"`, or a Spanish text with `source: "auto"`) is answered as it is,
@@ -40,6 +43,10 @@ LANGUAGES = [  # GET /languages: LibreTranslate's shape, one entry per language
     {"code": TARGET, "name": NAMES[TARGET], "targets": []},
 ]
 AUTO = "auto"
+# A request's own glossary: enough for a document's terms, small enough that matching
+# it (a regex compiled per request) costs nothing beside the model.
+MAX_GLOSSARY_ENTRIES = 100
+MAX_GLOSSARY_CHARS = 5000
 
 
 class ApiError(Exception):
@@ -66,6 +73,10 @@ class TranslateRequest(BaseModel):
     api_key: Optional[str] = Field(None, description="The key the server was started with.")
     alternatives: int = Field(0, description="Other translations to give besides the best "
                               "(at most the server's --max-alternatives).")
+    glossary: Optional[dict[str, str]] = Field(
+        None, description="transcli's extension: {english: spanish} terms to use in this "
+        "request's translations, besides the server's --glossary.",
+        examples=[{"station": "estación de tren"}])
 
     @property
     def texts(self) -> list[str]:
@@ -156,6 +167,7 @@ def translate_request(fields: dict[str, Any], max_chars: int,
         raise ApiError(400, f"Invalid request: alternatives parameter must be <= "
                             f"{max_alternatives}")
     check_size(request.texts, max_chars)
+    check_glossary(request.glossary)
     check_languages(request.source, request.target)
     if request.format not in (None, "", "text", "html"):
         raise ApiError(400, f"{request.format} format is not supported")
@@ -204,6 +216,22 @@ def check_chars(chars: int, max_chars: int, what: str) -> None:
                             f"({max_chars})")
 
 
+def check_glossary(glossary: Optional[dict[str, str]]) -> None:
+    """A request's glossary within its bounds, every entry with two sides (400)."""
+    if not glossary:
+        return
+    if len(glossary) > MAX_GLOSSARY_ENTRIES:
+        raise ApiError(400, f"Invalid request: glossary has {len(glossary)} entries "
+                            f"(at most {MAX_GLOSSARY_ENTRIES})")
+    chars = sum(len(english) + len(spanish) for english, spanish in glossary.items())
+    if chars > MAX_GLOSSARY_CHARS:
+        raise ApiError(400, f"Invalid request: glossary ({chars} characters) exceeds its "
+                            f"limit ({MAX_GLOSSARY_CHARS})")
+    if not all(english.strip() and spanish.strip() for english, spanish in glossary.items()):
+        raise ApiError(400, "Invalid request: glossary: every entry needs an English and a "
+                            "Spanish side")
+
+
 def check_languages(source: Any, target: Any) -> None:
     """Codes this server knows, and a pair it translates (a language into itself is
     answered as it is); `source` may be "auto"."""
@@ -228,6 +256,8 @@ def _one_line(error: ValidationError) -> str:
         return "Invalid request: q must be a string or a list of strings"
     if field == "alternatives":
         return "Invalid request: alternatives parameter is not a number"
+    if field == "glossary":
+        return "Invalid request: glossary must be an object of English terms to Spanish ones"
     return f"Invalid request: {field}: {first['msg']}"
 
 

@@ -11,6 +11,9 @@ With `format: "html"` each text is an HTML fragment, translated as `transcli tra
 and the attribute values people read translated, all the request's lines in one model
 request. Its language is detected on its text, not its markup; it has no alternatives
 (LibreTranslate gives none for HTML either: an empty list each).
+
+A request's own `glossary` ({english: spanish}) extends the server's (`request_glossary`)
+for its texts, HTML or not, and its alternatives.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import asyncio
 from typing import Any, Awaitable, Optional, Sequence, TypeVar
 
 from transcli.documents.formats import FORMATS as DOCUMENTS
+from transcli.inference.glossary import Glossary
 from transcli.serve.batcher import Batcher, QueueFull, TranslationFailed
 from transcli.serve.detection import Detector
 from transcli.serve.documents import DocumentThread, read_documents, translated_documents
@@ -48,7 +52,8 @@ async def answer(request: TranslateRequest, batcher: Batcher, detector: Detector
     alternatives: list[list[str]] | None = [[] for _ in texts] if request.alternatives else None
     if todo:
         lines, counts = split_lines([texts[index] for index in todo])
-        best, others = await _translations(batcher, lines, request.alternatives)
+        best, others = await _translations(batcher, lines, request.alternatives,
+                                           request_glossary(request, batcher))
         other_texts = [join_lines(other, counts) for other in others]
         for position, (index, text) in enumerate(zip(todo, join_lines(best, counts))):
             translations[index] = text
@@ -57,13 +62,14 @@ async def answer(request: TranslateRequest, batcher: Batcher, detector: Detector
     return TranslateAnswer(request, translations, detected, alternatives)
 
 
-async def _translations(batcher: Batcher, lines: list[str], alternatives: int
-                        ) -> tuple[list[str], list[list[str]]]:
+async def _translations(batcher: Batcher, lines: list[str], alternatives: int,
+                        glossary: Optional[Glossary]) -> tuple[list[str], list[list[str]]]:
     """Each line's best translation, and its next `alternatives` ones (one list per rank,
     a translation per line)."""
     if not alternatives:
-        return await model_call(batcher, batcher.translate(lines)), []
-    found = await model_call(batcher, batcher.translate_nbest(lines, alternatives + 1))
+        return await model_call(batcher, batcher.translate(lines, glossary=glossary)), []
+    found = await model_call(batcher, batcher.translate_nbest(lines, alternatives + 1,
+                                                              glossary))
     ranks = [[hyps[min(rank, len(hyps) - 1)] for hyps in found]
              for rank in range(alternatives + 1)]
     return ranks[0], ranks[1:]
@@ -92,14 +98,24 @@ async def _html_answer(request: TranslateRequest, batcher: Batcher, detector: De
         request, ["\n".join(line for chunk in document.lines for line in chunk)
                   for document in documents], detector)
     translations = list(request.texts)
+    glossary = request_glossary(request, batcher)
     written = await translated_documents(
         [documents[index] for index in todo],
-        lambda lines, sizes: model_call(batcher, batcher.translate(lines, sizes)), thread,
-        lambda lines, done: model_call(batcher, batcher.align(lines, done)))
+        lambda lines, sizes: model_call(batcher, batcher.translate(lines, sizes, glossary)),
+        thread, lambda lines, done: model_call(batcher, batcher.align(lines, done)))
     for index, data in zip(todo, written):
         translations[index] = data.decode()
     alternatives = [[] for _ in translations] if request.alternatives else None
     return TranslateAnswer(request, translations, detected, alternatives)
+
+
+def request_glossary(request: TranslateRequest, batcher: Batcher) -> Optional[Glossary]:
+    """The server's glossary with the request's own terms (None without them: the
+    server's alone, which the translator holds)."""
+    if not request.glossary:
+        return None
+    assert batcher.translator is not None  # the server listens once it has loaded
+    return (batcher.translator.preparer.glossary or Glossary([])).extended(request.glossary)
 
 
 def _unique(texts: list[str], best: str) -> list[str]:

@@ -1,0 +1,217 @@
+"""Glossaries: do the terms come through, and what do they cost?
+
+    python -m bench.glossary --model RUN [--checkpoint avg] [--lines 500]
+    python -m bench.glossary --model RUN --sets test.tico19 --dict-lines 50000
+
+For each set (--sets; dev.tatoeba and dev.newstest2012 in ../shared/corpora/en-es by
+default, --corpus chooses) it takes the first --lines pairs, translates the English
+without a glossary, and builds a glossary from them whose terms change outputs: for each
+line, the first content word of the source (4 letters or more, not a function word)
+whose dictionary translation is in the line's reference and not in the unconstrained
+translation. The dictionary pairs each English word with the Spanish word it co-occurs
+with most (Dice's coefficient over lines, at least --min-dice and --min-count lines; a
+Spanish word of 4 letters or more, not a function word),
+counted over the first --dict-lines lines of the corpus' train.{en,es} (when it has them)
+and the set itself: a simple aligner, good enough to pick terms a reference really uses.
+It then translates the set again with the glossary (`decode.glossary`) and prints, with
+and without it: the term-use rate (`glossary.TermUse`), BLEU, chrF and lines/s, and how
+many lines without a term came out differently (none should: such a line is translated
+exactly as without a glossary). The glossaries and results.json go under --work.
+
+The glossary's forms are written as they are (placeholders; no constrained search): a
+term in a reference is often inflected or placed differently, which BLEU sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+import regex
+
+from bench.common import CORPORA, DEV_SETS, read_lines
+
+_WORD = regex.compile(r"\p{L}+(?:['’]\p{L}+)*")
+# English function words never taken as terms (lower case; words under 4 letters never are).
+STOPWORDS = frozenset("""
+about above after again against also although among another because been before being
+below between both cannot could does doing down during each either even every from have
+having here hers herself himself into itself just more most much must neither other ought
+ours over same shall should since some such than that their theirs them themselves then
+there these they this those through under until upon very were what when where whether
+which while whom whose will with within without would your yours yourself
+""".split())
+# Spanish ones never taken as a term's translation (nor words under 4 letters).
+STOPWORDS_ES = frozenset("""
+algo algún alguna algunas alguno algunos ante antes aquel aquella aquí cada como cuando
+desde donde ella ellas ellos entre esas esos esta está estaba estado estamos están estar
+este esto estos fueron había habían hace hacia hasta muchos mucho muy nada nosotros nuestra
+nuestro otra otras otro otros para pero poco porque puede pueden sido sobre solo también
+tanto tenía tiene tienen todas todo todos usted ustedes vamos cual cuál qué quién sean será
+sería sino siempre
+""".split())
+
+
+def words(text: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that may be terms, in order, each once."""
+    return list(dict.fromkeys(word for word in words(text)
+                              if len(word) >= 4 and word not in STOPWORDS))
+
+
+def dictionary(pairs: list[tuple[str, str]], wanted: set[str], min_dice: float,
+               min_count: int) -> dict[str, str]:
+    """Each English word of `wanted` and the Spanish word it co-occurs with most in
+    `pairs` (by lines; Dice's coefficient at least `min_dice`, `min_count` lines)."""
+    english: Counter[str] = Counter()
+    spanish: Counter[str] = Counter()
+    both: Counter[tuple[str, str]] = Counter()
+    for en, es in pairs:
+        found = wanted.intersection(words(en))
+        targets = {word for word in words(es) if len(word) >= 4 and word not in STOPWORDS_ES}
+        english.update(found)
+        spanish.update(targets)
+        both.update((e, s) for e in found for s in targets)
+    best: dict[str, tuple[float, int, str]] = {}
+    for (e, s), count in both.items():
+        dice = 2 * count / (english[e] + spanish[s])
+        if count >= min_count and dice >= min_dice and (dice, count) > best.get(e, (0, 0))[:2]:
+            best[e] = (dice, count, s)
+    return {e: s for e, (_, _, s) in best.items()}
+
+
+def pick_terms(src: list[str], ref: list[str], hyps: list[str], lexicon: dict[str, str]
+               ) -> dict[str, str]:
+    """One entry per line at most: its first content word whose translation the
+    reference has and the unconstrained translation lacks (a word already in the
+    glossary keeps its first translation)."""
+    terms: dict[str, str] = {}
+    for source, reference, hyp in zip(src, ref, hyps):
+        said, wanted = set(words(hyp)), set(words(reference))
+        for word in content_words(source):
+            target = lexicon.get(word)
+            if target is not None and target in wanted and target not in said:
+                terms.setdefault(word, target)
+                break
+    return terms
+
+
+def write_glossary(terms: dict[str, str], path: Path) -> Path:
+    path.write_text("# built by bench.glossary\n" + "".join(
+        f"{english}\t{spanish}\n" for english, spanish in terms.items()), encoding="utf-8")
+    return path
+
+
+def timed(translator: Any, lines: list[str]) -> tuple[list[str], float]:
+    start = time.perf_counter()
+    hyps = translator.translate(lines)
+    return hyps, time.perf_counter() - start
+
+
+def measured(glossary: Any, src: list[str], ref: list[str], hyps: list[str],
+             seconds: float) -> dict[str, Any]:
+    """Term use (of `glossary`'s entries, whether or not it was applied), BLEU, chrF and
+    lines/s of one translation of a set."""
+    from transcli.inference.bleu import score
+    from transcli.inference.glossary import TermUse
+
+    terms = TermUse(glossary)
+    terms.add(src, hyps)
+    scores = score(hyps, [ref], ter=False)
+    return {"term_use": terms.rate, "terms_used": terms.used,
+            "terms_applicable": terms.applicable, "bleu": scores.bleu, "chrf": scores.chrf,
+            "lines_per_s": len(src) / seconds if seconds else None}
+
+
+def run_set(args: argparse.Namespace, translator: Any, name: str, work: Path
+            ) -> dict[str, Any]:
+    """A set without, then with, the glossary built for it (module doc)."""
+    from transcli.inference.glossary import read_glossary
+
+    src = read_lines(args.corpus / f"{name}.en", args.lines)
+    ref = read_lines(args.corpus / f"{name}.es", args.lines)
+    translator.preparer.glossary = None
+    translator.translate(src[:16])  # warmed up: the first batches cost more
+    plain, plain_s = timed(translator, src)
+    pairs = list(zip(src, ref))
+    train = args.corpus / "train.en"
+    if args.dict_lines and train.is_file():
+        pairs += zip(read_lines(train, args.dict_lines),
+                     read_lines(args.corpus / "train.es", args.dict_lines))
+    wanted = {word for line in src for word in content_words(line)}
+    lexicon = dictionary(pairs, wanted, args.min_dice, args.min_count)
+    terms = pick_terms(src, ref, plain, lexicon)
+    glossary = read_glossary(write_glossary(terms, work / f"{name}.glossary.tsv"))
+    translator.preparer.glossary = glossary
+    forced, forced_s = timed(translator, src)
+    untouched = [i for i, line in enumerate(src) if not glossary.used(line, "")[1]]
+    return {"lines": len(src), "entries": len(glossary),
+            "lines_with_a_term": len(src) - len(untouched),
+            "changed_without_a_term": sum(plain[i] != forced[i] for i in untouched),
+            "without": measured(glossary, src, ref, plain, plain_s),
+            "with": measured(glossary, src, ref, forced, forced_s)}
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    def cell(value: Optional[float], form: str) -> str:
+        return "-" if value is None else format(value, form)
+
+    rows = [f"{'set':<17}{'glossary':<10}{'entries':>8}{'matched':>8}{'term use':>9}"
+            f"{'BLEU':>7}{'chrF':>7}{'lines/s':>9}"]
+    for name, r in results.items():
+        for side in ("without", "with"):
+            m = r[side]
+            rows.append(f"{name:<17}{side:<10}{r['entries']:>8}{r['lines_with_a_term']:>8}"
+                        f"{cell(m['term_use'], '9.1%')}{m['bleu']:>7.1f}{m['chrf']:>7.1f}"
+                        f"{cell(m['lines_per_s'], '9.1f')}")
+        rows.append(f"{'':<17}lines without a term translated differently: "
+                    f"{r['changed_without_a_term']} (should be 0)")
+    return "\n".join(rows)
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="Run directory.")
+    parser.add_argument("--checkpoint", default="avg")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--lines", type=int, default=500, help="Lines of each set.")
+    parser.add_argument("--sets", nargs="+", default=list(DEV_SETS))
+    parser.add_argument("--corpus", type=Path, default=CORPORA,
+                        help="Where the sets are (NAME.en and NAME.es), and train.{en,es}.")
+    parser.add_argument("--dict-lines", type=int, default=20_000,
+                        help="Lines of train.{en,es} the dictionary is counted over too.")
+    parser.add_argument("--min-dice", type=float, default=0.3)
+    parser.add_argument("--min-count", type=int, default=2)
+    parser.add_argument("--set", action="append", default=[], metavar="decode.KEY=VALUE",
+                        help="A decode setting for both translations (repeatable).")
+    parser.add_argument("--work", type=Path, help="Where the glossaries and results go.")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    args = parse_args(argv)
+    from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="glossary-"))
+    work.mkdir(parents=True, exist_ok=True)
+    translator = load_translator(open_run_dir(Path(args.model), args.set), args.checkpoint,
+                                 args.device)
+    print(f"run {args.model} (checkpoint {args.checkpoint}); settings: "
+          f"{' '.join(args.set) or 'the run config'}; work {work}", flush=True)
+    results = {name: run_set(args, translator, name, work) for name in args.sets}
+    print(table(results))
+    (work / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

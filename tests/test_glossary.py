@@ -1,0 +1,241 @@
+"""Glossaries (transcli/inference/glossary.py): the file, what matches, and the terms
+written in Spanish in translate, evaluate and serve.
+
+The model tests use test_realtext's slot model: it memorises "Visit {0} today." ->
+"Visita {0} hoy." with the vocabulary's placeholders, so a glossary term in {0}'s place
+comes back exactly where the model copied its placeholder.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from helpers import PAIRS, TINY_CONFIG
+from helpers.cli import one_error_line, run_cli
+from test_realtext import slot_model, slot_translator
+
+from transcli.config.loading import load_config, save_config
+from transcli.config.schema import DecodeConfig
+from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.inference.glossary import TERM, Entry, Glossary, TermUse, read_glossary
+from transcli.inference.spans import find_spans, mask, restore
+from transcli.inference.translator import Translator, load_translator
+from transcli.rundir.checkpoints import save_weights
+from transcli.rundir.layout import CONFIG_FILE, step_path
+from transcli.rundir.run import open_run_dir
+from transcli.system.errors import UserError
+
+TERMS = "# a comment\n\ntom\tTomás\napple pie\ttarta de manzana\tpastel de manzana\t\n"
+
+
+def glossary_of(*pairs: tuple[str, str]) -> Glossary:
+    return Glossary([Entry(en, (es,)) for en, es in pairs])
+
+
+def terms_in(text: str, glossary: Glossary) -> list[str]:
+    return [span.text for span in find_spans(text, terms=glossary.find) if span.kind == TERM]
+
+
+# ----------------------------------------------------------------------------- no model
+
+
+def test_a_glossary_file_is_read(tmp_path):
+    path = tmp_path / "terms.tsv"
+    path.write_text(TERMS, encoding="utf-8")
+    glossary = read_glossary(path)
+    assert len(glossary) == 2
+    assert glossary.entry("Apple  Pie").spanish == ("tarta de manzana", "pastel de manzana")
+    assert glossary.entry("TOM").spanish == ("Tomás",)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("tom\tTomás\nno tab here\n", "line 2: no tab"),
+    ("\tTomás\n", "line 1: English side is empty"),
+    ("tom\t \n", "line 1: a Spanish side is empty"),
+    ("tom\tTomás\n# again\nTOM\tTomasito\n", "line 3: 'TOM' is already in the glossary (line 1)"),
+])
+def test_a_bad_line_is_one_error_naming_file_and_line(tmp_path, text, problem):
+    path = tmp_path / "terms.tsv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError) as error:
+        read_glossary(path)
+    assert str(error.value).startswith(f"{path}: {problem}") and "\n" not in str(error.value)
+
+
+def test_bad_utf8_and_a_missing_file_name_the_file(tmp_path):
+    path = tmp_path / "terms.tsv"
+    path.write_bytes(b"tom\tTom\xe1s\n")
+    with pytest.raises(UserError, match=r"terms.tsv: line 1 is not valid UTF-8"):
+        read_glossary(path)
+    with pytest.raises(UserError, match=r"missing.tsv"):
+        read_glossary(tmp_path / "missing.tsv")
+
+
+def test_matching_whole_words_any_case_longest_first():
+    glossary = glossary_of(("apple", "manzana"), ("apple pie", "tarta de manzana"),
+                           ("pie", "pastel"))
+    assert terms_in("Apple pie, APPLE and a pie.", glossary) == ["Apple pie", "APPLE", "pie"]
+    assert terms_in("Pineapples and apples and applepie.", glossary) == []
+    assert terms_in("apple   pie", glossary) == ["apple   pie"]  # any run of spaces
+    assert glossary_of(("ask", "pedir")).find("a\u017fk")[0].replacement == "pedir"  # ſ is s
+    # Never inside another protected span.
+    assert terms_in("See https://apple.com/pie or `apple`.", glossary) == []
+
+
+def test_a_term_goes_back_once_as_its_spanish_form():
+    glossary = glossary_of(("apple", "manzana"))
+    text = "I like APPLE and apple."
+    masked = mask(text, find_spans(text, terms=glossary.find))
+    first, second = masked.placeholders
+    assert masked.text == f"I like {first} and {second}."
+    # Copies too many go; a dropped one is put back; the line's own text is kept apart.
+    assert restore(f"Me gusta {first} {first} y {second}.", masked) == \
+        "Me gusta MANZANA y manzana."
+    assert restore("Me gusta.", masked).count("manzana") == 1
+    assert masked.original() == text
+
+
+def test_term_use_counts_entries_found_in_the_source():
+    glossary = Glossary([Entry("apple", ("manzana", "manzanas")), Entry("tom", ("Tomás",))])
+    terms = TermUse(glossary)
+    terms.add(["Tom eats an apple.", "Tom and Tom.", "Nothing here."],
+              ["Tomás come MANZANAS.", "Tom y Tom.", "Nada."])
+    assert (terms.used, terms.applicable) == (2, 3) and terms.rate == pytest.approx(2 / 3)
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def glossary_translator(spm: Path, glossary: Glossary, **decode: object) -> Translator:
+    return Translator(slot_model(spm), Tokenizer(spm), replace(DecodeConfig(), **decode),
+                      "cpu", glossary=glossary)
+
+
+GLOSSARY = glossary_of(("tom", "Tomás"), ("station", "terminal"))
+
+
+def test_a_term_is_written_once_where_the_model_put_it(slot_spm):
+    translator = glossary_translator(slot_spm, GLOSSARY)
+    out = translator.translate(["Visit Tom today.", "Tom is here.", "Visit tom today."])
+    assert out == ["Visita Tomás hoy.", "Tomás está aquí.", "Visita Tomás hoy."]
+
+
+def test_a_line_without_a_term_is_translated_as_without_a_glossary(slot_spm):
+    lines = [en for en, _ in PAIRS if "station" not in en] + [
+        "Visit https://example.com/tom today.", "Write to a@b.org and @tom now.", ""]
+    bare = slot_translator(slot_spm).translate(lines)
+    assert glossary_translator(slot_spm, GLOSSARY).translate(lines) == bare
+
+
+def test_an_all_caps_line_gets_its_term_in_capitals(slot_spm):
+    translator = glossary_translator(slot_spm, glossary_of(("tom", "tomás")))
+    assert translator.translate(["VISIT TOM TODAY.", "Visit Tom today."]) == [
+        "VISITA TOMÁS HOY.", "Visita tomás hoy."]
+
+
+def test_without_protection_the_glossary_still_applies(slot_spm):
+    translator = glossary_translator(slot_spm, GLOSSARY, protect=False)
+    assert translator.translate(["Visit Tom today.", "I like trees."]) == [
+        "Visita Tomás hoy.", "Me gustan los árboles."]
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+@pytest.fixture(scope="module")
+def glossary_run(slot_spm: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run dir of the slot model (greedy search), and a glossary file beside it."""
+    folder = tmp_path_factory.mktemp("glossary")
+    run = folder / "run"
+    run.mkdir()
+    save_config(load_config(TINY_CONFIG, ["decode.strategy=greedy"]), run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(slot_spm.read_bytes())
+    save_weights(slot_model(slot_spm), step_path(run, 1))
+    (folder / "terms.tsv").write_text(TERMS, encoding="utf-8")
+    return run
+
+
+@pytest.mark.slow
+def test_translate_and_evaluate_with_a_glossary(glossary_run, tmp_path):
+    terms = glossary_run.parent / "terms.tsv"
+    lines = "Visit Tom today.\nI like trees.\nVISIT TOM TODAY.\n"
+    result = run_cli("translate", "-m", glossary_run, "--checkpoint", "last",
+                     "--glossary", terms, stdin=lines)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Visita Tomás hoy.\nMe gustan los árboles.\nVISITA TOMÁS HOY.\n"
+    src, ref = tmp_path / "src.en", tmp_path / "ref.es"
+    src.write_text(lines, encoding="utf-8")
+    ref.write_text("Visita Tomás hoy.\nMe gustan los árboles.\nVISITA TOMÁS HOY.\n",
+                   encoding="utf-8")
+    args = ["evaluate", "-m", glossary_run, "--checkpoint", "last", "--src", src, "--ref", ref]
+    result = run_cli(*args, "--glossary", terms)
+    assert "Term use = 100.0%: 2 of 2 glossary entries" in result.stdout, result.stderr
+    scores = json.loads(run_cli(*args, "--glossary", terms, "--json").stdout)
+    assert scores["term_use"] == 1.0 and scores["terms_applicable"] == 2
+    assert "term_use" not in json.loads(run_cli(*args, "--json").stdout)
+
+
+@pytest.mark.slow
+def test_ct2_writes_the_terms_as_the_torch_engine(glossary_run):
+    pytest.importorskip("ctranslate2", reason="needs the ct2 extra")
+    terms = f"decode.glossary={glossary_run.parent / 'terms.tsv'}"
+    lines = ["Visit Tom today.", "VISIT TOM TODAY.", "I like trees.", "Tom is here."]
+    torch_out = load_translator(open_run_dir(glossary_run, [terms]), "last", "cpu"
+                                ).translate(lines)
+    ct2_out = load_translator(open_run_dir(glossary_run, [terms, "decode.engine=ct2"]),
+                              "last", "cpu").translate(lines)
+    assert ct2_out == torch_out == ["Visita Tomás hoy.", "VISITA TOMÁS HOY.",
+                                    "Me gustan los árboles.", "Tomás está aquí."]
+
+
+@pytest.mark.slow
+def test_explain_shows_the_term_in_its_translation(glossary_run, tmp_path):
+    result = run_cli("explain", "-m", glossary_run, "--checkpoint", "last", "--glossary",
+                     glossary_run.parent / "terms.tsv", "--out", tmp_path / "pictures",
+                     "Visit Tom today.")
+    assert result.returncode == 0, result.stderr
+    assert "Spanish: Visita Tomás hoy." in result.stdout
+
+
+@pytest.mark.slow
+def test_a_bad_glossary_is_one_line_before_the_model_loads(glossary_run, tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("tom\tTomás\nno tab\n", encoding="utf-8")
+    result = run_cli("translate", "-m", glossary_run, "--checkpoint", "last",
+                     "--glossary", bad, stdin="Visit Tom today.\n")
+    assert one_error_line(result) == f"transcli: error: {bad}: line 2: no tab: an entry is " \
+                                     "english<TAB>spanish[<TAB>more forms]"
+
+
+@pytest.mark.slow
+def test_serve_applies_its_glossary(glossary_run, tmp_path):
+    for extra in ("fastapi", "uvicorn"):
+        pytest.importorskip(extra, reason="needs the serve extra (pip install 'transcli[serve]')")
+    from helpers.server import Server
+
+    from transcli.serve.protocol import MAX_GLOSSARY_ENTRIES
+
+    server = Server(glossary_run, tmp_path, "--glossary", str(glossary_run.parent / "terms.tsv"))
+    request = {"q": ["Visit Tom today.", "I like trees.", "Visit Ana today."],
+               "source": "en", "target": "es"}
+    too_many = {f"term{i}": "x" for i in range(MAX_GLOSSARY_ENTRIES + 1)}
+    try:
+        answers = [server.request("POST", "/translate", {**request, **extra})[:2] for extra in (
+            {}, {"glossary": {"ana": "Anita", "TOM": "Tomasito"}}, {"glossary": too_many},
+            {"glossary": ["ana", "Anita"]}, {"glossary": {"ana": " "}})]
+    finally:
+        server.stop()
+    assert answers[0] == (200, {"translatedText": [
+        "Visita Tomás hoy.", "Me gustan los árboles.", "Visita Ana hoy."]})
+    # The request's terms besides the server's, and before them.
+    assert answers[1] == (200, {"translatedText": [
+        "Visita Tomasito hoy.", "Me gustan los árboles.", "Visita Anita hoy."]})
+    assert answers[2] == (400, {"error": f"Invalid request: glossary has "
+                                         f"{MAX_GLOSSARY_ENTRIES + 1} entries (at most "
+                                         f"{MAX_GLOSSARY_ENTRIES})"})
+    assert answers[3] == (400, {"error": "Invalid request: glossary must be an object of "
+                                         "English terms to Spanish ones"})
+    assert answers[4][0] == 400 and "needs an English and a Spanish side" in answers[4][1]["error"]
