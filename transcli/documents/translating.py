@@ -5,7 +5,10 @@ The model sees only lines of text: each unit's text, split at its line breaks, w
 the whitespace around each line and without lines that hold no letter (numbers,
 symbols), each distinct line once per chunk. `translate` is any function from lines to
 their translations (a `Translator`'s, or the identity in the round-trip tests): this
-layer never sees a model. `DocumentFile` streams a file for `translate`; `WholeDocument`
+layer never sees a model. `align`, where given (a `Translator`'s `alignments`), says for
+each translated line of a unit with inline tags which of its characters each piece of
+the translation came from, and the tags are placed by it (`units.place_tags`; by
+position without it). `DocumentFile` streams a file for `translate`; `WholeDocument`
 takes a document given whole (`serve`'s requests and uploads) in the same chunks, and
 leaves the model's work between reading and writing to its caller.
 """

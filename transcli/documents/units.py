@@ -118,9 +118,9 @@ def place_tags(source: str, ranges: Sequence[tuple[int, int]], target: str,
     spread so that distinct ends stay distinct while the target has tokens enough (a
     tag that held words then holds at least one). So ranges nested or apart in the
     source are nested or apart in the target, and the markup stays well-formed
-    whatever the model wrote. Tags therefore keep their order:
-    two tagged phrases the translation swaps cannot both follow their words. An
-    unchanged target keeps the ranges as they are."""
+    whatever the model wrote; tags therefore keep their order (two tagged phrases the
+    translation swaps cannot both follow their words). An unchanged target keeps the
+    ranges as they are."""
     if target == source or not ranges:
         return list(ranges)
     spans = [m.span() for m in _TOKEN.finditer(source)]

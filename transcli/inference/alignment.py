@@ -11,7 +11,10 @@ boundary with the most target pieces before it linked to source pieces before th
 stretch, and after it linked to those after. On lines where the model copied a span's
 placeholder, this found the model's place 1.6 times as often as the same share of the
 sentence did (docs/INFERENCE.md, "Real text"); `Translator` uses it for a placeholder
-the model dropped and for an emoji. Both engines give the weights (`Engine.attention`).
+the model dropped and for an emoji. `span` says which stretch of the translation came
+from a stretch of the source: the document layer puts an inline tag around it
+(`documents.units.place_tags`, the alignments from `Translator.alignments`). Both
+engines give the weights (`Engine.attention`).
 """
 
 from __future__ import annotations
