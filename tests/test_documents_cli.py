@@ -174,6 +174,19 @@ def test_tags_placed_by_the_models_attention_hold_words_it_linked(run_dir, tmp_p
             (tagged, line, [translation[b:e] for b, e in linked])
 
 
+def test_word_runs_share_the_translation_by_the_attention(run_dir, tmp_path):
+    """A Word file through the attention's path: its runs still hold the whole
+    translation between them, the bold one some of it."""
+    import docx
+
+    source = tmp_path / "letter.docx"
+    source.write_bytes(docx_bytes())
+    translate_file(run_dir, "last", str(source), str(tmp_path / "carta.docx"), [], "cpu")
+    runs = docx.Document(str(tmp_path / "carta.docx")).paragraphs[0].runs
+    assert "".join(run.text for run in runs) == "Me gustan los árboles."
+    assert [run.text.strip() != "" for run in runs if run.bold] == [True]
+
+
 def _inner(line: str) -> tuple[int, int]:
     """Where the innermost first tag's words are in the line's text (tags removed)."""
     match = re.search(r"<(b|a)\b[^>]*>([^<]*)<", line)
