@@ -2,7 +2,8 @@
 
     python -m bench.documents memory [--mb 50] [--model RUN --checkpoint avg]
     python -m bench.documents tags --model RUN [--checkpoint avg] [--sentences 200]
-                                   [--set decode.strategy=greedy ...]
+                                   [--set decode.strategy=greedy ...] [--device cpu]
+                                   [--out DIR]
 
 `memory` writes the same English sentences (train.en of ../shared/corpora/en-es, cycled)
 as a plain text file of --mb megabytes, as an HTML page of the same size (a paragraph per
@@ -133,11 +134,12 @@ def _translator(model: str, checkpoint: str, sets: tuple[str, ...] = ()) -> Tran
     return _loaded(model, checkpoint, sets).translate
 
 
-def _loaded(model: str, checkpoint: str, sets: tuple[str, ...] = ()) -> Translator:
+def _loaded(model: str, checkpoint: str, sets: tuple[str, ...] = (), device: str = "cpu"
+            ) -> Translator:
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
 
-    return load_translator(open_run_dir(Path(model), list(sets)), checkpoint, "cpu")
+    return load_translator(open_run_dir(Path(model), list(sets)), checkpoint, device)
 
 
 def memory(args: argparse.Namespace) -> None:
@@ -274,7 +276,7 @@ def _words(text: str) -> list[str]:
 
 
 def tags(args: argparse.Namespace) -> None:
-    translator = _loaded(args.model, args.checkpoint, tuple(args.set))
+    translator = _loaded(args.model, args.checkpoint, tuple(args.set), args.device)
     rows = tagged_sentences(args.sentences)
     figures = tag_figures(rows, translator.translate, translator.alignments)
     print(f"# {len(rows)} sentences with {figures['tags']} inline tags; {args.model} "
@@ -319,6 +321,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     tag.add_argument("--checkpoint", default="avg")
     tag.add_argument("--sentences", type=int, default=200)
     tag.add_argument("--out", type=Path)
+    tag.add_argument("--device", default="cpu", help="where the model runs (cpu, cuda, auto)")
     tag.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="a decode setting for the run (decode.strategy=greedy)")
     return parser.parse_args(argv)

@@ -38,8 +38,8 @@ def test_tag_figures_on_the_memorised_model(run_dir):
 
 def test_parse_args_keeps_its_commands():
     args = parse_args(["tags", "--model", "RUN", "--sentences", "20"])
-    assert (args.command, args.model, args.checkpoint, args.sentences) == \
-        ("tags", "RUN", "avg", 20)
+    assert (args.command, args.model, args.checkpoint, args.sentences, args.device) == \
+        ("tags", "RUN", "avg", 20, "cpu")
     assert parse_args(["memory"]).mb == 50.0
 
 
