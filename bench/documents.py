@@ -2,7 +2,8 @@
 
     python -m bench.documents memory [--mb 50] [--model RUN --checkpoint avg]
     python -m bench.documents tags --model RUN [--checkpoint avg] [--sentences 200]
-                                   [--set decode.strategy=greedy ...]
+                                   [--set decode.strategy=greedy ...] [--device cpu]
+                                   [--out DIR]
 
 `memory` writes the same English sentences (train.en of ../shared/corpora/en-es, cycled)
 as a plain text file of --mb megabytes, as an HTML page of the same size (a paragraph per
@@ -17,11 +18,20 @@ the run's model translates (keep --mb small on a CPU).
 
 `tags` takes --sentences sentences of dev.tatoeba and dev.newstest2012 (half each; the
 longer ones, 6 words or more), wraps words of each in inline tags (one <b> around a
-word, and every other sentence a link around two words), translates them tagged as HTML
-and untagged as plain lines with the run's model, and prints: the share of outputs that
-are well-formed with the same tags as their input, and BLEU of the tagged outputs (tags
-removed) and of the untagged ones against the references. It also writes the tagged
-inputs and outputs side by side (--out, tags.tsv) for checking tag placement by hand.
+word, and every other sentence a link around two words), translates them tagged as one
+HTML page and untagged as plain lines with the run's model, and prints, with the tags
+placed by position and by the model's attention (the same translations, placed both
+ways):
+- the share of outputs well-formed with the same tags and attributes as their input;
+- the share of tags around the translation of their words, judged automatically: each
+  tagged phrase is translated alone, and a tag is right where the words it holds and
+  the words of that translation that the sentence's translation holds (once) share at
+  least half their words (Jaccard >= 0.5); a tag whose phrase's translation shares no
+  word with the sentence's cannot be judged so and is left out (the count is printed);
+- BLEU and chrF of the tagged outputs (tags removed) against the untagged ones, and of
+  both against the references.
+It also writes the tagged inputs, both outputs and the references side by side (--out,
+tags.tsv) for checking tag placement by hand.
 
 The machine's load average is printed with the figures: on a shared machine times vary.
 """
@@ -38,7 +48,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+if TYPE_CHECKING:
+    from transcli.documents.translating import Align
+    from transcli.inference.translator import Translator
+
+Translate = Callable[[list[str], int], list[str]]
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT.parent / "shared" / "corpora" / "en-es"
@@ -112,14 +128,18 @@ def worker(fmt: str, source: Path, target: Path, model: str, checkpoint: str) ->
                       "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
-def _translator(model: str, checkpoint: str, sets: tuple[str, ...] = ()
-                ) -> Callable[[list[str], int], list[str]]:
+def _translator(model: str, checkpoint: str, sets: tuple[str, ...] = ()) -> Translate:
     if not model:
         return lambda lines, first: list(lines)
+    return _loaded(model, checkpoint, sets).translate
+
+
+def _loaded(model: str, checkpoint: str, sets: tuple[str, ...] = (), device: str = "cpu"
+            ) -> Translator:
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
 
-    return load_translator(open_run_dir(Path(model), list(sets)), checkpoint, "cpu").translate
+    return load_translator(open_run_dir(Path(model), list(sets)), checkpoint, device)
 
 
 def memory(args: argparse.Namespace) -> None:
@@ -172,37 +192,110 @@ def _tagged(i: int, sentence: str) -> str:
     return " ".join(words)
 
 
-def tags(args: argparse.Namespace) -> None:
-    from sacrebleu.metrics import BLEU
+def tag_figures(rows: list[tuple[str, str, str]], translate: Translate, align: Optional[Align]
+                ) -> dict[str, Any]:
+    """The figures of `rows` ((tagged English, plain English, Spanish reference), as
+    `tagged_sentences` gives them) translated as one HTML page by `translate`, its tags
+    placed by position and by `align` (the same translations, placed both ways), and
+    the plain sentences translated as lines: per placement, the share of outputs
+    well-formed with the same tags and attributes as their input and the share of tags
+    around the translation of their words (`enclosed`); BLEU and chrF of the tagged
+    outputs (tags removed) against the plain ones, and of both against the references."""
+    from sacrebleu.metrics import BLEU, CHRF
 
     from transcli.documents.formats import FORMATS as DOCUMENTS
-    from transcli.documents.html import events
-    from transcli.documents.translating import translate_text
+    from transcli.documents.translating import Lines, WholeDocument
 
-    translate = _translator(args.model, args.checkpoint, tuple(args.set))
-    rows = tagged_sentences(args.sentences)
-    page = translate_text("".join(f"<p>{row[0]}</p>\n" for row in rows), DOCUMENTS["html"],
-                          translate)
-    tagged = [line[3:-4] for line in page.splitlines()]  # one page: the batches of a page
+    document = WholeDocument("".join(f"<p>{row[0]}</p>\n" for row in rows), DOCUMENTS["html"],
+                             "tags.html")
+    lines = Lines(translate)
+    translated = [lines(wanted) for wanted in document.lines]
+    outputs = {"position": document.written(translated).decode()}
+    if align is not None:
+        outputs["attention"] = document.written(translated, align).decode()
+    placed = {name: [line[3:-4] for line in page.splitlines()]
+              for name, page in outputs.items()}
+    stripped = [" ".join(re.sub(r"<[^>]+>", "", out).split()) for out in placed["position"]]
     plain = translate([row[1] for row in rows], 0)
-
-    def tag_list(text: str) -> list[str]:
-        return sorted(e.raw for e in events([text], "x") if e.kind in ("start", "end"))
-
-    same = sum(tag_list(out) == tag_list(row[0]) and _nested(out)
-               for out, row in zip(tagged, rows))
-    stripped = [" ".join(re.sub(r"<[^>]+>", "", out).split()) for out in tagged]
+    phrases = [re.sub(r"<[^>]+>", "", inner) for row in rows for inner in _held(row[0])]
+    alone = dict(zip(phrases, translate(phrases, 0)))
     references = [[row[2] for row in rows]]
-    print(f"# {len(rows)} sentences with inline tags; {args.model} {args.checkpoint} "
-          f"{' '.join(args.set)}; load average {os.getloadavg()[0]:.2f}")
-    print(f"well-formed with the same tags: {same}/{len(rows)} ({100 * same / len(rows):.1f}%)")
-    print(f"BLEU tagged (tags removed): {BLEU().corpus_score(stripped, references).score:.2f}")
-    print(f"BLEU untagged:              {BLEU().corpus_score(plain, references).score:.2f}")
+    figures: dict[str, Any] = {"sentences": len(rows), "tags": len(phrases), "outputs": placed}
+    for name, outs in placed.items():
+        figures[f"{name} well-formed"] = sum(_same_tags(out, row[0])
+                                             for out, row in zip(outs, rows)) / len(rows)
+        figures[f"{name} enclosed"], figures["judged"] = _enclosed(rows, outs, alone)
+    for name, score in (("BLEU", BLEU()), ("chrF", CHRF())):
+        figures[f"{name} tagged vs untagged"] = score.corpus_score(stripped, [plain]).score
+        figures[f"{name} tagged"] = score.corpus_score(stripped, references).score
+        figures[f"{name} untagged"] = score.corpus_score(plain, references).score
+    return figures
+
+
+def _same_tags(out: str, source: str) -> bool:
+    """Well-formed, with the same tags (attributes and all) as `source`."""
+    def tag_list(text: str) -> list[str]:
+        return sorted(re.findall(r"<[^>]+>", text))
+
+    return tag_list(out) == tag_list(source) and _nested(out)
+
+
+def _enclosed(rows: list[tuple[str, str, str]], outputs: list[str], alone: dict[str, str]
+              ) -> tuple[float, int]:
+    """The share of tags whose words in the output are those of their English words
+    translated alone, among the tags that can be judged so, and how many can: a tag is
+    judged where the words of its phrase's translation (lowercased) that the sentence's
+    translation holds once are not empty (`expected`); it is right where what it holds
+    there and `expected` share at least half their words (Jaccard >= 0.5)."""
+    right = judged = 0
+    for row, out in zip(rows, outputs):
+        text = _words(re.sub(r"<[^>]+>", "", out))
+        for inner, held in zip(_held(row[0]), _held(out)):
+            expected = {w for w in _words(alone[re.sub(r"<[^>]+>", "", inner)])
+                        if text.count(w) == 1}
+            if not expected:
+                continue
+            judged += 1
+            got = set(_words(re.sub(r"<[^>]+>", "", held)))
+            right += len(got & expected) >= 0.5 * len(got | expected)
+    return (right / judged if judged else 0.0), judged
+
+
+def _held(text: str) -> list[str]:
+    """What each <b> and <a> of `text` holds, in the order they open (a tag left open:
+    nothing)."""
+    found = []
+    for match in re.finditer(r"<(b|a)\b[^>]*>", text):
+        end = text.find(f"</{match.group(1)}>", match.end())
+        found.append(text[match.end():end] if end >= 0 else "")
+    return found
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def tags(args: argparse.Namespace) -> None:
+    translator = _loaded(args.model, args.checkpoint, tuple(args.set), args.device)
+    rows = tagged_sentences(args.sentences)
+    figures = tag_figures(rows, translator.translate, translator.alignments)
+    print(f"# {len(rows)} sentences with {figures['tags']} inline tags; {args.model} "
+          f"{args.checkpoint} {' '.join(args.set)}; load average {os.getloadavg()[0]:.2f}")
+    print(f"{'placement':<12}{'well-formed, same tags':>24}{'tag around its words':>22}")
+    for name in ("position", "attention"):
+        print(f"{name:<12}{100 * figures[f'{name} well-formed']:>23.1f}%"
+              f"{100 * figures[f'{name} enclosed']:>21.1f}%")
+    print(f"(tags judged for the words they hold: {figures['judged']} of {figures['tags']}: "
+          f"where the phrase translated alone shares words with the sentence's translation)")
+    for name in ("BLEU", "chrF"):
+        against = figures[f"{name} tagged vs untagged"]
+        print(f"{name}: tagged (tags removed) vs untagged {against:.2f}; vs references: "
+              f"tagged {figures[f'{name} tagged']:.2f}, untagged {figures[f'{name} untagged']:.2f}")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         with open(args.out / "tags.tsv", "w", encoding="utf-8") as out:
-            for row, result in zip(rows, tagged):
-                out.write(f"{row[0]}\t{result}\t{row[2]}\n")
+            for row, *results in zip(rows, *figures["outputs"].values()):
+                out.write("\t".join([row[0], *results, row[2]]) + "\n")
 
 
 def _nested(text: str) -> bool:
@@ -228,6 +321,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     tag.add_argument("--checkpoint", default="avg")
     tag.add_argument("--sentences", type=int, default=200)
     tag.add_argument("--out", type=Path)
+    tag.add_argument("--device", default="cpu", help="where the model runs (cpu, cuda, auto)")
     tag.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="a decode setting for the run (decode.strategy=greedy)")
     return parser.parse_args(argv)

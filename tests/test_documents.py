@@ -20,11 +20,13 @@ from transcli.documents.formats import FORMATS, by_extension, document_format
 from transcli.documents.html import events
 from transcli.documents.translating import (
     DocumentFile,
+    aligned_texts,
     read_pieces,
     translate_bytes,
     translate_text,
 )
-from transcli.documents.units import Unit, place_tags, render
+from transcli.documents.units import Tag, Unit, place_tags, render
+from transcli.inference.alignment import Alignment
 from transcli.system.errors import UserError
 
 SAMPLES = ROOT / "tests" / "documents"
@@ -315,6 +317,82 @@ def _balanced(page: str) -> bool:
 
     Check().feed(page)
     return ok[0] and not stack
+
+
+def words_alignment(source: str, target: str, links: list[int]) -> Alignment:
+    """An alignment written by hand: the target's word or mark i linked to the source's
+    `links[i]`."""
+    def spans(text: str) -> list[tuple[int, int]]:
+        return [m.span() for m in re.finditer(r"\w+|[^\w\s]", text)]
+
+    return Alignment(spans(source), spans(target), links)
+
+
+def test_tags_go_where_the_alignment_says_their_words_went():
+    """'red' became 'rojo', after the noun: position puts the tag on 'coche', the
+    alignment on 'rojo'; a tag whose words nothing came from stays where position puts
+    it; a line break goes between what came from either side of it."""
+    source, target = "the red car", "el coche rojo"
+    aligned = words_alignment(source, target, [0, 2, 1])
+    assert place_tags(source, [(4, 7)], target) == [(3, 8)]
+    assert place_tags(source, [(4, 7)], target, aligned) == [(9, 13)]
+    nothing = words_alignment(source, target, [0, 2, 2])
+    assert place_tags(source, [(4, 7)], target, nothing) == [(3, 8)]
+    assert place_tags(source, [(4, 4)], target, aligned) == [(3, 3)]  # "the <br>red car"
+    # Nested: <a>the <b>red</b> car</a> keeps <b> inside <a>, around "rojo".
+    assert place_tags(source, [(0, 11), (4, 7)], target, aligned) == [(0, 13), (9, 13)]
+
+
+def test_a_phrase_gets_the_stretch_of_words_that_came_from_it():
+    source, target = "I really like green trees.", "Me gustan mucho los árboles verdes."
+    aligned = words_alignment(source, target, [0, 2, 1, 4, 4, 3, 5])
+    assert place_tags(source, [(14, 25)], target, aligned) == [(16, 34)]  # green trees
+    assert place_tags(source, [(2, 8)], target, aligned) == [(10, 15)]  # really: mucho
+    assert place_tags(source, [(2, 8), (14, 25)], target, aligned) == [(10, 15), (16, 34)]
+
+
+def test_a_text_of_several_lines_is_aligned_line_by_line():
+    """Each line is translated (and aligned) apart; their alignments, joined, place a tag
+    in the second line by meaning."""
+    text, translation = "I like\nthe red car", "Me gusta\nel coche rojo"
+    unit = Unit(text, text, (Tag(11, 14, ("<b>",), "</b>"),))
+    asked = []
+
+    def align(lines, done):
+        asked.extend(zip(lines, done))
+        return [words_alignment(line, out, [0, 1] if line == "I like" else [0, 2, 1])
+                for line, out in zip(lines, done)]
+
+    aligned = aligned_texts([unit], {text: translation}, align)
+    assert asked == [("I like", "Me gusta"), ("the red car", "el coche rojo")]
+    assert unit.render({text: translation}, aligned) == "Me gusta\nel coche <b>rojo</b>"
+    assert unit.render({text: translation}) == "Me gusta\nel <b>coche</b> rojo"
+
+
+def test_tags_placed_by_any_alignment_come_back_well_formed():
+    """Random nestings over random sentences, random translations and random links:
+    every tag comes back once, nested as it was, and a tag that held words holds some
+    while the translation has words enough."""
+    rng = random.Random(11)
+    words = ["tree", "the", "a", "station", ",", ".", "day", "is", "big", "!"]
+    for _ in range(300):
+        page = _random_markup(rng, [rng.choice(words) for _ in range(rng.randint(1, 9))])
+        target = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        pieces = list(read_pieces(FORMATS["html"], [f"<p>{page}</p>"], "x"))
+        units = [u for piece in pieces for u in piece if isinstance(u, Unit)]
+        aligned = {u.text: words_alignment(u.text, target, [
+            rng.randrange(len(re.findall(r"\w+|[^\w\s]", u.text)))
+            for _ in re.findall(r"\w+|[^\w\s]", target)]) for u in units}
+        found = {u.text: target for u in units}
+        out = "".join(render(piece, found, aligned) for piece in pieces)
+        assert _balanced(out), (page, target, out)
+        assert sorted(_tags(out)) == sorted(_tags(f"<p>{page}</p>"))
+        for unit in units:
+            ranges = [(tag.start, tag.end) for tag in unit.tags]
+            placed = place_tags(unit.text, ranges, target, aligned[unit.text])
+            room = len(re.findall(r"\w+|[^\w\s]", target)) + 1 >= \
+                len({end for pair in ranges for end in pair})
+            assert not room or all(b < e for (s, t), (b, e) in zip(ranges, placed) if s < t)
 
 
 def test_a_sentence_with_inline_tags_is_one_unit():

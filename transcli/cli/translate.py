@@ -158,7 +158,7 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
     if output != "-":
         check_output(output, target.inputs, "translation")
     translator = load_translator(run, checkpoint, device)
-    opened.translate(target, translator.translate)
+    opened.translate(target, translator.translate, align=translator.alignments)
     translator.warn_truncated()
     if note := run.young_note():
         print(f"transcli: {note}", file=sys.stderr)

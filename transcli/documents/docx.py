@@ -17,7 +17,17 @@ import io
 import zipfile
 from typing import Any, Iterator, Mapping
 
-from transcli.documents.units import Close, Item, Open, Text, Unit, inline_unit, place_tags
+from transcli.documents.units import (
+    UNALIGNED,
+    Aligns,
+    Close,
+    Item,
+    Open,
+    Text,
+    Unit,
+    inline_unit,
+    place_tags,
+)
 from transcli.system.errors import UserError
 from transcli.system.extras import require
 
@@ -61,14 +71,16 @@ class Document:
         if units:
             self.paragraphs.append((units[0], [t for t in texts if t.tag == f"{_W}t"]))
 
-    def written(self, translations: Mapping[str, str]) -> bytes:
+    def written(self, translations: Mapping[str, str], aligned: Aligns = UNALIGNED) -> bytes:
         """The document with each changed paragraph's runs given their share of its
-        translation."""
+        translation (placed by `aligned[text]` where there is one, as `place_tags`
+        places tags)."""
         for unit, elements in self.paragraphs:
             target = translations.get(unit.text, unit.text)
             if target == unit.text:
                 continue
-            placed = place_tags(unit.text, [(tag.start, tag.end) for tag in unit.tags], target)
+            placed = place_tags(unit.text, [(tag.start, tag.end) for tag in unit.tags], target,
+                                aligned.get(unit.text))
             # The space between two runs goes to the one that had it in the source.
             starts = [0] + [placed[k - 1][1] if (elements[k].text or "")[:1].isspace()
                             else placed[k][0] for k in range(1, len(elements))] + [len(target)]

@@ -5,7 +5,10 @@ The model sees only lines of text: each unit's text, split at its line breaks, w
 the whitespace around each line and without lines that hold no letter (numbers,
 symbols), each distinct line once per chunk. `translate` is any function from lines to
 their translations (a `Translator`'s, or the identity in the round-trip tests): this
-layer never sees a model. `DocumentFile` streams a file for `translate`; `WholeDocument`
+layer never sees a model. `align`, where given (a `Translator`'s `alignments`), says for
+each translated line of a unit with inline tags which of its characters each piece of
+the translation came from, and the tags are placed by it (`units.place_tags`; by
+position without it). `DocumentFile` streams a file for `translate`; `WholeDocument`
 takes a document given whole (`serve`'s requests and uploads) in the same chunks, and
 leaves the model's work between reading and writing to its caller.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from transcli.documents.formats import DocumentFormat
 from transcli.documents.reading import decoded_chunks
@@ -23,9 +26,15 @@ from transcli.documents.units import Part, Unit, has_letters, render
 from transcli.inference.streaming import Output, chunked, drain, stream
 from transcli.system.files import open_checked
 
+if TYPE_CHECKING:
+    from transcli.inference.alignment import Alignment as Aligned
+
 # Lines in, their translations out; the int is the index of the first line among all
 # lines sent so far (sampling seeds each line by it).
 Translate = Callable[[list[str], int], list[str]]
+# Lines and their translations in, per line which of its characters the translation's
+# came from (`Translator.alignments`; None: not known): inline tags are placed by it.
+Align = Callable[[list[str], list[str]], list[Optional["Aligned"]]]
 Piece = list[Part]
 
 
@@ -70,6 +79,53 @@ def _line(line: str, found: dict[str, str]) -> str:
     return line[:start] + found[core] + line[start + len(core):]
 
 
+def aligned_texts(units: Iterable[Unit], found: Mapping[str, str], align: Optional[Align]
+                  ) -> dict[str, Aligned]:
+    """The alignment of each text with tags among `units` that its translation in `found`
+    changed, by `align` (none without it): what places their tags. A text of several
+    lines is aligned line by line, as it was translated, its lines' alignments joined."""
+    pairs = to_align(units, found)
+    if align is None or not pairs:
+        return {}
+    from transcli.inference.alignment import joined  # a model translates: torch is loaded
+
+    done = dict(zip(pairs, align([line for line, _ in pairs], [text for _, text in pairs])))
+    aligned = {}
+    for text in _tagged(units, found):
+        lines = list(_lines(text, found[text]))
+        parts = [(alignment, start, at) for line, translation, start, at in lines
+                 if (alignment := done.get((line, translation))) is not None]
+        if parts and len(parts) == len(lines):
+            aligned[text] = joined(parts)
+    return aligned
+
+
+def to_align(units: Iterable[Unit], found: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The (line, translation) pairs whose alignments place the tags of `units`: the
+    translated lines of each text with tags that its translation in `found` changed."""
+    return list(dict.fromkeys((line, translation) for text in _tagged(units, found)
+                              for line, translation, _, _ in _lines(text, found[text])))
+
+
+def _tagged(units: Iterable[Unit], found: Mapping[str, str]) -> list[str]:
+    return list(dict.fromkeys(unit.text for unit in units if unit.tags
+                              and found.get(unit.text, unit.text) != unit.text))
+
+
+def _lines(text: str, translation: str) -> Iterator[tuple[str, str, int, int]]:
+    """Each line of `text` the model translated (without the whitespace around it), its
+    translation, and where each starts in `text` and `translation` (as `assembled` put
+    them together)."""
+    if text.count("\n") != translation.count("\n"):
+        return
+    start = at = 0
+    for line, done in zip(text.split("\n"), translation.split("\n")):
+        core, got = line.strip(), done.strip()
+        if has_letters(core) and got and core != got:
+            yield core, got, start + line.index(core), at + done.index(got)
+        start, at = start + len(line) + 1, at + len(done) + 1
+
+
 def units_of(pieces: Sequence[Piece]) -> Iterator[Unit]:
     for piece in pieces:
         for part in piece:
@@ -77,11 +133,14 @@ def units_of(pieces: Sequence[Piece]) -> Iterator[Unit]:
                 yield from part.units()
 
 
-def translated_pieces(pieces: Sequence[Piece], translate: Callable[[list[str]], list[str]]
-                      ) -> list[str]:
-    """Pieces of a document written with their units translated."""
-    found = translations((unit.text for unit in units_of(pieces)), translate)
-    return [render(piece, found) for piece in pieces]
+def translated_pieces(pieces: Sequence[Piece], translate: Callable[[list[str]], list[str]],
+                      align: Optional[Align] = None) -> list[str]:
+    """Pieces of a document written with their units translated (their tags placed by
+    `align` where given)."""
+    units = list(units_of(pieces))
+    found = translations((unit.text for unit in units), translate)
+    aligned = aligned_texts(units, found, align)
+    return [render(piece, found, aligned) for piece in pieces]
 
 
 def read_pieces(fmt: DocumentFormat, chunks: Iterable[str], name: str,
@@ -91,15 +150,16 @@ def read_pieces(fmt: DocumentFormat, chunks: Iterable[str], name: str,
 
 
 def translate_text(text: str, fmt: DocumentFormat, translate: Translate, name: str = "<text>",
-                   force: bool = False) -> str:
-    """A document given whole (a request's text), translated."""
-    return WholeDocument(text, fmt, name, force).translated(translate).decode()
+                   force: bool = False, align: Optional[Align] = None) -> str:
+    """A document given whole (a request's text), translated (tags placed by `align`
+    where given: a `Translator`'s `alignments`)."""
+    return WholeDocument(text, fmt, name, force).translated(translate, align).decode()
 
 
 def translate_bytes(data: bytes, fmt: DocumentFormat, translate: Translate, name: str,
-                    force: bool = False) -> bytes:
+                    force: bool = False, align: Optional[Align] = None) -> bytes:
     """A file given whole (an upload), translated into the same format."""
-    return WholeDocument(data, fmt, name, force).translated(translate)
+    return WholeDocument(data, fmt, name, force).translated(translate, align)
 
 
 class WholeDocument:
@@ -128,21 +188,36 @@ class WholeDocument:
         comes): what `serve` counts against its limit."""
         return sum(len(unit.text) for units in self.chunks for unit in units)
 
-    def written(self, translated: Sequence[Sequence[str]]) -> bytes:
+    def written(self, translated: Sequence[Sequence[str]], align: Optional[Align] = None
+                ) -> bytes:
         """The document (UTF-8 for a text format) with `translated[k]`, the translations
-        of `lines[k]`."""
-        found = [assembled((unit.text for unit in units), dict(zip(lines, done)))
-                 for units, lines, done in zip(self.chunks, self.lines, translated)]
+        of `lines[k]` (tags placed by `align` where given)."""
+        found = self._found(translated)
+        aligned = [aligned_texts(units, chunk, align) for units, chunk in zip(self.chunks, found)]
         if self.fmt.binary:  # a later chunk's translation of a text stands, as in `translate`
             return self.whole.written({text: done for chunk in found
+                                       for text, done in chunk.items()},
+                                      {text: done for chunk in aligned
                                        for text, done in chunk.items()})
-        return "".join(render(piece, chunk_found) for chunk, chunk_found in zip(self.pieces, found)
+        return "".join(render(piece, chunk_found, chunk_aligned) for chunk, chunk_found,
+                       chunk_aligned in zip(self.pieces, found, aligned)
                        for piece in chunk).encode()
 
-    def translated(self, translate: Translate) -> bytes:
+    def _found(self, translated: Sequence[Sequence[str]]) -> list[dict[str, str]]:
+        """Per chunk, each unit's text -> its translation, from `translated[k]`."""
+        return [assembled((unit.text for unit in units), dict(zip(lines, done)))
+                for units, lines, done in zip(self.chunks, self.lines, translated)]
+
+    def to_align(self, translated: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+        """The (line, translation) pairs whose alignments `written`'s `align` is asked
+        for, given `translated` (`serve` gets them from the model before writing)."""
+        return [pair for units, chunk in zip(self.chunks, self._found(translated))
+                for pair in to_align(units, chunk)]
+
+    def translated(self, translate: Translate, align: Optional[Align] = None) -> bytes:
         """The document translated by `translate`, a chunk at a time."""
         lines = Lines(translate)
-        return self.written([lines(wanted) for wanted in self.lines])
+        return self.written([lines(wanted) for wanted in self.lines], align)
 
 
 class DocumentFile:
@@ -172,30 +247,35 @@ class DocumentFile:
             yield from read_pieces(self.fmt, decoded_chunks(handle, self.input), self.input,
                                    self.force)
 
-    def translate(self, output: Output, translate: Translate, progress: bool = True) -> None:
+    def translate(self, output: Output, translate: Translate, progress: bool = True,
+                  align: Optional[Align] = None) -> None:
         """Translate into `output`, in the same format, a chunk of units at a time, with
-        a progress bar in units."""
+        a progress bar in units; inline tags placed by `align` where given (a
+        `Translator`'s `alignments`), else by position (`units.place_tags`)."""
         lines = Lines(translate)
         if self.whole is not None:
-            return self._translate_whole(output, lines, progress)
-        drain(stream(self.pieces(), lambda chunk, first: translated_pieces(chunk, lines),
+            return self._translate_whole(output, lines, progress, align)
+        drain(stream(self.pieces(), lambda chunk, first: translated_pieces(chunk, lines, align),
                      output, total=self.total, progress=progress, unit="unit", cost=_size,
                      end="", count=lambda chunk: sum(map(_units, chunk))))
 
     def _translate_whole(self, output: Output, lines: Callable[[list[str]], list[str]],
-                         progress: bool) -> None:
+                         progress: bool, align: Optional[Align]) -> None:
         """A document written whole (a Word file): its units translated in chunks by
         the same loop, with the same bar."""
         found: dict[str, str] = {}
+        aligned: dict[str, Aligned] = {}
 
         def work(units: list[Unit], first: int) -> list[str]:
-            found.update(translations((unit.text for unit in units), lines))
+            chunk = translations((unit.text for unit in units), lines)
+            found.update(chunk)
+            aligned.update(aligned_texts(units, chunk, align))
             return []
 
         drain(stream(self.whole.units, work, None, total=self.total, progress=progress,
                      unit="unit", cost=_text_size))
         with output.open() as handle:
-            handle.write(self.whole.written(found))
+            handle.write(self.whole.written(found, aligned))
 
 
 def _read(path: str) -> bytes:

@@ -18,9 +18,15 @@ import bisect
 import math
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence, Union
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional, Sequence, Union
+
+if TYPE_CHECKING:  # the model's side, loaded with torch only when a model translates
+    from transcli.inference.alignment import Alignment as Aligned
 
 Part = Union[str, "Unit"]  # markup written as it is, or text to translate inside it
+Aligns = Mapping[str, "Aligned"]  # a text -> the alignment of it and its translation
+UNALIGNED: Aligns = MappingProxyType({})  # none: tags placed by position
 
 
 def same(text: str) -> str:
@@ -66,19 +72,24 @@ class Unit:
     def unchanged(self, translations: Mapping[str, str]) -> bool:
         return all(translations.get(unit.text, unit.text) == unit.text for unit in self.units())
 
-    def render(self, translations: Mapping[str, str]) -> str:
+    def render(self, translations: Mapping[str, str], aligned: Aligns = UNALIGNED) -> str:
         """The unit written with `translations` (text -> translation; a text missing from
-        it stays as it is): as it was read when nothing in it changed."""
+        it stays as it is), its tags placed by `aligned[text]` where there is one (the
+        alignment of the text and its translation): as it was read when nothing in it
+        changed."""
         if self.unchanged(translations):
             return self.raw
         target = translations.get(self.text, self.text)
-        placed = place_tags(self.text, [(tag.start, tag.end) for tag in self.tags], target)
-        return self.frame(_markup(self, target, placed, translations))
+        placed = place_tags(self.text, [(tag.start, tag.end) for tag in self.tags], target,
+                            aligned.get(self.text))
+        return self.frame(_markup(self, target, placed, translations, aligned))
 
 
-def render(parts: Sequence[Part], translations: Mapping[str, str]) -> str:
-    """A piece of a document (markup and units) written with `translations`."""
-    return "".join(part if isinstance(part, str) else part.render(translations)
+def render(parts: Sequence[Part], translations: Mapping[str, str], aligned: Aligns = UNALIGNED
+           ) -> str:
+    """A piece of a document (markup and units) written with `translations` (and
+    `aligned`, as `Unit.render` takes them)."""
+    return "".join(part if isinstance(part, str) else part.render(translations, aligned)
                    for part in parts)
 
 
@@ -87,28 +98,69 @@ def render(parts: Sequence[Part], translations: Mapping[str, str]) -> str:
 _TOKEN = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
 
 
-def place_tags(source: str, ranges: Sequence[tuple[int, int]], target: str
-               ) -> list[tuple[int, int]]:
+def place_tags(source: str, ranges: Sequence[tuple[int, int]], target: str,
+               alignment: Optional[Aligned] = None) -> list[tuple[int, int]]:
     """Where each tag's character range of `source` goes in `target`, its translation.
 
-    This first version places by position, not by meaning: each range's ends are read
-    as positions among the source's tokens (words and punctuation marks), scaled to the
-    target's token count and rounded to a token boundary; distinct ends stay distinct
-    while the target has tokens enough, so a tag that held words still holds at least
-    one. The scaling keeps the order of every end, so ranges nested or apart in the
-    source are nested or apart in the target: the markup stays well-formed whatever the
-    model wrote. It is right when the words keep roughly their place (most tags around
-    a phrase at the start or end of a sentence), wrong when the translation moves them.
-    An unchanged target keeps the ranges as they are."""
+    With an `alignment` of the two (the model's, `Translator.alignments`: which source
+    characters each piece of the translation came from), by meaning: a tag that holds
+    words goes around the stretch of whole tokens (words, punctuation marks) of the
+    target that came from its words (`Alignment.span`), a tag that holds none (a line
+    break, an image) at the word boundary between what came from either side of it
+    (`Alignment.place`). Without one (a translation that is not the model's), and for a
+    tag whose words nothing in the translation came from, by position: each range's
+    ends are read as positions among the source's tokens, scaled to the target's token
+    count; right when the words keep roughly their place, wrong when the translation
+    moves them.
+
+    Either way the ends then keep their source order: rounded to token boundaries of
+    the target, never out of order, and where a tag that held words would hold none,
+    spread so that distinct ends stay distinct while the target has tokens enough (a
+    tag that held words then holds at least one). So ranges nested or apart in the
+    source are nested or apart in the target, and the markup stays well-formed
+    whatever the model wrote; tags therefore keep their order (two tagged phrases the
+    translation swaps cannot both follow their words). An unchanged target keeps the
+    ranges as they are."""
     if target == source or not ranges:
         return list(ranges)
     spans = [m.span() for m in _TOKEN.finditer(source)]
     wanted = [m.span() for m in _TOKEN.finditer(target)]
     ends = sorted({end for pair in ranges for end in pair})
-    where = dict(zip(ends, _boundaries([_position(spans, end) for end in ends],
-                                       max(len(spans), 1), len(wanted))))
+    scale = len(wanted) / max(len(spans), 1)
+    found = {end: _position(spans, end) * scale for end in ends}
+    if alignment is not None:
+        found = {**found, **_aligned(alignment, ranges, target, wanted, found)}
+    where = dict(zip(ends, _boundaries([found[end] for end in ends], len(wanted), False)))
+    if any(where[start] == where[end] for start, end in ranges if start < end):
+        where = dict(zip(ends, _boundaries([found[end] for end in ends], len(wanted), True)))
     return [_characters(wanted, where[start], where[end], start == end, target)
             for start, end in ranges]
+
+
+def _aligned(alignment: Aligned, ranges: Sequence[tuple[int, int]], target: str,
+             tokens: list[tuple[int, int]], near: dict[int, float]) -> dict[int, float]:
+    """The token boundaries of `target` (of `tokens`) that `alignment` gives the ends of
+    `ranges`, those of the first range with that end; `near`: where position puts them,
+    what breaks ties, and what stands for a range whose words no piece of the target
+    came from."""
+    cuts = [start for start, _ in tokens] + [len(target)]
+    starts = [start for start, _ in tokens]
+    found: dict[int, float] = {}
+    for start, end in ranges:
+        if start == end:
+            at = alignment.place(start, end, target, _character(tokens, near[start], target))
+            found.setdefault(start, bisect.bisect_left(starts, at))
+        elif stretch := alignment.span(start, end, cuts, (round(near[start]),
+                                                          round(near[end]))):
+            found.setdefault(start, stretch[0])
+            found.setdefault(end, stretch[1])
+    return found
+
+
+def _character(tokens: list[tuple[int, int]], position: float, text: str) -> int:
+    """The character of `text` where the token boundary nearest to `position` is."""
+    i = min(max(math.floor(position + 0.5), 0), len(tokens))
+    return tokens[i][0] if i < len(tokens) else len(text)
 
 
 def _position(spans: list[tuple[int, int]], offset: int) -> float:
@@ -121,17 +173,17 @@ def _position(spans: list[tuple[int, int]], offset: int) -> float:
     return float(i)
 
 
-def _boundaries(positions: list[float], tokens: int, target_tokens: int) -> list[int]:
-    """Token boundaries of the target (0..target_tokens) for increasing source
-    positions: scaled and rounded, then spread to stay strictly increasing where the
-    target has room, never out of order."""
-    wanted = [math.floor(p * target_tokens / tokens + 0.5) for p in positions]
-    if len(wanted) > target_tokens + 1:  # not room enough: ties allowed, order kept
-        out: list[int] = []
+def _boundaries(positions: list[float], target_tokens: int, spread: bool) -> list[int]:
+    """Token boundaries of the target (0..target_tokens) for the ends of the source in
+    order (`positions`: where they are wanted among the target's tokens): rounded and
+    kept in order (ties allowed); with `spread`, spread to stay strictly increasing
+    where the target has room."""
+    wanted = [math.floor(p + 0.5) for p in positions]
+    out: list[int] = []
+    if not spread or len(wanted) > target_tokens + 1:  # ties allowed, order kept
         for w in wanted:
             out.append(min(max(w, out[-1] if out else 0), target_tokens))
         return out
-    out = []
     for w in wanted:
         out.append(max(w, out[-1] + 1) if out else max(w, 0))
     for i in range(len(out) - 1, -1, -1):  # pulled back so that the last one fits
@@ -155,7 +207,7 @@ def _characters(tokens: list[tuple[int, int]], first: int, last: int, empty: boo
 
 
 def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
-            translations: Mapping[str, str]) -> str:
+            translations: Mapping[str, str], aligned: Aligns) -> str:
     """`target` with `unit`'s tags at `placed`, written as a tree: each tag's range is
     kept inside its parent's and after its elder sibling's, so the result nests as the
     source did even if a range came out of order."""
@@ -175,9 +227,10 @@ def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
                     start = end = start - 1  # against the word before, as in the source
             out.append(unit.escape(target[cursor:start]))
             if tag.start == tag.end:
-                out.append(_spaced(tag, render(tag.open, translations), target, start))
+                out.append(_spaced(tag, render(tag.open, translations, aligned), target,
+                                   start))
             else:
-                out.append(render(tag.open, translations))
+                out.append(render(tag.open, translations, aligned))
                 write(i, start, end)
                 out.append(tag.close)
             cursor = end

@@ -11,7 +11,10 @@ boundary with the most target pieces before it linked to source pieces before th
 stretch, and after it linked to those after. On lines where the model copied a span's
 placeholder, this found the model's place 1.6 times as often as the same share of the
 sentence did (docs/INFERENCE.md, "Real text"); `Translator` uses it for a placeholder
-the model dropped and for an emoji. Both engines give the weights (`Engine.attention`).
+the model dropped and for an emoji. `span` says which stretch of the translation came
+from a stretch of the source: the document layer puts an inline tag around it
+(`documents.units.place_tags`, the alignments from `Translator.alignments`). Both
+engines give the weights (`Engine.attention`).
 """
 
 from __future__ import annotations
@@ -113,16 +116,62 @@ class Alignment:
             return len(text.rstrip())  # after all of the source: after all of the translation
         before = {k for k, (_, stop) in enumerate(self.source) if stop <= start}
         after = {k for k, (begin, _) in enumerate(self.source) if begin >= end}
-        body = len(text.rstrip().rstrip(".!?…"))
-        boundaries = [i for i in range(body + 1)
-                      if i == 0 or i == body or text[i - 1].isspace()]
 
         def agreement(boundary: int) -> int:
             return sum(1 for (begin, stop), link in zip(self.target, self.links)
                        if stop <= boundary and link in before
                        or begin >= boundary and link in after)
 
-        return max(boundaries, key=lambda i: (agreement(i), -abs(i - near)))
+        return max(word_boundaries(text), key=lambda i: (agreement(i), -abs(i - near)))
+
+    def span(self, start: int, end: int, cuts: list[int], near: tuple[int, int]
+             ) -> Optional[tuple[int, int]]:
+        """The stretch of the translation between two of `cuts` (increasing character
+        offsets of it, where a word or a mark may start or end) that came from source
+        characters [start, end), as indices (i <= j) into `cuts`: the most target pieces
+        inside it linked to source pieces inside [start, end), plus outside it linked to
+        source pieces outside; of equals, the nearest to `near` (indices). None when no
+        piece of the translation came from them: the alignment does not say."""
+        inside = [begin < end and stop > start for begin, stop in self.source]
+        held = [0] * len(cuts)  # per cut: target pieces before it linked inside
+        left = [0] * len(cuts)  # ... and linked outside
+        for (_, stop), link in zip(self.target, self.links):
+            for k, cut in enumerate(cuts):
+                if stop <= cut:
+                    held[k] += inside[link]
+                    left[k] += not inside[link]
+        outside = sum(not inside[link] for link in self.links[:len(self.target)])
+        if held[-1] == 0:
+            return None
+
+        def agreement(pair: tuple[int, int]) -> tuple[int, int]:
+            i, j = pair
+            score = held[j] - held[i] + left[i] + outside - left[j]
+            return score, -abs(i - near[0]) - abs(j - near[1])
+
+        return max(((i, j) for i in range(len(cuts)) for j in range(i, len(cuts))),
+                   key=agreement)
+
+
+def joined(parts: list[tuple[Alignment, int, int]]) -> Alignment:
+    """One alignment of a text and its translation from those of their lines: each
+    (alignment, where its line starts in the text, where its translation starts in the
+    translation)."""
+    source: list[tuple[int, int]] = []
+    target: list[tuple[int, int]] = []
+    links: list[int] = []
+    for alignment, start, at in parts:
+        links += [link + len(source) for link in alignment.links[:len(alignment.target)]]
+        source += [(begin + start, stop + start) for begin, stop in alignment.source]
+        target += [(begin + at, stop + at) for begin, stop in alignment.target]
+    return Alignment(source, target, links)
+
+
+def word_boundaries(text: str) -> list[int]:
+    """Where a word of `text` starts, and the end of its last word (before final
+    punctuation)."""
+    body = len(text.rstrip().rstrip(".!?…"))
+    return [i for i in range(body + 1) if i == 0 or i == body or text[i - 1].isspace()]
 
 
 def aligned_place(alignment: Alignment) -> Placement:
@@ -158,12 +207,24 @@ def placements(attention: Attention, sp: Any, sentences: list[Optional[Translate
     places: list[Placement] = [relative_place] * len(sentences)
     need = {j: sentence for j, sentence in enumerate(sentences)
             if sentence and sentence.target and sentence.masked.missing(sentence.translation)}
-    if not need:
-        return places
-    weights = attention([sentence.source for sentence in need.values()],
-                        [sentence.target for sentence in need.values()])
-    for (j, sentence), weight in zip(need.items(), weights):
-        source = piece_spans([sp.IdToPiece(i) for i in sentence.source[:-1]], sentence.text)
-        target = piece_spans([sp.IdToPiece(i) for i in sentence.target], sentence.translation)
-        places[j] = aligned_place(Alignment.of(weight, source, target))
+    found = alignments(attention, sp, [(s.text, s.source, s.translation, s.target)
+                                       for s in need.values()])
+    for j, alignment in zip(need, found):
+        if alignment is not None:
+            places[j] = aligned_place(alignment)
     return places
+
+
+def alignments(attention: Attention, sp: Any, pairs: list[tuple[str, list[int], str, list[int]]]
+               ) -> list[Optional[Alignment]]:
+    """The alignment of each (text, its ids with EOS, translation, its ids) pair, from
+    the weights of one `attention` call (`Engine.attention`; `sp`: the sentencepiece
+    processor); None for a pair without ids on a side."""
+    todo = [pair for pair in pairs if pair[1] and pair[3]]
+    weights = iter(attention([source for _, source, _, _ in todo],
+                             [target for _, _, _, target in todo]) if todo else [])
+    return [Alignment.of(next(weights),
+                         piece_spans([sp.IdToPiece(i) for i in source[:-1]], text),
+                         piece_spans([sp.IdToPiece(i) for i in target], translation))
+            if source and target else None
+            for text, source, translation, target in pairs]

@@ -20,7 +20,7 @@ import torch
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference import device_defaults
-from transcli.inference.alignment import Translated, placements
+from transcli.inference.alignment import Alignment, Translated, alignments, placements
 from transcli.inference.cpu_matmul import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.glossary import Glossary, read_glossary
@@ -138,6 +138,15 @@ class Translator:
             results[i] = [(units[i].finish(text, places[j] if k == 0 else relative_place),
                            score) for k, (text, score) in enumerate(hyps)]
         return results
+
+    def alignments(self, lines: list[str], done: list[str]) -> list[Optional[Alignment]]:
+        """Which characters of each line each piece of its translation (`done`) came from
+        (one forced pass for all, `alignment.alignments`): what places a document's tags."""
+        sources, _ = source_ids(self.tokenizer, lines, self.engine.max_positions)
+        targets, _ = source_ids(self.tokenizer, done, self.engine.max_positions)
+        return alignments(self.engine.attention, self.tokenizer.sp, [  # targets: EOS off
+            (line, source, text, target[:-1]) for line, source, text, target
+            in zip(lines, sources, done, targets)])
 
     def search_lines(self, lines: list[str], indices: Sequence[int],
                      loops: Optional[Loops] = None

@@ -23,7 +23,8 @@ A request for alternatives (`translate_nbest`) is a search of its own, never mer
 line's n best translations, as `transcli translate --n-best n` gives them with the
 server's settings (`nbest_decode`: greedy search becomes a beam search of n beams). So is
 a request with a glossary of its own (the server's and its terms: `with_glossary`), as
-`transcli translate --glossary` gives it.
+`transcli translate --glossary` gives it, and a document's request for the alignments that
+place its inline tags (`align`).
 """
 
 from __future__ import annotations
@@ -66,12 +67,13 @@ class Job:
     n_best: int = 1  # > 1: each line's n best translations, by a search of its own
     sizes: Optional[Sequence[int]] = None  # translated alone: in calls of these many lines
     glossary: Optional[Glossary] = None  # the request's own, in place of the server's
+    done: Optional[list[str]] = None  # the lines' translations: a job for their alignments
     arrived: float = field(default_factory=time.monotonic)
 
     @property
     def alone(self) -> bool:
         """Whether the job needs a model call of its own (module doc)."""
-        return self.n_best > 1 or self.glossary is not None
+        return self.n_best > 1 or self.glossary is not None or self.done is not None
 
     def settle(self, result: list[Any] | BaseException) -> None:
         settle(self.loop, self.future, result)
@@ -148,10 +150,16 @@ class Batcher:
         `translate` does."""
         return await self._queued(lines, n, glossary=glossary)
 
+    async def align(self, lines: list[str], done: list[str]) -> list[Any]:
+        """The alignment of each line and its translation in `done`
+        (`Translator.alignments`), a job of its own; raises as `translate` does."""
+        return await self._queued(lines, 1, done=done)
+
     async def _queued(self, lines: list[str], n_best: int, sizes: Optional[Sequence[int]] = None,
-                      glossary: Optional[Glossary] = None) -> list[Any]:
+                      glossary: Optional[Glossary] = None, done: Optional[list[str]] = None
+                      ) -> list[Any]:
         loop = asyncio.get_running_loop()
-        job = Job(lines, loop.create_future(), loop, n_best, sizes, glossary)
+        job = Job(lines, loop.create_future(), loop, n_best, sizes, glossary, done)
         with self._cond:
             if len(self._queue) >= self.limits.max_queue:
                 raise QueueFull
@@ -262,6 +270,8 @@ class Batcher:
         (with `--n-best` for a job that asks for it)."""
         translator = self.translator
         assert translator is not None
+        if job.done is not None:
+            return translator.alignments(job.lines, job.done)
         if job.n_best > 1:
             found: list[list[str]] = []
             with translator.searching(nbest_decode(translator.decode, job.n_best)), \

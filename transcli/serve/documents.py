@@ -34,6 +34,8 @@ from transcli.system.errors import UserError
 T = TypeVar("T")
 # Lines in, their translations out; `sizes`: the chunks `translate` would translate them in.
 Translate = Callable[[list[str], Optional[Sequence[int]]], Awaitable[list[str]]]
+# Lines and their translations in, per line its alignment (`Batcher.align`) or None.
+Align = Callable[[list[str], list[str]], Awaitable[list[Any]]]
 UNPACKED_PER_CHAR = 256  # a Word file unpacks to at most this many bytes per character allowed
 
 
@@ -120,13 +122,32 @@ def check_archive(data: str | bytes, name: str, limit: int) -> None:
 
 
 async def translated_documents(documents: Sequence[WholeDocument], translate: Translate,
-                               thread: DocumentThread) -> list[bytes]:
+                               thread: DocumentThread, align: Optional[Align] = None
+                               ) -> list[bytes]:
     """The documents with their lines translated by `translate`, as one request in their
-    chunks, written on `thread`."""
+    chunks, written on `thread`; their inline tags placed by the alignments `align` gives
+    (one request for all; without it, by position)."""
     sizes = [len(lines) for document in documents for lines in document.lines]
     lines = [line for document in documents for chunk in document.lines for line in chunk]
     done = iter(await translate(lines, sizes) if lines else [])
     translated = [[[next(done) for _ in chunk] for chunk in document.lines]
                   for document in documents]
-    return await thread.run(lambda: [document.written(chunks) for document, chunks
+    placed = None if align is None else await _alignments(documents, translated, thread, align)
+    return await thread.run(lambda: [document.written(chunks, placed) for document, chunks
                                      in zip(documents, translated)])
+
+
+async def _alignments(documents: Sequence[WholeDocument], translated: list[list[list[str]]],
+                      thread: DocumentThread, align: Align) -> Callable[..., list[Any]]:
+    """The alignments the documents' tags are placed by, asked of `align` at once, as
+    the document layer's `Align` (which looks them up)."""
+    pairs = list(dict.fromkeys(await thread.run(lambda: [
+        pair for document, chunks in zip(documents, translated)
+        for pair in document.to_align(chunks)])))
+    aligned = dict(zip(pairs, await align([text for text, _ in pairs],
+                                          [done for _, done in pairs]) if pairs else []))
+
+    def looked_up(texts: list[str], done: list[str]) -> list[Any]:
+        return [aligned.get(pair) for pair in zip(texts, done)]
+
+    return looked_up

@@ -32,6 +32,7 @@ from typing import Callable, Optional
 from transcli.documents.formats import FORMATS as DOCUMENTS
 from transcli.documents.formats import DocumentFormat
 from transcli.serve.documents import (
+    Align,
     DocumentThread,
     Translate,
     read_documents,
@@ -84,14 +85,16 @@ def file_format(name: str) -> FileFormat:
 
 
 async def translated_file(found: FileFormat, data: bytes, name: str, translate: Translate,
-                          thread: DocumentThread, max_chars: int) -> bytes:
-    """The file translated into the same format (`translate` gives lines' translations;
-    documents are read and written on `thread`)."""
+                          thread: DocumentThread, max_chars: int,
+                          align: Optional[Align] = None) -> bytes:
+    """The file translated into the same format (`translate` gives lines' translations,
+    `align` the alignments its inline tags are placed by; documents are read and written
+    on `thread`)."""
     if found.document.name == "text":
         return await translated_plain_text(data, name, translate, max_chars)
     documents = await read_documents(thread, [(data, name)], found.document, max_chars)
     check_chars(documents[0].chars, max_chars, "file")
-    return (await translated_documents(documents, translate, thread))[0]
+    return (await translated_documents(documents, translate, thread, align))[0]
 
 
 async def translated_plain_text(data: bytes, name: str, translate: Translate,

@@ -40,7 +40,12 @@ from transcli.serve.protocol import (
 )
 from transcli.serve.ratelimit import RateLimit
 from transcli.serve.settings import Settings, frontend_settings
-from transcli.serve.translating import answer, translate_file_lines, within_timeout
+from transcli.serve.translating import (
+    answer,
+    model_call,
+    translate_file_lines,
+    within_timeout,
+)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": meaning} for status, meaning in (
@@ -151,9 +156,10 @@ class Routes:
 
         async def work() -> bytes:
             async with self.file_places:
-                return await translated_file(found, data, safe_name(upload.filename),
-                                             translate, self.documents,
-                                             self.limits.max_file_chars)
+                return await translated_file(
+                    found, data, safe_name(upload.filename), translate, self.documents,
+                    self.limits.max_file_chars,
+                    lambda lines, done: model_call(self.batcher, self.batcher.align(lines, done)))
 
         translated = await within_timeout(self.limits, work())
         key = self.store.put(translated, translated_name(upload.filename, target),

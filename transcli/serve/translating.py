@@ -102,7 +102,7 @@ async def _html_answer(request: TranslateRequest, batcher: Batcher, detector: De
     written = await translated_documents(
         [documents[index] for index in todo],
         lambda lines, sizes: model_call(batcher, batcher.translate(lines, sizes, glossary)),
-        thread)
+        thread, lambda lines, done: model_call(batcher, batcher.align(lines, done)))
     for index, data in zip(todo, written):
         translations[index] = data.decode()
     alternatives = [[] for _ in translations] if request.alternatives else None
