@@ -171,8 +171,11 @@ class Masked:
     def part(self, start: int, end: int) -> Masked:
         """`text[start:end]` as a line of its own, with the spans in it (a span taken out
         at a sentence's end goes with that sentence)."""
-        inside = [i for i, at in enumerate(self.at)
-                  if start <= at and at + len(self.placeholders[i] or "") <= end]
+        # The spans are in order: only those from `start` on are looked at (each
+        # sentence of a line of thousands looked at all of them: quadratic).
+        first, last = bisect.bisect_left(self.at, start), bisect.bisect_right(self.at, end)
+        inside = [i for i in range(first, last)
+                  if self.at[i] + len(self.placeholders[i] or "") <= end]
         return Masked(self.text[start:end], [self.spans[i] for i in inside],
                       tuple(self.placeholders[i] for i in inside),
                       tuple(self.at[i] - start for i in inside))
