@@ -187,7 +187,10 @@ def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Maske
     stands for itself (the model copies it, and "5 o'clock" stays 5 o'clock); any other
     span becomes the next placeholder of `pool` that is no number of the line. Spans past
     what the pool holds are left as they are."""
-    own = {span.text for span in spans if _plain_number(span)}
+    # No placeholder is a number standing alone anywhere in the line (as `occurrences`
+    # finds placeholders): a plain number stands for itself, and a span left as it is
+    # when the pool runs out ("701.5") would be read as a placeholder at `restore`.
+    own = set(_NUMBER.findall(text))
     free = iter(placeholder for placeholder in pool if placeholder not in own)
     parts: list[str] = []
     kept: list[Span] = []
