@@ -206,7 +206,7 @@ def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Maske
             break
         before, last = text[last:span.start], span.end
         if placeholder is None:  # taken out: no doubled space, none before punctuation
-            rest = len(text) - len(text[span.end:].lstrip(" "))
+            rest = _BLANKS.match(text, span.end).end()  # not a copy of the rest per span
             if rest == len(text) or text[rest] in _CLOSING:
                 before, last = before.rstrip(" "), rest
             elif not before or before[-1].isspace():
@@ -283,6 +283,7 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
 
 
 _NUMBER = regex.compile(r"(?<!\w)\d+(?!\w)")
+_BLANKS = regex.compile(" *")
 
 
 def _mangled(translation: str, masked: Masked, placeholder: str, taken: set[int]
