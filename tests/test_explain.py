@@ -104,6 +104,21 @@ def test_translate_writes_pictures_and_alignments(run_dir, tiny_spm, tmp_path):
     assert not (folder / "line-00002.png").exists()
 
 
+def test_a_line_without_words_is_copied_with_attention_as_without(run_dir, tmp_path):
+    """A URL or a number alone is copied by translate; with --attention the model was
+    asked for its placeholder and its words were written around it ("42 ¿Te trabajos.")."""
+    lines = "https://example.com/a\n42\n"
+    plain = run_cli("translate", "-m", run_dir, stdin=lines)
+    folder = tmp_path / "attention"
+    result = run_cli("translate", "-m", run_dir, "--attention", folder, stdin=lines)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == plain.stdout == lines
+    assert not (folder / "line-00001.png").exists()  # nothing translated: no pictures
+    explained = run_cli("explain", "-m", run_dir, "42", "-o", tmp_path / "explained")
+    assert "(line 1 has no words to translate, so it is copied: nothing to explain)" \
+        in explained.stdout
+
+
 def test_averaged_rows_sum_to_one(tiny_spm):
     model = memorised_model(tiny_spm, tuple(PAIRS))
     tokenizer = Tokenizer(tiny_spm)

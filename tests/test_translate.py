@@ -181,6 +181,15 @@ def test_cli_nbest_tsv(run_dir):
     assert float(rows[0][2]) >= float(rows[1][2])
 
 
+def test_cli_nbest_tsv_has_three_columns_when_a_kept_span_holds_a_tab(run_dir):
+    result = transcli("-m", str(run_dir), "--checkpoint", "last", "--beam-size", "2",
+                      "--n-best", "2", stdin=b"Run `a\tb` now.\n")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.decode().splitlines()]
+    assert [len(row) for row in rows] == [3, 3]
+    assert all("`a b`" in row[1] for row in rows)
+
+
 def test_cli_error_is_one_line(tmp_path):
     result = transcli("-m", str(tmp_path / "nowhere"), stdin=b"Hello.\n")
     assert result.returncode == 1

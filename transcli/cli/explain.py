@@ -87,7 +87,9 @@ def explain_texts(run_dir: Path, checkpoint: str, texts: Optional[list[str]], fo
         writer.translate(lines, 0)
     for number, path in enumerate(writer.written, start=1):
         if path is None:
-            print(f"(line {number} is empty: nothing to explain)\n")
+            why = "is empty" if not lines[number - 1].strip() else \
+                "has no words to translate, so it is copied"
+            print(f"(line {number} {why}: nothing to explain)\n")
             continue
         print(path.read_text(encoding="utf-8") + f"pictures: {path.with_suffix('.png')}, "
               f"{path.parent / (path.stem + '-layers.png')}\n")

@@ -224,7 +224,9 @@ def _attention_writer(folder: Path | None, translator: Translator, force: bool
 
 
 def _nbest_tsv(results: list[list[tuple[str, float]]], first: int) -> list[str]:
-    return [f"{first + i}\t{text}\t{score:.4f}"
+    """A hypothesis's tabs become spaces: a protected span keeps the source's (a tab in
+    `code`), and a fourth column would shift the score for every TSV reader."""
+    return [f"{first + i}\t{text.replace(chr(9), ' ')}\t{score:.4f}"
             for i, hyps in enumerate(results) for text, score in hyps]
 
 

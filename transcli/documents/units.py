@@ -215,28 +215,30 @@ def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
     for i, tag in enumerate(unit.tags):
         children.setdefault(tag.parent, []).append(i)
     out: list[str] = []
-
-    def write(parent: int, low: int, high: int) -> None:
-        cursor = low
-        for i in children.get(parent, []):
-            tag = unit.tags[i]
-            start = min(max(placed[i][0], cursor), high)
-            end = min(max(placed[i][1], start), high)
-            if tag.start == tag.end:
-                while not tag.spaced[0] and start > cursor and target[start - 1].isspace():
-                    start = end = start - 1  # against the word before, as in the source
-            out.append(unit.escape(target[cursor:start]))
-            if tag.start == tag.end:
-                out.append(_spaced(tag, render(tag.open, translations, aligned), target,
-                                   start))
-            else:
-                out.append(render(tag.open, translations, aligned))
-                write(i, start, end)
-                out.append(tag.close)
-            cursor = end
-        out.append(unit.escape(target[cursor:high]))
-
-    write(-1, 0, len(target))
+    # Written with a stack of open tags, not by recursion: a page may nest thousands of
+    # inline tags (`<b>` x 3000), past Python's recursion limit. Each entry: a tag's
+    # children left to write, the cursor in its range, the range's end, the tag's close.
+    stack = [(iter(children.get(-1, [])), [0], len(target), "")]
+    while stack:
+        kids, cursor, high, close = stack[-1]
+        i = next(kids, None)
+        if i is None:  # this tag's children written: its text after them, then its close
+            out += [unit.escape(target[cursor[0]:high]), close]
+            stack.pop()
+            continue
+        tag = unit.tags[i]
+        start = min(max(placed[i][0], cursor[0]), high)
+        end = min(max(placed[i][1], start), high)
+        if tag.start == tag.end:
+            while not tag.spaced[0] and start > cursor[0] and target[start - 1].isspace():
+                start = end = start - 1  # against the word before, as in the source
+        out.append(unit.escape(target[cursor[0]:start]))
+        cursor[0] = end
+        if tag.start == tag.end:
+            out.append(_spaced(tag, render(tag.open, translations, aligned), target, start))
+        else:
+            out.append(render(tag.open, translations, aligned))
+            stack.append((iter(children.get(i, [])), [start], end, tag.close))
     return "".join(out)
 
 

@@ -268,12 +268,18 @@ class AttentionWriter:
         translator = self.translator
         # Each line whole, as the model reads it (spans masked, case normalised): the
         # pictures show what it saw, the titles the translation given back.
+        # A line with nothing to translate (a URL, a number, an emoji alone) is copied, as
+        # `translate` without --attention copies it: the model is not asked (it made
+        # words of the placeholder), and it gets no pictures, as a blank line.
         plans = [translator.preparer.plan(line, split=False) for line in lines]
         sources, found = translator.search_lines(
-            [plan.units[0].text if plan.units else "" for plan in plans],
-            range(first, first + len(lines)))
-        results = [[(plan.join([plan.units[0].finish(text)]), score) for text, score in hyps]
-                   if plan.units else hyps for plan, hyps in zip(plans, translator.texts(found))]
+            ["" if not plan.units or plan.units[0].copied else plan.units[0].text
+             for plan in plans], range(first, first + len(lines)))
+        results = [hyps if not plan.units
+                   else [(plan.join([plan.units[0].source]), 0.0)] * len(hyps)
+                   if plan.units[0].copied
+                   else [(plan.join([plan.units[0].finish(text)]), score) for text, score in hyps]
+                   for plan, hyps in zip(plans, translator.texts(found))]
         model = translator.engine.model
         self.written = []
         for index, (line, source, hyps, texts) in enumerate(zip(lines, sources, found, results)):

@@ -20,6 +20,7 @@ for its English term, `glossary.py`), by the same steps.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Optional, Sequence
@@ -189,8 +190,11 @@ class Masked:
     def part(self, start: int, end: int) -> Masked:
         """`text[start:end]` as a line of its own, with the spans in it (a span taken out
         at a sentence's end goes with that sentence)."""
-        inside = [i for i, at in enumerate(self.at)
-                  if start <= at and at + len(self.placeholders[i] or "") <= end]
+        # The spans are in order: only those from `start` on are looked at (each
+        # sentence of a line of thousands looked at all of them: quadratic).
+        first, last = bisect.bisect_left(self.at, start), bisect.bisect_right(self.at, end)
+        inside = [i for i in range(first, last)
+                  if self.at[i] + len(self.placeholders[i] or "") <= end]
         return Masked(self.text[start:end], [self.spans[i] for i in inside],
                       tuple(self.placeholders[i] for i in inside),
                       tuple(self.at[i] - start for i in inside))
@@ -214,7 +218,10 @@ def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Maske
     stands for itself (the model copies it, and "5 o'clock" stays 5 o'clock); any other
     span becomes the next placeholder of `pool` that is no number of the line. Spans past
     what the pool holds are left as they are."""
-    own = {span.text for span in spans if _plain_number(span)}
+    # No placeholder is a number standing alone anywhere in the line (as `occurrences`
+    # finds placeholders): a plain number stands for itself, and a span left as it is
+    # when the pool runs out ("701.5") would be read as a placeholder at `restore`.
+    own = set(_NUMBER.findall(text))
     free = iter(placeholder for placeholder in pool if placeholder not in own)
     parts: list[str] = []
     kept: list[Span] = []
@@ -230,7 +237,7 @@ def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Maske
             break
         before, last = text[last:span.start], span.end
         if placeholder is None:  # taken out: no doubled space, none before punctuation
-            rest = len(text) - len(text[span.end:].lstrip(" "))
+            rest = _BLANKS.match(text, span.end).end()  # not a copy of the rest per span
             if rest == len(text) or text[rest] in _CLOSING:
                 before, last = before.rstrip(" "), rest
             elif not before or before[-1].isspace():
@@ -264,9 +271,16 @@ def relative_place(masked: Masked, translation: str, index: int) -> int:
     share = start / max(1, len(masked.text) - (end - start))
     body = len(translation.rstrip().rstrip(".!?…"))
     target = round(share * body)
-    boundaries = [i for i in range(body + 1)
-                  if i == 0 or i == body or translation[i - 1].isspace()]
-    return min(boundaries, key=lambda i: abs(i - target))
+    boundaries = _word_starts(translation, body)
+    after = bisect.bisect_left(boundaries, target)
+    return min(boundaries[max(0, after - 1):after + 1], key=lambda i: abs(i - target))
+
+
+@functools.lru_cache(maxsize=4)
+def _word_starts(translation: str, body: int) -> list[int]:
+    """The word boundaries of `translation[:body]`, in order: computed once per text, as
+    a line of thousands of emoji asks for a place for each (once each: quadratic)."""
+    return [i for i in range(body + 1) if i == 0 or i == body or translation[i - 1].isspace()]
 
 
 def restore(translation: str, masked: Masked, place: Placement = relative_place) -> str:
@@ -279,15 +293,14 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
         return translation
     found = {i for _, i in masked.occurrences(translation)}
     edits: list[tuple[int, int, str]] = []  # (start, end, what goes there): in the given text
+    taken: set[int] = set()
     for index, placeholder in enumerate(masked.placeholders):
         if index not in found:
-            taken = {start for start, _, _ in edits}
             number = placeholder and _mangled(translation, masked, placeholder, taken)
             at = place(masked, translation, index) if not number else 0
             edits.append((*(number or (at, at)), placeholder or masked.spans[index].output))
-    for start, end, placeholder in sorted(edits, key=lambda edit: edit[:2], reverse=True):
-        translation = (translation[:start] + placeholder + translation[end:] if end > start
-                       else _insert(translation, start, placeholder))
+            taken.add(edits[-1][0])
+    translation = _edited(translation, sorted(edits, key=lambda edit: edit[:2], reverse=True))
     seen: set[int] = set()
     parts, last = [], 0
     for match, index in masked.occurrences(translation):
@@ -301,6 +314,7 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
 
 
 _NUMBER = regex.compile(r"(?<!\w)\d+(?!\w)")
+_BLANKS = regex.compile(" *")
 
 
 def _mangled(translation: str, masked: Masked, placeholder: str, taken: set[int]
@@ -319,11 +333,24 @@ def _mangled(translation: str, masked: Masked, placeholder: str, taken: set[int]
 _CLOSING = ".,;:!?…)]}»”’'\""
 
 
-def _insert(text: str, at: int, piece: str) -> str:
-    """`piece` inserted at offset `at` of `text`, a space on each side where words meet."""
-    left, right = text[:at], text[at:]
-    if left and not left[-1].isspace():
-        piece = " " + piece
-    if right and not right[0].isspace() and right[0] not in _CLOSING:
-        piece += " "
-    return left + piece + right
+def _edited(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """`text` with `edits` (start, end, piece: from the last place to the first) made in
+    one pass, each as if made alone on the text the ones before it left: a piece put at
+    an offset (start == end) gets a space on each side where words meet. (Made one at a
+    time, a line of thousands of spans copied the line once per span.)"""
+    built: list[str] = []  # what comes after `cursor`, back to front
+    cursor = len(text)
+    for start, end, piece in edits:
+        end = min(end, cursor)
+        start = min(start, end)
+        built.append(text[end:cursor])
+        if end == start:
+            after = next((part[0] for part in reversed(built) if part), "")
+            if start and not text[start - 1].isspace():
+                piece = " " + piece
+            if after and not after.isspace() and after not in _CLOSING:
+                piece += " "
+        built.append(piece)
+        cursor = start
+    built.append(text[:cursor])
+    return "".join(reversed(built))
