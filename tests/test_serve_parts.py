@@ -176,6 +176,8 @@ def test_the_documents_thread_runs_one_job_at_a_time_and_drops_abandoned_ones():
         with pytest.raises(QueueFull):  # the queue holds one
             await thread.run(lambda: None)
         second.cancel()  # its request stopped waiting
+        with pytest.raises(asyncio.CancelledError):  # ... and has seen that it did
+            await second
         release.set()
         assert await first == "held"
         with pytest.raises(UserError, match="bad document"):
