@@ -27,7 +27,7 @@ need = $(foreach var,$(1),$(if $(strip $($(var))),,$(error $(var)= is empty: giv
 # package transcli needs except `datasets`) and never build the venv.
 GPU_PY := PYTHONPATH=. PYTHONUNBUFFERED=1 $(PYTHON)
 
-.PHONY: help install test test-fast demo prepare train translate evaluate bench gpu-carry gpu-check \
+.PHONY: help install test test-all demo prepare train translate evaluate bench gpu-carry gpu-check \
         gpu-e2e clean
 
 help:  ## List the targets
@@ -45,14 +45,14 @@ $(STAMP): pyproject.toml requirements-cpu.txt
 
 install: $(STAMP)  ## Create .venv and install transcli (CPU torch) with the dev tools
 
-test: $(STAMP)  ## Lint, then the whole test suite (CPU, under 10 minutes): what CI runs
+test: $(STAMP)  ## Lint, then every test not marked slow (under 3 minutes on 2 cores)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -m "not slow" --numprocesses auto --maxprocesses 4 --dist loadfile
+
+test-all: $(STAMP)  ## Lint, then the whole suite, slow tests included (about 8 minutes): what CI runs
 	$(BIN)/ruff check .
 	@command -v chromium >/dev/null || echo "note: no Chromium: the web page's tests are skipped (apt-get install chromium chromium-driver)"
 	$(BIN)/python -m pytest --numprocesses auto --maxprocesses 4 --dist loadfile
-
-test-fast: $(STAMP)  ## Lint and the tests not marked slow (about a minute), while developing
-	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -m "not slow"
 
 demo: $(STAMP)  ## Prepare data/sample, train a small model a few minutes on CPU, translate, score
 	bash scripts/demo.sh
