@@ -481,6 +481,25 @@ def test_bad_input_is_one_line_naming_the_file_and_the_place(tmp_path, name, con
         DocumentFile(by_extension(str(path)), str(path))
 
 
+def test_a_word_file_that_unpacks_past_the_bound_is_refused_before_it_is_opened(
+        tmp_path, monkeypatch):
+    """A zip bomb named .docx: its declared sizes are read, nothing is unpacked."""
+    import io
+    import zipfile
+
+    from transcli.documents import docx
+
+    monkeypatch.setattr(docx, "MAX_UNPACKED", 1 << 20)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/document.xml", b"\0" * (2 << 20))
+    path = tmp_path / "bomb.docx"
+    path.write_bytes(out.getvalue())
+    with pytest.raises(UserError, match=r"bomb.docx: unpacks to 2,097,152 bytes, more than a "
+                                        r"Word document transcli reads \(1,048,576\)"):
+        DocumentFile(by_extension(str(path)), str(path))
+
+
 def test_real_pages_are_read_as_browsers_read_them():
     """What real pages hold is no error: unclosed tags, stray end tags, entities without
     ';', comments, CDATA, an unclosed <script> (runs to the end, as in a browser)."""

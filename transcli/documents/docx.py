@@ -35,6 +35,17 @@ _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 _SEPARATORS = {f"{_W}tab", f"{_W}br", f"{_W}cr"}
 _PARTS = ("document.main+xml", "header+xml", "footer+xml", "comments+xml")
+MAX_UNPACKED = 1 << 30  # bytes a Word file's parts may unpack to: past it, a zip bomb
+
+
+def unpacked_size(data: bytes) -> int | None:
+    """The bytes a zip archive's members unpack to (zipfile stops reading a member at its
+    declared size, so the declared sizes bound what is unpacked); None if not a zip."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return sum(member.file_size for member in archive.infolist())
+    except (zipfile.BadZipFile, ValueError, EOFError):
+        return None
 
 
 class Document:
@@ -44,6 +55,9 @@ class Document:
         docx = require("docx", "documents")
         etree = require("lxml.etree", "documents")
         opc = require("docx.opc.exceptions", "documents")
+        if (unpacked := unpacked_size(data) or 0) > MAX_UNPACKED:
+            raise UserError(f"{name}: unpacks to {unpacked:,} bytes, more than a Word "
+                            f"document transcli reads ({MAX_UNPACKED:,}): not a document")
         try:
             self.document = docx.Document(io.BytesIO(data))
         except (zipfile.BadZipFile, opc.PackageNotFoundError, KeyError, ValueError,

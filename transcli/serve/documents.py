@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import io
 import threading
-import zipfile
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
 
+from transcli.documents.docx import unpacked_size
 from transcli.documents.formats import DocumentFormat
 from transcli.documents.translating import WholeDocument
 from transcli.serve.batcher import QueueFull, settle
@@ -108,14 +107,10 @@ def _read(data: str | bytes, fmt: DocumentFormat, name: str, max_chars: int) -> 
 
 
 def check_archive(data: str | bytes, name: str, limit: int) -> None:
-    """A zip archive whose members unpack to at most `limit` bytes (zipfile stops reading a
-    member at its declared size, so the declared sizes bound what is unpacked)."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:  # type: ignore[arg-type]
-            unpacked = sum(member.file_size for member in archive.infolist())
-    except (zipfile.BadZipFile, ValueError, EOFError):
-        return  # not a zip: the document layer says so in its words
-    if unpacked > limit:
+    """A zip archive whose members unpack to at most `limit` bytes (not a zip: the
+    document layer says so in its words)."""
+    unpacked = unpacked_size(data) if isinstance(data, bytes) else None
+    if unpacked is not None and unpacked > limit:
         raise UserError(f"{name}: unpacks to {unpacked} bytes, more than this server "
                         f"unpacks ({limit}, {UNPACKED_PER_CHAR} bytes per character of "
                         f"--max-file-chars)")
