@@ -118,11 +118,13 @@ def test_make_refuses_a_variable_given_empty(target: str, variable: str) -> None
 
     from helpers import ROOT
 
-    result = subprocess.run(["make", "-n", target, f"{variable}=", "ARGS=--resume"], cwd=ROOT,
+    # --no-print-directory: under `make test-all` this make is nested, and would print the
+    # checkout's folder, whose name may hold "transcli".
+    make = ["make", "--no-print-directory", "-n", target]
+    result = subprocess.run([*make, f"{variable}=", "ARGS=--resume"], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert f"*** {variable}= is empty: give it a value" in result.stderr
-    assert "transcli" not in result.stdout
-    given = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True,
-                           timeout=60)
+    assert "-m transcli" not in result.stdout
+    given = subprocess.run(make, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert given.returncode == 0 and "-m transcli" in given.stdout
