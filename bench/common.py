@@ -6,6 +6,7 @@ another git revision's tree, and `Report`. Only the standard library at import t
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -292,3 +293,19 @@ def export_tree(revision: str, folder: Path) -> Path:
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder
 
+
+def dev_sets_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments of a benchmark that translates the first --lines of dev sets with a
+    run's model: --model, --checkpoint, --lines, --sets, --corpus, --set, --work."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="Run directory.")
+    parser.add_argument("--checkpoint", default="avg")
+    parser.add_argument("--lines", type=int, default=500, help="Lines of each set.")
+    parser.add_argument("--sets", nargs="+", default=list(DEV_SETS))
+    parser.add_argument("--corpus", type=Path, default=CORPORA,
+                        help="Where the sets are (NAME.en and NAME.es, and train.{en,es}).")
+    parser.add_argument("--set", action="append", default=[], metavar="decode.KEY=VALUE",
+                        help="A decode setting for every translation (repeatable).")
+    parser.add_argument("--work", type=Path, help="Where the sets, translations and results go.")
+    return parser

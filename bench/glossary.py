@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 import regex
 
-from bench.common import CORPORA, DEV_SETS, read_lines
+from bench.common import dev_sets_parser, read_lines
 
 _WORD = regex.compile(r"\p{L}+(?:['’]\p{L}+)*")
 # English function words never taken as terms (lower case; words under 4 letters never are).
@@ -178,22 +178,12 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="Run directory.")
-    parser.add_argument("--checkpoint", default="avg")
+    parser = dev_sets_parser(__doc__)
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--lines", type=int, default=500, help="Lines of each set.")
-    parser.add_argument("--sets", nargs="+", default=list(DEV_SETS))
-    parser.add_argument("--corpus", type=Path, default=CORPORA,
-                        help="Where the sets are (NAME.en and NAME.es), and train.{en,es}.")
     parser.add_argument("--dict-lines", type=int, default=20_000,
                         help="Lines of train.{en,es} the dictionary is counted over too.")
     parser.add_argument("--min-dice", type=float, default=0.3)
     parser.add_argument("--min-count", type=int, default=2)
-    parser.add_argument("--set", action="append", default=[], metavar="decode.KEY=VALUE",
-                        help="A decode setting for both translations (repeatable).")
-    parser.add_argument("--work", type=Path, help="Where the glossaries and results go.")
     return parser.parse_args(argv)
 
 

@@ -46,7 +46,7 @@ from typing import Any, Callable, Optional
 
 import regex
 
-from bench.common import CORPORA, DEV_SETS, read_lines, run_summary, set_flags, transcli
+from bench.common import dev_sets_parser, read_lines, run_summary, set_flags, transcli
 
 OFF = ("decode.protect=false", "decode.truecase=false", "decode.split=false",
        "decode.retry_repeats=false")
@@ -249,20 +249,10 @@ def table(all_results: dict[str, dict[str, dict[str, dict[str, Any]]]]) -> str:
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="Run directory.")
-    parser.add_argument("--checkpoint", default="avg")
-    parser.add_argument("--lines", type=int, default=500, help="Lines of each dev set.")
-    parser.add_argument("--sets", nargs="+", default=list(DEV_SETS))
-    parser.add_argument("--corpus", type=Path, default=CORPORA,
-                        help="Where the sets are (NAME.en and NAME.es).")
+    parser = dev_sets_parser(__doc__)
     parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS,
                         help="Which variants besides clean (all by default).")
     parser.add_argument("--features", choices=("on", "off", "both"), default="on")
-    parser.add_argument("--set", action="append", default=[], metavar="decode.KEY=VALUE",
-                        help="A decode setting for every translation (repeatable).")
-    parser.add_argument("--work", type=Path, help="Where the sets and translations go.")
     return parser.parse_args(argv)
 
 
