@@ -29,6 +29,7 @@ import json
 import tempfile
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -36,6 +37,7 @@ import regex
 
 from bench.common import dev_sets_parser, read_lines
 
+METHODS = ("constrain", "placeholder")  # decode.glossary_method's, bar auto
 _WORD = regex.compile(r"\p{L}+(?:['’]\p{L}+)*")
 # English function words never taken as terms (lower case; words under 4 letters never are).
 STOPWORDS = frozenset("""
@@ -81,7 +83,7 @@ def dictionary(pairs: list[tuple[str, str]], wanted: set[str], min_dice: float,
         spanish.update(targets)
         both.update((e, s) for e in found for s in targets)
     best: dict[str, tuple[float, int, str]] = {}
-    for (e, s), count in both.items():
+    for (e, s), count in sorted(both.items()):  # ties: the first Spanish word, every run
         dice = 2 * count / (english[e] + spanish[s])
         if count >= min_count and dice >= min_dice and (dice, count) > best.get(e, (0, 0))[:2]:
             best[e] = (dice, count, s)
@@ -91,17 +93,35 @@ def dictionary(pairs: list[tuple[str, str]], wanted: set[str], min_dice: float,
 def pick_terms(src: list[str], ref: list[str], hyps: list[str], lexicon: dict[str, str]
                ) -> dict[str, str]:
     """One entry per line at most: its first content word whose translation the
-    reference has and the unconstrained translation lacks (a word already in the
-    glossary keeps its first translation)."""
+    reference has and the unconstrained translation lacks, and which every reference
+    of a line with that word has (as a glossary's term is used wherever its English is:
+    an entry the references translate two ways is no term of theirs)."""
+    lines = [(set(words(source)), set(words(reference))) for source, reference in zip(src, ref)]
+
+    def consistent(word: str, target: str) -> bool:
+        return all(target in spanish for english, spanish in lines if word in english)
+
+    lower = {w for reference in ref for w in _WORD.findall(reference) if w.islower()}
     terms: dict[str, str] = {}
     for source, reference, hyp in zip(src, ref, hyps):
         said, wanted = set(words(hyp)), set(words(reference))
         for word in content_words(source):
             target = lexicon.get(word)
-            if target is not None and target in wanted and target not in said:
-                terms.setdefault(word, target)
+            if (target is not None and target in wanted and target not in said
+                    and consistent(word, target)):
+                terms.setdefault(word, as_written(target, reference, lower))
                 break
     return terms
+
+
+def as_written(word: str, reference: str, lower: set[str]) -> str:
+    """`word` (lower case) as `reference` writes it past its first word ("Irak"); where
+    it is only the first, in lower case if any reference writes it so (`lower`), else
+    capitalised (a name)."""
+    found = next((w for w in _WORD.findall(reference)[1:] if w.lower() == word), None)
+    if found is not None:
+        return found
+    return word if word in lower else word[:1].upper() + word[1:]
 
 
 def write_glossary(terms: dict[str, str], path: Path) -> Path:
@@ -151,25 +171,30 @@ def run_set(args: argparse.Namespace, translator: Any, name: str, work: Path
     terms = pick_terms(src, ref, plain, lexicon)
     glossary = read_glossary(write_glossary(terms, work / f"{name}.glossary.tsv"))
     translator.preparer.glossary = glossary
-    forced, forced_s = timed(translator, src)
     untouched = [i for i, line in enumerate(src) if not glossary.used(line, "")[1]]
-    return {"lines": len(src), "entries": len(glossary),
-            "lines_with_a_term": len(src) - len(untouched),
-            "changed_without_a_term": sum(plain[i] != forced[i] for i in untouched),
-            "without": measured(glossary, src, ref, plain, plain_s),
-            "with": measured(glossary, src, ref, forced, forced_s)}
+    result = {"lines": len(src), "entries": len(glossary),
+              "lines_with_a_term": len(src) - len(untouched), "changed_without_a_term": 0,
+              "without": measured(glossary, src, ref, plain, plain_s)}
+    for method in args.methods:
+        with translator.searching(replace(translator.decode, glossary_method=method)):
+            forced, forced_s = timed(translator, src)
+        (work / f"{name}.{method}.es").write_text("".join(f"{line}\n" for line in forced),
+                                                  encoding="utf-8")
+        result["changed_without_a_term"] += sum(plain[i] != forced[i] for i in untouched)
+        result[method] = measured(glossary, src, ref, forced, forced_s)
+    return result
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
     def cell(value: Optional[float], form: str) -> str:
         return "-" if value is None else format(value, form)
 
-    rows = [f"{'set':<17}{'glossary':<10}{'entries':>8}{'matched':>8}{'term use':>9}"
+    rows = [f"{'set':<17}{'glossary':<12}{'entries':>8}{'matched':>8}{'term use':>9}"
             f"{'BLEU':>7}{'chrF':>7}{'lines/s':>9}"]
     for name, r in results.items():
-        for side in ("without", "with"):
+        for side in [key for key in r if key == "without" or key in METHODS]:
             m = r[side]
-            rows.append(f"{name:<17}{side:<10}{r['entries']:>8}{r['lines_with_a_term']:>8}"
+            rows.append(f"{name:<17}{side:<12}{r['entries']:>8}{r['lines_with_a_term']:>8}"
                         f"{cell(m['term_use'], '9.1%')}{m['bleu']:>7.1f}{m['chrf']:>7.1f}"
                         f"{cell(m['lines_per_s'], '9.1f')}")
         rows.append(f"{'':<17}lines without a term translated differently: "
@@ -184,6 +209,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                         help="Lines of train.{en,es} the dictionary is counted over too.")
     parser.add_argument("--min-dice", type=float, default=0.3)
     parser.add_argument("--min-count", type=int, default=2)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS,
+                        help="How the glossary is applied (decode.glossary_method), each "
+                             "measured on the same lines.")
     return parser.parse_args(argv)
 
 

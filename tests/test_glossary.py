@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from helpers import PAIRS, TINY_CONFIG
@@ -110,6 +111,9 @@ def test_term_use_counts_entries_found_in_the_source():
 
 
 def glossary_translator(spm: Path, glossary: Glossary, **decode: object) -> Translator:
+    """The slot model with `glossary` applied by placeholders (constrained search:
+    tests/test_constrained.py)."""
+    decode = {"glossary_method": "placeholder", **decode}
     return Translator(slot_model(spm), Tokenizer(spm), replace(DecodeConfig(), **decode),
                       "cpu", glossary=glossary)
 
@@ -147,11 +151,14 @@ def test_without_protection_the_glossary_still_applies(slot_spm):
 
 @pytest.fixture(scope="module")
 def glossary_run(slot_spm: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A run dir of the slot model (greedy search), and a glossary file beside it."""
+    """A run dir of the slot model (greedy search, terms as placeholders), and a glossary
+    file beside it."""
     folder = tmp_path_factory.mktemp("glossary")
     run = folder / "run"
     run.mkdir()
-    save_config(load_config(TINY_CONFIG, ["decode.strategy=greedy"]), run / CONFIG_FILE)
+    save_config(load_config(TINY_CONFIG, ["decode.strategy=greedy",
+                                          "decode.glossary_method=placeholder"]),
+                run / CONFIG_FILE)
     (run / TOKENIZER_FILE).write_bytes(slot_spm.read_bytes())
     save_weights(slot_model(slot_spm), step_path(run, 1))
     (folder / "terms.tsv").write_text(TERMS, encoding="utf-8")
@@ -226,8 +233,19 @@ def test_serve_applies_its_glossary(glossary_run, tmp_path):
         answers = [server.request("POST", "/translate", {**request, **extra})[:2] for extra in (
             {}, {"glossary": {"ana": "Anita", "TOM": "Tomasito"}}, {"glossary": too_many},
             {"glossary": ["ana", "Anita"]}, {"glossary": {"ana": " "}})]
+        files = [server.upload("a.txt", b"Visit Tom today.\nVisit Ana today.\n", source="en",
+                               target="es", **extra)[:2]
+                 for extra in ({"glossary": '{"ana": "Anita"}'}, {"glossary": '["ana"]'},
+                               {"glossary": json.dumps(too_many)})]
+        translated = server.request("GET", urlsplit(files[0][1]["translatedFileUrl"]).path,
+                                    raw=True)[1]
     finally:
         server.stop()
+    # A file's own terms, as a form field of JSON, besides the server's.
+    assert translated == "Visita Tomás hoy.\nVisita Anita hoy.\n".encode()
+    assert files[1] == (400, {"error": "Invalid request: glossary must be the JSON text of an "
+                                       "object of English terms to Spanish ones"})
+    assert files[2][0] == 400 and "entries (at most" in files[2][1]["error"]
     assert answers[0] == (200, {"translatedText": [
         "Visita Tomás hoy.", "Me gustan los árboles.", "Visita Ana hoy."]})
     # The request's terms besides the server's, and before them.

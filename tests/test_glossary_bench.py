@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
-from bench.glossary import content_words, dictionary, main, pick_terms
+from bench.glossary import METHODS, content_words, dictionary, main, pick_terms
 
 
 def test_content_words_leave_out_short_and_function_words():
@@ -29,6 +29,14 @@ def test_the_dictionary_and_the_terms_it_picks():
                        ["El médico está aquí.", "La enfermera vino."],
                        ["El doctor está aquí.", "La enfermera vino."], lexicon)
     assert terms == {"doctor": "médico"}  # the second line has its word already
+    # A word the references translate two ways is no term; a name keeps its capital.
+    assert pick_terms(["The doctor is here.", "A doctor came."],
+                      ["El médico está aquí.", "Vino un doctor."],
+                      ["El doctor está aquí.", "Vino un doctor."], lexicon) == {}
+    assert pick_terms(["Paris is here."], ["París está aquí."], ["Paris está aquí."],
+                      {"paris": "parís"}) == {"paris": "París"}
+    assert pick_terms(["I saw Paris."], ["Vi París."], ["Vi Paris."],
+                      {"paris": "parís"}) == {"paris": "París"}
 
 
 @pytest.mark.slow
@@ -43,4 +51,5 @@ def test_a_run_of_the_benchmark(sample_run: Path, tmp_path: Path, capsys):
     assert result["lines"] == 30 and result["changed_without_a_term"] == 0
     assert (tmp_path / "work" / "test.glossary.tsv").is_file()
     if result["entries"]:  # the terms were picked where the plain output lacks them
-        assert result["without"]["terms_used"] < result["with"]["terms_used"]
+        for method in METHODS:
+            assert result["without"]["terms_used"] < result[method]["terms_used"]

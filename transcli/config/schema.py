@@ -303,6 +303,8 @@ CPU_GEMMS = ("auto", "blas", "onednn")
 # The torch engine's arithmetic (and CTranslate2's compute type): auto is bf16 on CUDA
 # devices that have it, else fp16 there, and fp32 on the CPU (transcli.inference.device_defaults).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+# How glossary terms get into translations (transcli.inference.glossary.method).
+GLOSSARY_METHODS = ("auto", "constrain", "placeholder")
 QUANTIZE = ("none", "int8")  # int8 weights: dynamically quantized (torch), or CTranslate2's
 
 
@@ -337,6 +339,9 @@ class DecodeConfig:
     # A TSV of english<TAB>spanish terms the translation uses (docs/INFERENCE.md,
     # "Glossaries"); a path, read when a command loads the model; "": none.
     glossary: str = ""
+    # constrain: constrained beam search (torch engine, greedy or beam); placeholder: the
+    # term masked and its copy replaced; auto: constrain where it can, else placeholder.
+    glossary_method: str = "auto"
 
     def validate(self) -> None:
         _require(self.strategy in STRATEGIES, "strategy", f"must be one of {', '.join(STRATEGIES)}")
@@ -374,6 +379,13 @@ class DecodeConfig:
         _require(not self.split_sentences or self.n_best == 1, "split_sentences",
                  "gives the 1-best translation only: n_best must be 1")
         _within(self, "no_repeat_ngram", 0, MAX_NO_REPEAT)
+        _require(self.glossary_method in GLOSSARY_METHODS, "glossary_method",
+                 f"must be one of {', '.join(GLOSSARY_METHODS)}")
+        _require(self.glossary_method != "constrain"
+                 or (self.engine == "torch" and self.strategy != "sample"), "glossary_method",
+                 "constrain needs the torch engine and greedy or beam search (CTranslate2 "
+                 "has no constrained search: use --engine torch, or glossary_method "
+                 "placeholder)")
 
 
 @dataclass

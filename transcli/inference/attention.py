@@ -272,9 +272,11 @@ class AttentionWriter:
         # `translate` without --attention copies it: the model is not asked (it made
         # words of the placeholder), and it gets no pictures, as a blank line.
         plans = [translator.preparer.plan(line, split=False) for line in lines]
+        searched = [None if not plan.units or plan.units[0].copied else plan.units[0]
+                    for plan in plans]
         sources, found = translator.search_lines(
-            ["" if not plan.units or plan.units[0].copied else plan.units[0].text
-             for plan in plans], range(first, first + len(lines)))
+            [unit.text if unit else "" for unit in searched], range(first, first + len(lines)),
+            constraints=translator.constraints(searched))
         results = [hyps if not plan.units
                    else [(plan.join([plan.units[0].source]), 0.0)] * len(hyps)
                    if plan.units[0].copied

@@ -18,7 +18,7 @@ same for every engine.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 import torch
 from torch import Tensor
@@ -26,6 +26,7 @@ from torch import Tensor
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference.alignment import cross_attention, eval_mode
+from transcli.inference.constrained import Terms, constrained_beam_search
 from transcli.inference.search import Hypothesis, hypothesis_score, search
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID, PAD_ID
@@ -37,7 +38,10 @@ class Engine(Protocol):
     decode: DecodeConfig  # the search settings, read at each search
 
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
-               decode: DecodeConfig | None = None) -> list[list[Hypothesis]]: ...
+               decode: DecodeConfig | None = None,
+               constraints: Optional[list[Terms]] = None) -> list[list[Hypothesis]]:
+        """`constraints`, when given: each sentence's glossary terms, which its
+        hypotheses must hold (`constrained`; the torch engine's only)."""
 
     def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
         """Per (source ids + EOS, target ids) pair: the encoder-decoder attention of the
@@ -58,14 +62,22 @@ class TorchEngine:
 
     @torch.inference_mode()
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
-               decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
+               decode: DecodeConfig | None = None,
+               constraints: Optional[list[Terms]] = None) -> list[list[Hypothesis]]:
+        """`decode.strategy`'s search; with `constraints`, constrained beam search of
+        `decode.beam_size` beams whatever the strategy (one path cannot choose where a
+        term goes)."""
         src = torch.full((len(sources), max(map(len, sources))), PAD_ID, dtype=torch.long)
         for row, ids in enumerate(sources):
             src[row, :len(ids)] = torch.tensor(ids)
-        decode = decode or self.decode
+        src, decode = src.to(self.device), decode or self.decode
         with eval_mode(self.model):
-            return search(self.model, src.to(self.device), max_len, decode, self.cached,
-                          indices)
+            if constraints is not None:
+                return constrained_beam_search(
+                    self.model, src, constraints, decode.beam_size, decode.length_penalty,
+                    max_len, decode.n_best, self.cached, decode.word_reward,
+                    decode.word_reward_bound, decode.no_repeat_ngram)
+            return search(self.model, src, max_len, decode, self.cached, indices)
 
     def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
         """Every layer's and head's weights averaged (as `explain` shows them)."""
@@ -96,7 +108,10 @@ class Ct2Engine:
             raise UserError(f"{model_dir}: CTranslate2 cannot load the model ({reason})") from None
 
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
-               decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
+               decode: DecodeConfig | None = None,
+               constraints: Optional[list[Terms]] = None) -> list[list[Hypothesis]]:
+        if constraints is not None:  # `DecodeConfig.validate` refuses glossary_method constrain
+            raise ValueError("CTranslate2 has no constrained search")
         decode = decode or self.decode
         # CTranslate2 appends </s> itself (the export sets add_source_eos).
         pieces = [[self.sp.IdToPiece(i) for i in ids[:-1]] for ids in sources]

@@ -24,11 +24,15 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import regex
 
+from transcli.config.schema import DecodeConfig
 from transcli.inference.spans import Span, find_spans
 from transcli.system.errors import UserError
 from transcli.system.text import open_text, text_lines
 
 TERM = "term"  # the kind of a glossary's spans
+# How terms get into a translation (decode.glossary_method; `method` resolves auto).
+CONSTRAIN = "constrain"  # the English stays; constrained search writes a Spanish form
+PLACEHOLDER = "placeholder"  # the English is masked; its placeholder's copy becomes the form
 _SPACE = regex.compile(r"\s+")
 
 
@@ -94,6 +98,12 @@ class Glossary:
             at = end
         return found
 
+    def forms(self, text: str) -> tuple[tuple[str, ...], ...]:
+        """Per entry occurrence in `text`, in order: its Spanish forms, the one written as
+        `find` writes it first (in capitals where the English was)."""
+        return tuple(tuple(dict.fromkeys((span.output, *self.entry(span.text).spanish)))
+                     for span in self.find(text))
+
     def used(self, source: str, translation: str) -> tuple[int, int]:
         """(entries whose Spanish form, any of them, is in `translation`; entries that
         occur in `source`): what evaluate's term-use rate adds up. An entry counts once a
@@ -124,6 +134,15 @@ class TermUse:
     def rate(self) -> Optional[float]:
         """None when no entry occurred in the source."""
         return self.used / self.applicable if self.applicable else None
+
+
+def method(decode: DecodeConfig) -> str:
+    """How `decode` applies a glossary: `decode.glossary_method`, where auto is
+    constrained search when the torch engine searches (greedy or beam), else
+    placeholders (CTranslate2 has no constrained search; sampling keeps one path)."""
+    if decode.glossary_method != "auto":
+        return decode.glossary_method
+    return CONSTRAIN if decode.engine == "torch" and decode.strategy != "sample" else PLACEHOLDER
 
 
 def _contains(text: str, phrase: str) -> bool:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 
 from transcli.config.schema import DecodeConfig
 from transcli.inference.casing import Truecaser, case_of, recased
-from transcli.inference.glossary import Glossary
+from transcli.inference.glossary import CONSTRAIN, TERM, Glossary, method
 from transcli.inference.sentences import sentence_bounds
 from transcli.inference.spans import (
     NUMBERS,
@@ -42,6 +42,9 @@ class Unit:
     case: Optional[str]  # the case its translation is given back in (`casing.recased`)
     before: str  # what separates it from the unit before it in the line
     copied: bool  # no letter to translate: its translation is its text
+    # Per glossary term in `text`, its Spanish forms: what constrained search must write
+    # (when terms are constraints, not placeholders: `glossary.method`).
+    terms: tuple[tuple[str, ...], ...] = ()
 
     @property
     def source(self) -> str:
@@ -132,19 +135,29 @@ class Preparer:
                                before, protect)
         return unit
 
+    @property
+    def constrained(self) -> bool:
+        """Whether glossary terms stay in the text as constraints of the search
+        (`glossary.method`), rather than placeholders."""
+        return self.glossary is not None and method(self.decode) == CONSTRAIN
+
     def _spans(self, text: str, unknown: Callable[[str], bool]) -> list[Span]:
         """The spans of `text` to mask: all kinds with `decode.protect`, and the glossary's
-        terms (alone when `decode.protect` is off: the glossary was asked for)."""
+        terms (alone when `decode.protect` is off: the glossary was asked for), unless
+        they are constraints (they still keep other spans from overlapping them)."""
         terms = self.glossary.find if self.glossary else None
         if self.decode.protect:
-            return find_spans(text, unknown, terms=terms)
-        return find_spans(text, kinds=frozenset(), terms=terms) if terms else []
+            spans = find_spans(text, unknown, terms=terms)
+        else:
+            spans = find_spans(text, kinds=frozenset(), terms=terms) if terms else []
+        return [span for span in spans if span.kind != TERM] if self.constrained else spans
 
     def _cased(self, masked: Masked, before: str, protect: bool) -> Unit:
         case = case_of(masked.text) if self.decode.truecase else None
         text = self.truecaser(masked.text, case) if case else masked.text
         copied = (protect or bool(masked.spans)) and not any(char.isalpha() for char in text)
-        return Unit(masked, text, case, before, copied)
+        terms = () if copied or not self.constrained else self.glossary.forms(text)
+        return Unit(masked, text, case, before, copied, terms)
 
 
 def placeholder_pool(sp: Any) -> tuple[str, ...]:

@@ -21,11 +21,12 @@ from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference import device_defaults
 from transcli.inference.alignment import Alignment, Translated, alignments, placements
+from transcli.inference.constrained import Terms, form_alternatives, joining_tokens
 from transcli.inference.cpu_matmul import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.glossary import Glossary, read_glossary
 from transcli.inference.quantize import quantize_int8
-from transcli.inference.realtext import Plan, Preparer
+from transcli.inference.realtext import Plan, Preparer, Unit
 from transcli.inference.repeats import collapsed, degenerate
 from transcli.inference.search import Hypothesis
 from transcli.inference.spans import relative_place
@@ -66,6 +67,7 @@ class Translator:
         self.truncated = 0  # input lines cut to fit the model's positions, so far
         self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
         self.retried = 0  # sentences searched again because their translation looped
+        self.joining: Optional[frozenset[int]] = None  # `constrained.joining_tokens`, once
 
     @property
     def batch_invariant(self) -> bool:
@@ -125,7 +127,8 @@ class Translator:
             return degenerate(bare[j], units[todo[j]].masked.without(text))
 
         sources, found = self.search_lines([units[i].text for i in todo],
-                                           [seeds[i] for i in todo], loops)
+                                           [seeds[i] for i in todo], loops,
+                                           self.constraints([units[i] for i in todo]))
         texts = self.texts(found)
         places = placements(self.engine.attention, self.tokenizer.sp, [
             Translated(units[i].masked, units[i].text, source, self._shown(hyps[0].tokens),
@@ -148,37 +151,56 @@ class Translator:
             (line, source, text, target[:-1]) for line, source, text, target
             in zip(lines, sources, done, targets)])
 
+    def constraints(self, units: Sequence[Optional[Unit]]) -> list[Terms]:
+        """Each unit's glossary terms as constraints of the search (`Unit.terms`: none
+        unless the preparer keeps terms as constraints; none for None)."""
+        def encode(text: str) -> list[int]:
+            return self.tokenizer.encode([text])[0]
+
+        if self.joining is None:
+            sp = self.tokenizer.sp
+            self.joining = joining_tokens([sp.IdToPiece(i) for i in range(sp.GetPieceSize())])
+        return [Terms([form_alternatives(forms, encode) for forms in unit.terms]
+                      if unit else [], self.joining) for unit in units]
+
     def search_lines(self, lines: list[str], indices: Sequence[int],
-                     loops: Optional[Loops] = None
+                     loops: Optional[Loops] = None,
+                     constraints: Optional[Sequence[Terms]] = None
                      ) -> tuple[list[list[int]], list[list[Hypothesis]]]:
         """Each line's source ids (with EOS; [] for a blank line) and its hypotheses, best
         first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling).
+        A line with `constraints` (glossary terms, `constraints`) is searched by
+        constrained beam search, apart from the lines without.
         With `decode.retry_repeats`, a line whose best translation loops (`loops`; by
         default `repeats.degenerate` against the line) is searched again (`_retry_loops`)."""
         sources, cut = source_ids(self.tokenizer, lines, self.engine.max_positions)
         self.truncated += cut
         todo = [i for i, ids in enumerate(sources) if ids]
-        found = self._search_all(sources, todo, indices)
+        terms = list(constraints) if constraints else [Terms([], frozenset()) for _ in lines]
+        found = self._search_all(sources, todo, indices, terms)
         if self.decode.retry_repeats:
-            self._retry_loops(sources, indices, found,
+            self._retry_loops(sources, indices, found, terms,
                               loops or (lambda i, text: degenerate(lines[i], text)))
         return sources, found
 
     def _search_all(self, sources: list[list[int]], todo: list[int], indices: Sequence[int],
-                    decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
+                    constraints: Sequence[Terms], decode: DecodeConfig | None = None
+                    ) -> list[list[Hypothesis]]:
         """The hypotheses of the sources numbered in `todo` ([] for the others), searched
-        in token-budget batches."""
+        in token-budget batches: those without constraints, then those with."""
         found: list[list[Hypothesis]] = [[] for _ in sources]
-        for batch in token_batches([len(sources[i]) for i in todo], self.decode.batch_tokens):
-            picked = [todo[j] for j in batch]
-            for i, hyps in zip(picked, self._search([sources[i] for i in picked],
-                                                    [indices[i] for i in picked],
-                                                    decode)):
-                found[i] = hyps
+        for group in ([i for i in todo if not constraints[i]], [i for i in todo if constraints[i]]):
+            for batch in token_batches([len(sources[i]) for i in group], self.decode.batch_tokens):
+                picked = [group[j] for j in batch]
+                for i, hyps in zip(picked, self._search(
+                        [sources[i] for i in picked], [indices[i] for i in picked], decode,
+                        [constraints[i] for i in picked] if constraints[picked[0]] else None)):
+                    found[i] = hyps
         return found
 
     def _retry_loops(self, sources: list[list[int]], indices: Sequence[int],
-                     found: list[list[Hypothesis]], loops: Loops) -> None:
+                     found: list[list[Hypothesis]], constraints: Sequence[Terms],
+                     loops: Loops) -> None:
         """Search the lines whose best translation loops again, forbidding repeated
         trigrams of pieces, then (where it still loops) repeated bigrams; keep what the
         last search found for them. The search is the same one (greedy search there,
@@ -191,7 +213,8 @@ class Translator:
             if no_repeat == RETRY_NGRAMS[0]:
                 self.retried += len(looping)
             for i, hyps in enumerate(self._search_all(
-                    sources, looping, indices, replace(self.decode, no_repeat_ngram=no_repeat))):
+                    sources, looping, indices, constraints,
+                    replace(self.decode, no_repeat_ngram=no_repeat))):
                 if hyps:
                     found[i] = hyps
 
@@ -230,13 +253,14 @@ class Translator:
             self.decode, self.engine.decode, self.preparer.decode = saved
 
     def _search(self, sources: list[list[int]], indices: list[int],
-                decode: DecodeConfig | None = None) -> list[list[Hypothesis]]:
+                decode: DecodeConfig | None = None,
+                constraints: Optional[list[Terms]] = None) -> list[list[Hypothesis]]:
         """One batch through the engine; max target length per sentence is
         a * (source tokens without EOS) + b, EOS included, within the model's positions."""
         d = self.decode
         max_len = [max(1, min(int(d.max_len_a * (len(ids) - 1) + d.max_len_b),
                               self.engine.max_positions)) for ids in sources]
-        found = self.engine.search(sources, max_len, indices, decode)
+        found = self.engine.search(sources, max_len, indices, decode, constraints)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
 

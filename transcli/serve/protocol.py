@@ -18,7 +18,8 @@ and errors, and the answers' shapes.
 Other fields are ignored, as LibreTranslate ignores them. A text whose source language is
 its target (`source: "es"`, or a Spanish text with `source: "auto"`) is answered as it is,
 as LibreTranslate answers it. `POST /detect` takes `q` (and `api_key`); `POST
-/translate_file` a multipart form with `file`, `source`, `target` (and `api_key`). Every
+/translate_file` a multipart form with `file`, `source`, `target` (and `api_key`, and
+`glossary` as the JSON text of the same object). Every
 refusal is an `ApiError`: a status and one line, sent as `{"error": "..."}`, in
 LibreTranslate's words where it has them.
 
@@ -29,6 +30,7 @@ line and a "\\r" before it is dropped; the translated lines are joined by "\\n".
 from __future__ import annotations
 
 import hmac
+import json
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -188,15 +190,44 @@ def detect_request(fields: dict[str, Any], max_chars: int) -> str:
     return q
 
 
-def file_request(fields: dict[str, Any]) -> tuple[Any, str, str]:
-    """The file part, source and target of a checked `POST /translate_file`."""
+@dataclass
+class FileRequest:
+    """A checked `POST /translate_file`."""
+
+    upload: Any  # the file part
+    source: str
+    target: str
+    glossary: Optional[dict[str, str]]  # the request's own terms (a form field of JSON)
+
+
+def file_request(fields: dict[str, Any]) -> FileRequest:
+    """The file part, languages and glossary of a checked `POST /translate_file`."""
     _require(fields, "file", "source", "target")
     upload, source, target = fields["file"], fields["source"], fields["target"]
     if isinstance(upload, str) or not getattr(upload, "filename", None):
         raise ApiError(400, "Invalid request: file must be a file part of a multipart form, "
                             "with a file name")
+    glossary = _form_glossary(fields.get("glossary"))
     check_languages(source, target)
-    return upload, source, target
+    return FileRequest(upload, source, target, glossary)
+
+
+def _form_glossary(given: Any) -> Optional[dict[str, str]]:
+    """A form's `glossary` field: the JSON text of an object of English terms to Spanish
+    ones, as /translate's `glossary` (400 for anything else, or past its bounds)."""
+    if given in (None, ""):
+        return None
+    try:
+        terms = json.loads(given) if isinstance(given, str) else None
+    except ValueError:
+        terms = None
+    if not isinstance(terms, dict) or not all(
+            isinstance(english, str) and isinstance(spanish, str)
+            for english, spanish in terms.items()):
+        raise ApiError(400, "Invalid request: glossary must be the JSON text of an object of "
+                            "English terms to Spanish ones")
+    check_glossary(terms)
+    return terms
 
 
 def _require(fields: dict[str, Any], *names: str) -> None:

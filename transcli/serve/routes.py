@@ -43,6 +43,7 @@ from transcli.serve.settings import Settings, frontend_settings
 from transcli.serve.translating import (
     answer,
     model_call,
+    terms_glossary,
     translate_file_lines,
     within_timeout,
 )
@@ -74,7 +75,11 @@ FILE_BODY = {"type": "object", "required": ["file", "source", "target"], "proper
     "file": {"type": "string", "format": "binary",
              "description": f"A file: {', '.join(FORMATS)}."},
     "source": {"type": "string", "example": "en"}, "target": {"type": "string", "example": "es"},
-    "api_key": {"type": "string", "description": "The key the server was started with."}}}
+    "api_key": {"type": "string", "description": "The key the server was started with."},
+    "glossary": {"type": "string", "example": '{"station": "terminal"}',
+                 "description": "A transcli extension: the JSON text of an object of English "
+                                "terms to Spanish ones, for this file besides the server's "
+                                "--glossary."}}}
 
 
 class Routes:
@@ -143,7 +148,9 @@ class Routes:
         """Translate a file (multipart form: file, source, target); the answer is the URL
         of the translated file, kept for 30 minutes."""
         fields = await self._fields(request, self.limits.file_body_bytes(), files=1)
-        upload, source, target = file_request(fields)
+        checked = file_request(fields)
+        upload, source, target = checked.upload, checked.source, checked.target
+        glossary = terms_glossary(checked.glossary, self.batcher)
         found = file_format(upload.filename)
         try:
             data = await upload.read()
@@ -152,7 +159,7 @@ class Routes:
 
         async def translate(lines: list[str], sizes: Optional[list[int]]) -> list[str]:
             return await translate_file_lines(lines, sizes, source, target, self.batcher,
-                                              self.detector)
+                                              self.detector, glossary)
 
         async def work() -> bytes:
             async with self.file_places:

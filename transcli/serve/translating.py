@@ -12,8 +12,8 @@ and the attribute values people read translated, all the request's lines in one 
 request. Its language is detected on its text, not its markup; it has no alternatives
 (LibreTranslate gives none for HTML either: an empty list each).
 
-A request's own `glossary` ({english: spanish}) extends the server's (`request_glossary`)
-for its texts, HTML or not, and its alternatives.
+A request's own `glossary` ({english: spanish}) extends the server's (`terms_glossary`)
+for its texts, HTML or not, and its alternatives; so does a file's.
 """
 
 from __future__ import annotations
@@ -110,12 +110,17 @@ async def _html_answer(request: TranslateRequest, batcher: Batcher, detector: De
 
 
 def request_glossary(request: TranslateRequest, batcher: Batcher) -> Optional[Glossary]:
-    """The server's glossary with the request's own terms (None without them: the
+    """The server's glossary with the request's own terms (`terms_glossary`)."""
+    return terms_glossary(request.glossary, batcher)
+
+
+def terms_glossary(terms: Optional[dict[str, str]], batcher: Batcher) -> Optional[Glossary]:
+    """The server's glossary with a request's own `terms` (None without them: the
     server's alone, which the translator holds)."""
-    if not request.glossary:
+    if not terms:
         return None
     assert batcher.translator is not None  # the server listens once it has loaded
-    return (batcher.translator.preparer.glossary or Glossary([])).extended(request.glossary)
+    return (batcher.translator.preparer.glossary or Glossary([])).extended(terms)
 
 
 def _unique(texts: list[str], best: str) -> list[str]:
@@ -125,15 +130,17 @@ def _unique(texts: list[str], best: str) -> list[str]:
 
 
 async def translate_file_lines(lines: list[str], sizes: Optional[Sequence[int]], source: str,
-                               target: str, batcher: Batcher, detector: Detector) -> list[str]:
-    """A file's lines translated (`sizes`: a document's chunks), or as they are when the
-    file's language is the target (with source "auto": of its text as a whole)."""
+                               target: str, batcher: Batcher, detector: Detector,
+                               glossary: Optional[Glossary] = None) -> list[str]:
+    """A file's lines translated (`sizes`: a document's chunks; `glossary`: the request's,
+    `terms_glossary`), or as they are when the file's language is the target (with
+    source "auto": of its text as a whole)."""
     if source == AUTO:
         source = (await detector.detect_each(["\n".join(lines)]))[0]["language"]
         check_pair(source, target)
     if source == target or not lines:
         return lines
-    return await model_call(batcher, batcher.translate(lines, sizes))
+    return await model_call(batcher, batcher.translate(lines, sizes, glossary))
 
 
 async def model_call(batcher: Batcher, call: Awaitable[T]) -> T:
