@@ -28,64 +28,11 @@ import argparse
 import json
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
-import regex
-
 from bench.common import dev_sets_parser, read_lines
-
-_WORD = regex.compile(r"\p{L}+(?:['’]\p{L}+)*")
-# English function words never taken as terms (lower case; words under 4 letters never are).
-STOPWORDS = frozenset("""
-about above after again against also although among another because been before being
-below between both cannot could does doing down during each either even every from have
-having here hers herself himself into itself just more most much must neither other ought
-ours over same shall should since some such than that their theirs them themselves then
-there these they this those through under until upon very were what when where whether
-which while whom whose will with within without would your yours yourself
-""".split())
-# Spanish ones never taken as a term's translation (nor words under 4 letters).
-STOPWORDS_ES = frozenset("""
-algo algún alguna algunas alguno algunos ante antes aquel aquella aquí cada como cuando
-desde donde ella ellas ellos entre esas esos esta está estaba estado estamos están estar
-este esto estos fueron había habían hace hacia hasta muchos mucho muy nada nosotros nuestra
-nuestro otra otras otro otros para pero poco porque puede pueden sido sobre solo también
-tanto tenía tiene tienen todas todo todos usted ustedes vamos cual cuál qué quién sean será
-sería sino siempre
-""".split())
-
-
-def words(text: str) -> list[str]:
-    return [word.lower() for word in _WORD.findall(text)]
-
-
-def content_words(text: str) -> list[str]:
-    """The words of `text` that may be terms, in order, each once."""
-    return list(dict.fromkeys(word for word in words(text)
-                              if len(word) >= 4 and word not in STOPWORDS))
-
-
-def dictionary(pairs: list[tuple[str, str]], wanted: set[str], min_dice: float,
-               min_count: int) -> dict[str, str]:
-    """Each English word of `wanted` and the Spanish word it co-occurs with most in
-    `pairs` (by lines; Dice's coefficient at least `min_dice`, `min_count` lines)."""
-    english: Counter[str] = Counter()
-    spanish: Counter[str] = Counter()
-    both: Counter[tuple[str, str]] = Counter()
-    for en, es in pairs:
-        found = wanted.intersection(words(en))
-        targets = {word for word in words(es) if len(word) >= 4 and word not in STOPWORDS_ES}
-        english.update(found)
-        spanish.update(targets)
-        both.update((e, s) for e in found for s in targets)
-    best: dict[str, tuple[float, int, str]] = {}
-    for (e, s), count in both.items():
-        dice = 2 * count / (english[e] + spanish[s])
-        if count >= min_count and dice >= min_dice and (dice, count) > best.get(e, (0, 0))[:2]:
-            best[e] = (dice, count, s)
-    return {e: s for e, (_, _, s) in best.items()}
+from transcli.data.terms import content_words, dictionary, words
 
 
 def pick_terms(src: list[str], ref: list[str], hyps: list[str], lexicon: dict[str, str]
