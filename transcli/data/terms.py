@@ -1,4 +1,4 @@
-"""Term annotation: training pairs whose source carries, after
+"""Term annotation (`train.term_annotation`): training pairs whose source carries, after
 a word, the Spanish word the target uses for it, so that a model trained with them uses
 a glossary's terms given the same way (Dinu et al. 2019, "Training Neural Machine
 Translation to Apply Terminology Constraints", with inline markers in place of their
@@ -20,6 +20,9 @@ The aligner is a word dictionary by Dice's coefficient over the training pairs
 (`dictionary`): each English content word and the Spanish word it co-occurs with most.
 A pair's candidate terms are its source's content words whose translation is a whole
 word of its target (`aligned_terms`), annotated with that word as the target writes it.
+Each epoch draws, from (seed, epoch), which of the pairs with a term it shows annotated
+and which 1 or 2 of their terms; a batch then holds ids past the split's pair ids
+(pair + size x mask of the chosen terms), and collation annotates and encodes again.
 """
 
 from __future__ import annotations
@@ -29,10 +32,24 @@ from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 import numpy as np
 import regex
 
+from transcli.config.schema import Config
+from transcli.data.batching import Batch, assemble, rows_from_lists
+from transcli.data.prepared_dir import PreparedDir
+from transcli.data.resegment import LineFile
+from transcli.system.errors import UserError
+
 OPEN, CLOSE = " [ ", " ]"  # what goes before and after a term's Spanish form
 MIN_LETTERS = 4  # shorter words are never terms (nor a term's translation)
 MIN_DICE = 0.3  # the dictionary's pairs co-occur at least this much (Dice's coefficient)
 MIN_COUNT = 2  # ... in at least this many lines
+# Candidates kept per pair (the first in the source): a mask of them names the annotated
+# terms in a batch's ids, so it must fit well within int64 with the pair id.
+CANDIDATES = 16
+# Terms per annotated pair: 1 or 2. A glossary brings a sentence a term or two; annotating
+# most of its words would teach the model to lean on annotations it will not get, and
+# lengthen sources (each term adds its form and 4 marker pieces).
+MAX_TERMS = 2
+TERM_STREAM = 0x7E53  # keys the epoch's annotation draws apart from its batch order
 COOCCURRENCE_CHUNK = 20_000  # lines whose pairs of words are made at a time
 
 _WORD = regex.compile(r"\p{L}+(?:['’]\p{L}+)*")
@@ -70,6 +87,12 @@ def annotate(text: str, terms: Sequence[Term]) -> str:
     for _, end, form in reversed(ordered):  # from the end: offsets before stay valid
         text = f"{text[:end]}{OPEN}{form}{CLOSE}{text[end:]}"
     return text
+
+
+def trained_with_annotation(cfg: Config) -> bool:
+    """Whether a run with this (saved) config was trained with term annotation, so that
+    a glossary can be given to it as annotations."""
+    return cfg.train.term_annotation > 0
 
 
 def words(text: str) -> list[str]:
@@ -185,3 +208,102 @@ def aligned_terms(source: str, target: str, lexicon: dict[str, str]
             taken.add(span)
             terms.append((*match.span(), *span))
     return terms
+
+
+class PairTerms(NamedTuple):
+    """The candidate terms of every training pair (`aligned_terms`, at most CANDIDATES
+    each), kept as offsets rather than strings: a few int32 per term."""
+
+    starts: np.ndarray  # where each pair's terms start in `spans` (pairs + 1)
+    spans: np.ndarray  # [terms, 4] int32: source start, end, target start, end
+
+    @staticmethod
+    def find(source: LineFile, target: LineFile) -> PairTerms:
+        """Every pair's terms by the dictionary of the whole corpus (two reads of it)."""
+        lexicon = dictionary(_chunked_pairs(source, target))
+        counts, spans = [], []
+        for en, es in _chunked_pairs(source, target):
+            terms = aligned_terms(en, es, lexicon)[:CANDIDATES]
+            counts.append(len(terms))
+            spans += terms
+        return PairTerms(np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]),
+                         np.array(spans, np.int32).reshape(-1, 4))
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.diff(self.starts)
+
+    def chosen(self, pair: int, mask: int, target: str) -> list[Term]:
+        """The terms of `pair` that bit i of `mask` chooses (i: the i-th in source order),
+        each with its Spanish form from the pair's `target` text."""
+        spans = self.spans[self.starts[pair]:self.starts[pair + 1]].tolist()
+        return [(start, end, target[form_start:form_end])
+                for i, (start, end, form_start, form_end) in enumerate(spans) if mask >> i & 1]
+
+
+def _chunked_pairs(source: LineFile, target: LineFile) -> Iterator[tuple[str, str]]:
+    """The pairs of two line files, decoded a chunk of lines at a time."""
+    for first in range(0, len(source), COOCCURRENCE_CHUNK):
+        lines = np.arange(first, min(first + COOCCURRENCE_CHUNK, len(source)))
+        yield from zip(source.lines(lines), target.lines(lines))
+
+
+def choose_terms(rng: np.random.Generator, counts: np.ndarray) -> np.ndarray:
+    """For pairs with `counts` candidate terms each (1 to CANDIDATES), a mask of the terms
+    each shows: 1 or MAX_TERMS of them (as many as it has), equally likely, drawn by
+    `rng`."""
+    wanted = np.minimum(counts, rng.integers(1, MAX_TERMS + 1, len(counts)))
+    keys = rng.random((len(counts), CANDIDATES))
+    keys[np.arange(CANDIDATES)[None, :] >= counts[:, None]] = 2.0  # not candidates: last
+    picked = np.argsort(keys, axis=1, kind="stable")[:, :MAX_TERMS]
+    return np.where(np.arange(MAX_TERMS)[None, :] < wanted[:, None], 1 << picked, 0).sum(axis=1)
+
+
+class TermAnnotation:
+    """Which pairs an epoch shows annotated (`epoch`, for the batch plan: a
+    `batching.Variants`), and batches of them (`collate`)."""
+
+    def __init__(self, data: PreparedDir, share: float, seed: int):
+        self.split = data.split("train")
+        self.size = len(self.split)
+        self.texts = [LineFile(path, "term annotation (train.term_annotation)")
+                      for path in data.text_paths("train")]
+        if any(len(text) != self.size for text in self.texts):
+            raise UserError(f"{data.dir}: the train text and the encoded train split differ "
+                            f"in length; run `transcli prepare` again")
+        self.sp = data.tokenizer.sp
+        self.share, self.seed = share, seed
+        self.terms = PairTerms.find(*self.texts)
+
+    def epoch(self, epoch: int, pairs: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """`batching.Variants.epoch`: a `share` of those of `pairs` that have a term,
+        each with 1 or 2 of its terms annotated; their ids (pair + size x mask of the
+        terms) and their tokens per side (the target's as stored)."""
+        rng = np.random.default_rng([self.seed, epoch, TERM_STREAM])
+        counts = self.terms.counts[pairs]
+        where = np.flatnonzero((rng.random(len(pairs)) < self.share) & (counts > 0))
+        ids = pairs[where] + self.size * choose_terms(rng, counts[where])
+        src = np.fromiter(map(len, self._encode(ids)), np.int64, len(ids))
+        return where, ids, src, self.split.tgt_lengths[pairs[where]].astype(np.int64)
+
+    def collate(self, ids: np.ndarray, multiple: int = 1) -> Batch:
+        """The batch of pair ids and annotated-pair ids `ids`: the stored encoding of the
+        pairs, the annotated sources encoded from their text."""
+        pairs = (ids % self.size).tolist()
+        sources = [self.split.src(i).tolist() for i in pairs]
+        annotated = np.flatnonzero(ids >= self.size)
+        for row, encoded in zip(annotated.tolist(), self._encode(ids[annotated])):
+            sources[row] = encoded
+        targets = [self.split.tgt(i).tolist() for i in pairs]
+        return assemble(rows_from_lists(sources, multiple), rows_from_lists(targets, multiple))
+
+    def annotated(self, ids: np.ndarray) -> list[str]:
+        """The source texts of annotated-pair ids `ids`, annotated."""
+        masks, pairs = np.divmod(ids, self.size)
+        texts = [text.lines(pairs) for text in self.texts]
+        return [annotate(source, self.terms.chosen(pair, mask, target)) for
+                source, target, pair, mask in zip(*texts, pairs.tolist(), masks.tolist())]
+
+    def _encode(self, ids: np.ndarray) -> list[list[int]]:
+        return self.sp.Encode(self.annotated(ids), num_threads=1)
