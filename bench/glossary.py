@@ -28,66 +28,14 @@ import argparse
 import json
 import tempfile
 import time
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-import regex
-
 from bench.common import dev_sets_parser, read_lines
+from transcli.data.terms import content_words, dictionary, words, written_words
 
 METHODS = ("constrain", "placeholder")  # decode.glossary_method's, bar auto
-_WORD = regex.compile(r"\p{L}+(?:['’]\p{L}+)*")
-# English function words never taken as terms (lower case; words under 4 letters never are).
-STOPWORDS = frozenset("""
-about above after again against also although among another because been before being
-below between both cannot could does doing down during each either even every from have
-having here hers herself himself into itself just more most much must neither other ought
-ours over same shall should since some such than that their theirs them themselves then
-there these they this those through under until upon very were what when where whether
-which while whom whose will with within without would your yours yourself
-""".split())
-# Spanish ones never taken as a term's translation (nor words under 4 letters).
-STOPWORDS_ES = frozenset("""
-algo algún alguna algunas alguno algunos ante antes aquel aquella aquí cada como cuando
-desde donde ella ellas ellos entre esas esos esta está estaba estado estamos están estar
-este esto estos fueron había habían hace hacia hasta muchos mucho muy nada nosotros nuestra
-nuestro otra otras otro otros para pero poco porque puede pueden sido sobre solo también
-tanto tenía tiene tienen todas todo todos usted ustedes vamos cual cuál qué quién sean será
-sería sino siempre
-""".split())
-
-
-def words(text: str) -> list[str]:
-    return [word.lower() for word in _WORD.findall(text)]
-
-
-def content_words(text: str) -> list[str]:
-    """The words of `text` that may be terms, in order, each once."""
-    return list(dict.fromkeys(word for word in words(text)
-                              if len(word) >= 4 and word not in STOPWORDS))
-
-
-def dictionary(pairs: list[tuple[str, str]], wanted: set[str], min_dice: float,
-               min_count: int) -> dict[str, str]:
-    """Each English word of `wanted` and the Spanish word it co-occurs with most in
-    `pairs` (by lines; Dice's coefficient at least `min_dice`, `min_count` lines)."""
-    english: Counter[str] = Counter()
-    spanish: Counter[str] = Counter()
-    both: Counter[tuple[str, str]] = Counter()
-    for en, es in pairs:
-        found = wanted.intersection(words(en))
-        targets = {word for word in words(es) if len(word) >= 4 and word not in STOPWORDS_ES}
-        english.update(found)
-        spanish.update(targets)
-        both.update((e, s) for e in found for s in targets)
-    best: dict[str, tuple[float, int, str]] = {}
-    for (e, s), count in sorted(both.items()):  # ties: the first Spanish word, every run
-        dice = 2 * count / (english[e] + spanish[s])
-        if count >= min_count and dice >= min_dice and (dice, count) > best.get(e, (0, 0))[:2]:
-            best[e] = (dice, count, s)
-    return {e: s for e, (_, _, s) in best.items()}
 
 
 def pick_terms(src: list[str], ref: list[str], hyps: list[str], lexicon: dict[str, str]
@@ -101,7 +49,7 @@ def pick_terms(src: list[str], ref: list[str], hyps: list[str], lexicon: dict[st
     def consistent(word: str, target: str) -> bool:
         return all(target in spanish for english, spanish in lines if word in english)
 
-    lower = {w for reference in ref for w in _WORD.findall(reference) if w.islower()}
+    lower = {w for reference in ref for w in written_words(reference) if w.islower()}
     terms: dict[str, str] = {}
     for source, reference, hyp in zip(src, ref, hyps):
         said, wanted = set(words(hyp)), set(words(reference))
@@ -118,7 +66,7 @@ def as_written(word: str, reference: str, lower: set[str]) -> str:
     """`word` (lower case) as `reference` writes it past its first word ("Irak"); where
     it is only the first, in lower case if any reference writes it so (`lower`), else
     capitalised (a name)."""
-    found = next((w for w in _WORD.findall(reference)[1:] if w.lower() == word), None)
+    found = next((w for w in written_words(reference)[1:] if w.lower() == word), None)
     if found is not None:
         return found
     return word if word in lower else word[:1].upper() + word[1:]

@@ -224,6 +224,12 @@ class TrainConfig:
     # of them ALL CAPS, half Title Case (every word capitalised), so that such input is
     # translated, not taken for noise. 0: off. A pair's case is drawn per epoch.
     case_augment: float = 0.0
+    # Term annotation (Dinu et al. 2019): the share of the training pairs with a term (a
+    # source word whose Spanish, by a word dictionary of the corpus, is in the target)
+    # shown each epoch with 1 or 2 of their terms' Spanish words after them in the source
+    # ("the car [ coche ] is red"), so that the model learns to use a glossary's terms
+    # given that way. 0: off. The pairs and terms are drawn per epoch.
+    term_annotation: float = 0.0
     log_every: int = 100  # updates per line of metrics.jsonl
     valid_every: int = 1000  # updates between validations
     save_every: int = 1000  # updates between checkpoints
@@ -268,6 +274,13 @@ class TrainConfig:
                  "needs train.case_augment: 0 (cased pairs change length each epoch)")
         _require(not self.case_augment or not self.sample_alpha, "case_augment",
                  "needs train.sample_alpha: 0 (subword sampling re-encodes pairs as written)")
+        _require(0.0 <= self.term_annotation <= 1.0, "term_annotation", "must be in [0, 1]")
+        _require(not self.batch_shapes or not self.term_annotation, "batch_shapes",
+                 "needs train.term_annotation: 0 (annotated pairs change length each epoch)")
+        _require(not self.term_annotation or not self.sample_alpha, "term_annotation",
+                 "needs train.sample_alpha: 0 (subword sampling re-encodes pairs as written)")
+        _require(not self.term_annotation or not self.case_augment, "term_annotation",
+                 "needs train.case_augment: 0 (a pair is shown cased or annotated, not both)")
         _within(self, "threads", 0, MAX_THREADS)
         _within(self, "pad_multiple", 0, MAX_PAD_MULTIPLE)
         _within(self, "batch_shapes", 0, MAX_BATCH_SHAPES)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Any, Iterator, NamedTuple, Optional, Union
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
@@ -15,6 +15,7 @@ from transcli.config.schema import Config, TrainConfig
 from transcli.data.batching import BatchPlan, MakeBatch, collate
 from transcli.data.casing import CaseAugment
 from transcli.data.prepared_dir import PreparedDir
+from transcli.data.terms import TermAnnotation
 from transcli.data.weights import pair_weights
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import PAD_ID
@@ -95,15 +96,15 @@ def device_settings(tc: TrainConfig, device: torch.device) -> DeviceSettings:
 
 def training_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPlan, MakeBatch]:
     """The train split's length-bucketed batch plan, each pair weighted by its source and
-    length (and a share cased each epoch: `train.case_augment`), and how one of its
-    batches is made."""
+    length (and a share cased or annotated each epoch: `train.case_augment`,
+    `train.term_annotation`), and how one of its batches is made."""
     split = data.split("train")
-    cases = case_augment(cfg.train, data)
+    variants = pair_variants(cfg.train, data)
     plan = BatchPlan(split.src_lengths, split.tgt_lengths, cfg.train.batch_tokens,
                      cfg.train.seed, cfg.model.max_positions,
                      multiple=pad_multiple(cfg.train), shapes=cfg.train.batch_shapes,
                      weights=pair_weights(data.manifest, split.src_lengths, cfg.train),
-                     variants=cases)
+                     variants=variants)
     if not plan.indices.size:
         raise UserError(f"{data.dir}: no training pair fits model.max_positions="
                         f"{cfg.model.max_positions}")
@@ -112,12 +113,20 @@ def training_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPl
                         f"train.long_weight={cfg.train.long_weight:g}) leave "
                         f"{plan.weights.sum():.3g} training pairs per epoch on average: raise "
                         f"them, at least one pair is needed")
-    return plan, batch_maker(cfg, data, rank, plan, cases)
+    return plan, batch_maker(cfg, data, rank, plan, variants)
 
 
-def case_augment(tc: TrainConfig, data: PreparedDir) -> Optional[CaseAugment]:
-    """Which pairs each epoch shows cased (`train.case_augment`), or None when off."""
-    return CaseAugment(data, tc.case_augment, tc.seed) if tc.case_augment else None
+Variants = Union[CaseAugment, TermAnnotation]
+
+
+def pair_variants(tc: TrainConfig, data: PreparedDir) -> Optional[Variants]:
+    """Which pairs each epoch shows cased (`train.case_augment`) or annotated
+    (`train.term_annotation`; the config allows one of them), or None when both are off."""
+    if tc.case_augment:
+        return CaseAugment(data, tc.case_augment, tc.seed)
+    if tc.term_annotation:
+        return TermAnnotation(data, tc.term_annotation, tc.seed)
+    return None
 
 
 class Net(NamedTuple):
@@ -159,16 +168,16 @@ def pad_multiple(tc: TrainConfig) -> int:
 
 
 def batch_maker(cfg: Config, data: PreparedDir, rank: int, plan: BatchPlan,
-                cases: Optional[CaseAugment] = None) -> MakeBatch:
+                variants: Optional[Variants] = None) -> MakeBatch:
     """How the loader collates a batch: the encoded ids, or (subword regularisation)
-    the train text segmented anew, or (`cases`) cased pairs encoded from their text;
-    lengths padded to `train.pad_multiple`, or to the batch's shape
+    the train text segmented anew, or (`variants`) cased or annotated pairs encoded from
+    their text; lengths padded to `train.pad_multiple`, or to the batch's shape
     (`train.batch_shapes`)."""
     tc = cfg.train
     multiple = pad_multiple(tc)
     split = data.split("train")
-    if cases is not None:  # the plan's batches hold cased pairs' ids
-        return lambda idx, _: cases.collate(idx, multiple)
+    if variants is not None:  # the plan's batches hold cased or annotated pairs' ids
+        return lambda idx, _: variants.collate(idx, multiple)
     if not tc.sample_alpha:
         return lambda idx, _: collate(split, idx, multiple, plan.shapes)
     from transcli.data.resegment import Resegmenter

@@ -60,6 +60,7 @@ def recipe(tc: TrainConfig, ema: bool) -> str:
         (f"subword sampling alpha {tc.sample_alpha:g}", tc.sample_alpha),
         (f"pairs over {tc.long_tokens} source pieces x{tc.long_weight:g}", tc.long_weight != 1),
         (f"{tc.case_augment * 100:g}% of pairs cased", tc.case_augment),
+        (f"{tc.term_annotation * 100:g}% of pairs with a term annotated", tc.term_annotation),
         (f"{tc.schedule} decay over {tc.decay_minutes:g} min of training", tc.decay_minutes))
         if on)
 

@@ -92,7 +92,8 @@ RULES: dict[Rule, list[str]] = {
                         "warmup_steps schedule final_lr_scale decay_minutes adam_beta1 "
                         "adam_beta2 adam_eps clip_grad_norm weight_decay seed precision "
                         "cpu_precision batch_shapes pad_multiple ema_decay sample_alpha "
-                        "sample_nbest long_weight long_tokens case_augment"),
+                        "sample_nbest long_weight long_tokens case_augment "
+                        "term_annotation"),
         *_keys("decode", "strategy beam_size length_penalty word_reward word_reward_bound "
                          "max_len_a max_len_b batch_tokens n_best temperature top_k top_p "
                          "seed engine quantize cpu_gemm precision threads split_sentences "
