@@ -257,3 +257,18 @@ def test_serve_applies_its_glossary(glossary_run, tmp_path):
     assert answers[3] == (400, {"error": "Invalid request: glossary must be an object of "
                                          "English terms to Spanish ones"})
     assert answers[4][0] == 400 and "needs an English and a Spanish side" in answers[4][1]["error"]
+
+
+def test_a_run_trained_with_annotation_reads_its_terms_annotated(tiny_spm):
+    from transcli.data.terms import annotate
+    from transcli.inference.glossary import method
+    from transcli.inference.realtext import Preparer
+
+    glossary = glossary_of(("trees", "plantas"))
+    sp = Tokenizer(tiny_spm).sp
+    unit = Preparer(DecodeConfig(), sp, glossary, annotated=True).plan("I like trees.").units[0]
+    assert unit.text == annotate("I like trees.", [(7, 12, "plantas")]) and unit.terms == ()
+    plain = Preparer(DecodeConfig(), sp, glossary).plan("I like trees.").units[0]
+    assert plain.text == "I like trees." and plain.terms == (("plantas",),)
+    assert method(DecodeConfig(), annotated=True) == "annotate"
+    assert method(DecodeConfig(glossary_method="constrain"), annotated=True) == "constrain"

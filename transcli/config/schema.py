@@ -317,7 +317,7 @@ CPU_GEMMS = ("auto", "blas", "onednn")
 # devices that have it, else fp16 there, and fp32 on the CPU (transcli.inference.device_defaults).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 # How glossary terms get into translations (transcli.inference.glossary.method).
-GLOSSARY_METHODS = ("auto", "constrain", "placeholder")
+GLOSSARY_METHODS = ("auto", "constrain", "placeholder", "annotate")
 QUANTIZE = ("none", "int8")  # int8 weights: dynamically quantized (torch), or CTranslate2's
 
 
@@ -353,7 +353,9 @@ class DecodeConfig:
     # "Glossaries"); a path, read when a command loads the model; "": none.
     glossary: str = ""
     # constrain: constrained beam search (torch engine, greedy or beam); placeholder: the
-    # term masked and its copy replaced; auto: constrain where it can, else placeholder.
+    # term masked and its copy replaced; annotate: the Spanish form written into the source,
+    # for runs trained with train.term_annotation; auto: annotate for such a run, else
+    # constrain where it can, else placeholder.
     glossary_method: str = "auto"
 
     def validate(self) -> None:

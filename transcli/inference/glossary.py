@@ -33,6 +33,8 @@ TERM = "term"  # the kind of a glossary's spans
 # How terms get into a translation (decode.glossary_method; `method` resolves auto).
 CONSTRAIN = "constrain"  # the English stays; constrained search writes a Spanish form
 PLACEHOLDER = "placeholder"  # the English is masked; its placeholder's copy becomes the form
+ANNOTATE = "annotate"  # the form written into the source (`data.terms.annotate`), as a
+#                        run trained with train.term_annotation saw terms
 _SPACE = regex.compile(r"\s+")
 
 
@@ -136,12 +138,15 @@ class TermUse:
         return self.used / self.applicable if self.applicable else None
 
 
-def method(decode: DecodeConfig) -> str:
-    """How `decode` applies a glossary: `decode.glossary_method`, where auto is
-    constrained search when the torch engine searches (greedy or beam), else
-    placeholders (CTranslate2 has no constrained search; sampling keeps one path)."""
+def method(decode: DecodeConfig, annotated: bool = False) -> str:
+    """How `decode` applies a glossary: `decode.glossary_method`, where auto is the
+    annotation for a run trained with it (`annotated`), else constrained search when the
+    torch engine searches (greedy or beam), else placeholders (CTranslate2 has no
+    constrained search; sampling keeps one path)."""
     if decode.glossary_method != "auto":
         return decode.glossary_method
+    if annotated:
+        return ANNOTATE
     return CONSTRAIN if decode.engine == "torch" and decode.strategy != "sample" else PLACEHOLDER
 
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from transcli.config.schema import DecodeConfig
+from transcli.data.terms import annotate
 from transcli.inference.casing import Truecaser, case_of, recased
-from transcli.inference.glossary import CONSTRAIN, TERM, Glossary, method
+from transcli.inference.glossary import ANNOTATE, CONSTRAIN, PLACEHOLDER, TERM, Glossary, method
 from transcli.inference.sentences import sentence_bounds
 from transcli.inference.spans import (
     NUMBERS,
@@ -74,12 +75,15 @@ class Plan:
 class Preparer:
     """Plans lines as `decode` asks, knowing the tokenizer's pieces."""
 
-    def __init__(self, decode: DecodeConfig, sp: Any, glossary: Optional[Glossary] = None):
+    def __init__(self, decode: DecodeConfig, sp: Any, glossary: Optional[Glossary] = None,
+                 annotated: bool = False):
         """`sp`: the sentencepiece processor (`Tokenizer.sp`): which characters it has a
         piece for, how many tokens a line is, and the likely casing of words. `glossary`:
-        terms protected and written in Spanish, with `decode.protect` or without."""
+        terms written in Spanish, with `decode.protect` or without, as `glossary.method`
+        says (`annotated`: the model was trained with term annotation)."""
         self.decode = decode
         self.glossary = glossary
+        self.annotated = annotated
         self.sp = sp
         self.truecaser = Truecaser(sp)
         pieces = [sp.IdToPiece(i) for i in range(sp.GetPieceSize())]
@@ -136,10 +140,9 @@ class Preparer:
         return unit
 
     @property
-    def constrained(self) -> bool:
-        """Whether glossary terms stay in the text as constraints of the search
-        (`glossary.method`), rather than placeholders."""
-        return self.glossary is not None and method(self.decode) == CONSTRAIN
+    def terms_as(self) -> Optional[str]:
+        """How glossary terms are applied (`glossary.method`); None without a glossary."""
+        return method(self.decode, self.annotated) if self.glossary is not None else None
 
     def _spans(self, text: str, unknown: Callable[[str], bool]) -> list[Span]:
         """The spans of `text` to mask: all kinds with `decode.protect`, and the glossary's
@@ -150,13 +153,21 @@ class Preparer:
             spans = find_spans(text, unknown, terms=terms)
         else:
             spans = find_spans(text, kinds=frozenset(), terms=terms) if terms else []
-        return [span for span in spans if span.kind != TERM] if self.constrained else spans
+        if self.terms_as in (None, PLACEHOLDER):
+            return spans
+        return [span for span in spans if span.kind != TERM]  # they stay in the text
 
     def _cased(self, masked: Masked, before: str, protect: bool) -> Unit:
         case = case_of(masked.text) if self.decode.truecase else None
         text = self.truecaser(masked.text, case) if case else masked.text
         copied = (protect or bool(masked.spans)) and not any(char.isalpha() for char in text)
-        terms = () if copied or not self.constrained else self.glossary.forms(text)
+        terms: tuple[tuple[str, ...], ...] = ()
+        if self.glossary is not None and not copied:
+            if self.terms_as == CONSTRAIN:
+                terms = self.glossary.forms(text)
+            elif self.terms_as == ANNOTATE:
+                text = annotate(text, [(span.start, span.end, span.output)
+                                       for span in self.glossary.find(text)])
         return Unit(masked, text, case, before, copied, terms)
 
 

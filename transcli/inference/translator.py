@@ -18,6 +18,7 @@ from typing import Callable, Iterator, Optional, Sequence
 import torch
 
 from transcli.config.schema import DecodeConfig
+from transcli.data.terms import trained_with_annotation
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference import device_defaults
 from transcli.inference.alignment import Alignment, Translated, alignments, placements
@@ -50,12 +51,13 @@ class Translator:
 
     def __init__(self, model: Transformer | Engine, tokenizer: Tokenizer, decode: DecodeConfig,
                  device: str | torch.device | None = None, *, cached: bool = True,
-                 glossary: Optional[Glossary] = None):
+                 glossary: Optional[Glossary] = None, annotated: bool = False):
         """`model`: a Transformer (searched by `TorchEngine` on `device`, with the decoder
         cache unless `cached` is False) or any other `Engine` (with `decode.batch_tokens`
         set: `load_translator` chooses it for CTranslate2's device). `glossary`: terms
         written in Spanish (`realtext.Preparer`; `load_translator` reads
-        `decode.glossary`)."""
+        `decode.glossary`), by annotation where the model was `annotated` (trained with
+        `train.term_annotation`)."""
         if isinstance(model, torch.nn.Module):
             self.engine: Engine = TorchEngine(model, decode, device, cached)
             decode = device_defaults.fitted(decode, model.cfg, model.vocab_size, self.engine.device)
@@ -63,7 +65,7 @@ class Translator:
             self.engine = model
         self.tokenizer = tokenizer
         self.decode = decode
-        self.preparer = Preparer(decode, tokenizer.sp, glossary)
+        self.preparer = Preparer(decode, tokenizer.sp, glossary, annotated)
         self.truncated = 0  # input lines cut to fit the model's positions, so far
         self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
         self.retried = 0  # sentences searched again because their translation looped
@@ -327,6 +329,7 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto")
     target = pick_device(device)
     decode = run.config.decode
     glossary = read_glossary(decode.glossary) if decode.glossary else None
+    annotated = trained_with_annotation(run.config)
     if decode.engine == "ct2":
         from transcli.export.ct2 import cached_export
 
@@ -336,6 +339,6 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto")
         model_dir = cached_export(run, run.checkpoint(checkpoint), decode.quantize)
         engine = Ct2Engine(model_dir, run.tokenizer, decode, run.config.model.max_positions,
                            target, compute_type)
-        return Translator(engine, run.tokenizer, decode, glossary=glossary)
+        return Translator(engine, run.tokenizer, decode, glossary=glossary, annotated=annotated)
     return Translator(inference_model(run, checkpoint, target), run.tokenizer, decode, target,
-                      glossary=glossary)
+                      glossary=glossary, annotated=annotated)
