@@ -8,18 +8,20 @@ default, --corpus chooses) it takes the first --lines pairs, translates the Engl
 without a glossary, and builds a glossary from them whose terms change outputs: for each
 line, the first content word of the source (4 letters or more, not a function word)
 whose dictionary translation is in the line's reference and not in the unconstrained
-translation. The dictionary pairs each English word with the Spanish word it co-occurs
-with most (Dice's coefficient over lines, at least --min-dice and --min-count lines; a
-Spanish word of 4 letters or more, not a function word),
-counted over the first --dict-lines lines of the corpus' train.{en,es} (when it has them)
-and the set itself: a simple aligner, good enough to pick terms a reference really uses.
-It then translates the set again with the glossary (`decode.glossary`) and prints, with
-and without it: the term-use rate (`glossary.TermUse`), BLEU, chrF and lines/s, and how
-many lines without a term came out differently (none should: such a line is translated
-exactly as without a glossary). The glossaries and results.json go under --work.
+translation, and in the reference of every line with that word (a term the references
+translate two ways is no term of theirs); written as the reference writes it. The
+dictionary pairs each English word with the Spanish word it co-occurs with most
+(`data.terms.dictionary`: Dice's coefficient over lines, at least --min-dice and
+--min-count lines), counted over the first --dict-lines lines of the corpus'
+train.{en,es} (when it has them) and the set itself: a simple aligner, good enough to
+pick terms a reference really uses.
 
-The glossary's forms are written as they are (placeholders; no constrained search): a
-term in a reference is often inflected or placed differently, which BLEU sees.
+It then translates the set again with the glossary (`decode.glossary`) in each of
+--methods (`decode.glossary_method`: constrained search, placeholders, and annotation
+for a run trained with it) and prints, for each and without the glossary: the term-use
+rate (`glossary.TermUse`), BLEU, chrF and lines/s, and how many lines without a term came
+out differently (none should: such a line is translated exactly as without a glossary).
+The glossaries, each method's translations and results.json go under --work.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any, Optional
 from bench.common import dev_sets_parser, read_lines
 from transcli.data.terms import content_words, dictionary, words, written_words
 
-METHODS = ("constrain", "placeholder")  # decode.glossary_method's, bar auto
+METHODS = ("constrain", "placeholder", "annotate")  # decode.glossary_method's, bar auto
 
 
 def pick_terms(src: list[str], ref: list[str], hyps: list[str], lexicon: dict[str, str]
@@ -157,9 +159,11 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                         help="Lines of train.{en,es} the dictionary is counted over too.")
     parser.add_argument("--min-dice", type=float, default=0.3)
     parser.add_argument("--min-count", type=int, default=2)
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS,
+    parser.add_argument("--methods", nargs="+", default=["constrain", "placeholder"],
+                        choices=METHODS,
                         help="How the glossary is applied (decode.glossary_method), each "
-                             "measured on the same lines.")
+                             "measured on the same lines (annotate: for a run trained with "
+                             "train.term_annotation).")
     return parser.parse_args(argv)
 
 
