@@ -19,8 +19,9 @@ pick terms a reference really uses.
 It then translates the set again with the glossary (`decode.glossary`) in each of
 --methods (`decode.glossary_method`: constrained search, placeholders, and annotation
 for a run trained with it) and prints, for each and without the glossary: the term-use
-rate (`glossary.TermUse`), BLEU, chrF and lines/s, and how many lines without a term came
-out differently (none should: such a line is translated exactly as without a glossary).
+rate (`glossary.TermUse`), BLEU, chrF, lines per second of wall time and of CPU time, and
+the speed against the translation without the glossary by CPU time (the machine's other
+work does not lengthen it), and how many lines without a term came out differently (none should: such a line is translated exactly as without a glossary).
 The glossaries, each method's translations and results.json go under --work.
 """
 
@@ -80,16 +81,18 @@ def write_glossary(terms: dict[str, str], path: Path) -> Path:
     return path
 
 
-def timed(translator: Any, lines: list[str]) -> tuple[list[str], float]:
-    start = time.perf_counter()
+def timed(translator: Any, lines: list[str]) -> tuple[list[str], tuple[float, float]]:
+    """The translations, and the seconds they took: wall time, and this process' CPU time
+    (which a busy machine's other work does not lengthen: the speed ratios use it)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     hyps = translator.translate(lines)
-    return hyps, time.perf_counter() - start
+    return hyps, (time.perf_counter() - wall, time.process_time() - cpu)
 
 
 def measured(glossary: Any, src: list[str], ref: list[str], hyps: list[str],
-             seconds: float) -> dict[str, Any]:
+             seconds: tuple[float, float]) -> dict[str, Any]:
     """Term use (of `glossary`'s entries, whether or not it was applied), BLEU, chrF and
-    lines/s of one translation of a set."""
+    lines per second of wall time and of CPU time, of one translation of a set."""
     from transcli.inference.bleu import score
     from transcli.inference.glossary import TermUse
 
@@ -98,7 +101,8 @@ def measured(glossary: Any, src: list[str], ref: list[str], hyps: list[str],
     scores = score(hyps, [ref], ter=False)
     return {"term_use": terms.rate, "terms_used": terms.used,
             "terms_applicable": terms.applicable, "bleu": scores.bleu, "chrf": scores.chrf,
-            "lines_per_s": len(src) / seconds if seconds else None}
+            "lines_per_s": len(src) / seconds[0] if seconds[0] else None,
+            "lines_per_cpu_s": len(src) / seconds[1] if seconds[1] else None}
 
 
 def run_set(args: argparse.Namespace, translator: Any, name: str, work: Path
@@ -140,13 +144,16 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         return "-" if value is None else format(value, form)
 
     rows = [f"{'set':<17}{'glossary':<12}{'entries':>8}{'matched':>8}{'term use':>9}"
-            f"{'BLEU':>7}{'chrF':>7}{'lines/s':>9}"]
+            f"{'BLEU':>7}{'chrF':>7}{'lines/s':>9}{'lines/cpu-s':>12}{'speed':>7}"]
     for name, r in results.items():
+        plain = r["without"]["lines_per_cpu_s"]
         for side in [key for key in r if key == "without" or key in METHODS]:
             m = r[side]
+            speed = m["lines_per_cpu_s"] / plain if plain and m["lines_per_cpu_s"] else None
             rows.append(f"{name:<17}{side:<12}{r['entries']:>8}{r['lines_with_a_term']:>8}"
                         f"{cell(m['term_use'], '9.1%')}{m['bleu']:>7.1f}{m['chrf']:>7.1f}"
-                        f"{cell(m['lines_per_s'], '9.1f')}")
+                        f"{cell(m['lines_per_s'], '9.1f')}{cell(m['lines_per_cpu_s'], '12.1f')}"
+                        f"{cell(speed, '6.2f')}x")
         rows.append(f"{'':<17}lines without a term translated differently: "
                     f"{r['changed_without_a_term']} (should be 0)")
     return "\n".join(rows)

@@ -224,10 +224,28 @@ def constrained_beam_search(model: Transformer, src: Tensor, terms: Sequence[Ter
     """Beam search for each sentence of `src` [batch, src_len] whose finished hypotheses
     meet all of its constraints (`terms`); its `n_best` best, best first (those that reached the
     length limit unfinished, perhaps without every term, after those that ended). The
-    other arguments are `search.beam_search`'s."""
-    k = beam_size
-    limits = _limits(max_len, src, model).tolist()
-    score = BeamScore(length_penalty_alpha, word_reward, reward_bounds(src, reward_bound))
+    other arguments are `search.beam_search`'s. A sentence is searched with `width`
+    beams, among the sentences of the batch with as many: what it finds does not depend
+    on the others."""
+    limits = _limits(max_len, src, model)
+    widths = [width(beam_size, sentence) for sentence in terms]
+    found: list[list[Hypothesis]] = [[] for _ in terms]
+    for k in sorted(set(widths)):
+        rows = [i for i, w in enumerate(widths) if w == k]
+        index = torch.tensor(rows, device=src.device)
+        part = src.index_select(0, index)
+        score = BeamScore(length_penalty_alpha, word_reward, reward_bounds(part, reward_bound))
+        for i, hyps in zip(rows, _search(model, part, [terms[i] for i in rows], k,
+                                         limits.index_select(0, index).tolist(), score,
+                                         n_best, cached, no_repeat_ngram)):
+            found[i] = hyps
+    return found
+
+
+def _search(model: Transformer, src: Tensor, terms: Sequence[Terms], k: int, limits: list[int],
+            score: BeamScore, n_best: int, cached: bool, no_repeat_ngram: int
+            ) -> list[list[Hypothesis]]:
+    """`constrained_beam_search` of sentences searched with `k` beams each."""
     sentences = [SentenceBeams(k, sentence) for sentence in terms]
     live = list(range(src.size(0)))  # the sentences still searched, in decoder order
     decoder = IncrementalDecoder(model, model.encode(src, packed=True), cached)
@@ -236,13 +254,13 @@ def constrained_beam_search(model: Transformer, src: Tensor, terms: Sequence[Ter
     for step in range(1, max(limits) + 1):
         logp = decoder.step(tokens)  # [live sentences * k, vocab]
         group = [sentences[s] for s in live]
-        ending = ((logp > logp[:, EOS_ID:EOS_ID + 1]).sum(dim=-1) < 2 * k).tolist()
+        likely = Likely(logp, k)
         _forbid_early_end(logp, group)
         allowed = logp  # the terms' tokens are never banned as repeats: a term may recur
         if no_repeat_ngram:
             allowed = logp.clone()
             ban_repeats(logp, _history(group, step, logp.device), no_repeat_ngram)
-        top, forced = _continuations(logp, allowed, group, k, ending)
+        top, forced = _continuations(logp, allowed, group, k, likely)
         rows, still = [], []
         for i, (s, beams) in enumerate(zip(live, group)):
             picked = beams.advance(beams.candidates(top[i * k:(i + 1) * k],
@@ -260,6 +278,17 @@ def constrained_beam_search(model: Transformer, src: Tensor, terms: Sequence[Ter
                                for beams in (sentences[s] for s in live) for b in range(k)],
                               dtype=torch.long, device=src.device)
     return [beams.best(n_best) for beams in sentences]
+
+
+EXTRA_BEAMS = 2  # at most this many beams more than `beam_size` for a line's terms
+
+
+def width(beam_size: int, terms: Terms) -> int:
+    """The beams a sentence is searched with: one more per term, up to `EXTRA_BEAMS` more
+    (each count of terms held is a bank, which keeps its best). On tico19's lines of
+    several terms, no more beams than plain search lost BLEU to it; up to twice as many
+    gained more but cost more time than the issue allows: docs/INFERENCE.md."""
+    return beam_size + min(EXTRA_BEAMS, len(terms.constraints))
 
 
 def _forbid_early_end(logp: Tensor, group: list[SentenceBeams]) -> None:
@@ -282,13 +311,25 @@ def _history(group: list[SentenceBeams], step: int, device: torch.device) -> Ten
 PLAUSIBLE = 20
 
 
+class Likely:
+    """What a step's log-probs [rows, vocab] say before any ban, from one top-k per row:
+    whether a row would end (EOS among its 2K best), and the least log-prob among its
+    `PLAUSIBLE` best (a term may start at a token at least that likely)."""
+
+    def __init__(self, logp: Tensor, k: int):
+        values, ids = topk.top_k(logp, min(max(PLAUSIBLE, 2 * k), logp.size(-1)))
+        self.ending = (ids[:, :2 * k] == EOS_ID).any(dim=-1).tolist()
+        self.least = values[:, min(PLAUSIBLE, values.size(1)) - 1].tolist()
+
+
 def _continuations(logp: Tensor, allowed: Tensor, group: list[SentenceBeams], k: int,
-                   ending: list[bool]
+                   likely: Likely
                    ) -> tuple[list[list[tuple[float, int]]], list[list[tuple[float, int]]]]:
-    """Per decoder row: its 2K best (log-prob, token), and the tokens that advance its
-    constraints: the next of a form under way, or a form's first where it is plausible
-    (`PLAUSIBLE`) or the row is `ending`, by their log-probs in `allowed` (`logp` before
-    `no_repeat_ngram`'s ban)."""
+    """Per decoder row, (log-prob, token) pairs: its 2K best continuations (where plain
+    beam search takes its sentence's 2K best of all, each bank here needs its own: fewer
+    candidates held fewer terms), and the tokens that advance its constraints: the next
+    of a form under way, or a form's first where it is plausible or the row would end
+    (`likely`), by their log-probs in `allowed` (`logp` before `no_repeat_ngram`'s ban)."""
     values, ids = topk.top_k(logp, min(2 * k, logp.size(-1)))
     top = [list(zip(v, t)) for v, t in zip(values.tolist(), ids.tolist())]
     progress = [p for beams in group for p in beams.progress]
@@ -298,11 +339,9 @@ def _continuations(logp: Tensor, allowed: Tensor, group: list[SentenceBeams], k:
     forced: list[list[tuple[float, int]]] = [[] for _ in wanted]
     if pairs:
         index = torch.tensor(pairs, device=logp.device)
-        value = allowed[index[:, 0], index[:, 1]]
-        rank = (allowed[index[:, 0]] > value[:, None]).sum(dim=-1).tolist()
-        for (row, token), v, r in zip(pairs, value.tolist(), rank):
-            if r < PLAUSIBLE or ending[row] or progress[row].depth:
-                forced[row].append((v, token))
+        for (row, token), value in zip(pairs, allowed[index[:, 0], index[:, 1]].tolist()):
+            if value >= likely.least[row] or likely.ending[row] or progress[row].depth:
+                forced[row].append((value, token))
     return top, forced
 
 
