@@ -24,6 +24,7 @@ another segmentation than the form's own is not recognised, and is forced a seco
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -59,6 +60,12 @@ class Terms:
     def __bool__(self) -> bool:
         return bool(self.constraints)
 
+    @functools.cached_property
+    def tokens(self) -> frozenset[int]:
+        """Every token of every form: any other leaves a hypothesis' progress as it is."""
+        return frozenset(token for forms in self.constraints for form in forms
+                         for token in form)
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -91,6 +98,8 @@ class Progress:
     def after(self, token: int, terms: Terms) -> Progress:
         """The progress once `token` is written: a form just met and then continued by a
         joining token is met no more."""
+        if self.last is None and not self.matching and token not in terms.tokens:
+            return self  # most tokens: nothing to follow
         if self.last is not None and token in terms.joining:
             c, length = self.last
             return Progress(self.met - {c}, (), 0, self.tokens_met - length)._went_on(
