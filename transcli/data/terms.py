@@ -1,19 +1,25 @@
-"""Term annotation (`train.term_annotation`): training pairs whose source carries, after
-a word, the Spanish word the target uses for it, so that a model trained with them uses
-a glossary's terms given the same way (Dinu et al. 2019, "Training Neural Machine
-Translation to Apply Terminology Constraints", with inline markers in place of their
-source factors).
+"""Term annotation (`train.term_annotation`): training pairs whose source carries, in
+place of a word, the Spanish word the target uses for it, so that a model trained with
+them uses a glossary's terms given the same way (Dinu et al. 2019, "Training Neural
+Machine Translation to Apply Terminology Constraints", their "replace" variant, with
+inline markers in place of their source factors).
 
 The annotation's form, the one `annotate` writes at training and at decoding time: each
-term's English words, then a space, "[", a space, the Spanish form, a space, "]":
+term's English words replaced by "[", a space, the Spanish form, a space, "]":
 
-    the car is red  ->  the car [ coche ] is red
+    the car is red  ->  the [ coche ] is red
+
+Replace, not append ("the car [ coche ] is red"): a first version appended the form,
+and a fine-tune with it used the annotated term no more than one without it, since the
+form was the dictionary's top choice, the word the model would write anyway, so the
+brackets could be ignored at no cost. With the English words gone, the Spanish form is
+the only cue to what they said, and the model must copy it.
 
 "[" and "]" are pieces of the shipped vocabularies ("<", "{" and "|" are unknown to
 them), rare in the training text (53 of 186K English lines of the shared corpus), and
 the spaces inside them make the Spanish form take the pieces it takes inside a Spanish
 sentence ("▁coche", not "co" "che"): the decoder writes the very pieces the encoder
-read, which is the copy the model must learn. Training and decoding annotate text and
+read. Training and decoding annotate text and
 encode it with the run's sentencepiece model, so both tokenize alike.
 
 The aligner is a word dictionary by Dice's coefficient over the training pairs
@@ -38,7 +44,7 @@ from transcli.data.prepared_dir import PreparedDir
 from transcli.data.resegment import LineFile
 from transcli.system.errors import UserError
 
-OPEN, CLOSE = " [ ", " ]"  # what goes before and after a term's Spanish form
+OPEN, CLOSE = "[ ", " ]"  # what replaces a term's English words: OPEN + form + CLOSE
 MIN_LETTERS = 4  # shorter words are never terms (nor a term's translation)
 MIN_DICE = 0.3  # the dictionary's pairs co-occur at least this much (Dice's coefficient)
 MIN_COUNT = 2  # ... in at least this many lines
@@ -76,16 +82,16 @@ Term = tuple[int, int, str]  # (start, end) of the English words in the text, Sp
 
 
 def annotate(text: str, terms: Sequence[Term]) -> str:
-    """`text` with each term's Spanish form after its English words, in the module's form:
-    annotate("the car is red", [(4, 7, "coche")]) == "the car [ coche ] is red".
+    """`text` with each term's English words replaced by its Spanish form, in the
+    module's form: annotate("the car is red", [(4, 7, "coche")]) == "the [ coche ] is red".
     Terms are character offsets into `text`, in any order, and must not overlap."""
     ordered = sorted(terms)
     for (start, end, _), after in zip(ordered, ordered[1:] + [(len(text), len(text), "")]):
         if not 0 <= start < end <= after[0]:
             raise ValueError(f"term ({start}, {end}) is empty, out of the text or overlaps "
                              f"the next one")
-    for _, end, form in reversed(ordered):  # from the end: offsets before stay valid
-        text = f"{text[:end]}{OPEN}{form}{CLOSE}{text[end:]}"
+    for start, end, form in reversed(ordered):  # from the end: offsets before stay valid
+        text = f"{text[:start]}{OPEN}{form}{CLOSE}{text[end:]}"
     return text
 
 
