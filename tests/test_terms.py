@@ -23,6 +23,7 @@ from transcli.data.terms import (
     annotate,
     dictionary,
     trained_with_annotation,
+    translations,
     written_words,
 )
 from transcli.rundir.layout import CONFIG_FILE, step_path
@@ -84,14 +85,29 @@ def test_the_dictionary_takes_the_best_dice_within_its_bounds() -> None:
                                               "nurse": "enfermera"}
 
 
+def test_translations_are_the_best_few_by_dice() -> None:
+    # doctor's lines: médico 2 x 2 / (3 + 2) = 0.8; salió, doctor, durmió 2 / (3 + 1) =
+    # 0.5 each, in the order met; vino 2 / (3 + 2) = 0.4, fifth
+    assert translations(PAIRS, {"doctor"}, min_count=1) == \
+        {"doctor": ["médico", "salió", "doctor", "durmió"]}
+    assert translations(PAIRS, {"doctor"}, min_count=1, top=2) == \
+        {"doctor": ["médico", "salió"]}
+    assert translations(PAIRS) == {"doctor": ["médico"], "came": ["vino"]}  # the bounds
+
+
 def test_a_pairs_terms_are_its_words_whose_translation_the_target_has() -> None:
-    lexicon = {"doctor": "médico", "came": "vino", "physician": "médico", "left": "salió"}
+    lexicon = {"doctor": ["médico"], "came": ["vino"], "physician": ["médico", "galeno"],
+               "left": ["salió"]}
     source, target = "The Doctor came, the doctor and the physician left.", "Vino el Médico."
     terms = aligned_terms(source, target, lexicon)
     # the first "Doctor" only; "physician" finds médico taken; no salió in the target
     assert terms == [(4, 10, 8, 14), (11, 15, 0, 4)]
     assert annotate(source, [(s, e, target[fs:fe]) for s, e, fs, fe in terms]) == \
         "The [ Médico ] [ Vino ], the doctor and the physician left."
+    # the first translation the target has, if not the best one
+    lexicon = {"doctor": ["médico", "doctor"], "left": ["salió"]}
+    assert aligned_terms("The doctor left.", "Salió el doctor.", lexicon) == \
+        [(4, 10, 9, 15), (11, 15, 0, 5)]
 
 
 def plan_and_terms(prepared: Path, share: float) -> tuple[BatchPlan, TermAnnotation]:
