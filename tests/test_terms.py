@@ -4,6 +4,7 @@ resume), and the settings it refuses."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,8 @@ from transcli.data.terms import (
     annotate,
     dictionary,
     trained_with_annotation,
+    translations,
+    written_words,
 )
 from transcli.rundir.layout import CONFIG_FILE, step_path
 from transcli.system.errors import UserError
@@ -29,13 +32,14 @@ from transcli.system.errors import UserError
 BUDGET = 160  # tokens per batch side: the 32 prepared pairs make several batches
 
 
-def test_annotate_writes_the_spanish_form_after_the_english_words() -> None:
-    assert annotate("the car is red", [(4, 7, "coche")]) == "the car [ coche ] is red"
-    # any order, at the end, before punctuation, several words
+def test_annotate_replaces_the_english_words_by_the_spanish_form() -> None:
+    assert annotate("the car is red", [(4, 7, "coche")]) == "the [ coche ] is red"
+    # any order, at the start and end, before punctuation, several words
     assert annotate("The doctor saw the nurse.", [(19, 24, "enfermera"), (4, 10, "médico")]) \
-        == "The doctor [ médico ] saw the nurse [ enfermera ]."
+        == "The [ médico ] saw the [ enfermera ]."
+    assert annotate("Doctors came", [(0, 7, "Médicos")]) == "[ Médicos ] came"
     assert annotate("machine learning", [(0, 16, "aprendizaje automático")]) == \
-        "machine learning [ aprendizaje automático ]"
+        "[ aprendizaje automático ]"
     assert annotate("nothing to do", []) == "nothing to do"
 
 
@@ -58,7 +62,7 @@ def test_the_spanish_form_takes_the_pieces_it_takes_in_a_spanish_sentence(prepar
     form = sp.Encode("perros", out_type=str)  # as after a space: its first piece has "▁"
     assert has("Me gustan los perros.", form)
     assert has(annotate("I like dogs.", [(7, 11, "perros")]), form)
-    assert not has("I like dogs [perros].", form)  # why the spaces inside the brackets
+    assert not has("I like [perros].", form)  # why the spaces inside the brackets
 
 
 # English content words: doctor 3 lines, came 2, left 1, slept 1, nurse 1; Spanish:
@@ -81,14 +85,29 @@ def test_the_dictionary_takes_the_best_dice_within_its_bounds() -> None:
                                               "nurse": "enfermera"}
 
 
+def test_translations_are_the_best_few_by_dice() -> None:
+    # doctor's lines: médico 2 x 2 / (3 + 2) = 0.8; salió, doctor, durmió 2 / (3 + 1) =
+    # 0.5 each, in the order met; vino 2 / (3 + 2) = 0.4, fifth
+    assert translations(PAIRS, {"doctor"}, min_count=1) == \
+        {"doctor": ["médico", "salió", "doctor", "durmió"]}
+    assert translations(PAIRS, {"doctor"}, min_count=1, top=2) == \
+        {"doctor": ["médico", "salió"]}
+    assert translations(PAIRS) == {"doctor": ["médico"], "came": ["vino"]}  # the bounds
+
+
 def test_a_pairs_terms_are_its_words_whose_translation_the_target_has() -> None:
-    lexicon = {"doctor": "médico", "came": "vino", "physician": "médico", "left": "salió"}
+    lexicon = {"doctor": ["médico"], "came": ["vino"], "physician": ["médico", "galeno"],
+               "left": ["salió"]}
     source, target = "The Doctor came, the doctor and the physician left.", "Vino el Médico."
     terms = aligned_terms(source, target, lexicon)
     # the first "Doctor" only; "physician" finds médico taken; no salió in the target
     assert terms == [(4, 10, 8, 14), (11, 15, 0, 4)]
     assert annotate(source, [(s, e, target[fs:fe]) for s, e, fs, fe in terms]) == \
-        "The Doctor [ Médico ] came [ Vino ], the doctor and the physician left."
+        "The [ Médico ] [ Vino ], the doctor and the physician left."
+    # the first translation the target has, if not the best one
+    lexicon = {"doctor": ["médico", "doctor"], "left": ["salió"]}
+    assert aligned_terms("The doctor left.", "Salió el doctor.", lexicon) == \
+        [(4, 10, 9, 15), (11, 15, 0, 5)]
 
 
 def plan_and_terms(prepared: Path, share: float) -> tuple[BatchPlan, TermAnnotation]:
@@ -125,8 +144,13 @@ def test_an_epoch_annotates_a_share_of_the_pairs_with_a_term(prepared: Path) -> 
             sources = [english[i] for i in pair_ids]
             for row in np.flatnonzero(batch >= terms.size).tolist():
                 sources[row] = terms.annotated(batch[row:row + 1])[0]
-                assert sources[row].startswith(english[pair_ids[row]][:1])
-                assert " [ " in sources[row] and sources[row] != english[pair_ids[row]]
+                # 1 or 2 of the source's words gone, each for a word of the target
+                forms = re.findall(r"\[ (\w+) \]", sources[row])
+                assert 1 <= len(forms) <= MAX_TERMS
+                assert set(forms) <= set(written_words(spanish[pair_ids[row]]))
+                left = re.sub(r"\[ \w+ \]", "", sources[row])
+                assert len(written_words(left)) == \
+                    len(written_words(english[pair_ids[row]])) - len(forms)
             assert tokenizer.decode(collated.src.tolist()) == sources
             assert tokenizer.decode(collated.tgt_out.tolist()) == [spanish[i] for i in pair_ids]
     assert term_counts == set(range(1, MAX_TERMS + 1))

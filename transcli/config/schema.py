@@ -226,9 +226,9 @@ class TrainConfig:
     case_augment: float = 0.0
     # Term annotation (Dinu et al. 2019): the share of the training pairs with a term (a
     # source word whose Spanish, by a word dictionary of the corpus, is in the target)
-    # shown each epoch with 1 or 2 of their terms' Spanish words after them in the source
-    # ("the car [ coche ] is red"), so that the model learns to use a glossary's terms
-    # given that way. 0: off. The pairs and terms are drawn per epoch.
+    # shown each epoch with 1 or 2 of their terms replaced by their Spanish words in the
+    # source ("the [ coche ] is red"), so that the model learns to copy a glossary's
+    # terms given that way. 0: off. The pairs and terms are drawn per epoch.
     term_annotation: float = 0.0
     log_every: int = 100  # updates per line of metrics.jsonl
     valid_every: int = 1000  # updates between validations

@@ -1,25 +1,32 @@
-"""Term annotation (`train.term_annotation`): training pairs whose source carries, after
-a word, the Spanish word the target uses for it, so that a model trained with them uses
-a glossary's terms given the same way (Dinu et al. 2019, "Training Neural Machine
-Translation to Apply Terminology Constraints", with inline markers in place of their
-source factors).
+"""Term annotation (`train.term_annotation`): training pairs whose source carries, in
+place of a word, the Spanish word the target uses for it, so that a model trained with
+them uses a glossary's terms given the same way (Dinu et al. 2019, "Training Neural
+Machine Translation to Apply Terminology Constraints", their "replace" variant, with
+inline markers in place of their source factors).
 
 The annotation's form, the one `annotate` writes at training and at decoding time: each
-term's English words, then a space, "[", a space, the Spanish form, a space, "]":
+term's English words replaced by "[", a space, the Spanish form, a space, "]":
 
-    the car is red  ->  the car [ coche ] is red
+    the car is red  ->  the [ coche ] is red
+
+Replace, not append ("the car [ coche ] is red"): a first version appended the form,
+and a fine-tune with it used the annotated term no more than one without it, since the
+form was the dictionary's top choice, the word the model would write anyway, so the
+brackets could be ignored at no cost. With the English words gone, the Spanish form is
+the only cue to what they said, and the model must copy it.
 
 "[" and "]" are pieces of the shipped vocabularies ("<", "{" and "|" are unknown to
 them), rare in the training text (53 of 186K English lines of the shared corpus), and
 the spaces inside them make the Spanish form take the pieces it takes inside a Spanish
 sentence ("▁coche", not "co" "che"): the decoder writes the very pieces the encoder
-read, which is the copy the model must learn. Training and decoding annotate text and
+read. Training and decoding annotate text and
 encode it with the run's sentencepiece model, so both tokenize alike.
 
 The aligner is a word dictionary by Dice's coefficient over the training pairs
-(`dictionary`): each English content word and the Spanish word it co-occurs with most.
-A pair's candidate terms are its source's content words whose translation is a whole
-word of its target (`aligned_terms`), annotated with that word as the target writes it.
+(`translations`): each English content word and the TRANSLATIONS Spanish words it
+co-occurs with most. A pair's candidate terms are its source's content words one of
+whose translations is a whole word of its target (`aligned_terms`), annotated with that
+word as the target writes it.
 Each epoch draws, from (seed, epoch), which of the pairs with a term it shows annotated
 and which 1 or 2 of their terms; a batch then holds ids past the split's pair ids
 (pair + size x mask of the chosen terms), and collation annotates and encodes again.
@@ -38,10 +45,15 @@ from transcli.data.prepared_dir import PreparedDir
 from transcli.data.resegment import LineFile
 from transcli.system.errors import UserError
 
-OPEN, CLOSE = " [ ", " ]"  # what goes before and after a term's Spanish form
+OPEN, CLOSE = "[ ", " ]"  # what replaces a term's English words: OPEN + form + CLOSE
 MIN_LETTERS = 4  # shorter words are never terms (nor a term's translation)
 MIN_DICE = 0.3  # the dictionary's pairs co-occur at least this much (Dice's coefficient)
 MIN_COUNT = 2  # ... in at least this many lines
+# A training term's Spanish word is any of its English word's this many best translations
+# that the target has (the best one first), not the best alone: the best is mostly the
+# word the model writes anyway, so annotating only it teaches little copying; the others
+# are its synonyms and inflected forms (children: niños, hijos; doctor: médico, doctor).
+TRANSLATIONS = 4
 # Candidates kept per pair (the first in the source): a mask of them names the annotated
 # terms in a batch's ids, so it must fit well within int64 with the pair id.
 CANDIDATES = 16
@@ -76,16 +88,16 @@ Term = tuple[int, int, str]  # (start, end) of the English words in the text, Sp
 
 
 def annotate(text: str, terms: Sequence[Term]) -> str:
-    """`text` with each term's Spanish form after its English words, in the module's form:
-    annotate("the car is red", [(4, 7, "coche")]) == "the car [ coche ] is red".
+    """`text` with each term's English words replaced by its Spanish form, in the
+    module's form: annotate("the car is red", [(4, 7, "coche")]) == "the [ coche ] is red".
     Terms are character offsets into `text`, in any order, and must not overlap."""
     ordered = sorted(terms)
     for (start, end, _), after in zip(ordered, ordered[1:] + [(len(text), len(text), "")]):
         if not 0 <= start < end <= after[0]:
             raise ValueError(f"term ({start}, {end}) is empty, out of the text or overlaps "
                              f"the next one")
-    for _, end, form in reversed(ordered):  # from the end: offsets before stay valid
-        text = f"{text[:end]}{OPEN}{form}{CLOSE}{text[end:]}"
+    for start, end, form in reversed(ordered):  # from the end: offsets before stay valid
+        text = f"{text[:start]}{OPEN}{form}{CLOSE}{text[end:]}"
     return text
 
 
@@ -121,12 +133,21 @@ def content_words(text: str) -> list[str]:
 def dictionary(pairs: Iterable[tuple[str, str]], wanted: Optional[set[str]] = None,
                min_dice: float = MIN_DICE, min_count: int = MIN_COUNT) -> dict[str, str]:
     """Each English content word (of `wanted` when given) and the Spanish content word it
-    co-occurs with most in `pairs`, counted by lines: Dice's coefficient
-    2 c(e, s) / (c(e) + c(s)) at least `min_dice`, in at least `min_count` lines; ties go
-    to more lines together, then to the Spanish word met first. A simple aligner, and a
-    fast one: the pairs of words are counted by numpy, and only the pairs whose words'
-    counts allow the bounds are kept (2 min(c(e), c(s)) >= min_dice (c(e) + c(s))), so
-    that memory follows the plausible pairs, not every pair of every line."""
+    co-occurs with most in `pairs`: the first of its `translations`."""
+    return {word: found[0] for word, found in
+            translations(pairs, wanted, min_dice, min_count, top=1).items()}
+
+
+def translations(pairs: Iterable[tuple[str, str]], wanted: Optional[set[str]] = None,
+                 min_dice: float = MIN_DICE, min_count: int = MIN_COUNT,
+                 top: int = TRANSLATIONS) -> dict[str, list[str]]:
+    """Each English content word (of `wanted` when given) and the `top` Spanish content
+    words it co-occurs with most in `pairs`, best first, counted by lines: Dice's
+    coefficient 2 c(e, s) / (c(e) + c(s)) at least `min_dice`, in at least `min_count`
+    lines; ties go to more lines together, then to the Spanish word met first. A simple
+    aligner, and a fast one: the pairs of words are counted by numpy, and only the pairs
+    whose words' counts allow the bounds are kept (2 min(c(e), c(s)) >= min_dice (c(e) +
+    c(s))), so that memory follows the plausible pairs, not every pair of every line."""
     seen = LineWords.read(pairs, wanted)
     en_count = np.bincount(seen.en_ids, minlength=len(seen.english))
     es_count = np.bincount(seen.es_ids, minlength=len(seen.spanish))
@@ -142,9 +163,14 @@ def dictionary(pairs: Iterable[tuple[str, str]], wanted: Optional[set[str]] = No
     e, s, dice, together = e[keep], s[keep], dice[keep], together[keep]
     order = np.lexsort((s, -together, -dice, e))  # the last key is primary
     e, s = e[order], s[order]
-    first = np.r_[True, e[1:] != e[:-1]] if len(e) else np.zeros(0, bool)
+    # each Spanish word's rank among its English word's: its place after the group start
+    starts = np.flatnonzero(np.r_[True, e[1:] != e[:-1]]) if len(e) else np.zeros(0, int)
+    rank = np.arange(len(e)) - np.repeat(starts, np.diff(np.r_[starts, len(e)]))
     en_words, es_words = list(seen.english), list(seen.spanish)
-    return {en_words[i]: es_words[j] for i, j in zip(e[first].tolist(), s[first].tolist())}
+    found: dict[str, list[str]] = {}
+    for i, j in zip(e[rank < top].tolist(), s[rank < top].tolist()):
+        found.setdefault(en_words[i], []).append(es_words[j])
+    return found
 
 
 class LineWords(NamedTuple):
@@ -194,12 +220,13 @@ class LineWords(NamedTuple):
             yield np.repeat(english, repeats), self.es_ids[np.repeat(starts, repeats) + within]
 
 
-def aligned_terms(source: str, target: str, lexicon: dict[str, str]
+def aligned_terms(source: str, target: str, lexicon: dict[str, list[str]]
                   ) -> list[tuple[int, int, int, int]]:
     """The terms of a pair, in source order: each content word of `source` (its first
-    occurrence) whose `lexicon` translation is a whole word of `target`, as (start, end)
-    in the source and (start, end) of that word's first occurrence in the target. A
-    target word goes to one source word only."""
+    occurrence) one of whose `lexicon` translations is a whole word of `target` (the
+    first in the lexicon's order that is), as (start, end) in the source and (start,
+    end) of that word's first occurrence in the target. A target word goes to one
+    source word only."""
     in_target: dict[str, tuple[int, int]] = {}
     for match in _WORD.finditer(target):
         in_target.setdefault(match.group().lower(), match.span())
@@ -209,8 +236,9 @@ def aligned_terms(source: str, target: str, lexicon: dict[str, str]
         if word in seen:
             continue
         seen.add(word)
-        span = in_target.get(lexicon.get(word, ""))
-        if span is not None and span not in taken:
+        spans = (in_target.get(form) for form in lexicon.get(word, ()))
+        span = next((span for span in spans if span is not None and span not in taken), None)
+        if span is not None:
             taken.add(span)
             terms.append((*match.span(), *span))
     return terms
@@ -225,8 +253,8 @@ class PairTerms(NamedTuple):
 
     @staticmethod
     def find(source: LineFile, target: LineFile) -> PairTerms:
-        """Every pair's terms by the dictionary of the whole corpus (two reads of it)."""
-        lexicon = dictionary(_chunked_pairs(source, target))
+        """Every pair's terms by the translations of the whole corpus (two reads of it)."""
+        lexicon = translations(_chunked_pairs(source, target))
         counts, spans = [], []
         for en, es in _chunked_pairs(source, target):
             terms = aligned_terms(en, es, lexicon)[:CANDIDATES]
