@@ -17,7 +17,9 @@ rows the copy costs more than the arithmetic (a step of 16 rows of the CPU recip
 spent most of its time there). `linear` therefore takes each weight laid out once
 (`packed`): the same sums, bit for bit, at any number of rows but one. A single row goes
 to a matrix-vector kernel that sums in another order, so it is padded to two: a sentence
-decoded alone gets the same numbers as in a batch (tests/test_cpu_matmul.py).
+decoded alone gets the same numbers as in a batch (tests/test_cpu_matmul.py). Better still,
+a single row goes to `onerow`'s kernel where it gives oneDNN's sums (checked per weight):
+about half the cost of oneDNN's.
 
 With the BLAS, a product of few rows -- a decoding step near the end of a batch, when
 most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
@@ -34,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transcli.inference.onerow import RowWeights
 from transcli.model.kvcache import StepBuffers
 from transcli.model.transformer import output_product as model_output_product
 
@@ -113,17 +116,34 @@ packed = _Packs()
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """`F.linear(x, weight, bias)`, through oneDNN with the `packed` weight for float32 CPU
-    inference. The rows are padded to a `bucket` size (oneDNN keeps memory for every shape
-    it meets), and a single row to two (see the module's docstring)."""
+    inference (`onednn_linear`); a single row through `onerow`'s kernel where it sums as
+    oneDNN does (`one_row`), at about half the cost."""
     if ONEDNN and _cpu_inference(x, weight):
         flat = x if x.dim() == 2 else x.reshape(-1, x.size(-1))
-        rows = flat.size(0)
-        extra = max(bucket(rows), 2) - rows
-        padded = F.pad(flat, (0, 0, 0, extra)) if extra else flat
-        out = torch.ops.mkldnn._linear_pointwise(padded, packed(weight), bias, "none", [], "")
-        out = out[:rows] if extra else out
+        row_weight = one_row(weight) if flat.size(0) == 1 and _plain(bias) else None
+        out = (row_weight(flat.contiguous(), bias) if row_weight is not None
+               else onednn_linear(flat, weight, bias))
         return out if x.dim() == 2 else out.view(*x.shape[:-1], weight.size(0))
     return F.linear(x, weight, bias)
+
+
+def onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """x [rows, in] Wᵀ + b through oneDNN with the `packed` weight. The rows are padded to a
+    `bucket` size (oneDNN keeps memory for every shape it meets), and a single row to two
+    (see the module's docstring)."""
+    rows = x.size(0)
+    extra = max(bucket(rows), 2) - rows
+    padded = F.pad(x, (0, 0, 0, extra)) if extra else x
+    out = torch.ops.mkldnn._linear_pointwise(padded, packed(weight), bias, "none", [], "")
+    return out[:rows] if extra else out
+
+
+def _plain(bias: Optional[Tensor]) -> bool:
+    """Whether `onerow`'s kernel can read `bias`: none, or contiguous float32."""
+    return bias is None or (bias.dtype == torch.float32 and bias.is_contiguous())
+
+
+one_row = RowWeights(onednn_linear)  # each weight for `onerow`'s kernel, checked against oneDNN
 
 
 def output_product(hidden: Tensor, weight: Tensor,

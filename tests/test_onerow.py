@@ -1,0 +1,95 @@
+"""One row times a weight in `onerow`'s C kernel: x Wᵀ + b, taken for a weight only where
+it gives the reference's sums bit for bit, and nothing at all without a C compiler."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+import torch
+from torch import Tensor
+
+from transcli.inference import onerow
+from transcli.inference.cpu_matmul import ONEDNN, linear, onednn_linear
+from transcli.inference.onerow import BLOCK, RowWeight, RowWeights, blocked
+
+needs_kernel = pytest.mark.skipif(onerow.kernel() is None, reason="no C compiler here")
+
+
+def sequential_sums(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """x Wᵀ + b summed as the kernel sums: input by input, each product added with one
+    rounding to float32 (exact in float64, then rounded), the bias last."""
+    total = (x[0, 0].double() * weight[:, 0].double()).float()
+    for k in range(1, x.size(1)):
+        total = (total.double() + x[0, k].double() * weight[:, k].double()).float()
+    return (total if bias is None else total + bias)[None]
+
+
+def test_blocked_lays_out_blocks_of_outputs_padded_with_zeros():
+    weight = torch.arange(70 * 3, dtype=torch.float32).view(70, 3)
+    layout = blocked(weight)
+    assert layout.shape == (2, 3, BLOCK) and layout.is_contiguous()
+    assert torch.equal(layout[0], weight[:BLOCK].t()) and torch.equal(layout[1, :, :6],
+                                                                      weight[BLOCK:].t())
+    assert not layout[1, :, 6:].any()
+
+
+@needs_kernel
+@pytest.mark.parametrize("outputs, inputs", [(70, 5), (BLOCK, 16), (3, 40), (130, 1)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_the_kernel_sums_input_by_input_then_adds_the_bias(outputs, inputs, with_bias):
+    torch.manual_seed(0)
+    x, weight = torch.randn(1, inputs), torch.randn(outputs, inputs)
+    bias = torch.randn(outputs) if with_bias else None
+    got = RowWeight(weight, onerow.kernel())(x, bias)
+    assert got.shape == (1, outputs)
+    assert torch.equal(got, sequential_sums(x, weight, bias))
+    torch.testing.assert_close(got, torch.nn.functional.linear(x, weight, bias))
+
+
+@needs_kernel
+def test_a_weight_is_taken_only_where_the_kernel_sums_as_the_reference():
+    torch.manual_seed(0)
+    weight = torch.randn(40, 24)
+    assert RowWeight.of(weight, sequential_sums) is not None
+    in_float64 = lambda x, w, b: torch.nn.functional.linear(  # noqa: E731
+        x.double(), w.double(), None if b is None else b.double()).float()
+    assert RowWeight.of(weight, in_float64) is None  # rounded once: other sums
+    assert RowWeight.of(weight.double(), sequential_sums) is None
+
+
+@needs_kernel
+def test_a_weight_changed_in_place_is_laid_out_again():
+    torch.manual_seed(0)
+    weights, weight, x = RowWeights(sequential_sums), torch.randn(8, 16), torch.randn(1, 16)
+    before = weights(weight)
+    assert weights(weight) is before
+    with torch.no_grad():
+        weight.mul_(2.0)
+    assert torch.equal(weights(weight)(x), sequential_sums(x, weight, None))
+    with torch.inference_mode():
+        made_there = torch.randn(8, 16)
+    assert weights(made_there) is None  # it counts no changes
+
+
+def test_without_a_compiler_there_is_no_kernel(monkeypatch):
+    monkeypatch.setenv("CC", "no-such-compiler-here")
+    onerow.kernel.cache_clear()
+    try:
+        assert onerow.kernel() is None
+        assert RowWeight.of(torch.randn(8, 16), sequential_sums) is None
+    finally:
+        onerow.kernel.cache_clear()
+
+
+@pytest.mark.skipif(not ONEDNN, reason="this torch build has no oneDNN")
+def test_one_row_gets_the_sums_oneDNN_gives_it_among_others():
+    """Where the kernel takes a weight, it gives a single row the numbers oneDNN gives it in
+    a batch; where it does not, oneDNN does (padded to two rows)."""
+    torch.manual_seed(0)
+    for weight in (torch.randn(960, 320), torch.randn(8000, 320), torch.randn(320, 1280)):
+        bias, rows = torch.randn(weight.size(0)), torch.randn(40, weight.size(1))
+        with torch.inference_mode():
+            assert torch.equal(linear(rows[:1], weight, bias),
+                               onednn_linear(rows, weight, bias)[:1])
+            assert torch.equal(linear(rows[:1], weight), onednn_linear(rows, weight)[:1])
