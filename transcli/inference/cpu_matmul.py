@@ -30,7 +30,7 @@ most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
 from __future__ import annotations
 
 import weakref
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -182,6 +182,18 @@ def blas_output_product(hidden: Tensor, weight: Tensor,
         return model_output_product(hidden, weight, buffers)
     out = buffers.get("logits", hidden.size(0), weight.size(0), hidden)
     return out.copy_(torch.mm(weight, hidden.t()).t())
+
+
+def row_linear(module: nn.Module) -> Callable[[Tensor], Tensor]:
+    """One row [1, in] through the linear layer `module`, made ready for many calls (a
+    decoding step of one sentence): `onerow`'s kernel where `linear` would take it, else
+    the module's own forward (without a module call's cost)."""
+    if type(module) is OneDnnLinear and ONEDNN:
+        weight, bias = module.weight, module.bias
+        row_weight = one_row(weight) if _cpu_inference(weight, weight) and _plain(bias) else None
+        if row_weight is not None:
+            return lambda x: row_weight(x.contiguous(), bias)
+    return module.forward
 
 
 class OneDnnLinear(nn.Linear):
