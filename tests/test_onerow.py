@@ -16,12 +16,20 @@ from transcli.inference.onerow import BLOCK, RowWeight, RowWeights, blocked
 needs_kernel = pytest.mark.skipif(onerow.kernel() is None, reason="no C compiler here")
 
 
-def sequential_sums(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+def sequential_sums(x: Tensor, weight: Tensor, bias: Optional[Tensor], part: int = 0
+                    ) -> Tensor:
     """x Wᵀ + b summed as the kernel sums: input by input, each product added with one
-    rounding to float32 (exact in float64, then rounded), the bias last."""
-    total = (x[0, 0].double() * weight[:, 0].double()).float()
-    for k in range(1, x.size(1)):
-        total = (total.double() + x[0, k].double() * weight[:, k].double()).float()
+    rounding to float32 (exact in float64, then rounded), in parts of `part` inputs (0: one
+    part) whose sums are added in order, the bias last."""
+    inputs = x.size(1)
+    part = part or inputs
+    products = x[0].double()[None, :] * weight.double()  # exact
+    total = None
+    for start in range(0, inputs, part):
+        sum_ = products[:, start].float()
+        for k in range(start + 1, min(start + part, inputs)):
+            sum_ = (sum_.double() + products[:, k]).float()
+        total = sum_ if total is None else total + sum_
     return (total if bias is None else total + bias)[None]
 
 
@@ -35,15 +43,17 @@ def test_blocked_lays_out_blocks_of_outputs_padded_with_zeros():
 
 
 @needs_kernel
-@pytest.mark.parametrize("outputs, inputs", [(70, 5), (BLOCK, 16), (3, 40), (130, 1)])
+@pytest.mark.parametrize("outputs, inputs, part", [(70, 5, 5), (BLOCK, 16, 16), (3, 40, 40),
+                                                   (130, 1, 1), (70, 40, 16), (20, 48, 24)])
 @pytest.mark.parametrize("with_bias", [True, False])
-def test_the_kernel_sums_input_by_input_then_adds_the_bias(outputs, inputs, with_bias):
+def test_the_kernel_sums_input_by_input_in_parts_then_adds_the_bias(outputs, inputs, part,
+                                                                     with_bias):
     torch.manual_seed(0)
     x, weight = torch.randn(1, inputs), torch.randn(outputs, inputs)
     bias = torch.randn(outputs) if with_bias else None
-    got = RowWeight(weight, onerow.kernel())(x, bias)
+    got = RowWeight(weight, onerow.kernel(), part)(x, bias)
     assert got.shape == (1, outputs)
-    assert torch.equal(got, sequential_sums(x, weight, bias))
+    assert torch.equal(got, sequential_sums(x, weight, bias, part))
     torch.testing.assert_close(got, torch.nn.functional.linear(x, weight, bias))
 
 
@@ -51,7 +61,12 @@ def test_the_kernel_sums_input_by_input_then_adds_the_bias(outputs, inputs, with
 def test_a_weight_is_taken_only_where_the_kernel_sums_as_the_reference():
     torch.manual_seed(0)
     weight = torch.randn(40, 24)
-    assert RowWeight.of(weight, sequential_sums) is not None
+    assert RowWeight.of(weight, sequential_sums).part == 24
+    in_parts = RowWeight.of(weight, lambda x, w, b: sequential_sums(x, w, b, 8))
+    assert in_parts is None  # 8 is none of PARTS
+    wide = torch.randn(8, 1500)
+    assert RowWeight.of(wide, lambda x, w, b: sequential_sums(x, w, b, 1024)).part == 1024
+    assert RowWeight.of(wide, lambda x, w, b: sequential_sums(x, w, b, 512)).part == 512
     in_float64 = lambda x, w, b: torch.nn.functional.linear(  # noqa: E731
         x.double(), w.double(), None if b is None else b.double()).float()
     assert RowWeight.of(weight, in_float64) is None  # rounded once: other sums

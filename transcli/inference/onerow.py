@@ -6,13 +6,14 @@ pays about 17 us of set-up, and its kernel for a few rows streams the weights at
 half the speed a plain matrix-vector loop reaches, so the products of one row cost about
 twice those of this kernel (`bench.translate_speed --batch-rows 1`).
 
-The kernel sums each output as oneDNN's does for rows of the CPU recipe's widths: the
-products in the order of the inputs, each added with one rounding (a fused multiply-add),
-the bias last. That is a property of oneDNN's kernels, not a promise, so every weight is
-checked before the kernel takes it (`RowWeight.of`): on random rows, with and without a
-bias, its results must equal oneDNN's bit for bit, else that weight stays with oneDNN (on
-the CPU here, the feed-forward output, of 1,280 inputs, which oneDNN sums in parts). A
-sentence alone therefore gets the numbers it gets in a batch, as before.
+The kernel sums each output as oneDNN's kernels do on the AVX512 CPU here: the products in
+the order of the inputs, each added with one rounding (a fused multiply-add), in parts of
+1,024 inputs whose sums are then added in order, the bias last. That is a property of
+oneDNN's kernels, found by trying, not a promise, so every weight is checked before the
+kernel takes it (`RowWeight.of`): on random rows, with and without a bias, its results
+must equal oneDNN's bit for bit, with parts of 1,024 inputs or of another of `PARTS`;
+else that weight stays with oneDNN. A sentence alone therefore gets the numbers it gets
+in a batch, as before.
 
 The C source is compiled on first use, by the system's C compiler for this CPU (`cc`, or
 $CC), into a temporary folder (about 0.1 s). Without a compiler, or where it fails, there is
@@ -35,27 +36,36 @@ import torch
 from torch import Tensor
 
 BLOCK = 64  # outputs computed together: the weights are laid out in blocks of this many
+# The parts of its inputs the kernel may sum apart (then add), tried in turn: oneDNN's
+# kernels on the AVX512 CPU here sum 1,024 inputs at a time.
+PARTS = (1024, 512, 256, 2048, 4096)
 
 SOURCE = r"""
 #include <math.h>
 #define BLOCK 64
 
-/* y[n] = (x[0] w[n][0] + x[1] w[n][1] + ... + x[K-1] w[n][K-1]) + b[n] for n < N: the
-   products summed in input order, each added with one rounding (fmaf), then the bias.
-   w is laid out in blocks of BLOCK outputs, w[n][k] at (n / BLOCK) * K * BLOCK
-   + k * BLOCK + n % BLOCK, so that a block's loop reads consecutive memory. */
-void row_product(const float *x, const float *w, const float *b, float *y, long K, long N) {
+/* y[n] = x[0] w[n][0] + ... + x[K-1] w[n][K-1] + b[n] for n < N: the inputs taken in parts
+   of `part`, each part's products summed in input order, each added with one rounding
+   (fmaf); the parts' sums added in order, then the bias. w is laid out in blocks of BLOCK
+   outputs, w[n][k] at (n / BLOCK) * K * BLOCK + k * BLOCK + n % BLOCK, so that a block's
+   loop reads consecutive memory. */
+void row_product(const float *x, const float *w, const float *b, float *y, long K, long N,
+                 long part) {
     for (long first = 0; first < N; first += BLOCK) {
         const float *block = w + first * K;
-        float sum[BLOCK];
-        for (int j = 0; j < BLOCK; j++) sum[j] = x[0] * block[j];
-        for (long k = 1; k < K; k++) {
-            const float xk = x[k];
-            const float *wk = block + k * BLOCK;
-            for (int j = 0; j < BLOCK; j++) sum[j] = fmaf(xk, wk[j], sum[j]);
+        float total[BLOCK], sum[BLOCK];
+        for (long start = 0; start < K; start += part) {
+            long end = K - start < part ? K : start + part;
+            for (int j = 0; j < BLOCK; j++) sum[j] = x[start] * block[start * BLOCK + j];
+            for (long k = start + 1; k < end; k++) {
+                const float xk = x[k];
+                const float *wk = block + k * BLOCK;
+                for (int j = 0; j < BLOCK; j++) sum[j] = fmaf(xk, wk[j], sum[j]);
+            }
+            for (int j = 0; j < BLOCK; j++) total[j] = start ? total[j] + sum[j] : sum[j];
         }
         long outputs = N - first < BLOCK ? N - first : BLOCK;
-        for (long j = 0; j < outputs; j++) y[first + j] = b ? sum[j] + b[first + j] : sum[j];
+        for (long j = 0; j < outputs; j++) y[first + j] = b ? total[j] + b[first + j] : total[j];
     }
 }
 """
@@ -89,7 +99,7 @@ def kernel() -> Optional[Callable[..., None]]:
         except (OSError, subprocess.SubprocessError):
             return None
     function.restype = None
-    function.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_long] * 2
+    function.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_long] * 3
     return function
 
 
@@ -102,39 +112,43 @@ def blocked(weight: Tensor) -> Tensor:
 
 
 class RowWeight:
-    """A float32 CPU weight [N, K] laid out for the kernel."""
+    """A float32 CPU weight [N, K] laid out for the kernel, which sums its inputs in parts
+    of `part`."""
 
-    def __init__(self, weight: Tensor, run: Callable[..., None]):
+    def __init__(self, weight: Tensor, run: Callable[..., None], part: int):
         self.outputs, self.inputs = weight.shape
         self.layout = blocked(weight.detach())
-        self.run = run
+        self.run, self.part = run, part
 
     def __call__(self, x: Tensor, bias: Optional[Tensor] = None) -> Tensor:
         """x [1, K] (contiguous float32) Wᵀ + bias -> [1, N]."""
         y = x.new_empty(1, self.outputs)
         self.run(x.data_ptr(), self.layout.data_ptr(),
                  None if bias is None else bias.data_ptr(), y.data_ptr(),
-                 self.inputs, self.outputs)
+                 self.inputs, self.outputs, self.part)
         return y
 
     @classmethod
     def of(cls, weight: Tensor, reference: Callable[[Tensor, Tensor, Optional[Tensor]], Tensor]
            ) -> Optional[RowWeight]:
-        """`weight` laid out for the kernel if the kernel sums as `reference(x, weight,
-        bias)` does, bit for bit, on random rows with and without a bias (a different order
-        of the sums shows in such a row almost surely); else None."""
+        """`weight` laid out for the kernel, with the first of `PARTS` (or all its inputs
+        in one part) whose sums are those of `reference(x, weight, bias)`, bit for bit, on
+        random rows with and without a bias (a different order of the sums shows in such
+        a row almost surely); None if none is."""
         run = kernel()
         if run is None or weight.dtype != torch.float32 or weight.device.type != "cpu":
             return None
-        row_weight = cls(weight, run)
+        outputs, inputs = weight.shape
         generator = torch.Generator().manual_seed(0)
-        for _ in range(2):
-            x = torch.randn(1, row_weight.inputs, generator=generator)
-            bias = torch.randn(row_weight.outputs, generator=generator)
-            for b in (bias, None):
-                if not torch.equal(row_weight(x, b), reference(x, weight, b)):
-                    return None
-        return row_weight
+        cases = [(torch.randn(1, inputs, generator=generator), bias) for _ in range(2)
+                 for bias in (torch.randn(outputs, generator=generator), None)]
+        expected = [reference(x, weight, bias) for x, bias in cases]
+        row_weight = cls(weight, run, inputs)
+        for part in dict.fromkeys(min(part, inputs) for part in (*PARTS, inputs)):
+            row_weight.part = part
+            if all(torch.equal(row_weight(x, bias), y) for (x, bias), y in zip(cases, expected)):
+                return row_weight
+        return None
 
 
 class RowWeights:
