@@ -18,8 +18,8 @@ spent most of its time there). `linear` therefore takes each weight laid out onc
 (`packed`): the same sums, bit for bit, at any number of rows but one. A single row goes
 to a matrix-vector kernel that sums in another order, so it is padded to two: a sentence
 decoded alone gets the same numbers as in a batch (tests/test_cpu_matmul.py). Better still,
-a single row goes to `onerow`'s kernel where it gives oneDNN's sums (checked per weight):
-about half the cost of oneDNN's.
+products of a few rows go to `fewrows`'s kernel where it gives oneDNN's sums (checked per
+weight): from about half the cost of oneDNN's.
 
 With the BLAS, a product of few rows -- a decoding step near the end of a batch, when
 most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from transcli.inference.onerow import RowWeights
+from transcli.inference.fewrows import MOST_ROWS, RowWeights
 from transcli.model.kvcache import StepBuffers
 from transcli.model.transformer import output_product as model_output_product
 
@@ -116,11 +116,12 @@ packed = _Packs()
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """`F.linear(x, weight, bias)`, through oneDNN with the `packed` weight for float32 CPU
-    inference (`onednn_linear`); a single row through `onerow`'s kernel where it sums as
-    oneDNN does (`one_row`), at about half the cost."""
+    inference (`onednn_linear`); a few rows through `fewrows`'s kernel where it sums as
+    oneDNN does (`few_rows`), at about half the cost."""
     if ONEDNN and _cpu_inference(x, weight):
         flat = x if x.dim() == 2 else x.reshape(-1, x.size(-1))
-        row_weight = one_row(weight) if flat.size(0) == 1 and _plain(bias) else None
+        row_weight = (few_rows(weight) if flat.size(0) <= MOST_ROWS and _plain(bias)
+                      else None)
         out = (row_weight(flat.contiguous(), bias) if row_weight is not None
                else onednn_linear(flat, weight, bias))
         return out if x.dim() == 2 else out.view(*x.shape[:-1], weight.size(0))
@@ -139,11 +140,11 @@ def onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> T
 
 
 def _plain(bias: Optional[Tensor]) -> bool:
-    """Whether `onerow`'s kernel can read `bias`: none, or contiguous float32."""
+    """Whether `fewrows`'s kernel can read `bias`: none, or contiguous float32."""
     return bias is None or (bias.dtype == torch.float32 and bias.is_contiguous())
 
 
-one_row = RowWeights(onednn_linear)  # each weight for `onerow`'s kernel, checked against oneDNN
+few_rows = RowWeights(onednn_linear)  # each weight for `fewrows`'s kernel, checked against oneDNN
 
 
 def output_product(hidden: Tensor, weight: Tensor,
@@ -186,11 +187,11 @@ def blas_output_product(hidden: Tensor, weight: Tensor,
 
 def row_linear(module: nn.Module) -> Callable[[Tensor], Tensor]:
     """One row [1, in] through the linear layer `module`, made ready for many calls (a
-    decoding step of one sentence): `onerow`'s kernel where `linear` would take it, else
+    decoding step of one sentence): `fewrows`'s kernel where `linear` would take it, else
     the module's own forward (without a module call's cost)."""
     if type(module) is OneDnnLinear and ONEDNN:
         weight, bias = module.weight, module.bias
-        row_weight = one_row(weight) if _cpu_inference(weight, weight) and _plain(bias) else None
+        row_weight = few_rows(weight) if _cpu_inference(weight, weight) and _plain(bias) else None
         if row_weight is not None:
             return lambda x: row_weight(x.contiguous(), bias)
     return module.forward

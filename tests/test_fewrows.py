@@ -1,5 +1,6 @@
-"""One row times a weight in `onerow`'s C kernel: x Wᵀ + b, taken for a weight only where
-it gives the reference's sums bit for bit, and nothing at all without a C compiler."""
+"""A few rows times a weight in `fewrows`'s C kernel: x Wᵀ + b, each row summed alike
+whatever rows are beside it, taken for a weight only where it gives the reference's sums
+bit for bit, and nothing at all without a C compiler."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import pytest
 import torch
 from torch import Tensor
 
-from transcli.inference import onerow
+from transcli.inference import fewrows
 from transcli.inference.cpu_matmul import ONEDNN, linear, onednn_linear
-from transcli.inference.onerow import BLOCK, RowWeight, RowWeights, blocked
+from transcli.inference.fewrows import BLOCK, MOST_ROWS, RowWeight, RowWeights, blocked
 
-needs_kernel = pytest.mark.skipif(onerow.kernel() is None, reason="no C compiler here")
+needs_kernel = pytest.mark.skipif(fewrows.kernel() is None, reason="no C compiler here")
 
 
 def sequential_sums(x: Tensor, weight: Tensor, bias: Optional[Tensor], part: int = 0
@@ -51,7 +52,7 @@ def test_the_kernel_sums_input_by_input_in_parts_then_adds_the_bias(outputs, inp
     torch.manual_seed(0)
     x, weight = torch.randn(1, inputs), torch.randn(outputs, inputs)
     bias = torch.randn(outputs) if with_bias else None
-    got = RowWeight(weight, onerow.kernel(), part)(x, bias)
+    got = RowWeight(weight, fewrows.kernel(), part)(x, bias)
     assert got.shape == (1, outputs)
     assert torch.equal(got, sequential_sums(x, weight, bias, part))
     torch.testing.assert_close(got, torch.nn.functional.linear(x, weight, bias))
@@ -89,22 +90,36 @@ def test_a_weight_changed_in_place_is_laid_out_again():
 
 def test_without_a_compiler_there_is_no_kernel(monkeypatch):
     monkeypatch.setenv("CC", "no-such-compiler-here")
-    onerow.kernel.cache_clear()
+    fewrows.kernel.cache_clear()
     try:
-        assert onerow.kernel() is None
+        assert fewrows.kernel() is None
         assert RowWeight.of(torch.randn(8, 16), sequential_sums) is None
     finally:
-        onerow.kernel.cache_clear()
+        fewrows.kernel.cache_clear()
+
+
+@needs_kernel
+@pytest.mark.parametrize("part", [24, 10])
+def test_each_row_gets_the_sums_it_gets_alone(part):
+    """Rows go through the kernel in groups of up to four: any number of rows gives each
+    the sums of `sequential_sums`, as alone."""
+    torch.manual_seed(0)
+    x, weight, bias = torch.randn(11, 24), torch.randn(70, 24), torch.randn(70)
+    row_weight = RowWeight(weight, fewrows.kernel(), part)
+    alone = torch.cat([sequential_sums(x[i:i + 1], weight, bias, part) for i in range(11)])
+    for rows in range(1, 12):
+        assert torch.equal(row_weight(x[:rows], bias), alone[:rows])
 
 
 @pytest.mark.skipif(not ONEDNN, reason="this torch build has no oneDNN")
-def test_one_row_gets_the_sums_oneDNN_gives_it_among_others():
-    """Where the kernel takes a weight, it gives a single row the numbers oneDNN gives it in
-    a batch; where it does not, oneDNN does (padded to two rows)."""
+def test_a_few_rows_get_the_sums_oneDNN_gives_them_among_others():
+    """Where the kernel takes a weight, it gives up to MOST_ROWS rows the numbers oneDNN
+    gives them in a batch; where it does not, oneDNN does (a single row padded to two)."""
     torch.manual_seed(0)
     for weight in (torch.randn(960, 320), torch.randn(8000, 320), torch.randn(320, 1280)):
         bias, rows = torch.randn(weight.size(0)), torch.randn(40, weight.size(1))
         with torch.inference_mode():
-            assert torch.equal(linear(rows[:1], weight, bias),
-                               onednn_linear(rows, weight, bias)[:1])
-            assert torch.equal(linear(rows[:1], weight), onednn_linear(rows, weight)[:1])
+            every, unbiased = onednn_linear(rows, weight, bias), onednn_linear(rows, weight)
+            for count in (1, 2, 3, 5, MOST_ROWS):
+                assert torch.equal(linear(rows[:count], weight, bias), every[:count])
+                assert torch.equal(linear(rows[:count], weight), unbiased[:count])
