@@ -134,9 +134,19 @@ def onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> T
     (see the module's docstring)."""
     rows = x.size(0)
     extra = max(bucket(rows), 2) - rows
-    padded = F.pad(x, (0, 0, 0, extra)) if extra else x
+    padded = _padded(x, rows + extra) if extra else x
     out = torch.ops.mkldnn._linear_pointwise(padded, packed(weight), bias, "none", [], "")
     return out[:rows] if extra else out
+
+
+def _padded(x: Tensor, rows: int) -> Tensor:
+    """x [n, in] followed by zero rows up to `rows`; only those are zeroed (`F.pad` fills
+    all of its result first: 3% of the CPU time of greedy search of 200 Tatoeba lines in
+    one call, in torch.profiler)."""
+    padded = x.new_empty(rows, x.size(1))
+    padded[:x.size(0)] = x
+    padded[x.size(0):] = 0.0
+    return padded
 
 
 def _plain(bias: Optional[Tensor]) -> bool:
