@@ -17,7 +17,9 @@ rows the copy costs more than the arithmetic (a step of 16 rows of the CPU recip
 spent most of its time there). `linear` therefore takes each weight laid out once
 (`packed`): the same sums, bit for bit, at any number of rows but one. A single row goes
 to a matrix-vector kernel that sums in another order, so it is padded to two: a sentence
-decoded alone gets the same numbers as in a batch (tests/test_cpu_matmul.py).
+decoded alone gets the same numbers as in a batch (tests/test_cpu_matmul.py). Better still,
+products of a few rows go to `fewrows`'s kernel where it gives oneDNN's sums (checked per
+weight): from about half the cost of oneDNN's.
 
 With the BLAS, a product of few rows -- a decoding step near the end of a batch, when
 most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
@@ -28,12 +30,13 @@ most sentences have finished -- is computed the other way round, as (W xᵀ)ᵀ
 from __future__ import annotations
 
 import weakref
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transcli.inference.fewrows import MOST_ROWS, RowWeights
 from transcli.model.kvcache import StepBuffers
 from transcli.model.transformer import output_product as model_output_product
 
@@ -113,17 +116,45 @@ packed = _Packs()
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """`F.linear(x, weight, bias)`, through oneDNN with the `packed` weight for float32 CPU
-    inference. The rows are padded to a `bucket` size (oneDNN keeps memory for every shape
-    it meets), and a single row to two (see the module's docstring)."""
+    inference (`onednn_linear`); a few rows through `fewrows`'s kernel where it sums as
+    oneDNN does (`few_rows`), at about half the cost."""
     if ONEDNN and _cpu_inference(x, weight):
         flat = x if x.dim() == 2 else x.reshape(-1, x.size(-1))
-        rows = flat.size(0)
-        extra = max(bucket(rows), 2) - rows
-        padded = F.pad(flat, (0, 0, 0, extra)) if extra else flat
-        out = torch.ops.mkldnn._linear_pointwise(padded, packed(weight), bias, "none", [], "")
-        out = out[:rows] if extra else out
+        row_weight = (few_rows(weight) if flat.size(0) <= MOST_ROWS and _plain(bias)
+                      else None)
+        out = (row_weight(flat.contiguous(), bias) if row_weight is not None
+               else onednn_linear(flat, weight, bias))
         return out if x.dim() == 2 else out.view(*x.shape[:-1], weight.size(0))
     return F.linear(x, weight, bias)
+
+
+def onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """x [rows, in] Wᵀ + b through oneDNN with the `packed` weight. The rows are padded to a
+    `bucket` size (oneDNN keeps memory for every shape it meets), and a single row to two
+    (see the module's docstring)."""
+    rows = x.size(0)
+    extra = max(bucket(rows), 2) - rows
+    padded = _padded(x, rows + extra) if extra else x
+    out = torch.ops.mkldnn._linear_pointwise(padded, packed(weight), bias, "none", [], "")
+    return out[:rows] if extra else out
+
+
+def _padded(x: Tensor, rows: int) -> Tensor:
+    """x [n, in] followed by zero rows up to `rows`; only those are zeroed (`F.pad` fills
+    all of its result first: 3% of the CPU time of greedy search of 200 Tatoeba lines in
+    one call, in torch.profiler)."""
+    padded = x.new_empty(rows, x.size(1))
+    padded[:x.size(0)] = x
+    padded[x.size(0):] = 0.0
+    return padded
+
+
+def _plain(bias: Optional[Tensor]) -> bool:
+    """Whether `fewrows`'s kernel can read `bias`: none, or contiguous float32."""
+    return bias is None or (bias.dtype == torch.float32 and bias.is_contiguous())
+
+
+few_rows = RowWeights(onednn_linear)  # each weight for `fewrows`'s kernel, checked against oneDNN
 
 
 def output_product(hidden: Tensor, weight: Tensor,
@@ -162,6 +193,18 @@ def blas_output_product(hidden: Tensor, weight: Tensor,
         return model_output_product(hidden, weight, buffers)
     out = buffers.get("logits", hidden.size(0), weight.size(0), hidden)
     return out.copy_(torch.mm(weight, hidden.t()).t())
+
+
+def row_linear(module: nn.Module) -> Callable[[Tensor], Tensor]:
+    """One row [1, in] through the linear layer `module`, made ready for many calls (a
+    decoding step of one sentence): `fewrows`'s kernel where `linear` would take it, else
+    the module's own forward (without a module call's cost)."""
+    if type(module) is OneDnnLinear and ONEDNN:
+        weight, bias = module.weight, module.bias
+        row_weight = few_rows(weight) if _cpu_inference(weight, weight) and _plain(bias) else None
+        if row_weight is not None:
+            return lambda x: row_weight(x.contiguous(), bias)
+    return module.forward
 
 
 class OneDnnLinear(nn.Linear):

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from transcli.config.schema import STRATEGIES, DecodeConfig
-from transcli.inference import topk
+from transcli.inference import single, topk
 from transcli.inference.repeats import ban_repeats
 from transcli.model.kvcache import DecoderState, StepBuffers
 from transcli.model.transformer import Memory, Transformer
@@ -132,7 +132,13 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Te
     n-gram of that size twice (`repeats.ban_repeats`).
     """
     limit = _limits(max_len, src, model)
-    decoder = IncrementalDecoder(model, model.encode(src, packed=True), cached)
+    memory = model.encode(src, packed=True)
+    if cached and not no_repeat_ngram and single.takes(model, src):  # the same, faster
+        tokens, logprob, eos = single.greedy(model, memory, int(limit[0]))
+        score = hypothesis_score(logprob, len(tokens) + eos, length_penalty_alpha, word_reward,
+                                 reward_bounds(src, reward_bound)[0])
+        return [Hypothesis(tokens, logprob, score, eos)]
+    decoder = IncrementalDecoder(model, memory, cached)
     return _one_path(decoder, limit, length_penalty_alpha,
                      (word_reward, reward_bounds(src, reward_bound)),
                      _most_likely, no_repeat_ngram)
