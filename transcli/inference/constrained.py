@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -65,6 +65,9 @@ class Terms:
         """Every token of every form: any other leaves a hypothesis' progress as it is."""
         return frozenset(token for forms in self.constraints for form in forms
                          for token in form)
+
+
+NO_TERMS = Terms([], frozenset())
 
 
 @dataclass(frozen=True)
@@ -365,6 +368,24 @@ def form_alternatives(forms: Sequence[str], encode: Callable[[str], list[int]]
         found.update((alt, None) for alt in (ids, capital)
                      if alt and (alt is ids or len(alt) <= len(ids)))
     return tuple(found)
+
+
+class TermEncoder:
+    """Glossary forms (per term, `realtext.Unit.terms`) as a sentence's `Terms`, in the
+    pieces of a sentencepiece model `sp`."""
+
+    def __init__(self, sp: Any):
+        self.sp = sp
+
+    @functools.cached_property
+    def joining(self) -> frozenset[int]:
+        return joining_tokens([self.sp.IdToPiece(i) for i in range(self.sp.GetPieceSize())])
+
+    def __call__(self, terms: Sequence[Sequence[str]]) -> Terms:
+        if not terms:
+            return NO_TERMS
+        return Terms([form_alternatives(forms, self.sp.Encode) for forms in terms],
+                     self.joining)
 
 
 def joining_tokens(pieces: Sequence[str]) -> frozenset[int]:

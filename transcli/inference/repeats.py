@@ -11,13 +11,14 @@ would complete an n-gram the hypothesis already holds.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import regex
 
 if TYPE_CHECKING:  # imported by `evaluate`'s scoring, which needs no torch
     from torch import Tensor
 
+RETRY_NGRAMS = (3, 2)  # the n-gram sizes a looping line is searched again with, in turn
 # Words and runs of punctuation ("..." is one token, as a reader sees it).
 _TOKENS = regex.compile(r"\w+|[^\w\s]+")
 MAX_UNIT = 4  # a loop's unit: up to this many tokens repeated back to back
@@ -94,3 +95,25 @@ def ban_repeats(logp: Tensor, history: Tensor, n: int) -> None:
     rows, starts = match.nonzero(as_tuple=True)
     if rows.numel():
         logp[rows, windows[rows, starts, -1]] = float("-inf")
+
+
+def retry_loops(found: list[list[Any]], best_texts: Callable[[list[list[Any]]], list[str]],
+                loops: Callable[[int, str], bool],
+                search: Callable[[list[int], int], Sequence[list[Any]]]) -> int:
+    """Search the lines whose best translation loops (`loops(i, text)`, the texts by
+    `best_texts(found)`) again with `search(lines, n)`, which blocks repeated n-grams of
+    pieces: trigrams, then (where it still loops) bigrams; `found` (each line's
+    hypotheses, best first; [] for none) keeps what the last search found for them.
+    How many lines looped at first. The search is the caller's own (greedy search
+    there, cheaper, lost BLEU on news text)."""
+    retried = 0
+    for no_repeat in RETRY_NGRAMS:
+        best = best_texts(found)
+        looping = [i for i, text in enumerate(best) if found[i] and loops(i, text)]
+        if not looping:
+            break
+        retried = retried or len(looping)
+        for i, hyps in enumerate(search(looping, no_repeat)):
+            if hyps:
+                found[i] = hyps
+    return retried

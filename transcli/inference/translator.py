@@ -22,13 +22,13 @@ from transcli.data.terms import trained_with_annotation
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference import device_defaults
 from transcli.inference.alignment import Alignment, Translated, alignments, placements
-from transcli.inference.constrained import Terms, form_alternatives, joining_tokens
+from transcli.inference.constrained import NO_TERMS, TermEncoder, Terms
 from transcli.inference.cpu_matmul import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.glossary import Glossary, read_glossary
 from transcli.inference.quantize import quantize_int8
 from transcli.inference.realtext import Plan, Preparer, Unit
-from transcli.inference.repeats import collapsed, degenerate
+from transcli.inference.repeats import collapsed, degenerate, retry_loops
 from transcli.inference.search import Hypothesis
 from transcli.inference.spans import relative_place
 from transcli.model.transformer import Transformer
@@ -37,7 +37,6 @@ from transcli.rundir.run import RunDir
 from transcli.system.devices import pick_device
 from transcli.system.runtime import inference_setup
 
-RETRY_NGRAMS = (3, 2)  # the n-gram sizes a looping line is searched again with, in turn
 Loops = Callable[[int, str], bool]  # whether line i's translation (text) loops
 
 
@@ -69,7 +68,7 @@ class Translator:
         self.truncated = 0  # input lines cut to fit the model's positions, so far
         self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
         self.retried = 0  # sentences searched again because their translation looped
-        self.joining: Optional[frozenset[int]] = None  # `constrained.joining_tokens`, once
+        self.term_encoder = TermEncoder(tokenizer.sp)
 
     @property
     def batch_invariant(self) -> bool:
@@ -154,16 +153,8 @@ class Translator:
             in zip(lines, sources, done, targets)])
 
     def constraints(self, units: Sequence[Optional[Unit]]) -> list[Terms]:
-        """Each unit's glossary terms as constraints of the search (`Unit.terms`: none
-        unless the preparer keeps terms as constraints; none for None)."""
-        def encode(text: str) -> list[int]:
-            return self.tokenizer.encode([text])[0]
-
-        if self.joining is None:
-            sp = self.tokenizer.sp
-            self.joining = joining_tokens([sp.IdToPiece(i) for i in range(sp.GetPieceSize())])
-        return [Terms([form_alternatives(forms, encode) for forms in unit.terms]
-                      if unit else [], self.joining) for unit in units]
+        """Each unit's glossary terms (`Unit.terms`) as constraints of the search."""
+        return [self.term_encoder(unit.terms if unit else ()) for unit in units]
 
     def search_lines(self, lines: list[str], indices: Sequence[int],
                      loops: Optional[Loops] = None,
@@ -171,18 +162,22 @@ class Translator:
                      ) -> tuple[list[list[int]], list[list[Hypothesis]]]:
         """Each line's source ids (with EOS; [] for a blank line) and its hypotheses, best
         first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling).
-        A line with `constraints` (glossary terms, `constraints`) is searched by
-        constrained beam search, apart from the lines without.
-        With `decode.retry_repeats`, a line whose best translation loops (`loops`; by
-        default `repeats.degenerate` against the line) is searched again (`_retry_loops`)."""
+        A line with `constraints` (its glossary terms) is searched apart, by constrained
+        beam search. With `decode.retry_repeats`, a line whose best translation loops
+        (`loops`; by default `repeats.degenerate` against it) is searched again
+        (`repeats.retry_loops`)."""
         sources, cut = source_ids(self.tokenizer, lines, self.engine.max_positions)
         self.truncated += cut
         todo = [i for i, ids in enumerate(sources) if ids]
-        terms = list(constraints) if constraints else [Terms([], frozenset()) for _ in lines]
+        terms = list(constraints) if constraints else [NO_TERMS] * len(lines)
         found = self._search_all(sources, todo, indices, terms)
         if self.decode.retry_repeats:
-            self._retry_loops(sources, indices, found, terms,
-                              loops or (lambda i, text: degenerate(lines[i], text)))
+            self.retried += retry_loops(
+                found, lambda found: self.tokenizer.decode(
+                    [hyps[0].tokens if hyps else [] for hyps in found]),
+                loops or (lambda i, text: degenerate(lines[i], text)),
+                lambda looping, n: self._search_all(sources, looping, indices, terms, replace(
+                    self.decode, no_repeat_ngram=n)))
         return sources, found
 
     def _search_all(self, sources: list[list[int]], todo: list[int], indices: Sequence[int],
@@ -199,26 +194,6 @@ class Translator:
                         [constraints[i] for i in picked] if constraints[picked[0]] else None)):
                     found[i] = hyps
         return found
-
-    def _retry_loops(self, sources: list[list[int]], indices: Sequence[int],
-                     found: list[list[Hypothesis]], constraints: Sequence[Terms],
-                     loops: Loops) -> None:
-        """Search the lines whose best translation loops again, forbidding repeated
-        trigrams of pieces, then (where it still loops) repeated bigrams; keep what the
-        last search found for them. The search is the same one (greedy search there,
-        cheaper, lost BLEU on news text)."""
-        for no_repeat in RETRY_NGRAMS:
-            best = self.tokenizer.decode([hyps[0].tokens if hyps else [] for hyps in found])
-            looping = [i for i, text in enumerate(best) if found[i] and loops(i, text)]
-            if not looping:
-                return
-            if no_repeat == RETRY_NGRAMS[0]:
-                self.retried += len(looping)
-            for i, hyps in enumerate(self._search_all(
-                    sources, looping, indices, constraints,
-                    replace(self.decode, no_repeat_ngram=no_repeat))):
-                if hyps:
-                    found[i] = hyps
 
     def texts(self, found: list[list[Hypothesis]]) -> list[list[tuple[str, float]]]:
         """(text, score) of each hypothesis; a line without any gets n_best empty ones.

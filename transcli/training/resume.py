@@ -97,7 +97,8 @@ RULES: dict[Rule, list[str]] = {
         *_keys("decode", "strategy beam_size length_penalty word_reward word_reward_bound "
                          "max_len_a max_len_b batch_tokens n_best temperature top_k top_p "
                          "seed engine quantize cpu_gemm precision threads split_sentences "
-                         "split protect truecase no_repeat_ngram retry_repeats glossary"),
+                         "split protect truecase no_repeat_ngram retry_repeats glossary "
+                         "glossary_method"),
         PLAN],
     Rule.FREE: _keys("train", "max_minutes device threads compile cuda_graphs log_every "
                               "valid_every save_every keep_last average_last valid_bleu_lines "
