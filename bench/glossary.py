@@ -19,10 +19,11 @@ pick terms a reference really uses.
 It then translates the set again with the glossary (`decode.glossary`) in each of
 --methods (`decode.glossary_method`: constrained search, placeholders, and annotation
 for a run trained with it) and prints, for each and without the glossary: the term-use
-rate (`glossary.TermUse`), BLEU, chrF, lines per second of wall time and of CPU time, and
-the speed against the translation without the glossary by CPU time (the machine's other
-work does not lengthen it), and how many lines without a term came out differently (none should: such a line is translated exactly as without a glossary).
-The glossaries, each method's translations and results.json go under --work.
+rate (`glossary.TermUse`), BLEU, chrF, lines per second of wall time and of CPU time, the
+speed against the translation without the glossary by CPU time (the machine's other work
+does not lengthen it), and how many lines without a term came out differently (none
+should: such a line is translated exactly as without a glossary). The glossaries, each
+method's translations and results.json go under --work.
 """
 
 from __future__ import annotations
