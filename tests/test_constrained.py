@@ -279,3 +279,12 @@ def test_translate_and_explain_constrain_by_default(run_dir, tmp_path):
     result = run_cli("explain", "-m", run_dir, "--checkpoint", "last", "--glossary", terms,
                      "--out", tmp_path / "pictures", "I like trees.")
     assert result.returncode == 0 and "plantas" in result.stdout, result.stderr
+
+
+def test_a_form_the_vocabulary_cannot_spell_goes_back_by_its_placeholder(float_model, tiny_spm):
+    sp = Tokenizer(tiny_spm).sp
+    assert sp.PieceToId("駅") == sp.unk_id()  # not in the tiny vocabulary
+    glossary = Glossary([Entry("trees", ("東京駅",)), Entry("apple", ("pera",))])
+    out = translator(float_model, tiny_spm, glossary).translate(
+        ["I like trees.", "The boy eats an apple."])
+    assert out[0].count("東京駅") == 1 and "pera" in out[1]

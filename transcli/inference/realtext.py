@@ -147,7 +147,9 @@ class Preparer:
     def _spans(self, text: str, unknown: Callable[[str], bool]) -> list[Span]:
         """The spans of `text` to mask: all kinds with `decode.protect`, and the glossary's
         terms (alone when `decode.protect` is off: the glossary was asked for), unless
-        they are constraints (they still keep other spans from overlapping them)."""
+        they are constraints or annotations (they still keep other spans from overlapping
+        them) whose form the model can write: a form with a character the vocabulary
+        lacks goes back by its placeholder."""
         terms = self.glossary.find if self.glossary else None
         if self.decode.protect:
             spans = find_spans(text, unknown, terms=terms)
@@ -155,7 +157,12 @@ class Preparer:
             spans = find_spans(text, kinds=frozenset(), terms=terms) if terms else []
         if self.terms_as in (None, PLACEHOLDER):
             return spans
-        return [span for span in spans if span.kind != TERM]  # they stay in the text
+        return [span for span in spans if span.kind != TERM or not self._writable(span.output)]
+
+    def _writable(self, form: str) -> bool:
+        """Whether the vocabulary has every character of `form`, in one case at least (an
+        ALL-CAPS line's form is in capitals here, and written in lower case)."""
+        return not any(self.caseless_unknown(char) for char in form if not char.isspace())
 
     def _cased(self, masked: Masked, before: str, protect: bool) -> Unit:
         case = case_of(masked.text) if self.decode.truecase else None
