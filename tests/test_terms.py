@@ -10,11 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import ROOT
-from helpers.training import fast_config, losses, train_dirs
-from safetensors.torch import load_file
+from helpers.training import (
+    assert_training_resumes_exactly,
+    assert_variants_resume_mid_epoch,
+    fast_config,
+)
 
 from transcli.config.loading import load_config, save_config
-from transcli.data.batching import BatchPlan, BatchStream, StreamPosition
+from transcli.data.batching import BatchPlan
 from transcli.data.prepared_dir import open_prepared_dir
 from transcli.data.terms import (
     MAX_TERMS,
@@ -26,7 +29,7 @@ from transcli.data.terms import (
     translations,
     written_words,
 )
-from transcli.rundir.layout import CONFIG_FILE, step_path
+from transcli.rundir.layout import CONFIG_FILE
 from transcli.system.errors import UserError
 
 BUDGET = 160  # tokens per batch side: the 32 prepared pairs make several batches
@@ -169,33 +172,15 @@ def test_two_builds_annotate_the_same_pairs_and_terms(prepared: Path) -> None:
 
 
 def test_a_stream_resumed_mid_epoch_sees_the_same_batches(prepared: Path) -> None:
-    """A fresh plan (as a resumed run builds it) at (epoch 2, batch 1) hands out what the
-    first plan did there, collated the same."""
-    first, terms = plan_and_terms(prepared, 0.3)
-    stream = BatchStream(first, StreamPosition())
-    seen = [stream.next() for _ in range(len(first.epoch(0)) + len(first.epoch(1)) + 4)]
-    again, terms_again = plan_and_terms(prepared, 0.3)
-    resumed = BatchStream(again, StreamPosition(2, 1))
-    for expected in seen[len(first.epoch(0)) + len(first.epoch(1)) + 1:]:
-        batch = resumed.next()
-        assert batch.tolist() == expected.tolist()
-        assert terms_again.collate(batch).src.tolist() == terms.collate(expected).src.tolist()
+    assert_variants_resume_mid_epoch(lambda: plan_and_terms(prepared, 0.3))
 
 
 @pytest.mark.slow
 def test_annotated_training_resumes_exactly(prepared: Path, tmp_path: Path) -> None:
     """8 updates, resume to 16, equals 16 straight; the annotated pairs change training;
     the run's saved config says it was trained with annotation."""
-    straight, split, plain = tmp_path / "straight", tmp_path / "split", tmp_path / "plain"
-    sets = ["train.term_annotation=0.5", "train.save_every=8"]
-    train_dirs(fast_config(*sets, "train.max_steps=16"), prepared, straight)
-    train_dirs(fast_config(*sets, "train.max_steps=8"), prepared, split)
-    train_dirs(fast_config(*sets, "train.max_steps=16"), prepared, split, resume=True)
-    a, b = load_file(step_path(straight, 16)), load_file(step_path(split, 16))
-    assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
-    assert losses(split) == losses(straight)
-    train_dirs(fast_config("train.max_steps=16"), prepared, plain)
-    assert losses(plain) != losses(straight)
+    straight, plain = assert_training_resumes_exactly("train.term_annotation=0.5", prepared,
+                                                      tmp_path)
     assert trained_with_annotation(load_config(straight / CONFIG_FILE))
     assert not trained_with_annotation(load_config(plain / CONFIG_FILE))
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 from helpers import ROOT, default_signals
 from transcli.config.loading import load_config
@@ -79,3 +80,41 @@ def wait_for(path: Path, timeout: float = 60) -> None:
     while not (path.is_file() and path.read_text().strip()):
         assert time.time() < deadline, f"{path} never appeared"
         time.sleep(0.05)
+
+
+def assert_variants_resume_mid_epoch(build: Callable[[], tuple[Any, Any]]) -> None:
+    """A fresh plan and its pair variants (`build()`: a `BatchPlan` and its `Variants`, as
+    a resumed run builds them) at (epoch 2, batch 1) hand out what the first did there,
+    collated the same."""
+    from transcli.data.batching import BatchStream, StreamPosition
+
+    first, variants = build()
+    stream = BatchStream(first, StreamPosition())
+    seen = [stream.next() for _ in range(len(first.epoch(0)) + len(first.epoch(1)) + 4)]
+    again, variants_again = build()
+    resumed = BatchStream(again, StreamPosition(2, 1))
+    for expected in seen[len(first.epoch(0)) + len(first.epoch(1)) + 1:]:
+        batch = resumed.next()
+        assert batch.tolist() == expected.tolist()
+        assert variants_again.collate(batch).src.tolist() == \
+            variants.collate(expected).src.tolist()
+
+
+def assert_training_resumes_exactly(setting: str, data: Path, folder: Path) -> tuple[Path, Path]:
+    """With `setting` (a train key), 8 updates resumed to 16 equal 16 straight, and
+    differ from 16 without it; the (straight, plain) run dirs."""
+    from safetensors.torch import load_file
+
+    from transcli.rundir.layout import step_path
+
+    straight, split, plain = folder / "straight", folder / "split", folder / "plain"
+    sets = [setting, "train.save_every=8"]
+    train_dirs(fast_config(*sets, "train.max_steps=16"), data, straight)
+    train_dirs(fast_config(*sets, "train.max_steps=8"), data, split)
+    train_dirs(fast_config(*sets, "train.max_steps=16"), data, split, resume=True)
+    a, b = load_file(step_path(straight, 16)), load_file(step_path(split, 16))
+    assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
+    assert losses(split) == losses(straight)
+    train_dirs(fast_config("train.max_steps=16"), data, plain)
+    assert losses(plain) != losses(straight)
+    return straight, plain

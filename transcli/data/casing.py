@@ -25,8 +25,7 @@ import regex
 
 from transcli.data.batching import Batch, assemble, rows_from_lists
 from transcli.data.prepared_dir import PreparedDir
-from transcli.data.resegment import LineFile
-from transcli.system.errors import UserError
+from transcli.data.resegment import train_text
 
 AS_WRITTEN, UPPER, TITLE = 0, 1, 2  # a pair's form in an epoch
 CASE_STREAM = 0xCA5E  # keys the epoch's case draws apart from its batch order
@@ -53,11 +52,7 @@ class CaseAugment:
     def __init__(self, data: PreparedDir, share: float, seed: int):
         self.split = data.split("train")
         self.size = len(self.split)
-        self.texts = [LineFile(path, "case augmentation (train.case_augment)")
-                      for path in data.text_paths("train")]
-        if any(len(text) != self.size for text in self.texts):
-            raise UserError(f"{data.dir}: the train text and the encoded train split differ "
-                            f"in length; run `transcli prepare` again")
+        self.texts = train_text(data, "case augmentation (train.case_augment)")
         self.sp = data.tokenizer.sp
         self.share, self.seed = share, seed
 

@@ -42,6 +42,17 @@ class LineFile:
                 for s, e in zip(self.starts[idx].tolist(), self.ends[idx].tolist())]
 
 
+def train_text(data: PreparedDir, what: str) -> list[LineFile]:
+    """The train split's text, source and target side, for `what` (named in errors),
+    checked to hold a line per encoded pair."""
+    size = len(data.split("train"))
+    texts = [LineFile(path, what) for path in data.text_paths("train")]
+    if any(len(text) != size for text in texts):
+        raise UserError(f"{data.dir}: the train text and the encoded train split differ "
+                        f"in length; run `transcli prepare` again")
+    return texts
+
+
 class Resegmenter:
     """Collates batches of the train split with freshly sampled segmentations."""
 

@@ -42,8 +42,7 @@ import regex
 from transcli.config.schema import Config
 from transcli.data.batching import Batch, assemble, rows_from_lists
 from transcli.data.prepared_dir import PreparedDir
-from transcli.data.resegment import LineFile
-from transcli.system.errors import UserError
+from transcli.data.resegment import LineFile, train_text
 
 OPEN, CLOSE = "[ ", " ]"  # what replaces a term's English words: OPEN + form + CLOSE
 MIN_LETTERS = 4  # shorter words are never terms (nor a term's translation)
@@ -300,11 +299,7 @@ class TermAnnotation:
     def __init__(self, data: PreparedDir, share: float, seed: int):
         self.split = data.split("train")
         self.size = len(self.split)
-        self.texts = [LineFile(path, "term annotation (train.term_annotation)")
-                      for path in data.text_paths("train")]
-        if any(len(text) != self.size for text in self.texts):
-            raise UserError(f"{data.dir}: the train text and the encoded train split differ "
-                            f"in length; run `transcli prepare` again")
+        self.texts = train_text(data, "term annotation (train.term_annotation)")
         self.sp = data.tokenizer.sp
         self.share, self.seed = share, seed
         self.terms = PairTerms.find(*self.texts)
