@@ -158,7 +158,6 @@ class SentenceBeams:
     def __init__(self, k: int, terms: Terms):
         self.k = k
         self.terms = terms
-        self.constraints = terms.constraints
         self.tokens: list[list[int]] = [[] for _ in range(k)]
         self.scores = [0.0] + [NEG_INF] * (k - 1)  # all start equal: only one expands
         self.progress = [Progress() for _ in range(k)]
@@ -307,7 +306,7 @@ def _forbid_early_end(logp: Tensor, group: list[SentenceBeams]) -> None:
     """No end of sentence for a beam that lacks a constraint."""
     rows = [i * beams.k + b for i, beams in enumerate(group)
             for b, progress in enumerate(beams.progress)
-            if not progress.complete(beams.constraints)]
+            if not progress.complete(beams.terms.constraints)]
     if rows:
         logp[torch.tensor(rows, device=logp.device), EOS_ID] = NEG_INF
 
@@ -345,7 +344,7 @@ def _continuations(logp: Tensor, allowed: Tensor, group: list[SentenceBeams], k:
     values, ids = topk.top_k(logp, min(2 * k, logp.size(-1)))
     top = [list(zip(v, t)) for v, t in zip(values.tolist(), ids.tolist())]
     progress = [p for beams in group for p in beams.progress]
-    wanted = [sorted(p.wanted(beams.constraints))
+    wanted = [sorted(p.wanted(beams.terms.constraints))
               for beams in group for p in beams.progress]
     pairs = [(row, token) for row, tokens in enumerate(wanted) for token in tokens]
     forced: list[list[tuple[float, int]]] = [[] for _ in wanted]
