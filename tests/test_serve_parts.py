@@ -153,7 +153,8 @@ def test_a_zip_is_refused_past_what_it_may_unpack_to():
 
 def test_the_documents_thread_runs_one_job_at_a_time_and_drops_abandoned_ones():
     """Results and errors come back to the waiting request; past its queue a job is
-    refused at once; a job whose request stopped waiting before it started never runs."""
+    refused at once; a job whose request stopped waiting before it started never runs and
+    frees its place in the queue at once."""
     from transcli.serve.batcher import QueueFull
     from transcli.serve.documents import DocumentThread
 
@@ -178,14 +179,18 @@ def test_the_documents_thread_runs_one_job_at_a_time_and_drops_abandoned_ones():
         second.cancel()  # its request stopped waiting
         with pytest.raises(asyncio.CancelledError):  # ... and has seen that it did
             await second
+        third = asyncio.create_task(thread.run(lambda: ran.append("third")))
+        await asyncio.sleep(0.05)  # the cancelled job's place is free at once
+        assert not third.done()
         release.set()
         assert await first == "held"
+        await third
         with pytest.raises(UserError, match="bad document"):
             await thread.run(fails)
         assert await thread.run(lambda: 42) == 42
 
     asyncio.run(scenario())
-    assert ran == ["held"]
+    assert ran == ["held", "third"]
 
 
 def test_a_document_alone_goes_to_the_model_in_its_chunks():

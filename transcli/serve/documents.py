@@ -68,7 +68,10 @@ class DocumentThread:
         try:
             return await job.future
         except asyncio.CancelledError:
-            job.abandoned = True  # not started yet: dropped; started: its result is
+            with self._cond:  # not started yet: its place in the queue is freed now
+                if job in self._queue:
+                    self._queue.remove(job)
+                job.abandoned = True  # started: its result is dropped
             raise
 
     def _work(self) -> None:
@@ -77,8 +80,6 @@ class DocumentThread:
                 while not self._queue:
                     self._cond.wait()
                 job = self._queue.popleft()
-            if job.abandoned:
-                continue
             try:
                 result: Any = job.work()
             except BaseException as exc:  # UserError (a bad document) or a bug: the caller's
