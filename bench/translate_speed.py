@@ -4,6 +4,7 @@
     python -m bench.translate_speed --model RUN --engines torch torch-uncached
     python -m bench.translate_speed --model RUN --engines torch --baseline d9713a4
     python -m bench.translate_speed --model RUN --batch-rows 1 16 1000 --threads 1
+    python -m bench.translate_speed --model RUN --batch-rows 16 1000 --by-length
     python -m bench.translate_speed --model RUN --device cuda --budget 90 --out DIR
 
 The first --lines lines of the dev sets, greedy and beam 5, through `Translator` without
@@ -12,7 +13,10 @@ REV's code) and thread count, each a worker process of its own, kept running. Th
 take turns cell by cell, in an order reversed every other round; a cell's figure is the
 median over rounds, and each ratio the median of the rounds' own ratios (lowest and
 highest in brackets). With --budget each cell stops at its share of the time left (CUDA:
-one round, one thread count). docs/BENCHMARKS.md and docs/INFERENCE.md have figures.
+one round, one thread count). --by-length translates each set's lines shortest first, so
+that the lines of a call end at about the same step: beside a run without it, how much of
+a small call's cost is its longest line's tail. docs/BENCHMARKS.md and docs/INFERENCE.md
+have figures.
 """
 
 from __future__ import annotations
@@ -105,7 +109,7 @@ def worker(args: argparse.Namespace) -> None:
         sys.path.insert(0, args.source)
     cpu_setup(args.threads)  # the OpenMP wait policy before torch loads, torch's threads
     held = device_memory(args.device)
-    sets = {name: read_lines(corpus() / f"{name}.en", args.lines) for name in args.sets}
+    sets = {name: set_lines(name, "en", args) for name in args.sets}
     start = time.perf_counter()
     translators = {label: load(args, *SEARCHES[label]) for label in args.searches}
     load_seconds = time.perf_counter() - start
@@ -187,7 +191,8 @@ class Worker:
              "--checkpoint", args.checkpoint, "--lines", str(args.lines), "--worker", engine,
              "--threads", str(threads), "--hyps", args.hyps, "--device", args.device,
              "--sets", *args.sets, "--searches", *args.searches]
-            + (["--source", source] if source else []),
+            + (["--source", source] if source else [])
+            + (["--by-length"] if args.by_length else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True,
             env={**os.environ, "OMP_NUM_THREADS": str(threads)}, cwd=ROOT)
         self.ready = self.reply()  # its load time, once its translators are warm
@@ -274,7 +279,7 @@ def table(engines: list[str], args: argparse.Namespace, results: dict[tuple, lis
             process = processes[(engine, threads)]
             for name, label, n in cells(args, args.batch_rows or [0]):
                 key = (engine, threads, name, label, n)
-                rounds, score = results[key], bleu(results[key][-1], name)
+                rounds, score = results[key], bleu(results[key][-1], name, args)
                 peak = (process["peak_rss_mib"] if args.device == "cpu" else rounds[-1][
                     "device_mib" if engine.startswith("ct2") else "torch_peak_mib"])
                 report.say(f"{engine:<{width}}{threads:>4} {name:<18}{label:<8}{n or 'all':>6}"
@@ -334,13 +339,23 @@ def paired_ratio(baseline: list[dict] | None, rows: list[dict], time: str = "sec
     return f"{statistics.median(ratios):.2f}x{spread}"
 
 
-def bleu(row: dict, name: str) -> float:
+def bleu(row: dict, name: str, args: argparse.Namespace) -> float:
     """BLEU of a cell's output against the first references of set `name`."""
     from sacrebleu.metrics import BLEU
 
     hyps = Path(row["output"]).read_text(encoding="utf-8").splitlines()
-    refs = read_lines(corpus() / f"{name}.es", len(hyps))
+    refs = set_lines(name, "es", args)[:len(hyps)]
     return BLEU().corpus_score(hyps, [refs]).score
+
+
+def set_lines(name: str, side: str, args: argparse.Namespace) -> list[str]:
+    """The first --lines lines of set `name`'s `side` ("en" or "es"), in the order they are
+    translated: with --by-length, by the English lines' length in words."""
+    lines = read_lines(corpus() / f"{name}.{side}", args.lines)
+    if not args.by_length:
+        return lines
+    english = lines if side == "en" else read_lines(corpus() / f"{name}.en", args.lines)
+    return [lines[i] for i in sorted(range(len(lines)), key=lambda i: len(english[i].split()))]
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -359,6 +374,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--searches", nargs="+", default=list(SEARCHES), choices=list(SEARCHES))
     parser.add_argument("--batch-rows", type=int, nargs="+",
                         help="lines per translate call, each size a cell (CPU)")
+    parser.add_argument("--by-length", action="store_true",
+                        help="translate each set's lines shortest first (module doc)")
     parser.add_argument("--baseline",
                         help="a git revision whose torch engines (those asked for) run beside")
     parser.add_argument("--budget", type=float, default=math.inf,
@@ -407,8 +424,9 @@ def header(args: argparse.Namespace, report: Report) -> None:
     import torch
 
     lines = args.lines if args.lines < 10**9 else "all"
-    report.say(f"model {args.model} ({args.checkpoint}); {lines} lines per set; load average "
-               f"{os.getloadavg()[0]:.2f}")
+    order = ", shortest first" if args.by_length else ""
+    report.say(f"model {args.model} ({args.checkpoint}); {lines} lines per set{order}; load "
+               f"average {os.getloadavg()[0]:.2f}")
     if args.device == "cuda":
         report.say(f"CUDA: {torch.cuda.get_device_name()}, torch {torch.__version__}; budget "
                    f"{args.budget:g} s")

@@ -46,6 +46,21 @@ def test_unseen_characters_are_spelt_in_bytes_and_come_back(prepared: Path) -> N
         assert any(pieces[i:i + len(spelt)] == spelt for i in range(len(pieces)))
 
 
+def test_a_long_list_in_sentencepieces_pool_and_short_ones_in_one_thread_agree(
+        prepared: Path) -> None:
+    """Lists of POOLED_FROM lines or more go to sentencepiece's threads, shorter ones are
+    encoded and decoded in the calling thread: the same ids and text either way."""
+    from transcli.data.tokenizer import POOLED_FROM
+
+    tokenizer = Tokenizer(prepared / TOKENIZER_FILE)
+    train = (prepared / "train.en").read_text(encoding="utf-8").splitlines() + UNSEEN
+    lines = (train * (POOLED_FROM // len(train) + 1))[:POOLED_FROM + 3]
+    pooled = tokenizer.encode(lines)
+    assert pooled == [ids for line in lines for ids in tokenizer.encode([line])]
+    assert tokenizer.decode(pooled) == [text for ids in pooled
+                                        for text in tokenizer.decode([ids])] == lines
+
+
 def test_a_broken_byte_sequence_costs_only_itself(prepared: Path) -> None:
     """A model may emit a character's bytes cut short or out of order: those bytes become
     U+FFFD, the text around them stays, and nothing raises."""

@@ -98,6 +98,23 @@ def test_batch_sizes_side_by_side_give_the_same_lines_and_a_ratio_to_the_largest
     assert [cell["rows"] for cell in cells] == [1, 2, 6] and len(cells[0]["rounds"]) == 2
 
 
+def test_by_length_orders_each_sets_lines_shortest_first_with_their_references(bench) -> None:
+    """--by-length: the English lines shortest first, and each reference still beside its
+    English line, so BLEU is scored on the same pairs."""
+    import argparse
+
+    if not CORPORA.is_dir():
+        pytest.skip(f"{CORPORA} not found")
+    given = argparse.Namespace(lines=40, by_length=False)
+    pairs = list(zip(bench.set_lines("dev.tatoeba", "en", given),
+                     bench.set_lines("dev.tatoeba", "es", given)))
+    ordered = argparse.Namespace(lines=40, by_length=True)
+    english = bench.set_lines("dev.tatoeba", "en", ordered)
+    assert sorted(zip(english, bench.set_lines("dev.tatoeba", "es", ordered))) == sorted(pairs)
+    lengths = [len(line.split()) for line in english]
+    assert lengths == sorted(lengths) and lengths != [len(en.split()) for en, _ in pairs]
+
+
 def test_cuda_without_a_cuda_device_is_one_line(bench, sample_run: Path,
                                                 tmp_path: Path) -> None:
     import torch

@@ -27,8 +27,17 @@ VOCAB_FILE = "spm.vocab"  # human-readable piece list written beside it
 
 # The trainer's result depends on its thread count (each thread sums its own share
 # of the EM statistics), so it is fixed: the same corpus gives the same model bytes
-# on any machine. Encoding does not depend on it and uses every core.
+# on any machine. Encoding does not depend on it (see `_threads`).
 TRAIN_THREADS = 2
+# sentencepiece starts a pool of threads for every list it encodes or decodes; for a few
+# lines (a served request, an interactive line) starting it costs more than the work.
+POOLED_FROM = 1024  # lines
+
+
+def _threads(items: int) -> int:
+    """sentencepiece's num_threads for a list of `items`: one below POOLED_FROM, else its
+    default (every core)."""
+    return 1 if items < POOLED_FROM else -1
 
 
 class Tokenizer:
@@ -68,7 +77,7 @@ class Tokenizer:
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Sub-word ids without BOS/EOS (callers add what their side needs)."""
-        return self.sp.Encode(texts)
+        return self.sp.Encode(texts, num_threads=_threads(len(texts)))
 
     @functools.cached_property
     def byte_fallback(self) -> bool:
@@ -81,7 +90,7 @@ class Tokenizer:
         characters they spell; bytes that spell none (a sequence the model cut short or
         began in the middle) become U+FFFD each, and the text around them is kept."""
         cleaned = [[i for i in seq if i > EOS_ID or i == UNK_ID] for seq in ids]
-        return self.sp.Decode(cleaned)
+        return self.sp.Decode(cleaned, num_threads=_threads(len(cleaned)))
 
 
 def train_tokenizer(
