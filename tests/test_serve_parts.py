@@ -159,9 +159,10 @@ def test_the_documents_thread_runs_one_job_at_a_time_and_drops_abandoned_ones():
     from transcli.serve.documents import DocumentThread
 
     thread = DocumentThread("transcli-test", max_queue=1)
-    release, ran = threading.Event(), []
+    started, release, ran = threading.Event(), threading.Event(), []
 
     def held() -> str:
+        started.set()
         release.wait(30)
         ran.append("held")
         return "held"
@@ -171,7 +172,8 @@ def test_the_documents_thread_runs_one_job_at_a_time_and_drops_abandoned_ones():
 
     async def scenario() -> None:
         first = asyncio.create_task(thread.run(held))
-        await asyncio.sleep(0.2)  # taken by the thread: the queue is empty again
+        while not started.is_set():  # taken by the thread: the queue is empty again
+            await asyncio.sleep(0.01)
         second = asyncio.create_task(thread.run(lambda: ran.append("dropped")))
         await asyncio.sleep(0.05)
         with pytest.raises(QueueFull):  # the queue holds one
