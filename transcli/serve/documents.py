@@ -10,8 +10,8 @@ it, and its lines share model batches with other requests.
 Requests' HTML and files have a thread each (`DocumentThread`), so that a large file never
 holds up a request's few lines of HTML. Each thread reads one document at a time, from a
 queue of at most `Limits.max_queue` (503 past it); a job whose request has stopped waiting
-(its time is up) is dropped before it starts. The threads are daemons: a stop never waits
-for a document being read. A Word file is checked before it is unpacked
+(its time is up) leaves the queue at once, never to start. The threads are daemons: a
+stop never waits for a document being read. A Word file is checked before it is unpacked
 (`check_archive`): a zip bomb is refused, not unpacked.
 """
 
@@ -43,7 +43,6 @@ class _Job:
     work: Callable[[], Any]
     future: asyncio.Future[Any]
     loop: asyncio.AbstractEventLoop
-    abandoned: bool = False
 
 
 class DocumentThread:
@@ -68,10 +67,9 @@ class DocumentThread:
         try:
             return await job.future
         except asyncio.CancelledError:
-            with self._cond:  # not started yet: its place in the queue is freed now
-                if job in self._queue:
+            with self._cond:  # not started yet: it leaves the queue now (started: its
+                if job in self._queue:  # result finds nobody waiting, `settle`)
                     self._queue.remove(job)
-                job.abandoned = True  # started: its result is dropped
             raise
 
     def _work(self) -> None:
