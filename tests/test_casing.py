@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 from helpers import ROOT
 from helpers.training import (
+    VARIANT_BUDGET,
     assert_training_resumes_exactly,
     assert_variants_resume_mid_epoch,
+    train_texts,
+    variant_plan,
 )
 
 from transcli.config.loading import load_config
@@ -20,8 +23,6 @@ from transcli.data.batching import BatchPlan
 from transcli.data.casing import CaseAugment, title_cased, upper_cased
 from transcli.data.prepared_dir import open_prepared_dir
 from transcli.system.errors import UserError
-
-BUDGET = 160  # tokens per batch side: the 32 prepared pairs make several batches
 
 
 def test_title_case_capitalises_every_word_as_written() -> None:
@@ -33,15 +34,7 @@ def test_title_case_capitalises_every_word_as_written() -> None:
 
 
 def plan_and_cases(prepared: Path, share: float) -> tuple[BatchPlan, CaseAugment]:
-    data = open_prepared_dir(prepared)
-    cases = CaseAugment(data, share, seed=1)
-    split = data.split("train")
-    return BatchPlan(split.src_lengths, split.tgt_lengths, BUDGET, 1, 256,
-                     variants=cases), cases
-
-
-def texts(prepared: Path, lang: str) -> list[str]:
-    return (prepared / f"train.{lang}").read_text(encoding="utf-8").splitlines()
+    return variant_plan(prepared, lambda data: CaseAugment(data, share, seed=1))
 
 
 def decoded(tokenizer, rows) -> list[str]:
@@ -52,7 +45,7 @@ def test_an_epoch_cases_a_share_of_pairs_on_both_sides_within_the_budget(prepare
                                                                          ) -> None:
     plan, cases = plan_and_cases(prepared, 0.5)
     tokenizer = open_prepared_dir(prepared).tokenizer
-    english, spanish = texts(prepared, "en"), texts(prepared, "es")
+    english, spanish = train_texts(prepared, "en"), train_texts(prepared, "es")
     cased_per_epoch, forms = [], set()
     for epoch in range(5):
         ids = np.concatenate(plan.epoch(epoch))
@@ -63,7 +56,7 @@ def test_an_epoch_cases_a_share_of_pairs_on_both_sides_within_the_budget(prepare
         for batch in plan.epoch(epoch):
             collated = cases.collate(batch)
             assert len(batch) == 1 or max(collated.src.numel(), collated.tgt_in.numel()) \
-                <= BUDGET
+                <= VARIANT_BUDGET
             casing = [{0: str, 1: str.upper, 2: title_cased}[f] for f in batch // cases.size]
             pair_ids = (batch % cases.size).tolist()
             assert decoded(tokenizer, collated.src) == [

@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 from helpers import ROOT
 from helpers.training import (
+    VARIANT_BUDGET,
     assert_training_resumes_exactly,
     assert_variants_resume_mid_epoch,
     fast_config,
+    train_texts,
+    variant_plan,
 )
 
 from transcli.config.loading import load_config, save_config
@@ -31,8 +34,6 @@ from transcli.data.terms import (
 )
 from transcli.rundir.layout import CONFIG_FILE
 from transcli.system.errors import UserError
-
-BUDGET = 160  # tokens per batch side: the 32 prepared pairs make several batches
 
 
 def test_annotate_replaces_the_english_words_by_the_spanish_form() -> None:
@@ -114,21 +115,13 @@ def test_a_pairs_terms_are_its_words_whose_translation_the_target_has() -> None:
 
 
 def plan_and_terms(prepared: Path, share: float) -> tuple[BatchPlan, TermAnnotation]:
-    data = open_prepared_dir(prepared)
-    terms = TermAnnotation(data, share, seed=1)
-    split = data.split("train")
-    return BatchPlan(split.src_lengths, split.tgt_lengths, BUDGET, 1, 256,
-                     variants=terms), terms
-
-
-def texts(prepared: Path, lang: str) -> list[str]:
-    return (prepared / f"train.{lang}").read_text(encoding="utf-8").splitlines()
+    return variant_plan(prepared, lambda data: TermAnnotation(data, share, seed=1))
 
 
 def test_an_epoch_annotates_a_share_of_the_pairs_with_a_term(prepared: Path) -> None:
     plan, terms = plan_and_terms(prepared, 0.5)
     tokenizer = open_prepared_dir(prepared).tokenizer
-    english, spanish = texts(prepared, "en"), texts(prepared, "es")
+    english, spanish = train_texts(prepared, "en"), train_texts(prepared, "es")
     with_a_term = set(np.flatnonzero(terms.terms.counts).tolist())
     assert 20 <= len(with_a_term) < len(english)  # the test means something
     annotated, term_counts = [], set()
@@ -142,7 +135,7 @@ def test_an_epoch_annotates_a_share_of_the_pairs_with_a_term(prepared: Path) -> 
         for batch in plan.epoch(epoch):
             collated = terms.collate(batch)
             assert len(batch) == 1 or max(collated.src.numel(), collated.tgt_in.numel()) \
-                <= BUDGET
+                <= VARIANT_BUDGET
             pair_ids = (batch % terms.size).tolist()
             sources = [english[i] for i in pair_ids]
             for row in np.flatnonzero(batch >= terms.size).tolist():

@@ -82,6 +82,26 @@ def wait_for(path: Path, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
+VARIANT_BUDGET = 160  # tokens per batch side: 32 prepared pairs make several batches
+
+
+def variant_plan(prepared: Path, make: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """The prepared dir's train split in batches of VARIANT_BUDGET tokens, with its pair
+    variants `make(prepared dir)` (case augmentation, term annotation); both returned."""
+    from transcli.data.batching import BatchPlan
+
+    data = open_prepared_dir(prepared)
+    variants = make(data)
+    split = data.split("train")
+    return BatchPlan(split.src_lengths, split.tgt_lengths, VARIANT_BUDGET, 1, 256,
+                     variants=variants), variants
+
+
+def train_texts(prepared: Path, lang: str) -> list[str]:
+    """The prepared dir's train text of one side, a line per pair."""
+    return (prepared / f"train.{lang}").read_text(encoding="utf-8").splitlines()
+
+
 def assert_variants_resume_mid_epoch(build: Callable[[], tuple[Any, Any]]) -> None:
     """A fresh plan and its pair variants (`build()`: a `BatchPlan` and its `Variants`, as
     a resumed run builds them) at (epoch 2, batch 1) hand out what the first did there,
