@@ -244,6 +244,7 @@ def test_a_training_clock_no_run_can_have_is_refused(
     run = _copy(linear_run, tmp_path)
     _edit_state(run, 10, seconds=clock)
     longer = fast_config(*LINEAR, "train.max_steps=12")
-    with pytest.raises(UserError, match="not a usable training state .bad training clock"):
+    with pytest.raises(UserError, match="not a usable training state .a count or the training "
+                                        "clock is negative"):
         train_dirs(longer, prepared, run, resume=True, allow_changes=True)
     assert complete_steps(run) == [10]

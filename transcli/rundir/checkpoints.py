@@ -35,7 +35,7 @@ from transcli.rundir.layout import (
     step_checkpoints,
     step_path,
 )
-from transcli.system.errors import UserError
+from transcli.system.errors import UserError, first_line
 from transcli.system.files import (
     RecordingWriter,
     cannot_write,
@@ -150,8 +150,7 @@ def load_state(run_dir: str | Path, step: int) -> dict:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises assorted types for corrupt or unsafe files
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"{path}: unreadable training state ({reason})") from None
+        raise UserError(f"{path}: unreadable training state ({first_line(exc)})") from None
 
 
 def discard_after(run_dir: str | Path, step: int) -> None:

@@ -13,3 +13,10 @@ class UserError(Exception):
 class WriteFailed(UserError):
     """A file could not be written (disk full, no permission): what is being written
     may add what was saved before."""
+
+
+def first_line(exc: BaseException) -> str:
+    """What an exception says, in one line: its message's first line, else its type's name
+    (a library's message may run to a page)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -39,6 +39,12 @@ class WeightAverage:
         return dict(zip(self.names, self.average))
 
     def load_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore `state()`; raises ValueError on one of another model (`copy_` would
+        broadcast a tensor of another shape) or holding non-finite values."""
+        if set(state) != set(self.names) or not all(
+                state[name].shape == tensor.shape and torch.isfinite(state[name]).all()
+                for name, tensor in zip(self.names, self.average)):
+            raise ValueError("averaged weights do not match the model, or are not finite")
         for name, tensor in zip(self.names, self.average):
             tensor.copy_(state[name])
 

@@ -86,7 +86,16 @@ class Optimization:
                 "ema": self.ema.state() if self.ema else {}}
 
     def load_state(self, state: dict[str, Any]) -> None:
+        """Restore `state()`; raises on one that does not fit this model: torch checks the
+        parameter groups, and Adam's moments are checked here (torch does not, and the
+        fused kernel corrupts memory on a moment of another shape)."""
         self.adam.load_state_dict(state["optimizer"])
+        for index, param in enumerate(self.model.parameters()):
+            moments = self.adam.state.get(param)
+            for name in ("exp_avg", "exp_avg_sq") if moments else ():
+                if moments[name].shape != param.shape or not torch.isfinite(moments[name]).all():
+                    raise ValueError(f"optimizer {name} of parameter {index} is not a float "
+                                     f"tensor of shape {tuple(param.shape)} with finite values")
         if self.scaler and state["scaler"]:
             self.scaler.load_state_dict(state["scaler"])
         if self.ema and state.get("ema"):

@@ -173,7 +173,7 @@ class RunRecords:
         """A checkpoint of step `p.step` (weights and training state), the older ones
         pruned to train.keep_last, and the weight average's current weights."""
         if self.main:
-            state = {**p.state(), **opt.state(), "rng": rng_state(), "world_size": self.world,
+            state = {**p.state(), **opt.state(), "rng": rng_state(),
                      "plan": self.plan.fingerprint(p.position.epoch) if p.position.index
                      else None}  # an epoch's start is the same in every plan
             save_checkpoint(model, state, self.run_dir, p.step, self.tokenizer_sha256)

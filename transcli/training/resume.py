@@ -14,16 +14,15 @@ of `transcli config --list`, and the batch plan, is
 `train.max_steps` ends a linear or cosine decay, so there it is the recipe; with noam it
 is only where to stop (a smaller one stops this session early, and the run keeps its own).
 
-A resume continues from the newest step with both its weights and its training state;
-the state is checked for its shape (`check_state`) before anything is restored from it,
-and its data position against the batch plan it was saved with (`BatchPlan.fingerprint`).
+A resume continues from the newest step with both its weights and its training state,
+and checks the state's data position against the batch plan it was saved with
+(`BatchPlan.fingerprint`).
 """
 
 from __future__ import annotations
 
 import enum
 import json
-import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
@@ -57,9 +56,9 @@ from transcli.rundir.layout import (
     step_path,
 )
 from transcli.rundir.run import RunDir
-from transcli.system.errors import UserError
+from transcli.system.errors import UserError, first_line
 from transcli.training.optimization import Optimization
-from transcli.training.state import Best, Interval, Progress, set_rng_state
+from transcli.training.state import Best, Progress, set_rng_state
 from transcli.training.validation import best_metric
 
 
@@ -259,18 +258,26 @@ class Start:
 
     def restore(self, model: torch.nn.Module, opt: Optimization, plan: BatchPlan
                 ) -> Progress:
-        """Load step `step`: its weights into `model`, its checked training state into
-        `opt` and the random generators; the progress it had, its data position checked
-        against `plan` and its early-stopping record against this session's metric."""
+        """Load step `step`: its weights into `model`, its training state into `opt` and
+        the random generators; the progress it had, its data position checked against
+        `plan` and its early-stopping record against this session's metric. A state that
+        does not fit (another program's file, a truncated edit, a wrong-sized Adam moment)
+        is refused in one line, by the checks of torch and of what restores it."""
         if not self.step:
             return Progress()
-        path = state_path(self.run.path, self.step)
         load_weights(model, step_path(self.run.path, self.step), self.tokenizer_sha256)
+        path = state_path(self.run.path, self.step)
         state = load_state(self.run.path, self.step)
-        check_state(state, path, self.step, model)
-        opt.load_state(state)
-        set_rng_state(state["rng"])
-        progress = Progress.from_state(state)
+        try:
+            if state["step"] != self.step:
+                raise ValueError(f"it says step {state['step']}, its file name step {self.step}")
+            progress = Progress.from_state(state)
+            opt.load_state(state)
+            set_rng_state(state["rng"])
+        except Exception as exc:  # torch, numpy and the dataclasses raise assorted types
+            reason = f"no {exc}" if isinstance(exc, KeyError) else first_line(exc)
+            raise UserError(f"{path}: not a usable training state ({reason}); resume from an "
+                            f"earlier checkpoint or start afresh with --force") from None
         progress.position = self._position(progress.position, state.get("plan"), plan, path)
         progress.best = self._best(progress.best)
         return progress
@@ -509,100 +516,3 @@ def origin_record(source: Optional[InitSource], run: RunDir, resume: bool) -> di
         return {"init_from": str(source.weights.resolve())}
     earlier = (run.record if resume else None) or {}
     return {"init_from": earlier["init_from"]} if earlier.get("init_from") else {}
-
-
-# ----------------------------------------------------------------------------- the state
-
-
-class _Bad(Exception):
-    pass
-
-
-def check_state(state: Any, path: Path, step: int, model: torch.nn.Module) -> None:
-    """Refuse (one line) a state that cannot belong to step `step` of `model`: another
-    program's file, a truncated edit, a wrong-sized Adam moment."""
-    names, params = zip(*model.named_parameters()) if list(model.parameters()) else ((), ())
-    try:
-        _check(state, step, list(params), list(names))
-    except _Bad as exc:
-        raise UserError(f"{path}: not a usable training state ({exc}); resume from an "
-                        f"earlier checkpoint or start afresh with --force") from None
-
-
-def _need(ok: bool, what: str) -> None:
-    if not ok:
-        raise _Bad(what)
-
-
-def _check(state: Any, step: int, params: list[torch.Tensor], names: list[str]) -> None:
-    _need(isinstance(state, dict), "not a mapping")
-    keys = ("step", "position", "src_tokens", "tgt_tokens", "interval", "best", "optimizer",
-            "rng", "world_size")
-    missing = [key for key in keys if key not in state]
-    _need(not missing, f"no '{missing[0]}'" if missing else "")
-    _need(state["step"] == step, f"it says step {state['step']}, its file name step {step}")
-    _need(_ints(state["position"], ("epoch", "index")), "bad 'position'")
-    _need(all(type(state[key]) is int and state[key] >= 0 for key in ("src_tokens", "tgt_tokens")),
-          "bad counts")
-    _need(_numbers(state["interval"], [f for f in Interval.__dataclass_fields__]),
-          "bad 'interval'")
-    _need(_best_record(state["best"]), "bad 'best'")
-    clock = [state.get(key, 0.0) for key in ("seconds", "warmup_seconds")]
-    _need(all(_number(value) and value >= 0 for value in clock), "bad training clock")
-    _check_optimizer(state["optimizer"], params)
-    averaged = state.get("ema")
-    if averaged:
-        shapes = {n: tuple(p.shape) for n, p in zip(names, params)}
-        _need(isinstance(averaged, dict) and set(averaged) == set(shapes)
-              and all(_tensor_like(averaged[n], shapes[n]) for n in shapes),
-              "averaged weights do not match the model")
-    rng = state["rng"]
-    _need(isinstance(rng, dict) and isinstance(rng.get("torch"), torch.Tensor)
-          and "python" in rng and "numpy" in rng, "bad random-generator state")
-
-
-def _best_record(best: Any) -> bool:
-    """`Best` as saved (its metric since it has one)."""
-    return (isinstance(best, dict) and set(best) - {"metric"} == {"value", "step", "stale"}
-            and (best["value"] is None or _number(best["value"]))
-            and type(best["step"]) is int and type(best["stale"]) is int
-            and best.get("metric", "") in ("", "bleu", "nll"))
-
-
-def _check_optimizer(optimizer: Any, params: list[torch.Tensor]) -> None:
-    """Adam's moments must have their parameter's shape: a wrong one crashes the fused
-    kernel outright instead of raising."""
-    _need(isinstance(optimizer, dict) and isinstance(optimizer.get("state"), dict)
-          and isinstance(optimizer.get("param_groups"), list), "bad optimizer state")
-    groups = optimizer["param_groups"]
-    ids = [i for g in groups if isinstance(g, dict) for i in g.get("params", [])]
-    _need(sorted(ids) == list(range(len(params))),
-          f"optimizer state for {len(ids)} parameters, the model has {len(params)}")
-    for index, moments in optimizer["state"].items():
-        _need(isinstance(index, int) and 0 <= index < len(params) and isinstance(moments, dict),
-              "bad optimizer state entry")
-        shape = tuple(params[index].shape)
-        for name in ("exp_avg", "exp_avg_sq"):
-            _need(_tensor_like(moments.get(name), shape),
-                  f"optimizer {name} of parameter {index} is not a float tensor of shape {shape}")
-
-
-def _tensor_like(value: Any, shape: tuple[int, ...]) -> bool:
-    return (isinstance(value, torch.Tensor) and value.is_floating_point()
-            and tuple(value.shape) == shape and bool(torch.isfinite(value).all()))
-
-
-def _ints(value: Any, keys: tuple[str, ...]) -> bool:
-    return (isinstance(value, dict) and set(value) == set(keys)
-            and all(type(value[k]) is int and value[k] >= 0 for k in keys))
-
-
-def _numbers(value: Any, keys: list[str]) -> bool:
-    return (isinstance(value, dict) and set(value) == set(keys)
-            and all(_number(value[k]) for k in keys))
-
-
-def _number(value: Any) -> bool:
-    """A finite int or float: a NaN training clock would set the learning rate to 0 for
-    the rest of the run, a NaN best would never be beaten."""
-    return type(value) in (int, float) and math.isfinite(value)

@@ -4,13 +4,14 @@ Saved beside each checkpoint (`step-N.state.pt`, tensors and plain containers on
 loaded with `weights_only=True`): the step, the data position (and the batch plan it
 counts in), token counters, the open log interval, the early-stopping record, the
 optimizer (and fp16 scaler) state, the averaged weights, and every random generator.
-`resume.py` checks a state and restores a step from it.
+`resume.py` restores a step from it.
 """
 
 from __future__ import annotations
 
+import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from typing import Any, Optional
 
 import numpy as np
@@ -116,10 +117,28 @@ class Progress:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Progress:
+        """The progress `state()` saved; raises (KeyError, TypeError, ValueError) on a
+        state of another shape, and on one no run can have (`usable`)."""
         # States written before the clock was kept have no seconds: they count from 0.
-        return cls(state["step"], StreamPosition(**state["position"]), state["src_tokens"],
-                   state["tgt_tokens"], Interval(**state["interval"]), Best(**state["best"]),
-                   float(state.get("seconds", 0.0)), float(state.get("warmup_seconds", 0.0)))
+        progress = cls(state["step"], StreamPosition(**state["position"]), state["src_tokens"],
+                       state["tgt_tokens"], Interval(**state["interval"]),
+                       Best(**state["best"]), float(state.get("seconds", 0.0)),
+                       float(state.get("warmup_seconds", 0.0)))
+        if not progress.usable():
+            raise ValueError("a count or the training clock is negative, not finite or not "
+                             "a number")
+        return progress
+
+    def usable(self) -> bool:
+        """Whole counts, finite numbers, none negative: a NaN clock would set the learning
+        rate to 0 for the rest of the run, a NaN best would never be beaten."""
+        counts = (self.step, self.position.epoch, self.position.index, self.src_tokens,
+                  self.tgt_tokens, self.best.step, self.best.stale)
+        numbers = (*counts, *astuple(self.interval), self.seconds, self.warmup_seconds,
+                   *(() if self.best.value is None else (self.best.value,)))
+        return (all(type(n) is int for n in counts) and self.best.metric in ("", "bleu", "nll")
+                and all(type(n) in (int, float) and math.isfinite(n) and n >= 0
+                        for n in numbers))
 
 
 def rng_state() -> dict[str, Any]:
