@@ -17,9 +17,8 @@ from transcli.config.loading import load_config, save_config
 from transcli.config.schema import Config
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer, train_tokenizer
 from transcli.rundir.layout import CONFIG_FILE
-from transcli.rundir.run import RunDir
+from transcli.rundir.run import RunDir, write_run_files
 from transcli.system.errors import UserError
-from transcli.training.records import write_run_files
 from transcli.training.resume import recorded_config, train_config
 
 

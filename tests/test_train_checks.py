@@ -27,7 +27,7 @@ from transcli.rundir.layout import METRICS_FILE, complete_steps
 from transcli.rundir.metrics import read_metrics
 from transcli.system.errors import UserError
 from transcli.training import compiling
-from transcli.training.parts import device_settings
+from transcli.training.loop import device_settings
 
 CPU = torch.device("cpu")
 

@@ -25,6 +25,7 @@ from safetensors.torch import save_model as st_save_model
 
 from transcli.model.transformer import upgrade_parameter_names
 from transcli.rundir.layout import (
+    AVG_FILE,
     CHECKPOINT_DIR,
     RUN_RECORD,
     STATE_PATTERN,
@@ -43,7 +44,6 @@ from transcli.system.files import (
     write_failure,
 )
 from transcli.system.outputs import output_file
-from transcli.system.replacing import remove_leftovers
 
 MAX_HEADER = 100 << 20  # bytes: safetensors' own limit on a header's size
 TOKENIZER_KEY = "tokenizer_sha256"  # in a weights file's metadata: what it was trained with
@@ -129,9 +129,10 @@ def _mismatch(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor
 
 
 def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, step: int,
-                    tokenizer_sha256: Optional[str] = None) -> None:
-    """Weights, then training state: a kill between the two leaves the previous
-    checkpoint as the latest complete one."""
+                    tokenizer_sha256: str, keep_last: int) -> None:
+    """Step `step`: weights, then training state (a kill between the two leaves the
+    previous step the latest complete one), then the older steps pruned to `keep_last`
+    (`prune_checkpoints`)."""
     save_weights(model, step_path(Path(run_dir), step), tokenizer_sha256)
     with output_file(state_path(Path(run_dir), step), "training state",
                      record=RUN_RECORD) as handle:
@@ -142,6 +143,7 @@ def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, st
             if writer.os_error is None:
                 raise
             raise writer.os_error from None
+    prune_checkpoints(run_dir, keep_last)
 
 
 def load_state(run_dir: str | Path, step: int) -> dict:
@@ -154,12 +156,11 @@ def load_state(run_dir: str | Path, step: int) -> dict:
 
 
 def discard_after(run_dir: str | Path, step: int) -> None:
-    """Remove step files newer than `step` and temp files left by a kill: a resumed
-    run recreates them, and stale ones would pass for its progress."""
+    """Remove step files newer than `step`: a resumed run recreates them, and stale ones
+    would pass for its progress."""
     folder = Path(run_dir) / CHECKPOINT_DIR
     if not folder.is_dir():
         return
-    remove_leftovers(folder)
     for path in folder.iterdir():
         match = STEP_PATTERN.match(path.name) or STATE_PATTERN.match(path.name)
         if match is not None and int(match.group(1)) > step:
@@ -188,16 +189,21 @@ def prune_checkpoints(run_dir: str | Path, keep_last: int) -> None:
             path.unlink(missing_ok=True)
 
 
-def average_checkpoints(paths: list[Path], out: Path) -> None:
-    """Element-wise mean of weight files (Vaswani et al. average the last 5 or 20),
-    accumulated in float64 and stored in the files' own dtypes."""
+def average_last(run_dir: Path, last: int) -> None:
+    """`avg` as the element-wise mean of the last `last` step checkpoints (Vaswani et al.
+    average the last 5 or 20), accumulated in float64 and stored in the files' own
+    dtypes; nothing without a step checkpoint."""
+    paths = [path for _, path in step_checkpoints(run_dir)][-last:]
     total: dict[str, torch.Tensor] = {}
     for path in paths:
         weights, metadata = read_weights(path)  # metadata: the tied tensors stored once
         for name, tensor in weights.items():
             total[name] = total[name] + tensor.double() if name in total else tensor.double()
+    if not paths:
+        return
     averaged = {name: (value / len(paths)).to(weights[name].dtype)
                 for name, value in total.items()}
+    out = run_dir / CHECKPOINT_DIR / AVG_FILE
     with output_file(out, "averaged weights", record=RUN_RECORD) as handle, \
             _safetensors_errors(out, "averaged weights"):
         st_save_file(averaged, handle.name, metadata=metadata)

@@ -1,4 +1,5 @@
-"""A trained run dir, opened once and handed on: what the commands after `train` read.
+"""A run dir, opened once and handed on: what the commands after `train` read, and what
+`train` writes of it before its first update (`write_run_files`).
 
 `open_run_dir` parses the run's `config.yaml` (with a command's overrides); `run.json`
 and the tokenizer are read when first asked for and kept; `model` loads one checkpoint.
@@ -13,15 +14,18 @@ would translate to garbage) is refused with one line.
 from __future__ import annotations
 
 import functools
+import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
 
-from transcli.config.loading import Override, load_config, with_overrides
+from transcli.config.loading import Override, load_config, save_config, with_overrides
 from transcli.config.schema import Config
 from transcli.data.encoded import MANIFEST_FILE
+from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.model.transformer import Transformer
 from transcli.rundir.checkpoints import load_weights, resolve_checkpoint
@@ -30,12 +34,19 @@ from transcli.rundir.layout import (
     CONFIG_FILE,
     EXPORT_FILE,
     RUN_FILE,
+    RUN_FILES,
     RUN_KEYS,
+    RUN_RECORD,
+    TENSORBOARD_DIR,
+    TENSORBOARD_EVENTS,
+    is_run_file,
     run_inputs,
     step_checkpoints,
 )
 from transcli.system.errors import UserError
-from transcli.system.files import read_json
+from transcli.system.files import cannot_write, read_json
+from transcli.system.outputs import output_file
+from transcli.system.replacing import remove_leftovers
 
 # Below this many updates the shipped recipes' models still translate poorly
 # (docs/TRAINING.md, "What a short run gives", has their BLEU by update).
@@ -186,3 +197,53 @@ def check_tokenizer(tokenizer: Tokenizer, record: Optional[dict[str, Any]],
                         f"({record_path.name} records SHA-256 {str(recorded)[:12]}, the file "
                         f"has {tokenizer.sha256[:12]}); put back the run's own {TOKENIZER_FILE} "
                         f"(the one in its prepared dir)")
+
+
+def write_run_files(run: RunDir, record: Config, identity: dict[str, Any], data: PreparedDir,
+                    fresh: bool) -> None:
+    """What a run dir holds before its first update. Rank 0 only, holding the run's lock:
+    remove temp files killed writes left, clear
+    a forced-over run (only the files a run writes) when `fresh`, then record the run's
+    identity and the config `record` (run.json, config.yaml), and the tokenizer.
+    `run.json` outlives the old run's files and is written before the others, so a kill
+    at any moment leaves a dir that says it is a run: the next start takes it over
+    (`layout.has_trained`)."""
+    try:
+        run.path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{exc.filename}: {exc.strerror}") from None
+    remove_leftovers(run.path)  # temp files of writes a kill interrupted
+    remove_leftovers(run.path / CHECKPOINT_DIR)
+    if fresh:
+        clear_run(run)
+    with output_file(run.path / RUN_FILE, "run record", record=RUN_RECORD) as out:
+        out.write((json.dumps({**identity, "data_dir": str(data.dir.resolve()),
+                               "config": record.to_dict()}, indent=2) + "\n").encode())
+    folder = run.path / CHECKPOINT_DIR
+    try:
+        folder.mkdir(exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()  # unwritable: say so now, not at the save
+    except OSError as exc:
+        raise cannot_write(folder, "checkpoints", exc) from None
+    with output_file(run.path / CONFIG_FILE, "config", record=RUN_RECORD) as out:
+        save_config(record, Path(out.name))
+    with output_file(run.path / TOKENIZER_FILE, "tokenizer", record=RUN_RECORD) as out:
+        out.write(data.tokenizer.model_bytes)
+
+
+def clear_run(run: RunDir) -> None:
+    """Remove the files a run writes (`train` has checked that it is a run) but
+    its `run.json`, which the new run's replaces."""
+    folder = run.path / CHECKPOINT_DIR
+    doomed = [run.path / name for name in RUN_FILES if name != RUN_FILE]
+    if folder.is_dir():
+        doomed += [path for path in folder.iterdir() if is_run_file(path.name)]
+    board = run.path / TENSORBOARD_DIR
+    if board.is_dir():
+        doomed += [path for path in board.iterdir() if path.name.startswith(TENSORBOARD_EVENTS)]
+    for path in doomed:
+        try:
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+        except OSError as exc:
+            raise UserError(f"{path}: cannot remove the old run's file ({exc.strerror})") from None

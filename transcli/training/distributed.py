@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import torch
 import torch.distributed as tdist
+from torch.nn.parallel import DistributedDataParallel
 
 
 @dataclass
@@ -61,8 +62,17 @@ class Dist:
             tdist.all_reduce(values)
         return values
 
+    def wrap(self, module: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+        """`module` in DistributedDataParallel when several processes train."""
+        if self.world == 1:
+            return module
+        return DistributedDataParallel(module, device_ids=None if device.index is None
+                                       else [device.index])
 
-def no_sync(ddp: Optional[Any], last: bool) -> contextlib.AbstractContextManager:
+
+def no_sync(net: torch.nn.Module, last: bool) -> contextlib.AbstractContextManager:
     """Gradients are all-reduced once per update, on its last batch."""
-    return ddp.no_sync() if ddp is not None and not last else contextlib.nullcontext()
+    if isinstance(net, DistributedDataParallel) and not last:
+        return net.no_sync()
+    return contextlib.nullcontext()
 

@@ -3,12 +3,10 @@
 One update is `accum_steps` token-budget batches per process. Their label-smoothed
 loss is summed and divided by the update's target tokens over all processes, so
 a 2-process DistributedDataParallel run takes the same steps as 1 process with
-twice the accumulation. Everything a resumed run needs (weights, optimizer, step,
-data position, RNG, counters, averaged weights) is saved beside each checkpoint
-(`state.py`); SIGINT/SIGTERM/SIGHUP finish the update and save; a non-finite
-loss stops before it can be applied. Validation and the best/patience policy are in
-`validation.py`; the parts a run is built from, in `parts.py`; what it prints, in
-`report.py`.
+twice the accumulation. A session starts as `resume.start_session` checks and
+`Start` restores; everything a resumed run needs is saved beside each checkpoint
+(`state.save_step`); SIGINT/SIGTERM/SIGHUP finish the update and save; a non-finite
+loss stops before it can be applied. What the run says and logs is `report.py`'s.
 """
 
 from __future__ import annotations
@@ -16,38 +14,41 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from typing import NamedTuple, Optional
+from dataclasses import replace
+from typing import Iterator, NamedTuple, Optional
 
 import numpy as np
 import torch
 
-from transcli.config.schema import Config
+from transcli.config.schema import Config, TrainConfig
 from transcli.data.batching import BackgroundLoader, Batch, BatchStream, StreamPosition
 from transcli.data.prepared_dir import PreparedDir
+from transcli.data.train_batches import train_batches
 from transcli.model.transformer import Transformer, count_parameters
-from transcli.rundir.layout import BEST_FILE, CHECKPOINT_DIR
-from transcli.rundir.metrics import MetricsLog
+from transcli.model.vocab import PAD_ID
+from transcli.rundir.checkpoints import average_last
+from transcli.rundir.layout import BEST_FILE, CHECKPOINT_DIR, LOCK_FILE
 from transcli.rundir.run import RunDir
+from transcli.system.devices import pick_device
 from transcli.system.errors import UserError, WriteFailed
-from transcli.system.runtime import autocast, keep_freed_memory, release_freed_memory, set_threads
+from transcli.system.locks import DirLock
+from transcli.system.runtime import (
+    autocast,
+    keep_freed_memory,
+    release_freed_memory,
+    set_threads,
+    training_precision,
+)
 from transcli.system.signals import StopSignals
 from transcli.system.streams import tolerant_stderr
 from transcli.training import report
+from transcli.training.compiling import CompiledStates, compile_blocker
 from transcli.training.distributed import Dist, no_sync
 from transcli.training.memory import check_training_memory
-from transcli.training.objective import LossSums
+from transcli.training.objective import LossSums, TeacherForcing
 from transcli.training.optimization import Optimization
-from transcli.training.parts import (
-    device_settings,
-    run_lock,
-    speed_notes,
-    training_batches,
-    training_device,
-    training_net,
-)
-from transcli.training.records import RunRecords, record_run
 from transcli.training.resume import StartOptions, start_session
-from transcli.training.state import DeviceSums
+from transcli.training.state import DeviceSums, save_step
 from transcli.training.validation import validation_set
 
 RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not per log line)
@@ -73,6 +74,70 @@ def train(cfg: Config, data: PreparedDir, run: RunDir,
                                   f"{report.saved_steps(run)}") from None
     finally:
         dist.stop()
+
+
+@contextlib.contextmanager
+def run_lock(run: RunDir, dist: Dist) -> Iterator[None]:
+    """Rank 0 holds the run dir's lock (`locks.DirLock`) for the life of the run, taken
+    before anything is read or written there; when it cannot, every rank stops."""
+    run_dir = run.path
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir}: --out is a file, not a directory")
+    lock, problem = None, None
+    if dist.main:
+        try:
+            lock = DirLock(run_dir, LOCK_FILE, "training process")
+        except UserError as exc:
+            problem = exc
+    refused = dist.sum_on_cpu(torch.tensor([float(problem is not None)]))[0] > 0
+    if refused:
+        raise problem or UserError(f"{run_dir}: rank 0 could not lock the run dir")
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def training_device(name: str, dist: Dist) -> torch.device:
+    device = pick_device(name)
+    if device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+        torch.cuda.set_device(device)
+        torch.set_float32_matmul_precision("high")  # TF32 matmuls
+        torch.backends.cudnn.allow_tf32 = True
+    return device
+
+
+class DeviceSettings(NamedTuple):
+    """What of the train settings the device runs, decided before the first update."""
+
+    tc: TrainConfig  # train.compile and train.cuda_graphs as they run here
+    precision: str  # what training runs in (`runtime.training_precision`)
+    warnings: list[str]  # a line for each setting the device cannot run as asked
+
+
+def device_settings(tc: TrainConfig, device: torch.device) -> DeviceSettings:
+    """bf16 on a CPU without bf16 kernels runs in fp32; torch.compile without the C++
+    compiler inductor needs on the CPU runs eagerly; CUDA graphs exist on CUDA only.
+    Each is said in a line, rather than failing (or being dropped) after the start."""
+    precision = training_precision(device.type, tc.precision, tc.cpu_precision)
+    warnings = []
+    if device.type == "cpu" and precision != tc.cpu_precision:
+        warnings.append(f"warning: train.cpu_precision is {tc.cpu_precision} but this CPU has "
+                        f"no bf16 kernels (AVX512 or AMX): training in {precision}, much "
+                        f"faster here (set train.cpu_precision=fp32 to silence this)")
+    blocker = compile_blocker(device) if tc.compile else None
+    if blocker:
+        warnings.append(f"warning: train.compile: {blocker}: training eagerly (set "
+                        f"train.compile=false to silence this)")
+        tc = replace(tc, compile=False, cuda_graphs=False)
+    if tc.cuda_graphs and device.type != "cuda":
+        warnings.append(f"warning: train.cuda_graphs replays CUDA graphs, and this run is on "
+                        f"{device}: it compiles without them (set train.cuda_graphs=false to "
+                        f"silence this)")
+        tc = replace(tc, cuda_graphs=False)
+    return DeviceSettings(tc, precision, warnings)
 
 
 def update_seed(seed: int, step: int, rank: int) -> int:
@@ -109,13 +174,11 @@ def share_step_info(batches: list[Batch], dist: Dist, seconds: float,
 
 
 class Trainer:
-    """One session of a training run: this process's part of it, from its start (or
+    """One session of a training run, this process's part of it: from its start (or
     resume) to its stop (end of the run, a signal, a time limit), saving as it goes.
-
-    A run resumed twice has three sessions; `progress` carries what they share (the
-    step, the data position, the training clock), `session_start` where this one began.
-    Built from an opened prepared dir and run dir; refuses what cannot be trained before
-    the run dir is written."""
+    `progress` carries what a run's sessions share (the step, the data position, the
+    training clock), `session_start` where this one began. What can be refused is
+    refused before the run dir is written."""
 
     def __init__(self, cfg: Config, data: PreparedDir, run: RunDir, dist: Dist,
                  device: torch.device, options: StartOptions):
@@ -126,25 +189,27 @@ class Trainer:
         start.notes[:0] = settings.warnings
         check_training_memory(cfg, start.vocab_size, device,
                               dist.world if device.type == "cpu" else 1)
-        self.plan, self.make_batch = training_batches(cfg, data, dist.rank)
+        self.plan, self.make_batch = train_batches(cfg, data, dist.rank)
         torch.manual_seed(self.tc.seed)
         self.model = Transformer(cfg.model, start.vocab_size).to(device)
         start.load_init(self.model)  # before the optimizer: a weight average starts there
         self.opt = Optimization(self.model, self.tc, cfg.model.d_model, device)
         self.progress = start.restore(self.model, self.opt, self.plan)
-        self.net = training_net(self.model, self.tc, dist, device)  # fed each batch
+        self.compiled = CompiledStates(self.model, self.tc, device) if self.tc.compile else None
+        self.net = dist.wrap(TeacherForcing(self.model, self.tc.label_smoothing, PAD_ID,
+                                            self.compiled), device)  # fed each batch
         self.valid = validation_set(cfg, data, device) if dist.main else None
         self.start, self.resume_line = start, report.resume_command(data.dir, run.path)
         # Everything that can be refused was checked: only now is the run dir written.
-        log = MetricsLog(run.path, enabled=dist.main, tensorboard=self.tc.tensorboard)
-        record_run(start, data, dist, log)
-        self.records = RunRecords(start, log, dist, self.progress, self.plan)
+        self.log = report.TrainLog(run.path, enabled=dist.main, tensorboard=self.tc.tensorboard)
+        start.record(data, dist, self.log)
         self.stop_reason: Optional[str] = None  # rank 0's decision: early stop, time limit
         self.device_sums = DeviceSums(device)  # the updates' sums, on the device until read
         self.signals = StopSignals()  # the run's, once it runs
         self.lr, self.grad_norm = 0.0, math.nan  # of the latest update (norm: latest read)
         self.started = time.perf_counter()
         self.session_start = (self.progress.step, self.progress.seconds)
+        self.saved = self.session_start  # the step and clock last saved
 
     def run(self) -> None:
         p, tc = self.progress, self.tc
@@ -190,14 +255,13 @@ class Trainer:
         return "finished"
 
     def update(self, batches: list[Batch], info: StepInfo) -> bool:
-        """Forward/backward every batch, then one optimizer step, all queued on the device
-        without waiting for it: an update whose loss or gradient is not finite is skipped
-        there (`Optimization.step`) and reported when the device sums are next read. A
-        single process stopped by a signal between its batches drops the update (False),
-        so that a long accumulation does not keep it from saving (bench/ profiles it)."""
+        """Forward/backward every batch, then one optimizer step, queued on the device
+        without waiting for it: a non-finite update is skipped there (`Optimization.step`)
+        and reported when the device sums are next read. False: a lone process stopped by
+        a signal between its batches dropped the update (a long one never delays a save)."""
         p = self.progress
         torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
-        self.net.module.train()
+        self.net.train()
         scale = self.dist.world / info.tgt_tokens  # DDP averages gradients over processes
         sums = torch.zeros(4, device=self.device)
         for i, batch in enumerate(batches):
@@ -205,9 +269,9 @@ class Trainer:
                 self.opt.adam.zero_grad(set_to_none=True)
                 return False
             batch = batch.to(self.device)
-            with no_sync(self.net.ddp, last=i == len(batches) - 1):
+            with no_sync(self.net, last=i == len(batches) - 1):
                 with self._autocast():
-                    stats = self.net.module(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
+                    stats = self.net(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
                 self.opt.backward(stats[0] * scale)
             sums += stats.detach()
         norm = self.opt.grad_norm()
@@ -242,8 +306,8 @@ class Trainer:
         shown: dict[str, str] = {}
         if p.step % tc.log_every == 0:
             self._read_device_sums()
-            record = self.records.log_line(p, self.lr, self.grad_norm,
-                                           speed_notes(self.device, self.net))
+            record = self.log.train_line(p, self.lr, self.grad_norm,
+                                         report.speed_notes(self.device, self.compiled))
             shown = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}",
                      "tok_s": f"{record['tokens_per_s']:.0f}"}
         bar.update(p.step, **shown)
@@ -259,33 +323,40 @@ class Trainer:
         """Rank 0: `ValidationSet.validate`, logged; an early stop is decided here."""
         assert self.valid is not None
         self._read_device_sums()
-        with self.records.pause():
+        with self.log.pause():
             record, stop = self.valid.validate(
                 self.model, self.opt, self.progress,
                 self.run_dir.path / CHECKPOINT_DIR / BEST_FILE, self.device, self._autocast)
             self.stop_reason = self.stop_reason or stop
-            self.records.validation(record)
+            self.log.validation(record)
             self._say(report.validation_line(record), prefix=False)
 
     def _save(self) -> None:
-        with self.records.pause(), self.signals.finishing():  # never half a checkpoint
+        p = self.progress
+        with self.log.pause(), self.signals.finishing():  # never half a checkpoint
             self._read_device_sums()  # what is saved comes from finite updates only
-            self.records.save(self.model, self.opt, self.progress)
+            if self.dist.main:
+                save_step(self.run_dir.path, self.model, self.opt, p, self.plan,
+                          self.start.tokenizer_sha256)
+            self.saved = (p.step, p.seconds)
 
     def _finish(self, reason: str) -> None:
         p = self.progress
         self._read_device_sums()
-        if self.records.unsaved(p, clocked=bool(self.tc.decay_minutes)):
+        # Saved if the run moved on, or its clock did when a decay follows the clock: the
+        # next session must start from this one's last second.
+        if self.saved[0] != p.step or (self.tc.decay_minutes and self.saved[1] != p.seconds):
             self._save()
         if not self.dist.main:
             return
         if p.interval.tokens:
-            self.records.log_line(p, self.lr, self.grad_norm, partial=True)
+            self.log.train_line(p, self.lr, self.grad_norm, partial=True)
         if not self.opt.ema:
-            self.records.average(self.tc.average_last)
-        self.records.log.plot()
+            average_last(self.run_dir.path, self.tc.average_last)
+        self.log.plot()
         ending = report.ending(reason, p.step, self.tc, self.run_dir.path, self.resume_line)
-        for line in filter(None, [*self.net.summary(), self.run_dir.young_note(p.step), ending]):
+        compiled = self.compiled.summary() if self.compiled is not None else None
+        for line in filter(None, [compiled, self.run_dir.young_note(p.step), ending]):
             self._say(line)
 
     def _autocast(self) -> contextlib.AbstractContextManager:
@@ -296,12 +367,9 @@ class Trainer:
 
     def _say_start(self) -> None:
         t, p = self, self.progress
-        start = f"resuming at step {p.step}" if p.step else "new run"
-        if t.start.init is not None:
-            start += f" from the weights of {t.start.init.weights}"
         data = report.data_line(len(t.plan.indices), t.plan.skipped,
                                 len(t.plan.epoch(p.position.epoch)), t.tc, t.dist.world)
         model = f"{count_parameters(t.model):,} parameters{report.recipe(t.tc, bool(t.opt.ema))}"
-        for line in report.start_lines(f"{start} in {t.run_dir.path}", model, data, t.tc, p,
-                                       t.device, t.precision, t.dist.world, t.start.notes):
+        for line in report.start_lines(t.start.headline(), model, data, t.tc, p, t.device,
+                                       t.precision, t.dist.world, t.start.notes):
             self._say(line)

@@ -1,4 +1,5 @@
-"""What a training run tells its user: the first line, the progress bar, the last line.
+"""What a training run tells its user: the first line, the progress bar, the log lines
+(`TrainLog`), the last line.
 
 A run ended by a clock (`train.decay_minutes`, or this session's `train.max_minutes`)
 shows its progress in minutes, the one total that does not move; a run ended by
@@ -9,19 +10,22 @@ repeats frequent words.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from tqdm import tqdm
 
 from transcli.config.schema import TrainConfig
 from transcli.rundir.layout import CHECKPOINT_DIR, complete_steps
+from transcli.rundir.metrics import MetricsLog
 from transcli.rundir.run import YOUNG_MODEL, RunDir
-from transcli.training.state import Progress
+from transcli.training.compiling import CompiledStates
+from transcli.training.state import Interval, Progress
 
 
 def say(message: str, main: bool = True, prefix: bool = True) -> None:
@@ -171,6 +175,55 @@ def ending(reason: str, step: int, tc: Any, run_dir: Path, resume: str) -> str:
     return message
 
 
+def speed_notes(device: torch.device, compiled: Optional[CompiledStates]) -> dict[str, Any]:
+    """What a log line adds about the run's speed: compilations and batch shapes (when
+    compiled), the device's peak memory so far (CUDA)."""
+    notes = compiled.notes() if compiled is not None else {}
+    if device.type == "cuda":
+        notes["peak_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+    return notes
+
+
 def validation_line(record: dict[str, Any]) -> str:
     return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                     for k, v in record.items())
+
+
+class TrainLog(MetricsLog):
+    """The metrics log as a session writes it: its "train" lines count tokens/s over
+    training alone, the seconds spent validating and saving (`pause`) left out."""
+
+    def __init__(self, run_dir: Path, enabled: bool, tensorboard: bool):
+        super().__init__(run_dir, enabled, tensorboard)
+        self.paused = 0.0  # seconds of records written inside the current log interval
+        self.interval_start = time.perf_counter()
+
+    @contextlib.contextmanager
+    def pause(self) -> Iterator[None]:
+        """Time spent in the block (validating, saving) is not training time."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.paused += time.perf_counter() - started
+
+    def train_line(self, p: Progress, lr: float, grad_norm: float,
+                   notes: Optional[dict[str, Any]] = None, partial: bool = False
+                   ) -> dict[str, Any]:
+        """The interval's means as a "train" line, with `notes` (`speed_notes`); a
+        `partial` one (a run's last, shorter interval) is dropped again by a resume,
+        which continues that interval."""
+        iv = p.interval
+        elapsed = max(time.perf_counter() - self.interval_start - self.paused, 1e-9)
+        record = {"step": p.step, "split": "train", "epoch": p.position.epoch, **iv.means(),
+                  "lr": lr, "grad_norm": grad_norm, "tokens_per_s": iv.tokens / elapsed,
+                  "pad_frac": 1.0 - iv.real / iv.padded, "tgt_tokens": p.tgt_tokens,
+                  "src_tokens": p.src_tokens, "minutes": p.seconds / 60, **(notes or {})}
+        self.append({**record, "partial": True} if partial else record)
+        p.interval = Interval()
+        self.interval_start, self.paused = time.perf_counter(), 0.0
+        return record
+
+    def validation(self, record: dict[str, Any]) -> None:
+        self.append(record)
+        self.plot()

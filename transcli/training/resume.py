@@ -34,8 +34,10 @@ from transcli.config.schema import Config, ModelConfig, TrainConfig
 from transcli.data.batching import BatchPlan, StreamPosition
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
+from transcli.export.ct2 import remove_stale_caches
 from transcli.rundir.checkpoints import (
     TOKENIZER_KEY,
+    discard_after,
     load_state,
     load_weights,
     resolve_checkpoint,
@@ -55,9 +57,12 @@ from transcli.rundir.layout import (
     step_checkpoints,
     step_path,
 )
-from transcli.rundir.run import RunDir
+from transcli.rundir.metrics import MetricsLog
+from transcli.rundir.run import RunDir, write_run_files
 from transcli.system.errors import UserError, first_line
+from transcli.training.distributed import Dist
 from transcli.training.optimization import Optimization
+from transcli.training.report import say
 from transcli.training.state import Best, Progress, set_rng_state
 from transcli.training.validation import best_metric
 
@@ -240,6 +245,12 @@ class Start:
     def tokenizer_sha256(self) -> str:
         return self.identity["tokenizer_sha256"]
 
+    def headline(self) -> str:
+        """Where the session starts, as its first line says it."""
+        where = f"resuming at step {self.step}" if self.step else "new run"
+        origin = f" from the weights of {self.init.weights}" if self.init is not None else ""
+        return f"{where}{origin} in {self.run.path}"
+
     def config_to_record(self) -> Config:
         """What config.yaml and run.json keep of this session's config."""
         previous = self.run.existing_config
@@ -255,6 +266,22 @@ class Start:
         weight average starts from them)."""
         if self.init is not None:
             load_weights(model, self.init.weights, self.tokenizer_sha256)
+
+    def record(self, data: PreparedDir, dist: Dist, log: MetricsLog) -> None:
+        """Once every check has passed (rank 0, the others waiting): clear what a resume
+        redoes (or a new run replaces), record the run (`write_run_files`), cut the
+        metrics log back to where the session starts."""
+        dist.barrier()
+        if dist.main:
+            resume = self.options.resume
+            if resume:
+                discard_after(self.run.path, self.step)
+            write_run_files(self.run, self.config_to_record(), self.identity, data,
+                            fresh=not resume)
+            remove_stale_caches(self.run.path)  # of the steps discarded, or the run replaced
+            if resume:
+                log.resume(self.step, lambda line: say(f"warning: {line}"))
+        dist.barrier()
 
     def restore(self, model: torch.nn.Module, opt: Optimization, plan: BatchPlan
                 ) -> Progress:
@@ -341,8 +368,6 @@ def start_session(cfg: Config, data: PreparedDir, run: RunDir, options: StartOpt
                 "tokenizer_sha256": data.tokenizer.sha256,
                 "model": cfg.fingerprint("model"), **origin_record(init, run, options.resume)}
     start = Start(run, cfg, options, 0, init, identity, {})
-    if run.path.exists() and not run.path.is_dir():
-        raise UserError(f"{run.path}: --out is a file, not a directory")
     if not options.resume:
         _check_new_run(run, options.force)
         return start

@@ -4,7 +4,7 @@ Saved beside each checkpoint (`step-N.state.pt`, tensors and plain containers on
 loaded with `weights_only=True`): the step, the data position (and the batch plan it
 counts in), token counters, the open log interval, the early-stopping record, the
 optimizer (and fp16 scaler) state, the averaged weights, and every random generator.
-`resume.py` restores a step from it.
+`save_step` writes a step; `resume.py` restores one.
 """
 
 from __future__ import annotations
@@ -12,14 +12,19 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import asdict, astuple, dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 import torch
 
 from transcli.config.schema import TrainConfig
-from transcli.data.batching import StreamPosition
+from transcli.data.batching import BatchPlan, StreamPosition
+from transcli.export.ct2 import remove_stale_caches
+from transcli.rundir.checkpoints import save_checkpoint, save_weights
+from transcli.rundir.layout import AVG_FILE, CHECKPOINT_DIR
 from transcli.training.objective import LossSums
+from transcli.training.optimization import Optimization
 from transcli.training.schedules import decay_clock
 
 
@@ -139,6 +144,21 @@ class Progress:
         return (all(type(n) is int for n in counts) and self.best.metric in ("", "bleu", "nll")
                 and all(type(n) in (int, float) and math.isfinite(n) and n >= 0
                         for n in numbers))
+
+
+def save_step(run_dir: Path, model: torch.nn.Module, opt: Optimization, p: Progress,
+              plan: BatchPlan, tokenizer_sha256: str) -> None:
+    """Step `p.step`'s weights and training state (with the batch plan its data position
+    counts in), the older steps pruned to train.keep_last, the weight average's weights
+    as `avg`, and the CTranslate2 caches of weights now gone removed."""
+    state = {**p.state(), **opt.state(), "rng": rng_state(),
+             "plan": plan.fingerprint(p.position.epoch) if p.position.index
+             else None}  # an epoch's start is the same in every plan
+    save_checkpoint(model, state, run_dir, p.step, tokenizer_sha256, opt.tc.keep_last)
+    remove_stale_caches(run_dir)
+    if opt.ema:
+        with opt.averaged():
+            save_weights(model, run_dir / CHECKPOINT_DIR / AVG_FILE, tokenizer_sha256)
 
 
 def rng_state() -> dict[str, Any]:
