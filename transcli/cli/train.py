@@ -52,7 +52,7 @@ def train(
     from transcli.data.prepared_dir import open_prepared_dir
     from transcli.rundir.run import RunDir
     from transcli.system.files import check_parents
-    from transcli.training.loop import train as run_train
+    from transcli.training import loop
     from transcli.training.resume import StartOptions, train_config
 
     flags = {"train.max_steps": max_steps, "train.save_every": save_every,
@@ -61,4 +61,4 @@ def train(
     check_parents(out)  # a file in --out's way is named before the data is read
     run = RunDir(out)
     cfg = train_config(config, run, resume, sets, flags)
-    run_train(cfg, open_prepared_dir(data), run, StartOptions(resume, force, allow_changes))
+    loop.train(cfg, open_prepared_dir(data), run, StartOptions(resume, force, allow_changes))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from transcli.config.schema import Config, TrainConfig
+from transcli.config.schema import Config
 from transcli.data.batching import BatchPlan, MakeBatch, collate
 from transcli.data.casing import CaseAugment
 from transcli.data.prepared_dir import PreparedDir
@@ -21,8 +21,13 @@ Variants = Union[CaseAugment, TermAnnotation]
 def train_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPlan, MakeBatch]:
     """The train split's length-bucketed batch plan, and how process `rank` makes one of
     its batches; refused in one line when it holds no batch."""
-    tc, split = cfg.train, data.split("train")
-    variants = pair_variants(tc, data)
+    tc = cfg.train
+    split = data.split("train")
+    variants: Optional[Variants] = None  # pairs shown cased or annotated (one, or neither)
+    if tc.case_augment:
+        variants = CaseAugment(data, tc.case_augment, tc.seed)
+    elif tc.term_annotation:
+        variants = TermAnnotation(data, tc.term_annotation, tc.seed)
     multiple = tc.pad_multiple or 1  # what batch lengths are padded to
     plan = BatchPlan(split.src_lengths, split.tgt_lengths, tc.batch_tokens, tc.seed,
                      cfg.model.max_positions, multiple=multiple, shapes=tc.batch_shapes,
@@ -43,12 +48,3 @@ def train_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPlan,
                                  cfg.model.max_positions, multiple)
     return plan, lambda idx, _: collate(split, idx, multiple, plan.shapes)
 
-
-def pair_variants(tc: TrainConfig, data: PreparedDir) -> Optional[Variants]:
-    """Which pairs each epoch shows cased (`train.case_augment`) or annotated
-    (`train.term_annotation`; the config allows one of them), or None when both are off."""
-    if tc.case_augment:
-        return CaseAugment(data, tc.case_augment, tc.seed)
-    if tc.term_annotation:
-        return TermAnnotation(data, tc.term_annotation, tc.seed)
-    return None

@@ -28,8 +28,8 @@ class WeightAverage:
         self.float32 = all(p.dtype == torch.float32 for p in self.params)  # as training keeps them
 
     def update(self, step: int) -> None:
-        """One fused operation over every tensor (per-tensor views or casts first would
-        add hundreds of operations to each update: `bench.launches` at revision 7e5bbcb)."""
+        """Update `step` (0-based) folded in: one fused operation over every tensor (views
+        or casts per tensor would add an operation per tensor to each update)."""
         decay = min(self.decay, (1 + step) / (10 + step))
         weights = self.params if self.float32 else [p.detach().float() for p in self.params]
         with torch.no_grad():

@@ -12,6 +12,7 @@ loss stops before it can be applied. What the run says and logs is `report.py`'s
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
 from dataclasses import replace
@@ -185,6 +186,7 @@ class Trainer:
         self.cfg, self.run_dir, self.dist, self.device = cfg, run, dist, device
         settings = device_settings(cfg.train, device)  # what of the settings `device` runs
         self.tc, self.precision = settings.tc, settings.precision
+        self.autocast = functools.partial(autocast, device, self.precision)
         start = start_session(cfg, data, run, options)  # every check of the run dir
         start.notes[:0] = settings.warnings
         check_training_memory(cfg, start.vocab_size, device,
@@ -199,7 +201,7 @@ class Trainer:
         self.net = dist.wrap(TeacherForcing(self.model, self.tc.label_smoothing, PAD_ID,
                                             self.compiled), device)  # fed each batch
         self.valid = validation_set(cfg, data, device) if dist.main else None
-        self.start, self.resume_line = start, report.resume_command(data.dir, run.path)
+        self.start = start
         # Everything that can be refused was checked: only now is the run dir written.
         self.log = report.TrainLog(run.path, enabled=dist.main, tensorboard=self.tc.tensorboard)
         start.record(data, dist, self.log)
@@ -223,7 +225,7 @@ class Trainer:
         loader = BackgroundLoader(self.make_batch, stream, pin_memory=self.device.type == "cuda")
         bar = report.ProgressBar(tc, p, self.started, self.dist.main, self._say)
         with StopSignals(on_disk=lambda: f"{report.saved_steps(self.run_dir)}; continue "
-                                         f"with: {self.resume_line}") as signals:
+                                         f"with: {self.start.resume_line}") as signals:
             self.signals = signals
             with contextlib.closing(bar), contextlib.closing(loader):  # each, whatever comes
                 reason = self._loop(loader, bar)
@@ -270,7 +272,7 @@ class Trainer:
                 return False
             batch = batch.to(self.device)
             with no_sync(self.net, last=i == len(batches) - 1):
-                with self._autocast():
+                with self.autocast():
                     stats = self.net(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
                 self.opt.backward(stats[0] * scale)
             sums += stats.detach()
@@ -326,7 +328,7 @@ class Trainer:
         with self.log.pause():
             record, stop = self.valid.validate(
                 self.model, self.opt, self.progress,
-                self.run_dir.path / CHECKPOINT_DIR / BEST_FILE, self.device, self._autocast)
+                self.run_dir.path / CHECKPOINT_DIR / BEST_FILE, self.device, self.autocast)
             self.stop_reason = self.stop_reason or stop
             self.log.validation(record)
             self._say(report.validation_line(record), prefix=False)
@@ -354,13 +356,11 @@ class Trainer:
         if not self.opt.ema:
             average_last(self.run_dir.path, self.tc.average_last)
         self.log.plot()
-        ending = report.ending(reason, p.step, self.tc, self.run_dir.path, self.resume_line)
+        ending = report.ending(reason, p.step, self.tc, self.run_dir.path,
+                               self.start.resume_line)
         compiled = self.compiled.summary() if self.compiled is not None else None
         for line in filter(None, [compiled, self.run_dir.young_note(p.step), ending]):
             self._say(line)
-
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        return autocast(self.device, self.precision)
 
     def _say(self, message: str, prefix: bool = True) -> None:
         report.say(message, self.dist.main, prefix)

@@ -17,9 +17,8 @@ from transcli.training.schedules import learning_rate
 
 
 def fused_adam(params: Any, weight_decay: float = 0.0, **options: Any) -> torch.optim.Adam:
-    """Adam (AdamW with a `weight_decay`) with fused kernels, on CUDA and also on CPU
-    (torch >= 2.4): several times faster steps than the per-tensor loop. Plain Adam
-    without decay, so that runs from before the key resume with their optimizer state."""
+    """Adam (AdamW with a `weight_decay`), with fused kernels where torch has them for the
+    device. Plain Adam without decay: its state is the one a run without the key saved."""
     params = list(params)
     kind = torch.optim.AdamW if weight_decay else torch.optim.Adam
     if weight_decay:

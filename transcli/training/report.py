@@ -11,7 +11,6 @@ repeats frequent words.
 from __future__ import annotations
 
 import contextlib
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -49,12 +48,6 @@ def data_line(pairs: int, skipped: int, batches: int, tc: TrainConfig, world: in
     return (f"{pairs:,} training pairs ({skipped} over max_positions left out), {batches} "
             f"batches of <= {tc.batch_tokens} tokens per epoch, {tc.accum_steps * world} per "
             f"update")
-
-
-def resume_command(data_dir: Path, run_dir: Path) -> str:
-    """The command line that continues a run where it stops."""
-    return (f"transcli train --data {shlex.quote(str(data_dir))} "
-            f"--out {shlex.quote(str(run_dir))} --resume")
 
 
 def recipe(tc: TrainConfig, ema: bool) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import json
+import shlex
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
@@ -236,6 +237,7 @@ class Start:
     identity: dict[str, Any]  # what run.json records of the data, the model, the origin
     recorded: dict[str, Any]  # the run's config as run.json recorded it ({} for a new run)
     notes: list[str] = field(default_factory=list)
+    resume_line: str = ""  # the command line that continues the run where it stops
 
     @property
     def vocab_size(self) -> int:
@@ -367,7 +369,9 @@ def start_session(cfg: Config, data: PreparedDir, run: RunDir, options: StartOpt
     identity = {"data_hash": data.data_hash, "vocab_size": data.vocab_size,
                 "tokenizer_sha256": data.tokenizer.sha256,
                 "model": cfg.fingerprint("model"), **origin_record(init, run, options.resume)}
-    start = Start(run, cfg, options, 0, init, identity, {})
+    start = Start(run, cfg, options, 0, init, identity, {}, resume_line=(
+        f"transcli train --data {shlex.quote(str(data.dir))} "
+        f"--out {shlex.quote(str(run.path))} --resume"))
     if not options.resume:
         _check_new_run(run, options.force)
         return start

@@ -35,11 +35,6 @@ class Interval(LossSums):
     padded: float = 0.0  # positions fed, padding included (both sides)
     real: float = 0.0
 
-    def add_update(self, sums: LossSums, padded: float, real: float) -> None:
-        LossSums.add(self, sums)
-        self.padded += padded
-        self.real += real
-
 
 class DeviceSums:
     """What updates add up on the device between two reads, so that an update never
