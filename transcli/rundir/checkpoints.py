@@ -85,16 +85,20 @@ def load_weights(model: torch.nn.Module, path: str | Path,
                         f"{tokenizer_sha256[:12]}): they belong to another run, whose run dir "
                         f"(-m) they need")
     weights = upgrade_parameter_names(weights)
-    expected = module.state_dict()
-    _fill_tied(weights, expected)
-    problem = _mismatch(weights, expected)
-    if problem:
-        raise UserError(f"{path}: checkpoint does not match the model config/vocabulary "
-                        f"({problem})")
+    _fill_tied(weights, module.state_dict())
+    integer = next((name for name, t in weights.items() if not t.is_floating_point()), None)
+    if integer:  # load_state_dict would cast it
+        raise UserError(f"{path}: {integer} is of dtype {weights[integer].dtype}, not a "
+                        f"floating-point type")
     bad = next((name for name, t in weights.items() if not torch.isfinite(t).all()), None)
     if bad:
         raise UserError(f"{path}: checkpoint holds NaN or infinite values ({bad})")
-    module.load_state_dict(weights, strict=True)
+    try:
+        module.load_state_dict(weights, strict=True)
+    except RuntimeError as exc:  # torch names every missing, unexpected or misshapen tensor
+        problems = " ".join(str(exc).split("\n", 1)[-1].split())
+        raise UserError(f"{path}: checkpoint does not match the model config/vocabulary "
+                        f"({problems[:300]}{'...' if len(problems) > 300 else ''})") from None
 
 
 def _fill_tied(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
@@ -108,24 +112,6 @@ def _fill_tied(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tenso
         for name in names:
             if stored:
                 weights.setdefault(name, weights[stored[0]])
-
-
-def _mismatch(weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> str:
-    """The first difference in names, shapes or dtypes, or '' when they agree."""
-    missing = sorted(expected.keys() - weights.keys())
-    if missing:
-        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-        return f"missing {missing[0]}{more}"
-    unexpected = sorted(weights.keys() - expected.keys())
-    if unexpected:
-        return f"unexpected {unexpected[0]}"
-    for name, tensor in expected.items():
-        if weights[name].shape != tensor.shape:
-            return (f"{name}: shape {tuple(weights[name].shape)} in the file, "
-                    f"{tuple(tensor.shape)} in the model")
-        if not weights[name].is_floating_point():
-            return f"{name}: dtype {weights[name].dtype} is not a floating-point type"
-    return ""
 
 
 def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, step: int,

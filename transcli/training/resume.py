@@ -24,14 +24,14 @@ from __future__ import annotations
 import enum
 import json
 import shlex
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 import torch
 
 from transcli.config.loading import Override, load_config, with_overrides
-from transcli.config.schema import Config, ModelConfig, TrainConfig
+from transcli.config.schema import Config, TrainConfig
 from transcli.data.batching import BatchPlan, StreamPosition
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
@@ -176,13 +176,6 @@ def judge(run: RunDir, changes: list[Change], allowed: bool) -> list[str]:
                         f"{CONFIG_FILE}): {'; '.join(consent)}. Leave them out to continue "
                         f"as the run was, or add --allow-changes to go on with them")
     return [f"--allow-changes: from here on {change}" for change in consent]
-
-
-def model_differences(old: ModelConfig, new: ModelConfig) -> list[str]:
-    """`model.key: old -> new` for every setting of the model's shape that differs."""
-    a, b = asdict(old), asdict(new)
-    return [str(Change(f"model.{k}", a[k], b[k], Rule.MATCH)) for k in a
-            if a[k] != b[k] and rule_of(f"model.{k}") is Rule.MATCH]
 
 
 def recorded_config(previous: Config, cfg: Config) -> Config:
@@ -518,7 +511,8 @@ def init_source(cfg: Config, data: PreparedDir, run: RunDir, resume: bool
         raise UserError(f"--init-from {source.weights}: these weights were trained with "
                         f"another tokenizer than {data.dir}'s (SHA-256 {str(trained_with)[:12]}, "
                         f"the data's {data.tokenizer.sha256[:12]}): they belong to another run")
-    changed = model_differences(origin.recorded_config.model, cfg.model)
+    changed = [str(c) for c in config_changes(origin.recorded_config.to_dict(), cfg)
+               if c.rule is Rule.MATCH]
     if changed:
         raise UserError(f"--init-from {source.run}: the model config differs from its "
                         f"{CONFIG_FILE} ({', '.join(changed)}); train with that run's model "
