@@ -14,9 +14,11 @@ of `transcli config --list`, and the batch plan, is
 `train.max_steps` ends a linear or cosine decay, so there it is the recipe; with noam it
 is only where to stop (a smaller one stops this session early, and the run keeps its own).
 
-A resume continues from the newest step with both its weights and its training state,
-and checks the state's data position against the batch plan it was saved with
-(`BatchPlan.fingerprint`).
+A session starts in four moves: `start_session` checks (reading only, so every rank may
+call it); `Start.load_init` loads fine-tuning's weights; `Start.restore` loads a resume's
+step, the newest with both weights and training state (a state that torch or its holders
+refuse is named in one line; its data position is checked against the batch plan it was
+saved with, `BatchPlan.fingerprint`); `Start.record` writes the run dir.
 """
 
 from __future__ import annotations
