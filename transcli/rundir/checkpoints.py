@@ -180,13 +180,13 @@ def average_last(run_dir: Path, last: int) -> None:
     average the last 5 or 20), accumulated in float64 and stored in the files' own
     dtypes; nothing without a step checkpoint."""
     paths = [path for _, path in step_checkpoints(run_dir)][-last:]
+    if not paths:
+        return
     total: dict[str, torch.Tensor] = {}
     for path in paths:
         weights, metadata = read_weights(path)  # metadata: the tied tensors stored once
         for name, tensor in weights.items():
             total[name] = total[name] + tensor.double() if name in total else tensor.double()
-    if not paths:
-        return
     averaged = {name: (value / len(paths)).to(weights[name].dtype)
                 for name, value in total.items()}
     out = run_dir / CHECKPOINT_DIR / AVG_FILE

@@ -187,7 +187,7 @@ class Trainer:
         settings = device_settings(cfg.train, device)  # what of the settings `device` runs
         self.tc, self.precision = settings.tc, settings.precision
         self.autocast = functools.partial(autocast, device, self.precision)
-        self.start = start = start_session(cfg, data, run, options)  # every check of the run
+        start = start_session(cfg, data, run, options)  # every check of the run dir
         start.notes[:0] = settings.warnings
         check_training_memory(cfg, start.vocab_size, device,
                               dist.world if device.type == "cpu" else 1)
@@ -201,6 +201,7 @@ class Trainer:
         self.net = dist.wrap(TeacherForcing(self.model, self.tc.label_smoothing, PAD_ID,
                                             self.compiled), device)  # fed each batch
         self.valid = validation_set(cfg, data, device) if dist.main else None
+        self.start = start
         # Everything that can be refused was checked: only now is the run dir written.
         self.log = report.TrainLog(run.path, enabled=dist.main, tensorboard=self.tc.tensorboard)
         start.record(data, dist, self.log)
