@@ -209,7 +209,7 @@ class Trainer:
         self.device_sums = DeviceSums(device)  # the updates' sums, on the device until read
         self.signals = StopSignals()  # the run's, once it runs
         self.lr, self.grad_norm = 0.0, math.nan  # of the latest update (norm: latest read)
-        self.started = time.perf_counter()
+        self.started = self.log.interval_start = time.perf_counter()  # and the first interval
         self.session_start = (self.progress.step, self.progress.seconds)
         self.saved = self.session_start  # the step and clock last saved
 
