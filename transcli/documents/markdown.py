@@ -35,6 +35,7 @@ from transcli.documents.units import (
     Unit,
     has_letters,
     inline_unit,
+    render,
 )
 from transcli.system.extras import require
 
@@ -64,16 +65,20 @@ def pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterator[li
     source = _Source(text)
     md = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
     md.disable("text_join")  # escapes and entities stay tokens of their own, with their source
-    cursor = 0
+    cursor = seen = 0  # the source written up to; the end of the last block found
     for token in md.parse(_without_front_matter(text)):
         if token.map is None or token.type not in ("inline", "html_block"):
             continue
-        found = (_html_block(source, token, name) if token.type == "html_block"
-                 else _inline_block(source, token, cursor))
-        if found is not None:
-            start, end, parts = found
+        if token.type == "html_block":
+            start, end, parts = _html_block(source, token, name)
+        elif (where := _located(source, token, seen)) is None:
+            continue
+        else:
+            (start, end), seen = where, where[1]
+            parts = _inline_parts(source, token, start, end)
+        if parts is not None:
             yield [text[cursor:start], *parts]
-            cursor = end
+            cursor = seen = end
     yield [text[cursor:]]
 
 
@@ -113,26 +118,35 @@ def _html_block(source: _Source, token: Any, name: str) -> tuple[int, int, list[
     return start, end, html_parts(source.text[start:end], name)
 
 
-def _inline_block(source: _Source, token: Any, cursor: int
-                  ) -> Optional[tuple[int, int, list[Part]]]:
-    """Where a block's inline content lies in the source, and its unit; None when it
-    holds nothing to translate or cannot be placed exactly."""
+def _located(source: _Source, token: Any, after: int) -> Optional[tuple[int, int]]:
+    """Where a block's inline content lies in the source, from `after` on (a table
+    cell after the one before it on its line); None when it cannot be placed exactly."""
     lines = token.content.split("\n")
-    if not has_letters(token.content):
-        return None
     first, last = token.map[0], token.map[0] + len(lines) - 1
-    start = _find(source, lines[0], first, cursor)
+    start = _find(source, lines[0], first, after)
     if start is None:
         return None
     end = _find(source, lines[-1], last, start if first == last else 0)
+    if end is None:
+        return None
+    return start, end + len(_match(source, lines[-1], end).group())
+
+
+def _inline_parts(source: _Source, token: Any, start: int, end: int) -> Optional[list[Part]]:
+    """A block's inline content (at `start:end` in the source) as parts: its unit, or
+    its markup with the units inside it (the alt texts of a row of badges); None when
+    it holds nothing to translate or its source cannot be accounted for."""
+    if not has_letters(token.content):
+        return None
     items = _items(token.children or [], token.content)
-    if end is None or items is None:
+    if items is None:
         return None
-    end += len(_match(source, lines[-1], end).group())
     parts = inline_unit(items, escape, frame)
-    if len(parts) != 1 or not isinstance(parts[0], Unit):
+    if len(parts) == 1 and isinstance(parts[0], Unit):
+        return [replace(parts[0], raw=source.text[start:end])]
+    if not any(isinstance(part, Unit) for part in parts):
         return None
-    return start, end, [replace(parts[0], raw=source.text[start:end])]
+    return parts if render(parts, {}) == source.text[start:end] else None
 
 
 def _match(source: _Source, line: str, at: int) -> re.Match:

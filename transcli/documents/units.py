@@ -210,11 +210,13 @@ def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
             translations: Mapping[str, str], aligned: Aligns) -> str:
     """`target` with `unit`'s tags at `placed`, written as a tree: each tag's range is
     kept inside its parent's and after its elder sibling's, so the result nests as the
-    source did even if a range came out of order."""
+    source did even if a range came out of order. A tag that held no words in the source
+    (a line break, an image, or a link around nothing but an image) is written whole at
+    one point: its start, what it holds, its end."""
     children: dict[int, list[int]] = {}
     for i, tag in enumerate(unit.tags):
         children.setdefault(tag.parent, []).append(i)
-    out: list[str] = []
+    out = _Written()
     # Written with a stack of open tags, not by recursion: a page may nest thousands of
     # inline tags (`<b>` x 3000), past Python's recursion limit. Each entry: a tag's
     # children left to write, the cursor in its range, the range's end, the tag's close.
@@ -223,31 +225,47 @@ def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
         kids, cursor, high, close = stack[-1]
         i = next(kids, None)
         if i is None:  # this tag's children written: its text after them, then its close
-            out += [unit.escape(target[cursor[0]:high]), close]
+            out.add(unit.escape(target[cursor[0]:high]), close)
             stack.pop()
             continue
         tag = unit.tags[i]
         start = min(max(placed[i][0], cursor[0]), high)
         end = min(max(placed[i][1], start), high)
+        after = ""
         if tag.start == tag.end:
             while not tag.spaced[0] and start > cursor[0] and target[start - 1].isspace():
-                start = end = start - 1  # against the word before, as in the source
-        out.append(unit.escape(target[cursor[0]:start]))
-        cursor[0] = end
-        if tag.start == tag.end:
-            out.append(_spaced(tag, render(tag.open, translations, aligned), target, start))
+                start = start - 1  # against the word before, as in the source
+            end = start
+            out.add(unit.escape(target[cursor[0]:start]))
+            out.add(" " * (tag.spaced[0] and not out.spaced()))
+            after = " " * (tag.spaced[1] and start < len(target) and not target[start].isspace())
         else:
-            out.append(render(tag.open, translations, aligned))
-            stack.append((iter(children.get(i, [])), [start], end, tag.close))
-    return "".join(out)
+            out.add(unit.escape(target[cursor[0]:start]))
+        cursor[0] = end
+        out.add(render(tag.open, translations, aligned))
+        stack.append((iter(children.get(i, [])), [start], end, tag.close + after))
+    return out.text()
 
 
-def _spaced(tag: Tag, markup: str, target: str, at: int) -> str:
-    """An empty tag's markup, with the whitespace the source had around it where the
-    target has none there."""
-    before = tag.spaced[0] and 0 < at and not target[at - 1].isspace()
-    after = tag.spaced[1] and at < len(target) and not target[at].isspace()
-    return " " * before + markup + " " * after
+class _Written:
+    """Text written so far, and whether it ends in whitespace (or is empty, at the
+    start of a unit, where no space goes before markup)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.last = ""
+
+    def add(self, *parts: str) -> None:
+        for part in parts:
+            if part:
+                self.parts.append(part)
+                self.last = part[-1]
+
+    def spaced(self) -> bool:
+        return not self.last or self.last.isspace()
+
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 # ------------------------------------------------------------------ building units
@@ -296,18 +314,29 @@ def has_letters(text: str) -> bool:
 def inline_unit(items: Sequence[Item], escape: Callable[[str], str] = same,
                 frame: Callable[[str], str] = same) -> list[Part]:
     """The parts of a run of inline content: its whitespace on either side, as it is,
-    and a `Unit` between (whitespace inside collapsed to single spaces for the model);
-    the run as it is when it holds nothing to translate."""
-    raw = "".join(render(_parts(item), {}) for item in items)
+    and a `Unit` between (whitespace inside collapsed to single spaces for the model).
+    A run whose own text holds no words (a row of badges, a link around a code span) is
+    no unit: its markup as it is, with the units inside it (an image's alt text) as
+    units of their own."""
     text, tags = _text_and_tags(items)
-    nested = [unit for tag in tags for part in tag.open if isinstance(part, Unit)
-              for unit in part.units()]
-    if not has_letters(text) and not any(has_letters(unit.text) for unit in nested):
-        return [raw] if raw else []
+    if not has_letters(text):
+        return _joined([part for item in items for part in _parts(item)])
+    raw = "".join(render(_parts(item), {}) for item in items)
     lead = len(raw) - len(raw.lstrip(_EDGE))
     trail = len(raw) - len(raw.rstrip(_EDGE))
     unit = Unit(text, raw[lead:len(raw) - trail], tuple(tags), escape, frame)
     return [part for part in (raw[:lead], unit, raw[len(raw) - trail:]) if part != ""]
+
+
+def _joined(parts: Sequence[Part]) -> list[Part]:
+    """`parts` with the markup side by side made one string."""
+    out: list[Part] = []
+    for part in parts:
+        if isinstance(part, str) and out and isinstance(out[-1], str):
+            out[-1] += part
+        elif part != "":
+            out.append(part)
+    return out
 
 
 def _parts(item: Item) -> tuple[Part, ...]:
@@ -321,44 +350,54 @@ def _parts(item: Item) -> tuple[Part, ...]:
 def _text_and_tags(items: Sequence[Item]) -> tuple[str, list[Tag]]:
     """The model's text of `items` and their tags over it. A `Close` with no `Open` of
     its name is kept as an `Atom`; markup left open at the end closes with nothing (as
-    the source had it)."""
+    the source had it). A tag that holds no words notes whether the source had
+    whitespace right before and right after it (`Tag.spaced`)."""
     text = ""
     tags: list[dict] = []
     stack: list[int] = []  # indices of the tags open here
-    waiting: list[int] = []  # empty tags waiting to know whether a space follows them
+    waiting: list[int] = []  # tags of no words waiting to know whether a space follows
+    spaced = True  # whether the source has whitespace (or the unit's start) right here
     for item in items:
         if isinstance(item, Text):
             piece = _SPACES.sub(" ", item.text)
             if piece[:1] == " " and (not text or text[-1] == " "):
                 piece = piece[1:]
-            for i in waiting:
-                tags[i]["spaced"] = (tags[i]["spaced"][0], item.text[:1].isspace())
-            waiting = [] if item.text else waiting
             text += piece
-        elif isinstance(item, Close) and any(tags[i]["name"] == item.name for i in stack):
+            if item.raw:  # (a space the reader adds for the model is no source's)
+                _resolve(tags, waiting, item.raw[:1].isspace())
+                waiting, spaced = [], item.raw[-1].isspace()
+            continue
+        _resolve(tags, waiting, False)
+        waiting, before, spaced = [], spaced, False
+        if isinstance(item, Close) and any(tags[i]["name"] == item.name for i in stack):
             while stack:
                 i = stack.pop()
                 tags[i]["end"] = len(text)
+                waiting += [i] if tags[i]["start"] == len(text) else []
                 if tags[i]["name"] == item.name:
                     tags[i]["close"] = item.raw
                     break
+            continue
+        parts = item.parts if not isinstance(item, Close) else (item.raw,)
+        tags.append({"start": len(text), "end": None, "open": parts, "close": "",
+                     "parent": stack[-1] if stack else -1, "spaced": (before, False),
+                     "name": item.name if isinstance(item, Open) else ""})
+        if isinstance(item, Open):
+            stack.append(len(tags) - 1)
         else:
-            parts = item.parts if not isinstance(item, Close) else (item.raw,)
-            tags.append({"start": len(text), "end": None, "open": parts, "close": "",
-                         "parent": stack[-1] if stack else -1,
-                         "spaced": (not text or text[-1] == " ", False),
-                         "name": item.name if isinstance(item, Open) else ""})
-            if isinstance(item, Open):
-                stack.append(len(tags) - 1)
-            else:
-                tags[-1]["end"] = len(text)
-                waiting.append(len(tags) - 1)
+            tags[-1]["end"] = len(text)
+            waiting.append(len(tags) - 1)
     for i in stack:
         tags[i]["end"] = len(text)
     if text.endswith(" "):
         text = text[:-1]
     return text, [Tag(min(t["start"], len(text)), min(t["end"], len(text)), t["open"],
                       t["close"], t["parent"], t["spaced"]) for t in tags]
+
+
+def _resolve(tags: list[dict], waiting: list[int], space_after: bool) -> None:
+    for i in waiting:
+        tags[i]["spaced"] = (tags[i]["spaced"][0], space_after)
 
 
 _MARKUP = re.compile(r"<[^<>\n]*>|\{\\[^{}\n]*\}")
