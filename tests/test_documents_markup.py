@@ -120,3 +120,41 @@ def test_every_table_cell_after_a_cell_without_words_is_translated():
                  "SOME WORDS HERE.", "MORE WORDS THERE."):
         assert cell in out
     assert "`full`" in out and "`E1`" in out and "| $5 |" in out
+
+
+@pytest.mark.parametrize("page, translated, kept", [
+    ("<div><pre>ls -la</div><p>I like trees.</p>", "I LIKE TREES.", "<pre>ls -la</div>"),
+    ("<p><code>make install</p><p>I like trees.</p>", "I LIKE TREES.",
+     "<code>make install</p>"),
+    ("<li><kbd>Ctrl</li><li>I like trees.</li>", "I LIKE TREES.", "<kbd>Ctrl</li>"),
+    ("<div><svg><text>A</text></div><p>I like trees.</p>", "I LIKE TREES.",
+     "<svg><text>A</text></div>"),
+    ('<svg><circle r="1"/><p>I like trees.</p>', "I LIKE TREES.", '<circle r="1"/>'),
+    ("<pre>ls <span>x</span> <p>not</p></pre><p>I like trees.</p>", "I LIKE TREES.",
+     "<pre>ls <span>x</span> <p>not</p></pre>"),
+    ("<svg><foreignObject><p>x</p></foreignObject></svg><p>I like trees.</p>",
+     "I LIKE TREES.", "<foreignObject><p>x</p></foreignObject></svg>"),
+])
+def test_an_element_kept_as_it_is_ends_where_browsers_end_it(page, translated, kept):
+    out = translate_text(page, FORMATS["html"], lambda lines, first: [
+        line.upper() for line in lines])
+    assert translated in out and kept in out
+
+
+@pytest.mark.parametrize("page", [
+    "<p>I like <!-- a --!> trees.</p>", "<p>I like <!--> trees.</p>",
+    "<p>I like <!---> trees.</p>", "<p>I like </> trees.</p>"])
+def test_comments_and_empty_end_tags_are_read_as_browsers_read_them(page):
+    out = translate_text(page, FORMATS["html"], lambda lines, first: [
+        line.upper() for line in lines])
+    markup = re.search(r"<!--(?:.*?--!?>|>|->)|</>", page).group()
+    assert out == page.replace("I like", "I LIKE").replace("trees.", "TREES.") or (
+        markup in out and "TREES." in out and "LIKE" in out)
+    assert out.count(markup) == 1
+
+
+def test_a_comment_is_not_ended_by_dashes_and_a_space():
+    """`-- >` does not end a comment for a browser: the text after it is the comment's."""
+    out = translate_text("<p>A <!-- x -- > I like trees --> b</p>", FORMATS["html"],
+                         lambda lines, first: [line.upper() for line in lines])
+    assert "<!-- x -- > I like trees -->" in out
