@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser, attrfind_tolerant, tagfind_tolerant
 from typing import Iterable, Iterator, Optional
 
+from transcli.documents.checks import Check
 from transcli.documents.units import (
     Atom,
     Close,
@@ -232,6 +233,18 @@ def escape_text(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def _markup_of(written: str) -> list[str]:
+    """A unit's tags, comments and kept elements, each as its source, in order: what its
+    translation must keep (`checks.Check`)."""
+    try:
+        return [event.raw for event in events([written], "<unit>") if event.kind != "data"]
+    except UserError:  # markup left open: unlike any unit read from a page
+        return [written]
+
+
+CHECK = Check(_markup_of)
+
+
 def tag_parts(raw: str) -> tuple[Part, ...]:
     """A start tag's source, with the values of the attributes meant for people as
     units (everything else as it is)."""
@@ -394,7 +407,7 @@ class _Paragraphs:
 
     def _end_run(self) -> None:
         if self.items:
-            parts = inline_unit(self.items, escape_text)
+            parts = inline_unit(self.items, escape_text, check=CHECK)
             self.complete = self.complete or any(isinstance(part, Unit) for part in parts)
             self._add(parts)
             self.items = []

@@ -20,10 +20,12 @@ Markdown reads the same).
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Optional
 
+from transcli.documents.checks import Check
 from transcli.documents.html import INLINE, html_parts, tag_parts
 from transcli.documents.units import (
     Atom,
@@ -39,7 +41,7 @@ from transcli.documents.units import (
 )
 from transcli.system.extras import require
 
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 _LINE_START = re.compile(r"[#+=-]|\d+[.)]")
 _PREFIX = re.compile(r"[\s>*+\-#\d.)|]*")
 _BREAK = re.compile(r"[ \t]*\\?\n[ \t]*")
@@ -60,11 +62,9 @@ def frame(text: str) -> str:
 
 def pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterator[list[Part]]:
     """The document as pieces: each block's markup and its unit."""
-    markdown_it = require("markdown_it", "documents")
     text = "".join(chunks)
     source = _Source(text)
-    md = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
-    md.disable("text_join")  # escapes and entities stay tokens of their own, with their source
+    md = _parser()
     cursor = seen = 0  # the source written up to; the end of the last block found
     for token in md.parse(_without_front_matter(text)):
         if token.map is None or token.type not in ("inline", "html_block"):
@@ -80,6 +80,28 @@ def pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterator[li
             yield [text[cursor:start], *parts]
             cursor = seen = end
     yield [text[cursor:]]
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Any:
+    """CommonMark with GitHub's tables and strikethrough."""
+    markdown_it = require("markdown_it", "documents")
+    md = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    md.disable("text_join")  # escapes and entities stay tokens of their own, with their source
+    return md
+
+
+def _markup_of(written: str) -> list[tuple]:
+    """A unit's inline markup as Markdown reads it (emphasis, links and their targets,
+    images, code spans, inline HTML, line breaks), in order: what its translation must
+    keep (`checks.Check`)."""
+    tokens = [child for token in _parser().parseInline(written) for child in token.children or []]
+    return [(token.type, token.markup, tuple(sorted((token.attrs or {}).items())),
+             token.content if token.type in ("code_inline", "html_inline") else "")
+            for token in tokens if token.type not in ("text", "text_special", "softbreak")]
+
+
+CHECK = Check(_markup_of)
 
 
 def _without_front_matter(text: str) -> str:
@@ -141,7 +163,7 @@ def _inline_parts(source: _Source, token: Any, start: int, end: int) -> Optional
     items = _items(token.children or [], token.content)
     if items is None:
         return None
-    parts = inline_unit(items, escape, frame)
+    parts = inline_unit(items, escape, frame, CHECK)
     if len(parts) == 1 and isinstance(parts[0], Unit):
         return [replace(parts[0], raw=source.text[start:end])]
     if not any(isinstance(part, Unit) for part in parts):

@@ -16,12 +16,24 @@ lines are replaced. Catalogues must be UTF-8 (the header's charset says so; a te
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Optional
 
-from transcli.documents.units import Part, Unit, inline_unit, markup_items
+from transcli.documents.checks import Check
+from transcli.documents.formatstrings import placeholders, signature, without_placeholders
+from transcli.documents.units import (
+    MARKUP,
+    Atom,
+    Item,
+    Part,
+    Text,
+    Unit,
+    inline_unit,
+    markup_items,
+)
 from transcli.system.errors import UserError
 from transcli.system.extras import require
 
@@ -164,10 +176,10 @@ def _filled(entry: Any, lines: list[str], catalogue: _Catalogue) -> list[Part]:
     start, end = where[0], where[-1] + 1
     while end < len(lines) and keys[end].startswith('"'):
         end += 1
-    singular = _unit(entry.msgid, _string_lines(lines, keys, "msgid "), newline)
+    singular = _unit(entry.msgid, _string_lines(lines, keys, "msgid "), newline, entry.flags)
     if entry.msgid_plural:
         plural = _unit(entry.msgid_plural, _string_lines(lines, keys, "msgid_plural "),
-                       newline)
+                       newline, entry.flags)
         count = catalogue.plurals or max(len(entry.msgstr_plural), 2)
         written: list[Part] = []
         for n in range(count):
@@ -187,18 +199,70 @@ def _string_lines(lines: list[str], keys: list[str], keyword: str) -> str:
     return text[text.index(keyword.strip()) + len(keyword.strip()):].lstrip()
 
 
-def _unit(message: str, raw: str, newline: str) -> Unit:
+def _unit(message: str, raw: str, newline: str, flags: list[str]) -> Unit:
     """A message as a unit, written back as a PO string whatever it becomes. A one-line
     message's whitespace around is kept and its HTML tags are tags; a message of
-    several lines is translated line by line (`translating.translations`)."""
+    several lines is translated line by line (`translating.translations`). Its
+    translation is checked as msgfmt checks it (its placeholders under the entry's
+    format flags, its tags, a line break at its start or end): one that fails is
+    repaired (the placeholders put back by position) or left untranslated."""
+    check = Check(functools.partial(_needs, flags=tuple(flags)), _cleaned, '""')
     core = message.strip()
     if "\n" not in core:
         lead, trail = message[:message.index(core)], message[message.index(core) + len(core):]
-        parts = inline_unit(markup_items(core, lambda text: text))
+
+        def frame(text: str) -> str:
+            return _po_string(lead + text + trail, newline)
+
+        items = markup_items(core, _same)
+        parts = inline_unit(items)
         if len(parts) == 1 and isinstance(parts[0], Unit):
-            return replace(parts[0], raw=raw,
-                           frame=lambda text: _po_string(lead + text + trail, newline))
-    return Unit(message, raw, (), frame=lambda text: _po_string(text, newline))
+            fallback = inline_unit(_placeholders_as_tags(items, flags))
+            return replace(parts[0], raw=raw, frame=frame, check=check,
+                           fallback=replace(fallback[0], frame=frame) if len(fallback) == 1
+                           and isinstance(fallback[0], Unit) else None)
+    return Unit(message, raw, (), frame=lambda text: _po_string(text, newline), check=check)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _needs(written: str, flags: tuple[str, ...]) -> tuple:
+    """What a message (`written`: a PO string) must keep of its msgid: its placeholders
+    as msgfmt reads them, its tags, and a line break at its start and end."""
+    message = _message(written)
+    return (signature(message, flags),
+            MARKUP.findall(message),
+            message.startswith("\n"), message.endswith("\n"))
+
+
+def _message(written: str) -> str:
+    """The message a PO string (its quoted lines) holds."""
+    polib = require("polib", "documents")
+    return "".join(polib.unescape(line.strip()[1:-1]) for line in written.splitlines()
+                   if line.strip())
+
+
+def _cleaned(translation: str) -> str:
+    """A translation without what reads as placeholders or tags, for the message's own
+    to go back into by position."""
+    return without_placeholders(MARKUP.sub("", translation))
+
+
+def _placeholders_as_tags(items: list[Item], flags: list[str]) -> list[Item]:
+    """`items` with each placeholder of their text (under `flags`) markup of its own."""
+    out: list[Item] = []
+    for item in items:
+        if not isinstance(item, Text):
+            out.append(item)
+            continue
+        at = 0
+        for start, end in placeholders(item.raw, flags):
+            out += [Text(item.raw[at:start], item.raw[at:start]), Atom((item.raw[start:end],))]
+            at = end
+        out.append(Text(item.raw[at:], item.raw[at:]))
+    return [item for item in out if not isinstance(item, Text) or item.raw]
 
 
 def _po_string(text: str, newline: str) -> str:

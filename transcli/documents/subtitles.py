@@ -18,7 +18,8 @@ import html
 import re
 from typing import Any, Callable, Iterable, Iterator
 
-from transcli.documents.units import Part, inline_unit, markup_items
+from transcli.documents.checks import Check
+from transcli.documents.units import MARKUP, Part, inline_unit, markup_items
 from transcli.system.errors import UserError
 from transcli.system.extras import require
 
@@ -38,7 +39,18 @@ def cue_parts(raw: str, escape: Callable[[str], str], decode: Callable[[str], st
     lengths = [len(_MARKUP.sub("", line.strip())) for line in raw.split("\n")]
     shares = [sum(lengths[:k]) / max(sum(lengths), 1) for k in range(1, len(lengths))]
     return inline_unit(markup_items(raw, decode), escape,
-                       lambda text: _broken(text, shares, newline))
+                       lambda text: _broken(text, shares, newline), CHECK)
+
+
+def _cue_needs(written: str) -> tuple[list[str], bool]:
+    """A cue's tags, in order, and whether each of its lines holds something and no
+    `-->` (an empty line would end the cue, an arrow start another): what its
+    translation must keep (`checks.Check`)."""
+    return MARKUP.findall(written), all(
+        line.strip() and "-->" not in line for line in written.split("\n"))
+
+
+CHECK = Check(_cue_needs, lambda text: MARKUP.sub("", text))
 
 
 def _broken(text: str, shares: list[float], newline: str) -> str:
@@ -140,20 +152,28 @@ def _vtt_escape(text: str) -> str:
 
 
 def _blocks(text: str) -> Iterator[tuple[int, int, list[str]]]:
-    """Blocks of lines (with their line ends) between empty lines: the number and
-    offset of each block's first line, and its lines."""
+    """Blocks of lines (with their line ends) as WebVTT parsers read them: between empty
+    lines, and a line with `-->` starts a block of its own where it cannot be the
+    block's timing (after a timing, past the block's second line, in the header), as a
+    site's captions written without empty lines have it. The number and offset of each
+    block's first line, and its lines."""
     block: list[str] = []
     first = start = 0
+    arrow = False  # whether the block has its timing
     for number, match in enumerate(re.finditer(r"[^\n]*\n|[^\n]+$", text), start=1):
         line = match.group()
         if line.rstrip("\r\n") == "":
             if block:
                 yield first, start, block
-            block = []
+            block, arrow = [], False
             continue
+        if "-->" in line and block and (arrow or len(block) >= 2 or first == 1):
+            yield first, start, block
+            block, arrow = [], False
         if not block:
             first, start = number, match.start()
         block.append(line)
+        arrow = arrow or "-->" in line
     if block:
         yield first, start, block
 

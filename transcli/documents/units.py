@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional, Sequence, Union
 
+from transcli.documents.checks import Check, Counts
+
 if TYPE_CHECKING:  # the model's side, loaded with torch only when a model translates
     from transcli.inference.alignment import Alignment as Aligned
 
@@ -60,6 +62,8 @@ class Unit:
     tags: tuple[Tag, ...] = ()
     escape: Callable[[str], str] = same
     frame: Callable[[str], str] = same
+    check: Optional[Check] = None  # what the format needs of it (`checks.py`)
+    fallback: Optional[Unit] = None  # it with its placeholders as tags, for a repair
 
     def units(self) -> Iterator[Unit]:
         """This unit and the units inside its tags (an image's alt text in a paragraph)."""
@@ -72,24 +76,66 @@ class Unit:
     def unchanged(self, translations: Mapping[str, str]) -> bool:
         return all(translations.get(unit.text, unit.text) == unit.text for unit in self.units())
 
-    def render(self, translations: Mapping[str, str], aligned: Aligns = UNALIGNED) -> str:
+    def render(self, translations: Mapping[str, str], aligned: Aligns = UNALIGNED,
+               counts: Optional[Counts] = None) -> str:
         """The unit written with `translations` (text -> translation; a text missing from
         it stays as it is), its tags placed by `aligned[text]` where there is one (the
         alignment of the text and its translation): as it was read when nothing in it
-        changed."""
+        changed. What its format needs (`check`) is checked in what is written; a unit
+        that fails is repaired or kept as it was read (`checks.py`), and `counts` says
+        which."""
         if self.unchanged(translations):
             return self.raw
+        inner = Counts()
+        opens = [render(tag.open, translations, aligned, inner) for tag in self.tags]
         target = translations.get(self.text, self.text)
+        for repaired, written in enumerate(self._tries(target, opens, aligned.get(self.text))):
+            if written is not None:
+                if counts is not None:
+                    counts += inner
+                    counts.translated += not repaired
+                    counts.repaired += bool(repaired)
+                return written
+        if counts is not None:
+            counts.kept += 1
+        return self.raw if self.check is None or self.check.kept is None else self.check.kept
+
+    def _tries(self, target: str, opens: list[str], alignment: Optional[Aligned]
+               ) -> Iterator[Optional[str]]:
+        """The unit written with `target`: as placed (by `alignment`, if any), then the
+        repairs (tags by position; the placeholders put back by position), each once
+        its format's check passes it (None while it fails); none when `target` lost
+        every word of the unit's text."""
+        if has_letters(self.text) and not has_letters(target):
+            return  # words translated to nothing: kept as they were
+        written = self._written(target, opens, alignment)
+        if self.check is None:
+            yield written
+            return
+        wanted = self.check.markup(self._written(self.text, opens, None))
+        yield written if self.check.markup(written) == wanted else None
+        if alignment is not None:
+            written = self._written(target, opens, None)
+            yield written if self.check.markup(written) == wanted else None
+        if self.check.clean is not None:
+            unit = self.fallback or self
+            written = unit._written(self.check.clean(target), opens if unit is self else [
+                render(tag.open, {}) for tag in unit.tags], None)
+            yield written if self.check.markup(written) == wanted else None
+
+    def _written(self, target: str, opens: list[str], alignment: Optional[Aligned]) -> str:
+        """The unit with `target`, its tags placed by `alignment` (by position without
+        one) and written with their starts `opens`."""
         placed = place_tags(self.text, [(tag.start, tag.end) for tag in self.tags], target,
-                            aligned.get(self.text))
-        return self.frame(_markup(self, target, placed, translations, aligned))
+                            alignment)
+        return self.frame(_markup(self, target, placed, opens))
 
 
-def render(parts: Sequence[Part], translations: Mapping[str, str], aligned: Aligns = UNALIGNED
-           ) -> str:
+def render(parts: Sequence[Part], translations: Mapping[str, str], aligned: Aligns = UNALIGNED,
+           counts: Optional[Counts] = None) -> str:
     """A piece of a document (markup and units) written with `translations` (and
-    `aligned`, as `Unit.render` takes them)."""
-    return "".join(part if isinstance(part, str) else part.render(translations, aligned)
+    `aligned` and `counts`, as `Unit.render` takes them)."""
+    return "".join(part if isinstance(part, str) else part.render(translations, aligned, counts)
                    for part in parts)
 
 
@@ -206,11 +252,12 @@ def _characters(tokens: list[tuple[int, int]], first: int, last: int, empty: boo
 # ------------------------------------------------------------------ writing markup
 
 
-def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
-            translations: Mapping[str, str], aligned: Aligns) -> str:
+def _markup(unit: Unit, target: str, placed: list[tuple[int, int]], opens: Sequence[str]
+            ) -> str:
     """`target` with `unit`'s tags at `placed`, written as a tree: each tag's range is
     kept inside its parent's and after its elder sibling's, so the result nests as the
-    source did even if a range came out of order. A tag that held no words in the source
+    source did even if a range came out of order (`opens[i]`: tag i's start as written).
+    A tag that held no words in the source
     (a line break, an image, or a link around nothing but an image) is written whole at
     one point: its start, what it holds, its end."""
     children: dict[int, list[int]] = {}
@@ -242,7 +289,7 @@ def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
         else:
             out.add(unit.escape(target[cursor[0]:start]))
         cursor[0] = end
-        out.add(render(tag.open, translations, aligned))
+        out.add(opens[i])
         stack.append((iter(children.get(i, [])), [start], end, tag.close + after))
     return out.text()
 
@@ -312,9 +359,11 @@ def has_letters(text: str) -> bool:
 
 
 def inline_unit(items: Sequence[Item], escape: Callable[[str], str] = same,
-                frame: Callable[[str], str] = same) -> list[Part]:
+                frame: Callable[[str], str] = same, check: Optional[Check] = None
+                ) -> list[Part]:
     """The parts of a run of inline content: its whitespace on either side, as it is,
-    and a `Unit` between (whitespace inside collapsed to single spaces for the model).
+    and a `Unit` between (whitespace inside collapsed to single spaces for the model;
+    `check`: what its format needs of it).
     A run whose own text holds no words (a row of badges, a link around a code span) is
     no unit: its markup as it is, with the units inside it (an image's alt text) as
     units of their own."""
@@ -324,7 +373,7 @@ def inline_unit(items: Sequence[Item], escape: Callable[[str], str] = same,
     raw = "".join(render(_parts(item), {}) for item in items)
     lead = len(raw) - len(raw.lstrip(_EDGE))
     trail = len(raw) - len(raw.rstrip(_EDGE))
-    unit = Unit(text, raw[lead:len(raw) - trail], tuple(tags), escape, frame)
+    unit = Unit(text, raw[lead:len(raw) - trail], tuple(tags), escape, frame, check)
     return [part for part in (raw[:lead], unit, raw[len(raw) - trail:]) if part != ""]
 
 
@@ -400,7 +449,7 @@ def _resolve(tags: list[dict], waiting: list[int], space_after: bool) -> None:
         tags[i]["spaced"] = (tags[i]["spaced"][0], space_after)
 
 
-_MARKUP = re.compile(r"<[^<>\n]*>|\{\\[^{}\n]*\}")
+MARKUP = re.compile(r"<[^<>\n]*>|\{\\[^{}\n]*\}")  # tags in plain text (`markup_items`)
 _NAME = re.compile(r"</?([a-zA-Z]+)")
 
 
@@ -411,7 +460,7 @@ def markup_items(raw: str, decode: Callable[[str], str]) -> list[Item]:
     turns the text between into what the model reads (entities decoded)."""
     items: list[Item] = []
     at = 0
-    for match in _MARKUP.finditer(raw):
+    for match in MARKUP.finditer(raw):
         if match.start() > at:
             items.append(Text(decode(raw[at:match.start()]), raw[at:match.start()]))
         items.append(_markup_tag(match.group()))
