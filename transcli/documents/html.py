@@ -236,6 +236,8 @@ def escape_text(text: str) -> str:
 def _markup_of(written: str) -> list[str]:
     """A unit's tags, comments and kept elements, each as its source, in order: what its
     translation must keep (`checks.Check`)."""
+    if "<" not in written:  # (each of them starts with one)
+        return []
     try:
         return [event.raw for event in events([written], "<unit>") if event.kind != "data"]
     except UserError:  # markup left open: unlike any unit read from a page

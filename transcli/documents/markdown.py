@@ -48,6 +48,9 @@ _BREAK = re.compile(r"[ \t]*\\?\n[ \t]*")
 _FRONT = {"---": ("---", "..."), "+++": ("+++",)}
 _HTML_OPEN = re.compile(r"<([a-zA-Z][a-zA-Z0-9-]*)[^>]*(?<!/)>$")
 _HTML_CLOSE = re.compile(r"</([a-zA-Z][a-zA-Z0-9-]*)\s*>$")
+# Where inline markup can start (emphasis, links, images, code, HTML, entities, escapes,
+# strikethrough, line breaks): text without these is text alone.
+_INLINE_START = re.compile(r"[*_\[\]<>!`~&\\\n]")
 
 
 def escape(text: str) -> str:
@@ -95,6 +98,8 @@ def _markup_of(written: str) -> list[tuple]:
     """A unit's inline markup as Markdown reads it (emphasis, links and their targets,
     images, code spans, inline HTML, line breaks), in order: what its translation must
     keep (`checks.Check`)."""
+    if not _INLINE_START.search(written):
+        return []
     tokens = [child for token in _parser().parseInline(written) for child in token.children or []]
     return [(token.type, token.markup, tuple(sorted((token.attrs or {}).items())),
              token.content if token.type in ("code_inline", "html_inline") else "")
@@ -196,11 +201,11 @@ def _items(children: list, content: str) -> Optional[list[Item]]:
     when a token's source is not where it should be."""
     items: list[Item] = []
     at, skip = 0, 0
-    for i, token in enumerate(children):
+    for token in children:
         if skip:
             skip -= 1
             continue
-        found = _item(token, children[i + 1:], content, at)
+        found = _item(token, content, at)
         if found is None:
             return None
         new_items, at, skip = found
@@ -208,7 +213,7 @@ def _items(children: list, content: str) -> Optional[list[Item]]:
     return items if at == len(content) else None
 
 
-def _item(token: Any, rest: list, content: str, at: int
+def _item(token: Any, content: str, at: int
           ) -> Optional[tuple[list[Item], int, int]]:
     """One token (with the tokens after it it takes along): its items, where the source
     goes on, how many following tokens it took."""
@@ -234,7 +239,7 @@ def _item(token: Any, rest: list, content: str, at: int
     if kind == "html_inline":
         return _literal(_html_item(token.content), token.content, content, at)
     if kind == "link_open":
-        return _link_open(token, rest, content, at)
+        return _link_open(token, content, at)
     if kind == "link_close":
         end = _link_tail(content, at)
         return ([Close("link", content[at:end])], end, 0) if end else None
@@ -267,7 +272,7 @@ def _code_end(content: str, at: int, ticks: str) -> int:
     return match.end() if match else 0
 
 
-def _link_open(token: Any, rest: list, content: str, at: int
+def _link_open(token: Any, content: str, at: int
                ) -> Optional[tuple[list[Item], int, int]]:
     if token.markup == "autolink":  # <https://...>: kept whole, its text and its end too
         end = content.find(">", at) + 1

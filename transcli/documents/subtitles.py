@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import html
+import itertools
 import re
 from typing import Any, Callable, Iterable, Iterator
 
@@ -37,7 +38,8 @@ def cue_parts(raw: str, escape: Callable[[str], str], decode: Callable[[str], st
     visible text)."""
     newline = "\r\n" if "\r\n" in raw else "\n"
     lengths = [len(_MARKUP.sub("", line.strip())) for line in raw.split("\n")]
-    shares = [sum(lengths[:k]) / max(sum(lengths), 1) for k in range(1, len(lengths))]
+    total = max(sum(lengths), 1)
+    shares = [before / total for before in itertools.accumulate(lengths[:-1])]
     return inline_unit(markup_items(raw, decode), escape,
                        lambda text: _broken(text, shares, newline), CHECK)
 
@@ -56,20 +58,51 @@ CHECK = Check(_cue_needs, lambda text: MARKUP.sub("", text))
 def _broken(text: str, shares: list[float], newline: str) -> str:
     """`text` broken into lines at spaces outside markup, each nearest to its share of
     the visible text (a space after a punctuation mark counts as nearer)."""
-    spaces = [m.start() for m in _BREAKABLE.finditer(text) if m.group() == " "]
-    visible = {at: len(_MARKUP.sub("", text[:at])) for at in spaces}
-    total = len(_MARKUP.sub("", text))
+    spaces, visible, total = _spaces(text)
     cuts: list[int] = []
+    first = 0  # the first space after the last cut
     for share in shares:
-        free = [at for at in spaces if not cuts or at > cuts[-1]]
-        if free:
-            cuts.append(min(free, key=lambda at: abs(visible[at] - total * share)
-                            - 4 * (text[at - 1] in ",.;:!?")))
+        if first >= len(spaces):
+            break
+        k = _nearest(spaces, visible, first, total * share, text)
+        cuts.append(spaces[k])
+        first = k + 1
     out, at = [], 0
     for cut in cuts:
         out.append(text[at:cut])
         at = cut + 1
     return newline.join([*out, text[at:]])
+
+
+def _spaces(text: str) -> tuple[list[int], list[int], int]:
+    """The spaces of `text` outside markup, the visible characters (markup left out)
+    before each, and the visible characters in all."""
+    spaces, visible = [], []
+    seen = at = 0
+    for match in _BREAKABLE.finditer(text):
+        seen += match.start() - at
+        at = match.end()
+        if match.group() == " ":
+            spaces.append(match.start())
+            visible.append(seen)
+            seen += 1
+    return spaces, visible, seen + len(text) - at
+
+
+def _nearest(spaces: list[int], visible: list[int], first: int, goal: float, text: str
+             ) -> int:
+    """The space from `first` on whose visible offset is nearest to `goal`, one after a
+    punctuation mark counting 4 nearer (of equals, the first): only the spaces within
+    4 of the nearest can be it, and they are around where `goal` sorts among them."""
+    i = bisect.bisect_left(visible, goal, lo=first)
+    reach = min(abs(visible[j] - goal) for j in (i - 1, i) if first <= j < len(spaces)) + 4
+    low, high = i, i
+    while low > first and goal - visible[low - 1] <= reach:
+        low -= 1
+    while high < len(spaces) and visible[high] - goal <= reach:
+        high += 1
+    return min(range(low, high), key=lambda j: abs(visible[j] - goal)
+               - 4 * (text[spaces[j] - 1] in ",.;:!?"))
 
 
 # ------------------------------------------------------------------ SubRip

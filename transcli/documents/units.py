@@ -173,7 +173,8 @@ def place_tags(source: str, ranges: Sequence[tuple[int, int]], target: str,
     wanted = [m.span() for m in _TOKEN.finditer(target)]
     ends = sorted({end for pair in ranges for end in pair})
     scale = len(wanted) / max(len(spans), 1)
-    found = {end: _position(spans, end) * scale for end in ends}
+    stops = [end for _, end in spans]
+    found = {end: _position(spans, stops, end) * scale for end in ends}
     if alignment is not None:
         found = {**found, **_aligned(alignment, ranges, target, wanted, found)}
     where = dict(zip(ends, _boundaries([found[end] for end in ends], len(wanted), False)))
@@ -209,10 +210,10 @@ def _character(tokens: list[tuple[int, int]], position: float, text: str) -> int
     return tokens[i][0] if i < len(tokens) else len(text)
 
 
-def _position(spans: list[tuple[int, int]], offset: int) -> float:
-    """`offset` among the tokens: how many end at or before it, plus the share of the
-    one it falls inside."""
-    i = bisect.bisect_right([end for _, end in spans], offset)
+def _position(spans: list[tuple[int, int]], stops: list[int], offset: int) -> float:
+    """`offset` among the tokens (`stops`: where each ends): how many end at or before
+    it, plus the share of the one it falls inside."""
+    i = bisect.bisect_right(stops, offset)
     if i < len(spans) and spans[i][0] < offset:
         start, end = spans[i]
         return i + (offset - start) / (end - start)
