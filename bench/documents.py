@@ -1,8 +1,11 @@
-"""Documents: memory while a big document streams, and inline tags through the model.
+"""Documents: memory while a big document streams, inline tags through the model, and
+real files written by others translated whole.
 
     python -m bench.documents memory [--mb 50] [--model RUN --checkpoint avg]
     python -m bench.documents tags --model RUN [--checkpoint avg] [--sentences 200]
                                    [--set decode.strategy=greedy ...] [--device cpu]
+                                   [--out DIR]
+    python -m bench.documents real --model RUN [--checkpoint avg] [--device cpu]
                                    [--out DIR]
 
 `memory` writes the same English sentences (train.en of ../shared/corpora/en-es, cycled)
@@ -32,6 +35,16 @@ ways):
   both against the references.
 It also writes the tagged inputs, both outputs and the references side by side (--out,
 tags.tsv) for checking tag placement by hand.
+
+`real` translates each file of tests/data/real (READMEs, documentation pages, gettext
+catalogues, caption files, a Word document, collected from public repositories:
+tests/data/real/SOURCES.md) with the run's model, as `transcli translate` would (a
+catalogue with --force, so that every message is translated), and prints per file its
+units, how many the model changed and were written translated, repaired or kept in
+English, and each invariant of its format (`bench.document_invariants`: tags and
+attributes in order, link targets, code, placeholders and msgfmt --check-format, cues and
+timings, hyperlinks), then per format the share of units kept in English. --out writes
+each translation there.
 
 The machine's load average is printed with the figures: on a shared machine times vary.
 """
@@ -298,6 +311,72 @@ def tags(args: argparse.Namespace) -> None:
                 out.write("\t".join([row[0], *results, row[2]]) + "\n")
 
 
+# ------------------------------------------------------------------ real files
+
+
+REAL = ROOT / "tests" / "data" / "real"
+
+
+def real_files() -> list[tuple[str, Path]]:
+    """(format, path) of each file of the corpus; a Word document is a folder of its
+    parts."""
+    return [(fmt, path) for fmt in ("markdown", "html", "po", "srt", "vtt", "docx")
+            for path in sorted((REAL / fmt).iterdir())]
+
+
+def real_bytes(path: Path) -> bytes:
+    """A corpus file's bytes: a Word document's folder zipped, its parts in name order."""
+    if not path.is_dir():
+        return path.read_bytes()
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for part in sorted(p for p in path.rglob("*") if p.is_file()):
+            archive.write(part, part.relative_to(path).as_posix())
+    return out.getvalue()
+
+
+def translated_file(fmt: str, data: bytes, name: str, translate: Translate,
+                    align: Optional[Align]) -> tuple[bytes, Any]:
+    """A corpus file translated as `transcli translate` translates it (a catalogue with
+    --force): the output and its `WholeDocument` (its units, its counts)."""
+    from transcli.documents.formats import FORMATS as DOCUMENTS
+    from transcli.documents.translating import Lines, WholeDocument
+
+    document = WholeDocument(data, DOCUMENTS[fmt], name, force=fmt == "po")
+    lines = Lines(translate)
+    return document.written([lines(wanted) for wanted in document.lines], align), document
+
+
+def real(args: argparse.Namespace) -> None:
+    from bench.document_invariants import invariants
+
+    translator = _loaded(args.model, args.checkpoint, tuple(args.set), args.device)
+    print(f"# tests/data/real with {args.model} {args.checkpoint} {' '.join(args.set)}; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"{'format':<9}{'file':<42}{'units':>6}{'transl.':>8}{'repaired':>9}{'kept':>5}"
+          "  invariants")
+    kept: dict[str, list[int]] = {}
+    for fmt, path in real_files():
+        data = real_bytes(path)
+        out, document = translated_file(fmt, data, path.name, translator.translate,
+                                        translator.alignments)
+        units = sum(len(chunk) for chunk in document.chunks)
+        counts = document.counts
+        failed = [name for name, held in invariants(fmt, data, out).items() if not held]
+        kept.setdefault(fmt, [0, 0])
+        kept[fmt] = [kept[fmt][0] + counts.kept, kept[fmt][1] + units]
+        print(f"{fmt:<9}{path.name:<42}{units:>6}{counts.translated:>8}{counts.repaired:>9}"
+              f"{counts.kept:>5}  {'all hold' if not failed else 'FAILED: ' + ', '.join(failed)}")
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / (path.name + (".docx" if path.is_dir() else ""))).write_bytes(out)
+    print("kept in English: " + "; ".join(f"{fmt} {k} of {n} units ({100 * k / max(n, 1):.1f}%)"
+                                          for fmt, (k, n) in kept.items()))
+
+
 def _nested(text: str) -> bool:
     stack: list[str] = []
     for match in re.finditer(r"<(/?)(\w+)[^>]*>", text):
@@ -324,6 +403,13 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     tag.add_argument("--device", default="cpu", help="where the model runs (cpu, cuda, auto)")
     tag.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="a decode setting for the run (decode.strategy=greedy)")
+    found = commands.add_parser("real", help="the real files of tests/data/real translated")
+    found.add_argument("--model", required=True)
+    found.add_argument("--checkpoint", default="avg")
+    found.add_argument("--out", type=Path)
+    found.add_argument("--device", default="cpu", help="where the model runs (cpu, cuda, auto)")
+    found.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="a decode setting for the run (decode.strategy=greedy)")
     return parser.parse_args(argv)
 
 
@@ -332,7 +418,7 @@ def main() -> None:
         fmt, source, target, model, checkpoint = sys.argv[2:7]
         return worker(fmt, Path(source), Path(target), model, checkpoint)
     args = parse_args()
-    (memory if args.command == "memory" else tags)(args)
+    {"memory": memory, "tags": tags, "real": real}[args.command](args)
 
 
 if __name__ == "__main__":

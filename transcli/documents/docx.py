@@ -64,13 +64,14 @@ class Document:
         etree = require("lxml.etree", "documents")
         self.parts: dict[str, Any] = {}  # the zip member of each part with units: its XML
         self.paragraphs: list[tuple[Unit, list[Any], str]] = []  # unit, <w:t>s, member
-        for part in document.part.package.iter_parts():
-            if part.content_type.endswith(_PARTS):
-                member = str(part.partname).lstrip("/")
-                root = part.element if hasattr(part, "element") else etree.fromstring(part.blob)
-                self.parts[member] = root
-                for paragraph in root.iter(f"{_W}p"):
-                    self._read(paragraph, member)
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for part in document.part.package.iter_parts():
+                if part.content_type.endswith(_PARTS):
+                    member = str(part.partname).lstrip("/")  # read as it is (python-docx
+                    root = etree.fromstring(archive.read(member))  # drops blank text)
+                    self.parts[member] = root
+                    for paragraph in root.iter(f"{_W}p"):
+                        self._read(paragraph, member)
         self.units = [unit for unit, _, _ in self.paragraphs]
 
     def _read(self, paragraph: Any, member: str) -> None:
