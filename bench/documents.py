@@ -7,6 +7,7 @@ real files written by others translated whole.
                                    [--out DIR]
     python -m bench.documents real --model RUN [--checkpoint avg] [--device cpu]
                                    [--out DIR]
+    python -m bench.documents speed [--mb 1] [--base DIR]
 
 `memory` writes the same English sentences (train.en of ../shared/corpora/en-es, cycled)
 as a plain text file of --mb megabytes, as an HTML page of the same size (a paragraph per
@@ -45,6 +46,15 @@ English, and each invariant of its format (`bench.document_invariants`: tags and
 attributes in order, link targets, code, placeholders and msgfmt --check-format, cues and
 timings, hyperlinks), then per format the share of units kept in English. --out writes
 each translation there.
+
+`speed` times the documents layer alone, every format: a file of about --mb megabytes
+made of the corpus's files of that format (repeated; a Word document of their Markdown
+paragraphs), read, translated by upper-casing its words (not placeholders or tags: so
+that every unit is written, placed and checked, as a model's translation is) and
+written, as `serve` does (`WholeDocument`), the best of six runs (three processes of two).
+With --base DIR (a checkout of another commit, `git worktree add DIR COMMIT`) the same
+files are timed with that tree's code too, the trees taken in turn so that the machine's
+load weighs on both alike, and the ratio printed (above 1: this tree is faster).
 
 The machine's load average is printed with the figures: on a shared machine times vary.
 """
@@ -377,6 +387,97 @@ def real(args: argparse.Namespace) -> None:
                                           for fmt, (k, n) in kept.items()))
 
 
+# ------------------------------------------------------------------ speed
+
+
+ROUNDS = 3  # processes per tree and format, taken in turn; each times two runs
+SPEED_FORMATS = {"markdown": ".md", "html": ".html", "po": ".po", "srt": ".srt", "vtt": ".vtt",
+                 "docx": ".docx"}
+_TIMED = """
+import sys, time
+from pathlib import Path
+from transcli.documents.formats import FORMATS
+from transcli.documents.translating import WholeDocument
+fmt, path = sys.argv[1], Path(sys.argv[2])
+import re
+data = path.read_bytes()
+word = re.compile(r"(?<![%({<\\w)/.])[a-z]+")  # a word, not a placeholder's or a tag's
+upper = lambda lines, first: [word.sub(lambda m: m.group().upper(), line) for line in lines]
+best = float("inf")
+for _ in range(2):
+    start = time.perf_counter()
+    WholeDocument(data, FORMATS[fmt], path.name).translated(upper)
+    best = min(best, time.perf_counter() - start)
+print(best)
+"""
+
+
+def speed_input(fmt: str, size: int) -> bytes:
+    """About `size` bytes of `fmt` made of the corpus's files of that format."""
+    if fmt == "docx":
+        return _word_of(size)
+    files = [path.read_bytes() for found, path in real_files() if found == fmt]
+    if fmt == "vtt":  # one header, the cues of every file after it
+        files = [b"WEBVTT\n\n"] + [data.split(b"\n\n", 1)[1] + b"\n\n" for data in files]
+    elif fmt == "srt":
+        files = [data.rstrip(b"\n") + b"\n\n" for data in files]
+    body = b"".join(files[1:] if fmt == "vtt" else files)
+    head = files[0] if fmt == "vtt" else b""
+    return head + body * max(1, size // len(body))
+
+
+def _word_of(size: int) -> bytes:
+    """A Word document of the corpus's Markdown paragraphs, some words bold, of about
+    `size` bytes of text."""
+    import io
+
+    import docx
+
+    paragraphs = [block.strip() for _, path in real_files() if path.suffix == ".md"
+                  for block in path.read_text(encoding="utf-8").split("\n\n")
+                  if block.strip() and not block.startswith(("```", "<", "|"))]
+    document, written = docx.Document(), 0
+    while written < size:
+        for text in paragraphs:
+            words = text.split(" ")
+            paragraph = document.add_paragraph(" ".join(words[:2]) + " ")
+            paragraph.add_run(" ".join(words[2:4])).bold = True
+            paragraph.add_run(" " + " ".join(words[4:]))
+            written += len(text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _timed(tree: Path, fmt: str, path: Path) -> float:
+    result = subprocess.run([sys.executable, "-c", _TIMED, fmt, str(path)], capture_output=True,
+                            text=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
+    if result.returncode != 0:
+        raise SystemExit(f"{tree}: {fmt}: {result.stderr.strip().splitlines()[-1:]}")
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+def speed(args: argparse.Namespace) -> None:
+    trees = [("this", ROOT)] + ([("base", args.base.resolve())] if args.base else [])
+    print(f"# {args.mb} MB per format, words upper-cased, best of 6; trees: "
+          f"{', '.join(f'{name} {tree}' for name, tree in trees)}; load average "
+          f"{os.getloadavg()[0]:.2f} (shared machine: times vary)")
+    print(f"{'format':<10}{'MB':>6}" + "".join(f"{name + ' MB/s':>12}" for name, _ in trees)
+          + (f"{'this/base':>11}" if args.base else ""))
+    with tempfile.TemporaryDirectory(prefix="bench-speed-") as work:
+        for fmt, ext in SPEED_FORMATS.items():
+            path = Path(work) / f"input{ext}"
+            path.write_bytes(speed_input(fmt, int(args.mb * (1 << 20))))
+            mb = path.stat().st_size / (1 << 20)
+            best = [float("inf")] * len(trees)
+            for _ in range(ROUNDS):  # the trees in turn, so that the machine's load
+                for k, (_, tree) in enumerate(trees):  # weighs on both alike
+                    best[k] = min(best[k], _timed(tree, fmt, path))
+            rates = [mb / seconds for seconds in best]
+            print(f"{fmt:<10}{mb:>6.2f}" + "".join(f"{rate:>12.2f}" for rate in rates)
+                  + (f"{rates[0] / rates[1]:>11.2f}" if args.base else ""))
+
+
 def _nested(text: str) -> bool:
     stack: list[str] = []
     for match in re.finditer(r"<(/?)(\w+)[^>]*>", text):
@@ -410,6 +511,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     found.add_argument("--device", default="cpu", help="where the model runs (cpu, cuda, auto)")
     found.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="a decode setting for the run (decode.strategy=greedy)")
+    fast = commands.add_parser("speed", help="the documents layer's speed, every format")
+    fast.add_argument("--mb", type=float, default=1.0)
+    fast.add_argument("--base", type=Path, help="a checkout of another commit to time beside")
     return parser.parse_args(argv)
 
 
@@ -418,7 +522,7 @@ def main() -> None:
         fmt, source, target, model, checkpoint = sys.argv[2:7]
         return worker(fmt, Path(source), Path(target), model, checkpoint)
     args = parse_args()
-    {"memory": memory, "tags": tags, "real": real}[args.command](args)
+    {"memory": memory, "tags": tags, "real": real, "speed": speed}[args.command](args)
 
 
 if __name__ == "__main__":

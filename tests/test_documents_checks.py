@@ -189,3 +189,13 @@ def test_the_models_markup_characters_are_written_as_text_in_markdown():
                             for lines in document.lines]).decode()
     assert not re.search(r"(?<!\\)[~*]", out), out
     assert "](https://example.org/trees)" in out and document.counts == Counts(translated=1)
+
+
+def test_words_in_angle_brackets_are_words_in_a_catalogue():
+    """Django's "<no view>" is shown as it is: not markup the translation must keep."""
+    document = WholeDocument('msgid "<no view>"\nmsgstr ""\n\nmsgid "<b>Hello</b>"\nmsgstr ""\n',
+                             FORMATS["po"], "x.po")
+    out = document.written([["<sin vista>" if "view" in line else "Hola" for line in lines]
+                            for lines in document.lines]).decode()
+    assert 'msgstr "<sin vista>"' in out and 'msgstr "<b>Hola</b>"' in out
+    assert document.counts == Counts(translated=2)

@@ -33,6 +33,7 @@ class Check:
     markup: Callable[[str], Any]
     clean: Optional[Callable[[str], str]] = None
     kept: Optional[str] = None
+    framed: bool = True  # False: `markup` reads the unit before its frame (the same)
 
 
 @dataclass

@@ -14,6 +14,7 @@ starts no placeholder, a `{` never closed) signs as `INVALID`, unlike any msgid.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable, Iterable, Optional
 
@@ -48,7 +49,14 @@ def checked_flags(flags: Iterable[str]) -> list[str]:
 
 def signature(text: str, flags: Iterable[str]) -> Signature:
     """What msgfmt compares between a msgid and its msgstr, under each of `flags`."""
+    if "%" not in text and "{" not in text:  # no placeholder: what the empty string signs
+        return _plain(tuple(flags))
     return tuple((flag, _SIGNERS.get(flag, _other)(text)) for flag in checked_flags(flags))
+
+
+@functools.lru_cache(maxsize=64)
+def _plain(flags: tuple[str, ...]) -> Signature:
+    return tuple((flag, _SIGNERS.get(flag, _other)("")) for flag in checked_flags(flags))
 
 
 def placeholders(text: str, flags: Iterable[str]) -> list[tuple[int, int]]:

@@ -69,8 +69,11 @@ def pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterator[li
     source = _Source(text)
     md = _parser()
     cursor = seen = 0  # the source written up to; the end of the last block found
+    cells = False  # inside a table: a cell is found after the one before it on its line
     for token in md.parse(_without_front_matter(text)):
-        if token.map is None or token.type not in ("inline", "html_block"):
+        cells = token.type != "table_close" and (cells or token.type == "table_open")
+        if token.map is None or token.type not in ("inline", "html_block") or (
+                not cells and token.type == "inline" and not has_letters(token.content)):
             continue
         if token.type == "html_block":
             start, end, parts = _html_block(source, token, name)
@@ -100,7 +103,9 @@ def _markup_of(written: str) -> list[tuple]:
     keep (`checks.Check`)."""
     if not _INLINE_START.search(written):
         return []
-    tokens = [child for token in _parser().parseInline(written) for child in token.children or []]
+    md = _parser()
+    tokens: list[Any] = []
+    md.inline.parse(written, md, {}, tokens)  # (parseInline, without the core's steps)
     return [(token.type, token.markup, tuple(sorted((token.attrs or {}).items())),
              token.content if token.type in ("code_inline", "html_inline") else "")
             for token in tokens if token.type not in ("text", "text_special", "softbreak")]

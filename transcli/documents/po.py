@@ -20,12 +20,12 @@ import functools
 import itertools
 import re
 from dataclasses import replace
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from transcli.documents.checks import Check
 from transcli.documents.formatstrings import placeholders, signature, without_placeholders
+from transcli.documents.html import ATOMS, INLINE, KEPT_INLINE
 from transcli.documents.units import (
-    MARKUP,
     Atom,
     Item,
     Part,
@@ -42,6 +42,11 @@ _LINE = re.compile(r'\s*(?:(?:msgctxt|msgid_plural|msgid|msgstr(?:\[\d+\])?)\s+)
 _POLIB_LINE = re.compile(r"\(line (\d+)\)")
 _PLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
 _CHARSET = re.compile(r"charset\s*=\s*([\w.-]+)", re.IGNORECASE)
+# HTML elements' tags in a message: its markup ("<no view>", "<unavailable>" are words).
+_ELEMENTS = INLINE | ATOMS | KEPT_INLINE | frozenset(
+    "p div ul ol li dl dt dd table tr td th h1 h2 h3 h4 h5 h6 hr pre blockquote".split())
+_TAGS = re.compile(rf"</?(?:{'|'.join(sorted(_ELEMENTS, key=len, reverse=True))})"
+                   r"(?=[\s/>])[^<>\n]*>", re.IGNORECASE)
 GROUP = 256  # entries parsed by polib at a time
 
 
@@ -201,12 +206,12 @@ def _string_lines(lines: list[str], keys: list[str], keyword: str) -> str:
 
 def _unit(message: str, raw: str, newline: str, flags: list[str]) -> Unit:
     """A message as a unit, written back as a PO string whatever it becomes. A one-line
-    message's whitespace around is kept and its HTML tags are tags; a message of
+    message's whitespace around is kept and its HTML elements' tags are tags; a message of
     several lines is translated line by line (`translating.translations`). Its
     translation is checked as msgfmt checks it (its placeholders under the entry's
     format flags, its tags, a line break at its start or end): one that fails is
     repaired (the placeholders put back by position) or left untranslated."""
-    check = Check(functools.partial(_needs, flags=tuple(flags)), _cleaned, '""')
+    check = _check(tuple(flags))
     core = message.strip()
     if "\n" not in core:
         lead, trail = message[:message.index(core)], message[message.index(core) + len(core):]
@@ -214,40 +219,50 @@ def _unit(message: str, raw: str, newline: str, flags: list[str]) -> Unit:
         def frame(text: str) -> str:
             return _po_string(lead + text + trail, newline)
 
-        items = markup_items(core, _same)
+        items = markup_items(core, _same, _TAGS)
         parts = inline_unit(items)
         if len(parts) == 1 and isinstance(parts[0], Unit):
-            fallback = inline_unit(_placeholders_as_tags(items, flags))
-            return replace(parts[0], raw=raw, frame=frame, check=check,
-                           fallback=replace(fallback[0], frame=frame) if len(fallback) == 1
-                           and isinstance(fallback[0], Unit) else None)
+            return replace(parts[0], raw=raw, frame=frame, check=check, fallback=functools.partial(
+                _with_placeholders_as_tags, items, flags, frame))
     return Unit(message, raw, (), frame=lambda text: _po_string(text, newline), check=check)
+
+
+def _with_placeholders_as_tags(items: list[Item], flags: list[str],
+                               frame: Callable[[str], str]) -> Optional[Unit]:
+    """The message of `items` as a unit with its placeholders as tags (what a repair puts
+    back by position); None if it has no text of its own then."""
+    parts = inline_unit(_placeholders_as_tags(items, flags))
+    return replace(parts[0], frame=frame) if len(parts) == 1 and isinstance(
+        parts[0], Unit) else None
 
 
 def _same(text: str) -> str:
     return text
 
 
-def _needs(written: str, flags: tuple[str, ...]) -> tuple:
-    """What a message (`written`: a PO string) must keep of its msgid: its placeholders
-    as msgfmt reads them, its tags, and a line break at its start and end."""
-    message = _message(written)
-    return (signature(message, flags),
-            MARKUP.findall(message),
+@functools.lru_cache(maxsize=256)
+def _check(flags: tuple[str, ...]) -> Check:
+    """The check of a message under the format flags of its entry (`_needs`)."""
+    return Check(functools.partial(_needs, flags=flags), _cleaned, '""', framed=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _polib() -> Any:
+    return require("polib", "documents")
+
+
+def _needs(message: str, flags: tuple[str, ...]) -> tuple:
+    """What a message (before it is quoted: its whitespace around is the msgid's) must
+    keep of its msgid: its placeholders as msgfmt reads them, its tags, and a line break
+    at its start and end."""
+    return (signature(message, flags), _TAGS.findall(message),
             message.startswith("\n"), message.endswith("\n"))
-
-
-def _message(written: str) -> str:
-    """The message a PO string (its quoted lines) holds."""
-    polib = require("polib", "documents")
-    return "".join(polib.unescape(line.strip()[1:-1]) for line in written.splitlines()
-                   if line.strip())
 
 
 def _cleaned(translation: str) -> str:
     """A translation without what reads as placeholders or tags, for the message's own
     to go back into by position."""
-    return without_placeholders(MARKUP.sub("", translation))
+    return without_placeholders(_TAGS.sub("", translation))
 
 
 def _placeholders_as_tags(items: list[Item], flags: list[str]) -> list[Item]:
@@ -268,7 +283,7 @@ def _placeholders_as_tags(items: list[Item], flags: list[str]) -> list[Item]:
 def _po_string(text: str, newline: str) -> str:
     """A PO string: one quoted line, or (with line breaks) an empty line and a line per
     line, as gettext writes them."""
-    polib = require("polib", "documents")
+    polib = _polib()
     lines = [line for line in re.split(r"(?<=\n)", text) if line]
     if len(lines) <= 1:
         return f'"{polib.escape(text)}"'

@@ -19,7 +19,7 @@ import math
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 from transcli.documents.checks import Check, Counts
 
@@ -63,7 +63,8 @@ class Unit:
     escape: Callable[[str], str] = same
     frame: Callable[[str], str] = same
     check: Optional[Check] = None  # what the format needs of it (`checks.py`)
-    fallback: Optional[Unit] = None  # it with its placeholders as tags, for a repair
+    # it with its placeholders as tags, for a repair (made when one is needed)
+    fallback: Optional[Callable[[], Optional[Unit]]] = None
 
     def units(self) -> Iterator[Unit]:
         """This unit and the units inside its tags (an image's alt text in a paragraph)."""
@@ -108,27 +109,35 @@ class Unit:
         every word of the unit's text."""
         if has_letters(self.text) and not has_letters(target):
             return  # words translated to nothing: kept as they were
-        written = self._written(target, opens, alignment)
-        if self.check is None:
-            yield written
+        check = self.check
+        if check is None:
+            yield self.frame(self._inner(target, opens, alignment))
             return
-        wanted = self.check.markup(self._written(self.text, opens, None))
-        yield written if self.check.markup(written) == wanted else None
+        wanted = self._checked(self._inner(self.text, opens, None), check)[1]
+        yield self._passing(self._inner(target, opens, alignment), check, wanted)
         if alignment is not None:
-            written = self._written(target, opens, None)
-            yield written if self.check.markup(written) == wanted else None
-        if self.check.clean is not None:
-            unit = self.fallback or self
-            written = unit._written(self.check.clean(target), opens if unit is self else [
-                render(tag.open, {}) for tag in unit.tags], None)
-            yield written if self.check.markup(written) == wanted else None
+            yield self._passing(self._inner(target, opens, None), check, wanted)
+        if check.clean is not None:
+            unit = (self.fallback() if self.fallback is not None else None) or self
+            yield unit._passing(unit._inner(check.clean(target), opens if unit is self else [
+                render(tag.open, {}) for tag in unit.tags], None), check, wanted)
 
-    def _written(self, target: str, opens: list[str], alignment: Optional[Aligned]) -> str:
+    def _checked(self, inner: str, check: Check) -> tuple[str, Any]:
+        """The unit as written (framed) from `inner`, and what `check` reads from it
+        (from `inner` itself where the frame cannot change that)."""
+        written = self.frame(inner)
+        return written, check.markup(written if check.framed else inner)
+
+    def _passing(self, inner: str, check: Check, wanted: Any) -> Optional[str]:
+        written, found = self._checked(inner, check)
+        return written if found == wanted else None
+
+    def _inner(self, target: str, opens: list[str], alignment: Optional[Aligned]) -> str:
         """The unit with `target`, its tags placed by `alignment` (by position without
-        one) and written with their starts `opens`."""
+        one) and written with their starts `opens`, before its frame."""
         placed = place_tags(self.text, [(tag.start, tag.end) for tag in self.tags], target,
                             alignment)
-        return self.frame(_markup(self, target, placed, opens))
+        return _markup(self, target, placed, opens)
 
 
 def render(parts: Sequence[Part], translations: Mapping[str, str], aligned: Aligns = UNALIGNED,
@@ -454,14 +463,16 @@ MARKUP = re.compile(r"<[^<>\n]*>|\{\\[^{}\n]*\}")  # tags in plain text (`markup
 _NAME = re.compile(r"</?([a-zA-Z]+)")
 
 
-def markup_items(raw: str, decode: Callable[[str], str]) -> list[Item]:
+def markup_items(raw: str, decode: Callable[[str], str], markup: re.Pattern = MARKUP
+                 ) -> list[Item]:
     """Plain text with HTML-like tags in it (a subtitle's `<i>`, a message's `<b>`; a
-    subtitle's `{\\an8}`) as items: a tag's start and end pair up by name, anything else
-    in angle or curly brackets (a WebVTT timestamp, `<br/>`) is kept whole. `decode`
-    turns the text between into what the model reads (entities decoded)."""
+    subtitle's `{\\an8}`; what `markup` finds) as items: a tag's start and end pair up
+    by name, anything else in angle or curly brackets (a WebVTT timestamp, `<br/>`) is
+    kept whole. `decode` turns the text between into what the model reads (entities
+    decoded)."""
     items: list[Item] = []
     at = 0
-    for match in MARKUP.finditer(raw):
+    for match in markup.finditer(raw):
         if match.start() > at:
             items.append(Text(decode(raw[at:match.start()]), raw[at:match.start()]))
         items.append(_markup_tag(match.group()))
