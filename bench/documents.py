@@ -423,7 +423,7 @@ def speed_input(fmt: str, size: int) -> bytes:
         files = [data.rstrip(b"\n") + b"\n\n" for data in files]
     body = b"".join(files[1:] if fmt == "vtt" else files)
     head = files[0] if fmt == "vtt" else b""
-    return head + body * max(1, size // len(body))
+    return head + body * -(-size // len(body))  # (rounded up)
 
 
 def _word_of(size: int) -> bytes:

@@ -34,6 +34,10 @@ class Check:
     clean: Optional[Callable[[str], str]] = None
     kept: Optional[str] = None
     framed: bool = True  # False: `markup` reads the unit before its frame (the same)
+    # True: what `markup` reads from the unit as it was read (`Unit.raw`) is what it must
+    # read from its translation (where nothing it reads is translated: a cue's tags, a
+    # Markdown unit's links and code, not an alt text it holds)
+    from_source: bool = False
 
 
 @dataclass

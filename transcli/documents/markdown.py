@@ -111,7 +111,7 @@ def _markup_of(written: str) -> list[tuple]:
             for token in tokens if token.type not in ("text", "text_special", "softbreak")]
 
 
-CHECK = Check(_markup_of)
+CHECK = Check(_markup_of, from_source=True)
 
 
 def _without_front_matter(text: str) -> str:

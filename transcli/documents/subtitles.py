@@ -52,7 +52,7 @@ def _cue_needs(written: str) -> tuple[list[str], bool]:
         line.strip() and "-->" not in line for line in written.split("\n"))
 
 
-CHECK = Check(_cue_needs, lambda text: MARKUP.sub("", text))
+CHECK = Check(_cue_needs, lambda text: MARKUP.sub("", text), from_source=True)
 
 
 def _broken(text: str, shares: list[float], newline: str) -> str:

@@ -113,7 +113,8 @@ class Unit:
         if check is None:
             yield self.frame(self._inner(target, opens, alignment))
             return
-        wanted = self._checked(self._inner(self.text, opens, None), check)[1]
+        wanted = check.markup(self.raw) if check.from_source else self._checked(
+            self._inner(self.text, opens, None), check)[1]
         yield self._passing(self._inner(target, opens, alignment), check, wanted)
         if alignment is not None:
             yield self._passing(self._inner(target, opens, None), check, wanted)
