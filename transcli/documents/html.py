@@ -14,7 +14,10 @@ list item, a table cell, a title), each one unit with its inline markup (`<b>`, 
 `title`, `placeholder`, `aria-label`). What is not: every tag and every other
 attribute, entities outside translated text, comments, and the contents of `<script>`,
 `<style>`, `<pre>`, `<textarea>`, `<template>`, `<code>`, `<kbd>`, `<samp>`, `<svg>` and
-`<math>` (an inline one stays where it was in its sentence, untranslated).
+`<math>` (an inline one stays where it was in its sentence, untranslated). Such an element
+left open ends where browsers end it: at the end tag of an element open around it
+(`<div><pre>ls</div>`), and an `<svg>` or `<math>` also at an HTML tag that breaks out of
+it (`<p>`). Comments end at `-->` or `--!>`, as the HTML standard says.
 
 Bad input is one line naming the file, line and column: a tag or comment left open at
 the end of the file (a cut-off download), or a NUL character (not an HTML file).

@@ -6,7 +6,9 @@ Kept as they are: the header, `msgid`s and contexts, comments, references, flags
 `fuzzy` flag stays), obsolete `#~` entries, and messages that have a translation
 already, unless `--force`. A message's leading and trailing whitespace and its line
 breaks are kept; its lines are translated one by one; inline HTML tags in a one-line
-message are tags of its unit.
+message are tags of its unit. Each translation is checked as msgfmt --check-format checks
+it (`formatstrings.py`, under the entry's flags) before it is written: one that fails is
+repaired (its placeholders put back by position) or left untranslated (`msgstr ""`).
 
 The catalogue is read as it streams, one entry at a time: each entry's lines are parsed
 by polib (its syntax errors are ours, with the line in the file) and only its `msgstr`

@@ -4,7 +4,8 @@ are written as they are.
 
 SubRip files are read by `srt` (its parser checks the blocks follow one another, and
 its own pattern says where each cue's text lies); WebVTT cues by `webvtt-py` (each block
-judged by its strict parser: timings, settings). Both are checked for cues that end
+judged by its strict parser: timings, settings), blocks found as WebVTT parsers find them
+(a timing line with no empty line before it starts a cue). Both are checked for cues that end
 before they start. A cue's lines are joined for the model and its translation broken
 again into as many lines, at the spaces nearest an even split. Inline markup (`<i>`,
 `<b>`, `<font ...>`, WebVTT's `<v Name>`, `<c.class>`, timestamps; SubRip's `{\\an8}`)
