@@ -83,14 +83,18 @@ def test_whatever_a_model_writes_no_unit_is_silently_broken(fmt, path):
 
 def test_translate_says_how_many_units_were_kept_or_repaired(run_dir, translator, tmp_path,
                                                              capsys):
-    """The line `translate` prints is what became of the units (none: no line)."""
-    fmt, path = next((fmt, path) for fmt, path in FILES if path.name.startswith("django-debug"))
-    _, document = translated_file(fmt, real_bytes(path), path.name, translator.translate,
-                                  translator.alignments)
-    capsys.readouterr()
-    translate_file(run_dir, "last", str(path), str(tmp_path / "out.po"), [], "cpu",
-                   force=True)
-    err = capsys.readouterr().err
-    summary = document.counts.summary()
-    assert (summary is not None and f"{path}: {summary}" in err) or (
-        summary is None and "kept in English" not in err and "repaired" not in err)
+    """The line `translate` prints is what became of the units: bat's README, where the
+    tiny model loses the markup of a few units, and a catalogue where it loses none."""
+    for name in ("bat-README.md", "django-debug-toolbar-en.po"):
+        fmt, path = next((fmt, path) for fmt, path in FILES if path.name == name)
+        _, document = translated_file(fmt, real_bytes(path), path.name, translator.translate,
+                                      translator.alignments)
+        capsys.readouterr()
+        translate_file(run_dir, "last", str(path), str(tmp_path / path.name), [], "cpu",
+                       force=True)
+        err = capsys.readouterr().err
+        summary = document.counts.summary()
+        if name.endswith(".md"):
+            assert summary is not None and f"transcli: {path}: {summary}" in err
+        else:
+            assert summary is None and "kept in English" not in err and "repaired" not in err
