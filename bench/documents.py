@@ -1,9 +1,13 @@
-"""Documents: memory while a big document streams, and inline tags through the model.
+"""Documents: memory while a big document streams, inline tags through the model, and
+real files written by others translated whole.
 
     python -m bench.documents memory [--mb 50] [--model RUN --checkpoint avg]
     python -m bench.documents tags --model RUN [--checkpoint avg] [--sentences 200]
                                    [--set decode.strategy=greedy ...] [--device cpu]
                                    [--out DIR]
+    python -m bench.documents real --model RUN [--checkpoint avg] [--device cpu]
+                                   [--out DIR]
+    python -m bench.documents speed [--mb 1] [--base DIR]
 
 `memory` writes the same English sentences (train.en of ../shared/corpora/en-es, cycled)
 as a plain text file of --mb megabytes, as an HTML page of the same size (a paragraph per
@@ -32,6 +36,25 @@ ways):
   both against the references.
 It also writes the tagged inputs, both outputs and the references side by side (--out,
 tags.tsv) for checking tag placement by hand.
+
+`real` translates each file of tests/data/real (READMEs, documentation pages, gettext
+catalogues, caption files, a Word document, collected from public repositories:
+tests/data/real/SOURCES.md) with the run's model, as `transcli translate` would (a
+catalogue with --force, so that every message is translated), and prints per file its
+units, how many the model changed and were written translated, repaired or kept in
+English, and each invariant of its format (`bench.document_invariants`: tags and
+attributes in order, link targets, code, placeholders and msgfmt --check-format, cues and
+timings, hyperlinks), then per format the share of units kept in English. --out writes
+each translation there.
+
+`speed` times the documents layer alone, every format: a file of about --mb megabytes
+made of the corpus's files of that format (repeated; a Word document of their Markdown
+paragraphs), read, translated by upper-casing its words (not placeholders or tags: so
+that every unit is written, placed and checked, as a model's translation is) and
+written, as `serve` does (`WholeDocument`), the best of six runs (three processes of two).
+With --base DIR (a checkout of another commit, `git worktree add DIR COMMIT`) the same
+files are timed with that tree's code too, the trees taken in turn so that the machine's
+load weighs on both alike, and the ratio printed (above 1: this tree is faster).
 
 The machine's load average is printed with the figures: on a shared machine times vary.
 """
@@ -298,6 +321,163 @@ def tags(args: argparse.Namespace) -> None:
                 out.write("\t".join([row[0], *results, row[2]]) + "\n")
 
 
+# ------------------------------------------------------------------ real files
+
+
+REAL = ROOT / "tests" / "data" / "real"
+
+
+def real_files() -> list[tuple[str, Path]]:
+    """(format, path) of each file of the corpus; a Word document is a folder of its
+    parts."""
+    return [(fmt, path) for fmt in ("markdown", "html", "po", "srt", "vtt", "docx")
+            for path in sorted((REAL / fmt).iterdir())]
+
+
+def real_bytes(path: Path) -> bytes:
+    """A corpus file's bytes: a Word document's folder zipped, its parts in name order."""
+    if not path.is_dir():
+        return path.read_bytes()
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for part in sorted(p for p in path.rglob("*") if p.is_file()):
+            archive.write(part, part.relative_to(path).as_posix())
+    return out.getvalue()
+
+
+def translated_file(fmt: str, data: bytes, name: str, translate: Translate,
+                    align: Optional[Align]) -> tuple[bytes, Any]:
+    """A corpus file translated as `transcli translate` translates it (a catalogue with
+    --force): the output and its `WholeDocument` (its units, its counts)."""
+    from transcli.documents.formats import FORMATS as DOCUMENTS
+    from transcli.documents.translating import Lines, WholeDocument
+
+    document = WholeDocument(data, DOCUMENTS[fmt], name, force=fmt == "po")
+    lines = Lines(translate)
+    return document.written([lines(wanted) for wanted in document.lines], align), document
+
+
+def real(args: argparse.Namespace) -> None:
+    from bench.document_invariants import invariants
+
+    translator = _loaded(args.model, args.checkpoint, tuple(args.set), args.device)
+    print(f"# tests/data/real with {args.model} {args.checkpoint} {' '.join(args.set)}; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"{'format':<9}{'file':<42}{'units':>6}{'transl.':>8}{'repaired':>9}{'kept':>5}"
+          "  invariants")
+    kept: dict[str, list[int]] = {}
+    for fmt, path in real_files():
+        data = real_bytes(path)
+        out, document = translated_file(fmt, data, path.name, translator.translate,
+                                        translator.alignments)
+        units = sum(len(chunk) for chunk in document.chunks)
+        counts = document.counts
+        failed = [name for name, held in invariants(fmt, data, out).items() if not held]
+        kept.setdefault(fmt, [0, 0])
+        kept[fmt] = [kept[fmt][0] + counts.kept, kept[fmt][1] + units]
+        print(f"{fmt:<9}{path.name:<42}{units:>6}{counts.translated:>8}{counts.repaired:>9}"
+              f"{counts.kept:>5}  {'all hold' if not failed else 'FAILED: ' + ', '.join(failed)}")
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / (path.name + (".docx" if path.is_dir() else ""))).write_bytes(out)
+    print("kept in English: " + "; ".join(f"{fmt} {k} of {n} units ({100 * k / max(n, 1):.1f}%)"
+                                          for fmt, (k, n) in kept.items()))
+
+
+# ------------------------------------------------------------------ speed
+
+
+ROUNDS = 3  # processes per tree and format, taken in turn; each times two runs
+SPEED_FORMATS = {"markdown": ".md", "html": ".html", "po": ".po", "srt": ".srt", "vtt": ".vtt",
+                 "docx": ".docx"}
+_TIMED = """
+import sys, time
+from pathlib import Path
+from transcli.documents.formats import FORMATS
+from transcli.documents.translating import WholeDocument
+fmt, path = sys.argv[1], Path(sys.argv[2])
+import re
+data = path.read_bytes()
+word = re.compile(r"(?<![%({<\\w)/.])[a-z]+")  # a word, not a placeholder's or a tag's
+upper = lambda lines, first: [word.sub(lambda m: m.group().upper(), line) for line in lines]
+best = float("inf")
+for _ in range(2):
+    start = time.perf_counter()
+    WholeDocument(data, FORMATS[fmt], path.name).translated(upper)
+    best = min(best, time.perf_counter() - start)
+print(best)
+"""
+
+
+def speed_input(fmt: str, size: int) -> bytes:
+    """About `size` bytes of `fmt` made of the corpus's files of that format."""
+    if fmt == "docx":
+        return _word_of(size)
+    files = [path.read_bytes() for found, path in real_files() if found == fmt]
+    if fmt == "vtt":  # one header, the cues of every file after it
+        files = [b"WEBVTT\n\n"] + [data.split(b"\n\n", 1)[1] + b"\n\n" for data in files]
+    elif fmt == "srt":
+        files = [data.rstrip(b"\n") + b"\n\n" for data in files]
+    body = b"".join(files[1:] if fmt == "vtt" else files)
+    head = files[0] if fmt == "vtt" else b""
+    return head + body * -(-size // len(body))  # (rounded up)
+
+
+def _word_of(size: int) -> bytes:
+    """A Word document of the corpus's Markdown paragraphs, some words bold, of about
+    `size` bytes of text."""
+    import io
+
+    import docx
+
+    paragraphs = [block.strip() for _, path in real_files() if path.suffix == ".md"
+                  for block in path.read_text(encoding="utf-8").split("\n\n")
+                  if block.strip() and not block.startswith(("```", "<", "|"))]
+    document, written = docx.Document(), 0
+    while written < size:
+        for text in paragraphs:
+            words = text.split(" ")
+            paragraph = document.add_paragraph(" ".join(words[:2]) + " ")
+            paragraph.add_run(" ".join(words[2:4])).bold = True
+            paragraph.add_run(" " + " ".join(words[4:]))
+            written += len(text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _timed(tree: Path, fmt: str, path: Path) -> float:
+    result = subprocess.run([sys.executable, "-c", _TIMED, fmt, str(path)], capture_output=True,
+                            text=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
+    if result.returncode != 0:
+        raise SystemExit(f"{tree}: {fmt}: {result.stderr.strip().splitlines()[-1:]}")
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+def speed(args: argparse.Namespace) -> None:
+    trees = [("this", ROOT)] + ([("base", args.base.resolve())] if args.base else [])
+    print(f"# {args.mb} MB per format, words upper-cased, best of 6; trees: "
+          f"{', '.join(f'{name} {tree}' for name, tree in trees)}; load average "
+          f"{os.getloadavg()[0]:.2f} (shared machine: times vary)")
+    print(f"{'format':<10}{'MB':>6}" + "".join(f"{name + ' MB/s':>12}" for name, _ in trees)
+          + (f"{'this/base':>11}" if args.base else ""))
+    with tempfile.TemporaryDirectory(prefix="bench-speed-") as work:
+        for fmt, ext in SPEED_FORMATS.items():
+            path = Path(work) / f"input{ext}"
+            path.write_bytes(speed_input(fmt, int(args.mb * (1 << 20))))
+            mb = path.stat().st_size / (1 << 20)
+            best = [float("inf")] * len(trees)
+            for _ in range(ROUNDS):  # the trees in turn, so that the machine's load
+                for k, (_, tree) in enumerate(trees):  # weighs on both alike
+                    best[k] = min(best[k], _timed(tree, fmt, path))
+            rates = [mb / seconds for seconds in best]
+            print(f"{fmt:<10}{mb:>6.2f}" + "".join(f"{rate:>12.2f}" for rate in rates)
+                  + (f"{rates[0] / rates[1]:>11.2f}" if args.base else ""))
+
+
 def _nested(text: str) -> bool:
     stack: list[str] = []
     for match in re.finditer(r"<(/?)(\w+)[^>]*>", text):
@@ -324,6 +504,16 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     tag.add_argument("--device", default="cpu", help="where the model runs (cpu, cuda, auto)")
     tag.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="a decode setting for the run (decode.strategy=greedy)")
+    found = commands.add_parser("real", help="the real files of tests/data/real translated")
+    found.add_argument("--model", required=True)
+    found.add_argument("--checkpoint", default="avg")
+    found.add_argument("--out", type=Path)
+    found.add_argument("--device", default="cpu", help="where the model runs (cpu, cuda, auto)")
+    found.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="a decode setting for the run (decode.strategy=greedy)")
+    fast = commands.add_parser("speed", help="the documents layer's speed, every format")
+    fast.add_argument("--mb", type=float, default=1.0)
+    fast.add_argument("--base", type=Path, help="a checkout of another commit to time beside")
     return parser.parse_args(argv)
 
 
@@ -332,7 +522,7 @@ def main() -> None:
         fmt, source, target, model, checkpoint = sys.argv[2:7]
         return worker(fmt, Path(source), Path(target), model, checkpoint)
     args = parse_args()
-    (memory if args.command == "memory" else tags)(args)
+    {"memory": memory, "tags": tags, "real": real, "speed": speed}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,25 @@ def test_parse_args_keeps_its_commands():
     assert (args.command, args.model, args.checkpoint, args.sentences, args.device) == \
         ("tags", "RUN", "avg", 20, "cpu")
     assert parse_args(["memory"]).mb == 50.0
+    args = parse_args(["real", "--model", "RUN"])
+    assert (args.command, args.model, args.checkpoint, args.out) == ("real", "RUN", "avg", None)
+    args = parse_args(["speed", "--mb", "0.5", "--base", "/tmp/x"])
+    assert (args.command, args.mb, str(args.base)) == ("speed", 0.5, "/tmp/x")
+
+
+def test_the_speed_inputs_are_files_of_their_format_made_of_the_corpus():
+    """What `speed` times: each format's file, as its readers read it, and every unit
+    changed by the translation it times."""
+    from bench.documents import SPEED_FORMATS, speed_input
+    from transcli.documents.formats import FORMATS
+    from transcli.documents.translating import WholeDocument
+
+    for fmt in SPEED_FORMATS:
+        data = speed_input(fmt, 20_000)
+        assert len(data) >= (5_000 if fmt == "docx" else 20_000)
+        document = WholeDocument(data, FORMATS[fmt], "x")
+        document.written([[line.upper() for line in lines] for lines in document.lines])
+        assert document.counts.translated > 10
 
 
 def test_the_tags_command_prints_both_placements(run_dir, capsys, tmp_path):

@@ -65,6 +65,24 @@ def test_degenerate_compares_with_the_source():
     assert not degenerate("1000000", "1000000")
 
 
+@pytest.mark.parametrize("source, translation", [
+    ("...nothing!", "." * 50), ("- Great.", "- Genial." + "." * 40),
+    ("I wonder…", "Me pregunto" + "." * 8), ("Wait!", "¡Espera!!!!!!!"),
+    ("Stop.", "Para -.-.-.-.-.-.-.")])
+def test_punctuation_and_symbols_that_loop_are_loops(source, translation):
+    """As the CPU hour's model wrote subtitles: "..." grown to a line of dots."""
+    assert degenerate(source, translation)
+    assert score([translation], [[source]], ter=False).loops == 1
+    assert not degenerate(translation, translation)  # as often as in the source: no loop
+    assert not degenerate("Wait... what...", "Espera... ¿qué...?")
+
+
+def test_collapsed_says_a_run_of_dots_as_an_ellipsis():
+    assert collapsed("Nada" + "." * 50) == "Nada..."
+    assert collapsed("Para -.-.-.-.-.-.-.") == "Para -."
+    assert collapsed("Sí... claro.") == "Sí... claro."
+
+
 def test_a_source_pair_said_three_times_allows_a_spanish_trigram_three_times():
     """As the CPU hour's model translated a dev.tatoeba line: a loop when only the
     source's trigrams counted."""

@@ -204,6 +204,29 @@ def test_a_document_alone_goes_to_the_model_in_its_chunks():
     assert [len(chunk) for chunk in _calls(Job(lines, None, None))] == [1000, 1000, 500]  # type: ignore[arg-type]
 
 
+def test_a_document_whose_units_were_kept_says_so_on_stderr(capsys):
+    """A catalogue whose placeholder the "model" drops: the unit is repaired or kept, and
+    the server says how many, naming the document (as `translate` does)."""
+    from transcli.documents.formats import FORMATS
+    from transcli.serve.documents import DocumentThread, read_documents, translated_documents
+
+    catalogue = ('#, python-format\nmsgid "%(count)d files in %(name)s"\nmsgstr ""\n\n'
+                 'msgid "I like trees."\nmsgstr ""\n')
+
+    async def translate(lines, sizes):
+        return ["archivos en" if "files" in line else "Me gustan los árboles." for line in lines]
+
+    async def scenario():
+        thread = DocumentThread("documents", 4)
+        documents = await read_documents(thread, [(catalogue, "app.po")], FORMATS["po"], 10_000)
+        return (await translated_documents(documents, translate, thread))[0], documents[0]
+
+    written, document = asyncio.run(scenario())
+    assert 'msgstr "Me gustan los árboles."' in written.decode()
+    assert document.counts.translated == 1 and document.counts.repaired + document.counts.kept == 1
+    assert f"transcli: app.po: {document.counts.summary()}" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------- detection
 
 

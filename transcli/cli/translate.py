@@ -158,8 +158,10 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
     if output != "-":
         check_output(output, target.inputs, "translation")
     translator = load_translator(run, checkpoint, device)
-    opened.translate(target, translator.translate, align=translator.alignments)
+    counts = opened.translate(target, translator.translate, align=translator.alignments)
     translator.warn_truncated()
+    if summary := counts.summary():  # units whose markup did not survive the model
+        print(f"transcli: {input}: {summary}", file=sys.stderr)
     if note := run.young_note():
         print(f"transcli: {note}", file=sys.stderr)
 

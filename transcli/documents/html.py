@@ -14,7 +14,10 @@ list item, a table cell, a title), each one unit with its inline markup (`<b>`, 
 `title`, `placeholder`, `aria-label`). What is not: every tag and every other
 attribute, entities outside translated text, comments, and the contents of `<script>`,
 `<style>`, `<pre>`, `<textarea>`, `<template>`, `<code>`, `<kbd>`, `<samp>`, `<svg>` and
-`<math>` (an inline one stays where it was in its sentence, untranslated).
+`<math>` (an inline one stays where it was in its sentence, untranslated). Such an element
+left open ends where browsers end it: at the end tag of an element open around it
+(`<div><pre>ls</div>`), and an `<svg>` or `<math>` also at an HTML tag that breaks out of
+it (`<p>`). Comments end at `-->` or `--!>`, as the HTML standard says.
 
 Bad input is one line naming the file, line and column: a tag or comment left open at
 the end of the file (a cut-off download), or a NUL character (not an HTML file).
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser, attrfind_tolerant, tagfind_tolerant
 from typing import Iterable, Iterator, Optional
 
+from transcli.documents.checks import Check
 from transcli.documents.units import (
     Atom,
     Close,
@@ -53,6 +57,21 @@ KEPT_BLOCK = frozenset("script style pre textarea template".split())
 # Attributes whose values people read.
 FOR_PEOPLE = frozenset({"alt", "title", "placeholder", "aria-label"})
 PIECE_CHARS = 1 << 20  # markup without text is handed on in pieces of about this size
+_COMMENT_END = re.compile(r"--!?>")
+_ANGLED = re.compile(r"<[^<>]*>")
+# Elements that hold no content (their start is all there is).
+VOID = frozenset("area base br col embed hr img input link meta param source track wbr"
+                 .split())
+# A start tag of these ends an open <p> (the HTML standard's "close a p element").
+_CLOSES_P = frozenset("""address article aside blockquote details dialog div dl fieldset
+    figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr main menu nav ol p pre
+    section table ul""".split())
+# Elements a start tag of the same name ends when it is the one open (`<li>a<li>b`).
+_SIBLINGS = frozenset("p li dt dd option tr td th".split())
+# HTML start tags that end an open <svg> or <math> (the standard's "breakout" tags).
+_BREAKOUT = frozenset("""b big blockquote body br center code dd div dl dt em embed h1 h2
+    h3 h4 h5 h6 head hr i img li listing menu meta nobr ol p pre ruby s small span strong
+    strike sub sup table tt u ul var""".split())
 
 
 @dataclass(frozen=True)
@@ -102,6 +121,31 @@ class _Tokenizer(HTMLParser):
 
     def unknown_decl(self, data: str) -> None:
         self._note("other")  # <![CDATA[...]]>
+
+    def parse_comment(self, i: int, report: int = 1) -> int:
+        """A comment ends as browsers end it (the HTML standard's comment states): at
+        `-->` or `--!>`, and `<!-->` and `<!--->` are empty comments (Python before
+        3.13 ended one at `-- >` and never at `--!>`)."""
+        rawdata = self.rawdata
+        for empty in ("<!-->", "<!--->"):
+            if rawdata.startswith(empty, i):
+                end = i + len(empty)
+                break
+        else:
+            match = _COMMENT_END.search(rawdata, i + 4)
+            if match is None:
+                return -1
+            end = match.end()
+        if report:
+            self.handle_comment(rawdata[i + 4:end])
+        return end
+
+    def parse_endtag(self, i: int) -> int:
+        """`</>` is markup browsers skip: kept as markup, not read as text."""
+        if self.rawdata.startswith("</>", i) and self.cdata_elem is None:
+            self._note("other")
+            return i + 3
+        return super().parse_endtag(i)
 
 
 class _Source:
@@ -193,6 +237,16 @@ def escape_text(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def _markup_of(written: str) -> list[str]:
+    """A unit's tags, comments and kept elements, in order: what its translation must
+    keep (`checks.Check`). Its text is escaped (no `<` or `>` in it), so each `<...>` is
+    markup the unit wrote, and the same ones in the same order are the same markup."""
+    return _ANGLED.findall(written)
+
+
+CHECK = Check(_markup_of)
+
+
 def tag_parts(raw: str) -> tuple[Part, ...]:
     """A start tag's source, with the values of the attributes meant for people as
     units (everything else as it is)."""
@@ -225,6 +279,61 @@ def _attribute_unit(value: str) -> Unit:
                 lambda text: mark + text + mark)
 
 
+class _Open:
+    """A stack of element names that says at once whether a name is in it."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.count: dict[str, int] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return self.count.get(name, 0) > 0
+
+    def top(self) -> Optional[str]:
+        return self.names[-1] if self.names else None
+
+    def push(self, name: str) -> None:
+        self.names.append(name)
+        self.count[name] = self.count.get(name, 0) + 1
+
+    def pop(self) -> str:
+        name = self.names.pop()
+        self.count[name] -= 1
+        return name
+
+
+class _Kept:
+    """An element whose content is kept as it is (`<pre>`, `<code>`, `<svg>`, ...): its
+    source so far, and the elements opened inside it (`open[name]`: how many), which
+    tell an end tag of its own content from the end tag of an element around it."""
+
+    def __init__(self, name: str, raw: str, inline: bool):
+        self.name, self.inline = name, inline
+        self.raws = [raw]
+        self.open: dict[str, int] = {}
+
+    def ends_before(self, event: Event, around: _Open) -> bool:
+        """Whether `event` comes after the element's end, as browsers read it: the end
+        tag of an element open around it (`<div><pre>ls</div>`), or for `<svg>` and
+        `<math>` an HTML tag that breaks out of them (outside a `<foreignObject>`)."""
+        if event.kind == "end" and event.tag != self.name:
+            return not self.open.get(event.tag) and event.tag in around
+        return (self.name in ("svg", "math") and event.kind in ("start", "startend")
+                and event.tag in _BREAKOUT
+                and not any(self.open.get(tag) for tag in ("foreignobject", "desc", "title")))
+
+    def take(self, event: Event) -> bool:
+        """Adds `event` (its own content); whether it was the element's end tag."""
+        self.raws.append(event.raw)
+        if event.kind == "start" and event.tag not in VOID:
+            self.open[event.tag] = self.open.get(event.tag, 0) + 1
+        elif event.kind == "end" and self.open.get(event.tag):
+            self.open[event.tag] -= 1
+        elif event.kind == "end" and event.tag == self.name:
+            return True
+        return False
+
+
 class _Paragraphs:
     """Tokens into pieces of the page: markup kept as it is, and units."""
 
@@ -233,20 +342,25 @@ class _Paragraphs:
         self.size = 0  # its characters of markup
         self.complete = False  # whether it holds a unit of running text
         self.items: list[Item] = []  # the inline run being gathered
-        self.kept: Optional[list] = None  # [name, depth, raws, inline] inside kept content
+        self.kept: Optional[_Kept] = None  # the element whose content is kept, if inside one
+        self.around = _Open()  # the elements open here (outside kept content)
 
     def take(self, event: Event) -> Optional[list[Part]]:
         """Gathers `event`; a piece when one is complete."""
+        if self.kept is not None and self.kept.ends_before(event, self.around):
+            self._keep_done()
         if self.kept is not None:
-            self._keep(event)
-        elif event.kind == "data":
+            if self.kept.take(event):
+                self._keep_done()
+            return self._ready()
+        self._nest(event)
+        if event.kind == "data":
             self.items.append(Text(event.text, event.raw))
         elif event.kind in ("start", "startend") and (
                 event.tag in KEPT_INLINE or event.tag in KEPT_BLOCK):
-            block = event.tag in KEPT_BLOCK
-            if block:
+            if event.tag in KEPT_BLOCK:
                 self._end_run()
-            self.kept = [event.tag, 1, [event.raw], not block]
+            self.kept = _Kept(event.tag, event.raw, event.tag in KEPT_INLINE)
             if event.kind == "startend":
                 self._keep_done()
         elif event.kind == "start" and event.tag in INLINE:
@@ -262,35 +376,40 @@ class _Paragraphs:
             self._add(list(tag_parts(event.raw)) if event.kind != "end" else [event.raw])
         return self._ready()
 
+    def _nest(self, event: Event) -> None:
+        """The elements open around the next token, as far as a kept element needs to
+        know where it ends: an element's start opens it (and ends an open `<p>`, or a
+        sibling open just before it, `<li>a<li>`), an end tag closes the elements up to
+        its own."""
+        around = self.around
+        if event.kind == "start" and event.tag not in VOID:
+            top = around.top()
+            if (event.tag in _CLOSES_P and top == "p") or (
+                    event.tag in _SIBLINGS and top == event.tag):
+                around.pop()
+            if event.tag not in KEPT_INLINE and event.tag not in KEPT_BLOCK:
+                around.push(event.tag)
+        elif event.kind == "end" and event.tag in around:
+            while around.pop() != event.tag:
+                pass
+
     def finish(self) -> list[Part]:
         if self.kept is not None:  # a raw-text element the file never closed
-            self.items.append(Atom(("".join(self.kept[2]),)))
-            self.kept = None
+            self._keep_done()
         self._end_run()
         parts, self.parts, self.size, self.complete = self.parts, [], 0, False
         return parts
 
-    def _keep(self, event: Event) -> None:
-        name = self.kept[0]
-        self.kept[2].append(event.raw)
-        if event.tag == name and event.kind == "start":
-            self.kept[1] += 1
-        elif event.tag == name and event.kind == "end":
-            self.kept[1] -= 1
-            if self.kept[1] == 0:
-                self._keep_done()
-
     def _keep_done(self) -> None:
-        _, _, raws, inline = self.kept
-        self.kept = None
-        if inline:
-            self.items.append(Atom(("".join(raws),)))
+        kept, self.kept = self.kept, None
+        if kept.inline:
+            self.items.append(Atom(("".join(kept.raws),)))
         else:
-            self._add(["".join(raws)])
+            self._add(["".join(kept.raws)])
 
     def _end_run(self) -> None:
         if self.items:
-            parts = inline_unit(self.items, escape_text)
+            parts = inline_unit(self.items, escape_text, check=CHECK)
             self.complete = self.complete or any(isinstance(part, Unit) for part in parts)
             self._add(parts)
             self.items = []

@@ -20,10 +20,12 @@ Markdown reads the same).
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Optional
 
+from transcli.documents.checks import Check
 from transcli.documents.html import INLINE, html_parts, tag_parts
 from transcli.documents.units import (
     Atom,
@@ -35,16 +37,20 @@ from transcli.documents.units import (
     Unit,
     has_letters,
     inline_unit,
+    render,
 )
 from transcli.system.extras import require
 
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 _LINE_START = re.compile(r"[#+=-]|\d+[.)]")
 _PREFIX = re.compile(r"[\s>*+\-#\d.)|]*")
 _BREAK = re.compile(r"[ \t]*\\?\n[ \t]*")
 _FRONT = {"---": ("---", "..."), "+++": ("+++",)}
 _HTML_OPEN = re.compile(r"<([a-zA-Z][a-zA-Z0-9-]*)[^>]*(?<!/)>$")
 _HTML_CLOSE = re.compile(r"</([a-zA-Z][a-zA-Z0-9-]*)\s*>$")
+# Where inline markup can start (emphasis, links, images, code, HTML, entities, escapes,
+# strikethrough, line breaks): text without these is text alone.
+_INLINE_START = re.compile(r"[*_\[\]<>!`~&\\\n]")
 
 
 def escape(text: str) -> str:
@@ -59,22 +65,53 @@ def frame(text: str) -> str:
 
 def pieces(chunks: Iterable[str], name: str, force: bool = False) -> Iterator[list[Part]]:
     """The document as pieces: each block's markup and its unit."""
-    markdown_it = require("markdown_it", "documents")
     text = "".join(chunks)
     source = _Source(text)
+    md = _parser()
+    cursor = seen = 0  # the source written up to; the end of the last block found
+    cells = False  # inside a table: a cell is found after the one before it on its line
+    for token in md.parse(_without_front_matter(text)):
+        cells = token.type != "table_close" and (cells or token.type == "table_open")
+        if token.map is None or token.type not in ("inline", "html_block") or (
+                not cells and token.type == "inline" and not has_letters(token.content)):
+            continue
+        if token.type == "html_block":
+            start, end, parts = _html_block(source, token, name)
+        elif (where := _located(source, token, seen)) is None:
+            continue
+        else:
+            (start, end), seen = where, where[1]
+            parts = _inline_parts(source, token, start, end)
+        if parts is not None:
+            yield [text[cursor:start], *parts]
+            cursor = seen = end
+    yield [text[cursor:]]
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Any:
+    """CommonMark with GitHub's tables and strikethrough."""
+    markdown_it = require("markdown_it", "documents")
     md = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
     md.disable("text_join")  # escapes and entities stay tokens of their own, with their source
-    cursor = 0
-    for token in md.parse(_without_front_matter(text)):
-        if token.map is None or token.type not in ("inline", "html_block"):
-            continue
-        found = (_html_block(source, token, name) if token.type == "html_block"
-                 else _inline_block(source, token, cursor))
-        if found is not None:
-            start, end, parts = found
-            yield [text[cursor:start], *parts]
-            cursor = end
-    yield [text[cursor:]]
+    return md
+
+
+def _markup_of(written: str) -> list[tuple]:
+    """A unit's inline markup as Markdown reads it (emphasis, links and their targets,
+    images, code spans, inline HTML, line breaks), in order: what its translation must
+    keep (`checks.Check`)."""
+    if not _INLINE_START.search(written):
+        return []
+    md = _parser()
+    tokens: list[Any] = []
+    md.inline.parse(written, md, {}, tokens)  # (parseInline, without the core's steps)
+    return [(token.type, token.markup, tuple(sorted((token.attrs or {}).items())),
+             token.content if token.type in ("code_inline", "html_inline") else "")
+            for token in tokens if token.type not in ("text", "text_special", "softbreak")]
+
+
+CHECK = Check(_markup_of, from_source=True)
 
 
 def _without_front_matter(text: str) -> str:
@@ -113,26 +150,35 @@ def _html_block(source: _Source, token: Any, name: str) -> tuple[int, int, list[
     return start, end, html_parts(source.text[start:end], name)
 
 
-def _inline_block(source: _Source, token: Any, cursor: int
-                  ) -> Optional[tuple[int, int, list[Part]]]:
-    """Where a block's inline content lies in the source, and its unit; None when it
-    holds nothing to translate or cannot be placed exactly."""
+def _located(source: _Source, token: Any, after: int) -> Optional[tuple[int, int]]:
+    """Where a block's inline content lies in the source, from `after` on (a table
+    cell after the one before it on its line); None when it cannot be placed exactly."""
     lines = token.content.split("\n")
-    if not has_letters(token.content):
-        return None
     first, last = token.map[0], token.map[0] + len(lines) - 1
-    start = _find(source, lines[0], first, cursor)
+    start = _find(source, lines[0], first, after)
     if start is None:
         return None
     end = _find(source, lines[-1], last, start if first == last else 0)
+    if end is None:
+        return None
+    return start, end + len(_match(source, lines[-1], end).group())
+
+
+def _inline_parts(source: _Source, token: Any, start: int, end: int) -> Optional[list[Part]]:
+    """A block's inline content (at `start:end` in the source) as parts: its unit, or
+    its markup with the units inside it (the alt texts of a row of badges); None when
+    it holds nothing to translate or its source cannot be accounted for."""
+    if not has_letters(token.content):
+        return None
     items = _items(token.children or [], token.content)
-    if end is None or items is None:
+    if items is None:
         return None
-    end += len(_match(source, lines[-1], end).group())
-    parts = inline_unit(items, escape, frame)
-    if len(parts) != 1 or not isinstance(parts[0], Unit):
+    parts = inline_unit(items, escape, frame, CHECK)
+    if len(parts) == 1 and isinstance(parts[0], Unit):
+        return [replace(parts[0], raw=source.text[start:end])]
+    if not any(isinstance(part, Unit) for part in parts):
         return None
-    return start, end, [replace(parts[0], raw=source.text[start:end])]
+    return parts if render(parts, {}) == source.text[start:end] else None
 
 
 def _match(source: _Source, line: str, at: int) -> re.Match:
@@ -160,11 +206,11 @@ def _items(children: list, content: str) -> Optional[list[Item]]:
     when a token's source is not where it should be."""
     items: list[Item] = []
     at, skip = 0, 0
-    for i, token in enumerate(children):
+    for token in children:
         if skip:
             skip -= 1
             continue
-        found = _item(token, children[i + 1:], content, at)
+        found = _item(token, content, at)
         if found is None:
             return None
         new_items, at, skip = found
@@ -172,7 +218,7 @@ def _items(children: list, content: str) -> Optional[list[Item]]:
     return items if at == len(content) else None
 
 
-def _item(token: Any, rest: list, content: str, at: int
+def _item(token: Any, content: str, at: int
           ) -> Optional[tuple[list[Item], int, int]]:
     """One token (with the tokens after it it takes along): its items, where the source
     goes on, how many following tokens it took."""
@@ -198,7 +244,7 @@ def _item(token: Any, rest: list, content: str, at: int
     if kind == "html_inline":
         return _literal(_html_item(token.content), token.content, content, at)
     if kind == "link_open":
-        return _link_open(token, rest, content, at)
+        return _link_open(token, content, at)
     if kind == "link_close":
         end = _link_tail(content, at)
         return ([Close("link", content[at:end])], end, 0) if end else None
@@ -231,7 +277,7 @@ def _code_end(content: str, at: int, ticks: str) -> int:
     return match.end() if match else 0
 
 
-def _link_open(token: Any, rest: list, content: str, at: int
+def _link_open(token: Any, content: str, at: int
                ) -> Optional[tuple[list[Item], int, int]]:
     if token.markup == "autolink":  # <https://...>: kept whole, its text and its end too
         end = content.find(">", at) + 1

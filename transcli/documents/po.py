@@ -6,7 +6,9 @@ Kept as they are: the header, `msgid`s and contexts, comments, references, flags
 `fuzzy` flag stays), obsolete `#~` entries, and messages that have a translation
 already, unless `--force`. A message's leading and trailing whitespace and its line
 breaks are kept; its lines are translated one by one; inline HTML tags in a one-line
-message are tags of its unit.
+message are tags of its unit. Each translation is checked as msgfmt --check-format checks
+it (`formatstrings.py`, under the entry's flags) before it is written: one that fails is
+repaired (its placeholders put back by position) or left untranslated (`msgstr ""`).
 
 The catalogue is read as it streams, one entry at a time: each entry's lines are parsed
 by polib (its syntax errors are ours, with the line in the file) and only its `msgstr`
@@ -16,12 +18,24 @@ lines are replaced. Catalogues must be UTF-8 (the header's charset says so; a te
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import replace
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
-from transcli.documents.units import Part, Unit, inline_unit, markup_items
+from transcli.documents.checks import Check
+from transcli.documents.formatstrings import placeholders, signature, without_placeholders
+from transcli.documents.html import ATOMS, INLINE, KEPT_INLINE
+from transcli.documents.units import (
+    Atom,
+    Item,
+    Part,
+    Text,
+    Unit,
+    inline_unit,
+    markup_items,
+)
 from transcli.system.errors import UserError
 from transcli.system.extras import require
 
@@ -30,6 +44,11 @@ _LINE = re.compile(r'\s*(?:(?:msgctxt|msgid_plural|msgid|msgstr(?:\[\d+\])?)\s+)
 _POLIB_LINE = re.compile(r"\(line (\d+)\)")
 _PLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
 _CHARSET = re.compile(r"charset\s*=\s*([\w.-]+)", re.IGNORECASE)
+# HTML elements' tags in a message: its markup ("<no view>", "<unavailable>" are words).
+_ELEMENTS = INLINE | ATOMS | KEPT_INLINE | frozenset(
+    "p div ul ol li dl dt dd table tr td th h1 h2 h3 h4 h5 h6 hr pre blockquote".split())
+_TAGS = re.compile(rf"</?(?:{'|'.join(sorted(_ELEMENTS, key=len, reverse=True))})"
+                   r"(?=[\s/>])[^<>\n]*>", re.IGNORECASE)
 GROUP = 256  # entries parsed by polib at a time
 
 
@@ -164,10 +183,10 @@ def _filled(entry: Any, lines: list[str], catalogue: _Catalogue) -> list[Part]:
     start, end = where[0], where[-1] + 1
     while end < len(lines) and keys[end].startswith('"'):
         end += 1
-    singular = _unit(entry.msgid, _string_lines(lines, keys, "msgid "), newline)
+    singular = _unit(entry.msgid, _string_lines(lines, keys, "msgid "), newline, entry.flags)
     if entry.msgid_plural:
         plural = _unit(entry.msgid_plural, _string_lines(lines, keys, "msgid_plural "),
-                       newline)
+                       newline, entry.flags)
         count = catalogue.plurals or max(len(entry.msgstr_plural), 2)
         written: list[Part] = []
         for n in range(count):
@@ -187,24 +206,86 @@ def _string_lines(lines: list[str], keys: list[str], keyword: str) -> str:
     return text[text.index(keyword.strip()) + len(keyword.strip()):].lstrip()
 
 
-def _unit(message: str, raw: str, newline: str) -> Unit:
+def _unit(message: str, raw: str, newline: str, flags: list[str]) -> Unit:
     """A message as a unit, written back as a PO string whatever it becomes. A one-line
-    message's whitespace around is kept and its HTML tags are tags; a message of
-    several lines is translated line by line (`translating.translations`)."""
+    message's whitespace around is kept and its HTML elements' tags are tags; a message of
+    several lines is translated line by line (`translating.translations`). Its
+    translation is checked as msgfmt checks it (its placeholders under the entry's
+    format flags, its tags, a line break at its start or end): one that fails is
+    repaired (the placeholders put back by position) or left untranslated."""
+    check = _check(tuple(flags))
     core = message.strip()
     if "\n" not in core:
         lead, trail = message[:message.index(core)], message[message.index(core) + len(core):]
-        parts = inline_unit(markup_items(core, lambda text: text))
+
+        def frame(text: str) -> str:
+            return _po_string(lead + text + trail, newline)
+
+        items = markup_items(core, _same, _TAGS)
+        parts = inline_unit(items)
         if len(parts) == 1 and isinstance(parts[0], Unit):
-            return replace(parts[0], raw=raw,
-                           frame=lambda text: _po_string(lead + text + trail, newline))
-    return Unit(message, raw, (), frame=lambda text: _po_string(text, newline))
+            return replace(parts[0], raw=raw, frame=frame, check=check, fallback=functools.partial(
+                _with_placeholders_as_tags, items, flags, frame))
+    return Unit(message, raw, (), frame=lambda text: _po_string(text, newline), check=check)
+
+
+def _with_placeholders_as_tags(items: list[Item], flags: list[str],
+                               frame: Callable[[str], str]) -> Optional[Unit]:
+    """The message of `items` as a unit with its placeholders as tags (what a repair puts
+    back by position); None if it has no text of its own then."""
+    parts = inline_unit(_placeholders_as_tags(items, flags))
+    return replace(parts[0], frame=frame) if len(parts) == 1 and isinstance(
+        parts[0], Unit) else None
+
+
+def _same(text: str) -> str:
+    return text
+
+
+@functools.lru_cache(maxsize=256)
+def _check(flags: tuple[str, ...]) -> Check:
+    """The check of a message under the format flags of its entry (`_needs`)."""
+    return Check(functools.partial(_needs, flags=flags), _cleaned, '""', framed=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _polib() -> Any:
+    return require("polib", "documents")
+
+
+def _needs(message: str, flags: tuple[str, ...]) -> tuple:
+    """What a message (before it is quoted: its whitespace around is the msgid's) must
+    keep of its msgid: its placeholders as msgfmt reads them, its tags, and a line break
+    at its start and end."""
+    return (signature(message, flags), _TAGS.findall(message),
+            message.startswith("\n"), message.endswith("\n"))
+
+
+def _cleaned(translation: str) -> str:
+    """A translation without what reads as placeholders or tags, for the message's own
+    to go back into by position."""
+    return without_placeholders(_TAGS.sub("", translation))
+
+
+def _placeholders_as_tags(items: list[Item], flags: list[str]) -> list[Item]:
+    """`items` with each placeholder of their text (under `flags`) markup of its own."""
+    out: list[Item] = []
+    for item in items:
+        if not isinstance(item, Text):
+            out.append(item)
+            continue
+        at = 0
+        for start, end in placeholders(item.raw, flags):
+            out += [Text(item.raw[at:start], item.raw[at:start]), Atom((item.raw[start:end],))]
+            at = end
+        out.append(Text(item.raw[at:], item.raw[at:]))
+    return [item for item in out if not isinstance(item, Text) or item.raw]
 
 
 def _po_string(text: str, newline: str) -> str:
     """A PO string: one quoted line, or (with line breaks) an empty line and a line per
     line, as gettext writes them."""
-    polib = require("polib", "documents")
+    polib = _polib()
     lines = [line for line in re.split(r"(?<=\n)", text) if line]
     if len(lines) <= 1:
         return f'"{polib.escape(text)}"'

@@ -4,7 +4,8 @@ are written as they are.
 
 SubRip files are read by `srt` (its parser checks the blocks follow one another, and
 its own pattern says where each cue's text lies); WebVTT cues by `webvtt-py` (each block
-judged by its strict parser: timings, settings). Both are checked for cues that end
+judged by its strict parser: timings, settings), blocks found as WebVTT parsers find them
+(a timing line with no empty line before it starts a cue). Both are checked for cues that end
 before they start. A cue's lines are joined for the model and its translation broken
 again into as many lines, at the spaces nearest an even split. Inline markup (`<i>`,
 `<b>`, `<font ...>`, WebVTT's `<v Name>`, `<c.class>`, timestamps; SubRip's `{\\an8}`)
@@ -15,10 +16,12 @@ from __future__ import annotations
 
 import bisect
 import html
+import itertools
 import re
 from typing import Any, Callable, Iterable, Iterator
 
-from transcli.documents.units import Part, inline_unit, markup_items
+from transcli.documents.checks import Check
+from transcli.documents.units import MARKUP, Part, inline_unit, markup_items
 from transcli.system.errors import UserError
 from transcli.system.extras import require
 
@@ -36,28 +39,71 @@ def cue_parts(raw: str, escape: Callable[[str], str], decode: Callable[[str], st
     visible text)."""
     newline = "\r\n" if "\r\n" in raw else "\n"
     lengths = [len(_MARKUP.sub("", line.strip())) for line in raw.split("\n")]
-    shares = [sum(lengths[:k]) / max(sum(lengths), 1) for k in range(1, len(lengths))]
+    total = max(sum(lengths), 1)
+    shares = [before / total for before in itertools.accumulate(lengths[:-1])]
     return inline_unit(markup_items(raw, decode), escape,
-                       lambda text: _broken(text, shares, newline))
+                       lambda text: _broken(text, shares, newline), CHECK)
+
+
+def _cue_needs(written: str) -> tuple[list[str], bool]:
+    """A cue's tags, in order, and whether each of its lines holds something and no
+    `-->` (an empty line would end the cue, an arrow start another): what its
+    translation must keep (`checks.Check`)."""
+    return MARKUP.findall(written), all(
+        line.strip() and "-->" not in line for line in written.split("\n"))
+
+
+CHECK = Check(_cue_needs, lambda text: MARKUP.sub("", text), from_source=True)
 
 
 def _broken(text: str, shares: list[float], newline: str) -> str:
     """`text` broken into lines at spaces outside markup, each nearest to its share of
     the visible text (a space after a punctuation mark counts as nearer)."""
-    spaces = [m.start() for m in _BREAKABLE.finditer(text) if m.group() == " "]
-    visible = {at: len(_MARKUP.sub("", text[:at])) for at in spaces}
-    total = len(_MARKUP.sub("", text))
+    spaces, visible, total = _spaces(text)
     cuts: list[int] = []
+    first = 0  # the first space after the last cut
     for share in shares:
-        free = [at for at in spaces if not cuts or at > cuts[-1]]
-        if free:
-            cuts.append(min(free, key=lambda at: abs(visible[at] - total * share)
-                            - 4 * (text[at - 1] in ",.;:!?")))
+        if first >= len(spaces):
+            break
+        k = _nearest(spaces, visible, first, total * share, text)
+        cuts.append(spaces[k])
+        first = k + 1
     out, at = [], 0
     for cut in cuts:
         out.append(text[at:cut])
         at = cut + 1
     return newline.join([*out, text[at:]])
+
+
+def _spaces(text: str) -> tuple[list[int], list[int], int]:
+    """The spaces of `text` outside markup, the visible characters (markup left out)
+    before each, and the visible characters in all."""
+    spaces, visible = [], []
+    seen = at = 0
+    for match in _BREAKABLE.finditer(text):
+        seen += match.start() - at
+        at = match.end()
+        if match.group() == " ":
+            spaces.append(match.start())
+            visible.append(seen)
+            seen += 1
+    return spaces, visible, seen + len(text) - at
+
+
+def _nearest(spaces: list[int], visible: list[int], first: int, goal: float, text: str
+             ) -> int:
+    """The space from `first` on whose visible offset is nearest to `goal`, one after a
+    punctuation mark counting 4 nearer (of equals, the first): only the spaces within
+    4 of the nearest can be it, and they are around where `goal` sorts among them."""
+    i = bisect.bisect_left(visible, goal, lo=first)
+    reach = min(abs(visible[j] - goal) for j in (i - 1, i) if first <= j < len(spaces)) + 4
+    low, high = i, i
+    while low > first and goal - visible[low - 1] <= reach:
+        low -= 1
+    while high < len(spaces) and visible[high] - goal <= reach:
+        high += 1
+    return min(range(low, high), key=lambda j: abs(visible[j] - goal)
+               - 4 * (text[spaces[j] - 1] in ",.;:!?"))
 
 
 # ------------------------------------------------------------------ SubRip
@@ -140,20 +186,28 @@ def _vtt_escape(text: str) -> str:
 
 
 def _blocks(text: str) -> Iterator[tuple[int, int, list[str]]]:
-    """Blocks of lines (with their line ends) between empty lines: the number and
-    offset of each block's first line, and its lines."""
+    """Blocks of lines (with their line ends) as WebVTT parsers read them: between empty
+    lines, and a line with `-->` starts a block of its own where it cannot be the
+    block's timing (after a timing, past the block's second line, in the header), as a
+    site's captions written without empty lines have it. The number and offset of each
+    block's first line, and its lines."""
     block: list[str] = []
     first = start = 0
+    arrow = False  # whether the block has its timing
     for number, match in enumerate(re.finditer(r"[^\n]*\n|[^\n]+$", text), start=1):
         line = match.group()
         if line.rstrip("\r\n") == "":
             if block:
                 yield first, start, block
-            block = []
+            block, arrow = [], False
             continue
+        if "-->" in line and block and (arrow or len(block) >= 2 or first == 1):
+            yield first, start, block
+            block, arrow = [], False
         if not block:
             first, start = number, match.start()
         block.append(line)
+        arrow = arrow or "-->" in line
     if block:
         yield first, start, block
 

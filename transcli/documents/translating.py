@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
+from transcli.documents.checks import Counts
 from transcli.documents.formats import DocumentFormat
 from transcli.documents.reading import decoded_chunks
 from transcli.documents.units import Part, Unit, has_letters, render
@@ -134,13 +135,14 @@ def units_of(pieces: Sequence[Piece]) -> Iterator[Unit]:
 
 
 def translated_pieces(pieces: Sequence[Piece], translate: Callable[[list[str]], list[str]],
-                      align: Optional[Align] = None) -> list[str]:
+                      align: Optional[Align] = None, counts: Optional[Counts] = None
+                      ) -> list[str]:
     """Pieces of a document written with their units translated (their tags placed by
-    `align` where given)."""
+    `align` where given; what became of them added to `counts`)."""
     units = list(units_of(pieces))
     found = translations((unit.text for unit in units), translate)
     aligned = aligned_texts(units, found, align)
-    return [render(piece, found, aligned) for piece in pieces]
+    return [render(piece, found, aligned, counts) for piece in pieces]
 
 
 def read_pieces(fmt: DocumentFormat, chunks: Iterable[str], name: str,
@@ -171,7 +173,8 @@ class WholeDocument:
     is the caller's, between the two: `serve` awaits it without holding a thread."""
 
     def __init__(self, data: str | bytes, fmt: DocumentFormat, name: str, force: bool = False):
-        self.fmt = fmt
+        self.fmt, self.name = fmt, name
+        self.counts = Counts()  # what became of the units, once `written`
         if fmt.binary:
             self.whole = fmt.load().Document(data, name)
             self.chunks: list[list[Unit]] = list(chunked(self.whole.units, _text_size))
@@ -191,16 +194,18 @@ class WholeDocument:
     def written(self, translated: Sequence[Sequence[str]], align: Optional[Align] = None
                 ) -> bytes:
         """The document (UTF-8 for a text format) with `translated[k]`, the translations
-        of `lines[k]` (tags placed by `align` where given)."""
+        of `lines[k]` (tags placed by `align` where given); `counts` then says what
+        became of its units."""
         found = self._found(translated)
         aligned = [aligned_texts(units, chunk, align) for units, chunk in zip(self.chunks, found)]
+        self.counts = Counts()
         if self.fmt.binary:  # a later chunk's translation of a text stands, as in `translate`
             return self.whole.written({text: done for chunk in found
                                        for text, done in chunk.items()},
                                       {text: done for chunk in aligned
-                                       for text, done in chunk.items()})
-        return "".join(render(piece, chunk_found, chunk_aligned) for chunk, chunk_found,
-                       chunk_aligned in zip(self.pieces, found, aligned)
+                                       for text, done in chunk.items()}, self.counts)
+        return "".join(render(piece, chunk_found, chunk_aligned, self.counts)
+                       for chunk, chunk_found, chunk_aligned in zip(self.pieces, found, aligned)
                        for piece in chunk).encode()
 
     def _found(self, translated: Sequence[Sequence[str]]) -> list[dict[str, str]]:
@@ -248,19 +253,24 @@ class DocumentFile:
                                    self.force)
 
     def translate(self, output: Output, translate: Translate, progress: bool = True,
-                  align: Optional[Align] = None) -> None:
+                  align: Optional[Align] = None) -> Counts:
         """Translate into `output`, in the same format, a chunk of units at a time, with
         a progress bar in units; inline tags placed by `align` where given (a
-        `Translator`'s `alignments`), else by position (`units.place_tags`)."""
+        `Translator`'s `alignments`), else by position (`units.place_tags`). What
+        became of the units (`Counts`: translated, repaired, kept in English)."""
         lines = Lines(translate)
+        counts = Counts()
         if self.whole is not None:
-            return self._translate_whole(output, lines, progress, align)
-        drain(stream(self.pieces(), lambda chunk, first: translated_pieces(chunk, lines, align),
+            self._translate_whole(output, lines, progress, align, counts)
+            return counts
+        drain(stream(self.pieces(),
+                     lambda chunk, first: translated_pieces(chunk, lines, align, counts),
                      output, total=self.total, progress=progress, unit="unit", cost=_size,
                      end="", count=lambda chunk: sum(map(_units, chunk))))
+        return counts
 
     def _translate_whole(self, output: Output, lines: Callable[[list[str]], list[str]],
-                         progress: bool, align: Optional[Align]) -> None:
+                         progress: bool, align: Optional[Align], counts: Counts) -> None:
         """A document written whole (a Word file): its units translated in chunks by
         the same loop, with the same bar."""
         found: dict[str, str] = {}
@@ -275,7 +285,7 @@ class DocumentFile:
         drain(stream(self.whole.units, work, None, total=self.total, progress=progress,
                      unit="unit", cost=_text_size))
         with output.open() as handle:
-            handle.write(self.whole.written(found, aligned))
+            handle.write(self.whole.written(found, aligned, counts))
 
 
 def _read(path: str) -> bytes:

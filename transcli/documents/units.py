@@ -19,7 +19,9 @@ import math
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence, Union
+
+from transcli.documents.checks import Check, Counts
 
 if TYPE_CHECKING:  # the model's side, loaded with torch only when a model translates
     from transcli.inference.alignment import Alignment as Aligned
@@ -60,6 +62,9 @@ class Unit:
     tags: tuple[Tag, ...] = ()
     escape: Callable[[str], str] = same
     frame: Callable[[str], str] = same
+    check: Optional[Check] = None  # what the format needs of it (`checks.py`)
+    # it with its placeholders as tags, for a repair (made when one is needed)
+    fallback: Optional[Callable[[], Optional[Unit]]] = None
 
     def units(self) -> Iterator[Unit]:
         """This unit and the units inside its tags (an image's alt text in a paragraph)."""
@@ -72,24 +77,75 @@ class Unit:
     def unchanged(self, translations: Mapping[str, str]) -> bool:
         return all(translations.get(unit.text, unit.text) == unit.text for unit in self.units())
 
-    def render(self, translations: Mapping[str, str], aligned: Aligns = UNALIGNED) -> str:
+    def render(self, translations: Mapping[str, str], aligned: Aligns = UNALIGNED,
+               counts: Optional[Counts] = None) -> str:
         """The unit written with `translations` (text -> translation; a text missing from
         it stays as it is), its tags placed by `aligned[text]` where there is one (the
         alignment of the text and its translation): as it was read when nothing in it
-        changed."""
+        changed. What its format needs (`check`) is checked in what is written; a unit
+        that fails is repaired or kept as it was read (`checks.py`), and `counts` says
+        which."""
         if self.unchanged(translations):
             return self.raw
+        inner = Counts()
+        opens = [render(tag.open, translations, aligned, inner) for tag in self.tags]
         target = translations.get(self.text, self.text)
+        for repaired, written in enumerate(self._tries(target, opens, aligned.get(self.text))):
+            if written is not None:
+                if counts is not None:
+                    counts += inner
+                    counts.translated += not repaired
+                    counts.repaired += bool(repaired)
+                return written
+        if counts is not None:
+            counts.kept += 1
+        return self.raw if self.check is None or self.check.kept is None else self.check.kept
+
+    def _tries(self, target: str, opens: list[str], alignment: Optional[Aligned]
+               ) -> Iterator[Optional[str]]:
+        """The unit written with `target`: as placed (by `alignment`, if any), then the
+        repairs (tags by position; the placeholders put back by position), each once
+        its format's check passes it (None while it fails); none when `target` lost
+        every word of the unit's text."""
+        if has_letters(self.text) and not has_letters(target):
+            return  # words translated to nothing: kept as they were
+        check = self.check
+        if check is None:
+            yield self.frame(self._inner(target, opens, alignment))
+            return
+        wanted = check.markup(self.raw) if check.from_source else self._checked(
+            self._inner(self.text, opens, None), check)[1]
+        yield self._passing(self._inner(target, opens, alignment), check, wanted)
+        if alignment is not None:
+            yield self._passing(self._inner(target, opens, None), check, wanted)
+        if check.clean is not None:
+            unit = (self.fallback() if self.fallback is not None else None) or self
+            yield unit._passing(unit._inner(check.clean(target), opens if unit is self else [
+                render(tag.open, {}) for tag in unit.tags], None), check, wanted)
+
+    def _checked(self, inner: str, check: Check) -> tuple[str, Any]:
+        """The unit as written (framed) from `inner`, and what `check` reads from it
+        (from `inner` itself where the frame cannot change that)."""
+        written = self.frame(inner)
+        return written, check.markup(written if check.framed else inner)
+
+    def _passing(self, inner: str, check: Check, wanted: Any) -> Optional[str]:
+        written, found = self._checked(inner, check)
+        return written if found == wanted else None
+
+    def _inner(self, target: str, opens: list[str], alignment: Optional[Aligned]) -> str:
+        """The unit with `target`, its tags placed by `alignment` (by position without
+        one) and written with their starts `opens`, before its frame."""
         placed = place_tags(self.text, [(tag.start, tag.end) for tag in self.tags], target,
-                            aligned.get(self.text))
-        return self.frame(_markup(self, target, placed, translations, aligned))
+                            alignment)
+        return _markup(self, target, placed, opens)
 
 
-def render(parts: Sequence[Part], translations: Mapping[str, str], aligned: Aligns = UNALIGNED
-           ) -> str:
+def render(parts: Sequence[Part], translations: Mapping[str, str], aligned: Aligns = UNALIGNED,
+           counts: Optional[Counts] = None) -> str:
     """A piece of a document (markup and units) written with `translations` (and
-    `aligned`, as `Unit.render` takes them)."""
-    return "".join(part if isinstance(part, str) else part.render(translations, aligned)
+    `aligned` and `counts`, as `Unit.render` takes them)."""
+    return "".join(part if isinstance(part, str) else part.render(translations, aligned, counts)
                    for part in parts)
 
 
@@ -127,7 +183,8 @@ def place_tags(source: str, ranges: Sequence[tuple[int, int]], target: str,
     wanted = [m.span() for m in _TOKEN.finditer(target)]
     ends = sorted({end for pair in ranges for end in pair})
     scale = len(wanted) / max(len(spans), 1)
-    found = {end: _position(spans, end) * scale for end in ends}
+    stops = [end for _, end in spans]
+    found = {end: _position(spans, stops, end) * scale for end in ends}
     if alignment is not None:
         found = {**found, **_aligned(alignment, ranges, target, wanted, found)}
     where = dict(zip(ends, _boundaries([found[end] for end in ends], len(wanted), False)))
@@ -163,10 +220,10 @@ def _character(tokens: list[tuple[int, int]], position: float, text: str) -> int
     return tokens[i][0] if i < len(tokens) else len(text)
 
 
-def _position(spans: list[tuple[int, int]], offset: int) -> float:
-    """`offset` among the tokens: how many end at or before it, plus the share of the
-    one it falls inside."""
-    i = bisect.bisect_right([end for _, end in spans], offset)
+def _position(spans: list[tuple[int, int]], stops: list[int], offset: int) -> float:
+    """`offset` among the tokens (`stops`: where each ends): how many end at or before
+    it, plus the share of the one it falls inside."""
+    i = bisect.bisect_right(stops, offset)
     if i < len(spans) and spans[i][0] < offset:
         start, end = spans[i]
         return i + (offset - start) / (end - start)
@@ -206,15 +263,18 @@ def _characters(tokens: list[tuple[int, int]], first: int, last: int, empty: boo
 # ------------------------------------------------------------------ writing markup
 
 
-def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
-            translations: Mapping[str, str], aligned: Aligns) -> str:
+def _markup(unit: Unit, target: str, placed: list[tuple[int, int]], opens: Sequence[str]
+            ) -> str:
     """`target` with `unit`'s tags at `placed`, written as a tree: each tag's range is
     kept inside its parent's and after its elder sibling's, so the result nests as the
-    source did even if a range came out of order."""
+    source did even if a range came out of order (`opens[i]`: tag i's start as written).
+    A tag that held no words in the source
+    (a line break, an image, or a link around nothing but an image) is written whole at
+    one point: its start, what it holds, its end."""
     children: dict[int, list[int]] = {}
     for i, tag in enumerate(unit.tags):
         children.setdefault(tag.parent, []).append(i)
-    out: list[str] = []
+    out = _Written()
     # Written with a stack of open tags, not by recursion: a page may nest thousands of
     # inline tags (`<b>` x 3000), past Python's recursion limit. Each entry: a tag's
     # children left to write, the cursor in its range, the range's end, the tag's close.
@@ -223,31 +283,47 @@ def _markup(unit: Unit, target: str, placed: list[tuple[int, int]],
         kids, cursor, high, close = stack[-1]
         i = next(kids, None)
         if i is None:  # this tag's children written: its text after them, then its close
-            out += [unit.escape(target[cursor[0]:high]), close]
+            out.add(unit.escape(target[cursor[0]:high]), close)
             stack.pop()
             continue
         tag = unit.tags[i]
         start = min(max(placed[i][0], cursor[0]), high)
         end = min(max(placed[i][1], start), high)
+        after = ""
         if tag.start == tag.end:
             while not tag.spaced[0] and start > cursor[0] and target[start - 1].isspace():
-                start = end = start - 1  # against the word before, as in the source
-        out.append(unit.escape(target[cursor[0]:start]))
-        cursor[0] = end
-        if tag.start == tag.end:
-            out.append(_spaced(tag, render(tag.open, translations, aligned), target, start))
+                start = start - 1  # against the word before, as in the source
+            end = start
+            out.add(unit.escape(target[cursor[0]:start]))
+            out.add(" " * (tag.spaced[0] and not out.spaced()))
+            after = " " * (tag.spaced[1] and start < len(target) and not target[start].isspace())
         else:
-            out.append(render(tag.open, translations, aligned))
-            stack.append((iter(children.get(i, [])), [start], end, tag.close))
-    return "".join(out)
+            out.add(unit.escape(target[cursor[0]:start]))
+        cursor[0] = end
+        out.add(opens[i])
+        stack.append((iter(children.get(i, [])), [start], end, tag.close + after))
+    return out.text()
 
 
-def _spaced(tag: Tag, markup: str, target: str, at: int) -> str:
-    """An empty tag's markup, with the whitespace the source had around it where the
-    target has none there."""
-    before = tag.spaced[0] and 0 < at and not target[at - 1].isspace()
-    after = tag.spaced[1] and at < len(target) and not target[at].isspace()
-    return " " * before + markup + " " * after
+class _Written:
+    """Text written so far, and whether it ends in whitespace (or is empty, at the
+    start of a unit, where no space goes before markup)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.last = ""
+
+    def add(self, *parts: str) -> None:
+        for part in parts:
+            if part:
+                self.parts.append(part)
+                self.last = part[-1]
+
+    def spaced(self) -> bool:
+        return not self.last or self.last.isspace()
+
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 # ------------------------------------------------------------------ building units
@@ -294,20 +370,33 @@ def has_letters(text: str) -> bool:
 
 
 def inline_unit(items: Sequence[Item], escape: Callable[[str], str] = same,
-                frame: Callable[[str], str] = same) -> list[Part]:
+                frame: Callable[[str], str] = same, check: Optional[Check] = None
+                ) -> list[Part]:
     """The parts of a run of inline content: its whitespace on either side, as it is,
-    and a `Unit` between (whitespace inside collapsed to single spaces for the model);
-    the run as it is when it holds nothing to translate."""
-    raw = "".join(render(_parts(item), {}) for item in items)
+    and a `Unit` between (whitespace inside collapsed to single spaces for the model;
+    `check`: what its format needs of it).
+    A run whose own text holds no words (a row of badges, a link around a code span) is
+    no unit: its markup as it is, with the units inside it (an image's alt text) as
+    units of their own."""
     text, tags = _text_and_tags(items)
-    nested = [unit for tag in tags for part in tag.open if isinstance(part, Unit)
-              for unit in part.units()]
-    if not has_letters(text) and not any(has_letters(unit.text) for unit in nested):
-        return [raw] if raw else []
+    if not has_letters(text):
+        return _joined([part for item in items for part in _parts(item)])
+    raw = "".join(render(_parts(item), {}) for item in items)
     lead = len(raw) - len(raw.lstrip(_EDGE))
     trail = len(raw) - len(raw.rstrip(_EDGE))
-    unit = Unit(text, raw[lead:len(raw) - trail], tuple(tags), escape, frame)
+    unit = Unit(text, raw[lead:len(raw) - trail], tuple(tags), escape, frame, check)
     return [part for part in (raw[:lead], unit, raw[len(raw) - trail:]) if part != ""]
+
+
+def _joined(parts: Sequence[Part]) -> list[Part]:
+    """`parts` with the markup side by side made one string."""
+    out: list[Part] = []
+    for part in parts:
+        if isinstance(part, str) and out and isinstance(out[-1], str):
+            out[-1] += part
+        elif part != "":
+            out.append(part)
+    return out
 
 
 def _parts(item: Item) -> tuple[Part, ...]:
@@ -321,38 +410,43 @@ def _parts(item: Item) -> tuple[Part, ...]:
 def _text_and_tags(items: Sequence[Item]) -> tuple[str, list[Tag]]:
     """The model's text of `items` and their tags over it. A `Close` with no `Open` of
     its name is kept as an `Atom`; markup left open at the end closes with nothing (as
-    the source had it)."""
+    the source had it). A tag that holds no words notes whether the source had
+    whitespace right before and right after it (`Tag.spaced`)."""
     text = ""
     tags: list[dict] = []
     stack: list[int] = []  # indices of the tags open here
-    waiting: list[int] = []  # empty tags waiting to know whether a space follows them
+    waiting: list[int] = []  # tags of no words waiting to know whether a space follows
+    spaced = True  # whether the source has whitespace (or the unit's start) right here
     for item in items:
         if isinstance(item, Text):
             piece = _SPACES.sub(" ", item.text)
             if piece[:1] == " " and (not text or text[-1] == " "):
                 piece = piece[1:]
-            for i in waiting:
-                tags[i]["spaced"] = (tags[i]["spaced"][0], item.text[:1].isspace())
-            waiting = [] if item.text else waiting
             text += piece
-        elif isinstance(item, Close) and any(tags[i]["name"] == item.name for i in stack):
+            if item.raw:  # (a space the reader adds for the model is no source's)
+                _resolve(tags, waiting, item.raw[:1].isspace())
+                waiting, spaced = [], item.raw[-1].isspace()
+            continue
+        _resolve(tags, waiting, False)
+        waiting, before, spaced = [], spaced, False
+        if isinstance(item, Close) and any(tags[i]["name"] == item.name for i in stack):
             while stack:
                 i = stack.pop()
                 tags[i]["end"] = len(text)
+                waiting += [i] if tags[i]["start"] == len(text) else []
                 if tags[i]["name"] == item.name:
                     tags[i]["close"] = item.raw
                     break
+            continue
+        parts = item.parts if not isinstance(item, Close) else (item.raw,)
+        tags.append({"start": len(text), "end": None, "open": parts, "close": "",
+                     "parent": stack[-1] if stack else -1, "spaced": (before, False),
+                     "name": item.name if isinstance(item, Open) else ""})
+        if isinstance(item, Open):
+            stack.append(len(tags) - 1)
         else:
-            parts = item.parts if not isinstance(item, Close) else (item.raw,)
-            tags.append({"start": len(text), "end": None, "open": parts, "close": "",
-                         "parent": stack[-1] if stack else -1,
-                         "spaced": (not text or text[-1] == " ", False),
-                         "name": item.name if isinstance(item, Open) else ""})
-            if isinstance(item, Open):
-                stack.append(len(tags) - 1)
-            else:
-                tags[-1]["end"] = len(text)
-                waiting.append(len(tags) - 1)
+            tags[-1]["end"] = len(text)
+            waiting.append(len(tags) - 1)
     for i in stack:
         tags[i]["end"] = len(text)
     if text.endswith(" "):
@@ -361,18 +455,25 @@ def _text_and_tags(items: Sequence[Item]) -> tuple[str, list[Tag]]:
                       t["close"], t["parent"], t["spaced"]) for t in tags]
 
 
-_MARKUP = re.compile(r"<[^<>\n]*>|\{\\[^{}\n]*\}")
+def _resolve(tags: list[dict], waiting: list[int], space_after: bool) -> None:
+    for i in waiting:
+        tags[i]["spaced"] = (tags[i]["spaced"][0], space_after)
+
+
+MARKUP = re.compile(r"<[^<>\n]*>|\{\\[^{}\n]*\}")  # tags in plain text (`markup_items`)
 _NAME = re.compile(r"</?([a-zA-Z]+)")
 
 
-def markup_items(raw: str, decode: Callable[[str], str]) -> list[Item]:
+def markup_items(raw: str, decode: Callable[[str], str], markup: re.Pattern = MARKUP
+                 ) -> list[Item]:
     """Plain text with HTML-like tags in it (a subtitle's `<i>`, a message's `<b>`; a
-    subtitle's `{\\an8}`) as items: a tag's start and end pair up by name, anything else
-    in angle or curly brackets (a WebVTT timestamp, `<br/>`) is kept whole. `decode`
-    turns the text between into what the model reads (entities decoded)."""
+    subtitle's `{\\an8}`; what `markup` finds) as items: a tag's start and end pair up
+    by name, anything else in angle or curly brackets (a WebVTT timestamp, `<br/>`) is
+    kept whole. `decode` turns the text between into what the model reads (entities
+    decoded)."""
     items: list[Item] = []
     at = 0
-    for match in _MARKUP.finditer(raw):
+    for match in markup.finditer(raw):
         if match.start() > at:
             items.append(Text(decode(raw[at:match.start()]), raw[at:match.start()]))
         items.append(_markup_tag(match.group()))

@@ -1,5 +1,5 @@
 """Degenerate repetition: a translation that loops ("de los detalles de los detalles de
-los detalles ...") where its source does not.
+los detalles ...", or a line of 50 dots) where its source does not.
 
 `repeats` measures how often a text repeats itself; `degenerate` compares a translation
 with its source (so "no no no no" translated as "no no no no" is not a loop), and is what
@@ -24,9 +24,11 @@ _TOKENS = regex.compile(r"\w+|[^\w\s]+")
 MAX_UNIT = 4  # a loop's unit: up to this many tokens repeated back to back
 TIMES = 3  # this many copies (back to back, or of a trigram close together) make a loop
 WINDOW = 30  # tokens: a trigram's copies this close together count together
-# Inside a word: 1 to 3 letters or digits back to back this many times ("7111111")
+# 1 to 3 characters other than spaces back to back this many times: inside a word
+# ("7111111"), or punctuation and symbols (a run of 50 dots, "-.-.-.-.-.-.")
 CHAR_TIMES = 6
-_CHAR_RUNS = regex.compile(rf"(\w{{1,3}}?)\1{{{CHAR_TIMES - 1},}}")
+_CHAR_RUNS = regex.compile(rf"(\S{{1,3}}?)\1{{{CHAR_TIMES - 1},}}")
+_SYMBOL_RUNS = regex.compile(rf"([^\w\s]{{1,3}}?)\1{{{CHAR_TIMES - 1},}}")
 
 
 def repeats(text: str, gram: int = 3) -> int:
@@ -53,8 +55,9 @@ def repeats(text: str, gram: int = 3) -> int:
 
 
 def char_repeats(text: str) -> int:
-    """The most copies of 1 to 3 word characters back to back in `text` (case ignored), counted
-    from `CHAR_TIMES` on (0 below)."""
+    """The most copies of 1 to 3 characters other than spaces (letters, digits, punctuation,
+    symbols) back to back in `text` (case ignored), counted from `CHAR_TIMES` on (0
+    below)."""
     return max((len(m.group()) // len(m.group(1)) for m in _CHAR_RUNS.finditer(text.lower())),
                default=0)
 
@@ -77,9 +80,13 @@ _TANDEM = regex.compile(rf"\b(\w+(?:\W+\w+){{0,{MAX_UNIT - 1}}}?)(?:\W+\1\b){{{T
 
 def collapsed(text: str) -> str:
     """`text` with each unit of 1 to `MAX_UNIT` words repeated `TIMES` times or more back
-    to back said once ("Todavía todavía todavía no" -> "Todavía no"): the last resort
-    for a translation that still loops when searched again."""
-    return _TANDEM.sub(lambda match: match.group(1), text)
+    to back said once ("Todavía todavía todavía no" -> "Todavía no"), and each run of
+    punctuation or symbols repeated `CHAR_TIMES` times or more said as "..." is (a mark
+    three times, a longer unit once): the last resort for a translation that still loops
+    when searched again."""
+    text = _TANDEM.sub(lambda match: match.group(1), text)
+    return _SYMBOL_RUNS.sub(lambda match: match.group(1) * (3 if len(match.group(1)) == 1
+                                                            else 1), text)
 
 
 def ban_repeats(logp: Tensor, history: Tensor, n: int) -> None:

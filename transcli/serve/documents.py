@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
@@ -120,15 +121,20 @@ async def translated_documents(documents: Sequence[WholeDocument], translate: Tr
                                ) -> list[bytes]:
     """The documents with their lines translated by `translate`, as one request in their
     chunks, written on `thread`; their inline tags placed by the alignments `align` gives
-    (one request for all; without it, by position)."""
+    (one request for all; without it, by position). Each document's `counts` then says
+    what became of its units; units repaired or kept in English are a line on stderr."""
     sizes = [len(lines) for document in documents for lines in document.lines]
     lines = [line for document in documents for chunk in document.lines for line in chunk]
     done = iter(await translate(lines, sizes) if lines else [])
     translated = [[[next(done) for _ in chunk] for chunk in document.lines]
                   for document in documents]
     placed = None if align is None else await _alignments(documents, translated, thread, align)
-    return await thread.run(lambda: [document.written(chunks, placed) for document, chunks
-                                     in zip(documents, translated)])
+    written = await thread.run(lambda: [document.written(chunks, placed) for document, chunks
+                                        in zip(documents, translated)])
+    for document in documents:  # units whose markup did not survive the model: said once
+        if summary := document.counts.summary():
+            print(f"transcli: {document.name}: {summary}", file=sys.stderr, flush=True)
+    return written
 
 
 async def _alignments(documents: Sequence[WholeDocument], translated: list[list[list[str]]],
