@@ -1,7 +1,7 @@
 """Translation speed side by side: engines, precisions and batch sizes, on the CPU or CUDA.
 
     python -m bench.translate_speed --model RUN [--lines 1000] [--rounds 3]
-    python -m bench.translate_speed --model RUN --engines torch torch-uncached
+    python -m bench.translate_speed --model RUN --engines torch torch-int8
     python -m bench.translate_speed --model RUN --engines torch --baseline d9713a4
     python -m bench.translate_speed --model RUN --batch-rows 1 16 1000 --threads 1
     python -m bench.translate_speed --model RUN --batch-rows 16 1000 --by-length
@@ -42,13 +42,11 @@ if TYPE_CHECKING:  # the workers import transcli only once their tree is on the 
 
 SETS = list(DEV_SETS)
 SEARCHES = {"greedy": ("greedy", 1), "beam5": ("beam", 5)}
-# Each engine's decode settings; torch-uncached is torch with the cache off.
+# Each engine's decode settings.
 ENGINES = {"torch": ["decode.engine=torch", "decode.quantize=none", "decode.cpu_gemm=blas"],
            "torch-int8": ["decode.engine=torch", "decode.quantize=int8"],
            "ct2": ["decode.engine=ct2", "decode.quantize=none"],
            "ct2-int8": ["decode.engine=ct2", "decode.quantize=int8"],
-           "torch-uncached": ["decode.engine=torch", "decode.quantize=none",
-                              "decode.cpu_gemm=blas"],
            "torch-onednn": ["decode.engine=torch", "decode.quantize=none",
                             "decode.cpu_gemm=onednn"],
            "torch-half": ["decode.engine=torch", "decode.quantize=none"],
@@ -140,11 +138,9 @@ def load(args: argparse.Namespace, strategy: str, beam: int) -> Translator:
     from transcli.rundir.run import open_run_dir
 
     name = args.worker.split("@")[0]
-    translator = load_translator(open_run_dir(args.model, engine_settings(name, args.device) + [
+    return load_translator(open_run_dir(args.model, engine_settings(name, args.device) + [
         f"decode.strategy={strategy}", f"decode.beam_size={beam}", "decode.n_best=1",
         f"decode.threads={args.threads}", "decode.word_reward=0"]), args.checkpoint, args.device)
-    translator.engine.cached = name != "torch-uncached"
-    return translator
 
 
 def device_memory(device: str) -> int:

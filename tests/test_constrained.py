@@ -8,6 +8,7 @@ the memorised tiny model.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import math
@@ -17,6 +18,7 @@ import pytest
 import torch
 from helpers import PAIRS, TINY_CONFIG
 from helpers.memorised import pad
+from helpers.reference import uncached
 
 from transcli.config.loading import load_config
 from transcli.config.schema import DecodeConfig
@@ -98,9 +100,9 @@ def test_joining_tokens_are_pieces_inside_a_word():
 def constrained(model: Transformer, src: torch.Tensor, rules: list[Terms], beam: int, max_len,
                 alpha: float = 0.6, n_best: int = 1, cached: bool = True,
                 reward: float = 0.0, bound: float = 0.0):
-    with torch.inference_mode():
+    with torch.inference_mode(), contextlib.nullcontext() if cached else uncached():
         return constrained_beam_search(model, src, rules, beam, alpha, max_len, n_best,
-                                       cached, reward, bound)
+                                       reward, bound)
 
 
 @pytest.mark.parametrize("beam, n_best, alpha, reward, bound", [
@@ -110,7 +112,7 @@ def test_without_constraints_it_is_beam_search(model, sources, beam, n_best, alp
                                                bound):
     src = pad(sources)
     with torch.inference_mode():
-        expected = beam_search(model, src, beam, alpha, 20, n_best, True, reward, bound)
+        expected = beam_search(model, src, beam, alpha, 20, n_best, reward, bound)
     found = constrained(model, src, [terms() for _ in sources], beam, 20, alpha, n_best,
                         reward=reward, bound=bound)
     assert [[h.tokens for h in hyps] for hyps in found] == \

@@ -113,7 +113,7 @@ def test_a_damaged_cache_of_the_same_size_and_time_is_made_again(memorised_run):
     os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
     cfg = load_config(memorised_run / "config.yaml", overrides)
     tokenizer = Tokenizer(memorised_run / "spm.model")
-    damaged = Translator(Ct2Engine(model.parent, tokenizer, cfg.decode, cfg.model.max_positions,
+    damaged = Translator(Ct2Engine(model.parent, tokenizer, cfg.model.max_positions,
                                    torch.device("cpu")), tokenizer, cfg.decode)
     assert damaged.translate(ENGLISH[:3]) != SPANISH[:3]  # what the damage would do
     translator = load_translator(open_run_dir(memorised_run, overrides), "last", "cpu")

@@ -136,7 +136,7 @@ def slow_greedy(model, source: list[int], limit: int, n: int) -> list[int]:
     memory = model.encode(torch.tensor([source]))
     out: list[int] = []
     while len(out) < limit:
-        logp = model.decode(torch.tensor([[BOS_ID] + out]), memory, last_only=True)[0, 0]
+        logp = model.decode(torch.tensor([[BOS_ID] + out]), memory)[0, -1]
         for token in slow_ban(out, n):
             logp[token] = float("-inf")
         token = int(logp.argmax())

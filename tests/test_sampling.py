@@ -5,6 +5,7 @@ index, same output, whatever the batch or the chunk the line arrives in)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import replace
 
@@ -12,6 +13,7 @@ import pytest
 import torch
 from helpers import PAIRS
 from helpers.memorised import TINY_CONFIG, UNSEEN, memorised_model, pad
+from helpers.reference import uncached
 
 from transcli.config.loading import load_config
 from transcli.config.schema import STRATEGIES, DecodeConfig
@@ -25,9 +27,9 @@ from transcli.system.errors import UserError
 
 def run(model: Transformer, src: torch.Tensor, max_len: int, indices=None, cached: bool = True,
         **decode) -> list[list[Hypothesis]]:
-    with torch.inference_mode():
+    with torch.inference_mode(), contextlib.nullcontext() if cached else uncached():
         return search(model, src, [max_len] * src.size(0), replace(DecodeConfig(), **decode),
-                      cached, indices)
+                      indices)
 
 
 def tokens(found: list[list[Hypothesis]]) -> list[list[list[int]]]:
@@ -44,7 +46,7 @@ def test_every_strategy_name_runs_the_function_of_that_name(tiny_spm):
     for name in STRATEGIES:
         with torch.inference_mode():
             by_name = search(model, src, [8], DecodeConfig(strategy=name))
-            direct = SEARCHES[name](model, src, [8], DecodeConfig(strategy=name), True, [0])
+            direct = SEARCHES[name](model, src, [8], DecodeConfig(strategy=name), [0])
         assert tokens(by_name) == tokens(direct)
 
 

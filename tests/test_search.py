@@ -1,4 +1,5 @@
-"""Greedy and beam search: agreement with the uncached reference, with each other,
+"""Greedy and beam search: agreement with the uncached reference (`helpers.reference`),
+with each other,
 across batch compositions, and their stopping rules.
 
 Equivalence tests use a float64 copy of a memorised tiny model: its choices are
@@ -15,12 +16,13 @@ import pytest
 import torch
 from helpers import PAIRS
 from helpers.memorised import TINY_CONFIG, pad
+from helpers.reference import uncached
 
 from transcli.config.loading import load_config
 from transcli.inference.search import (
     BeamScore,
+    Decoder,
     Hypothesis,
-    IncrementalDecoder,
     beam_search,
     greedy_search,
     hypothesis_score,
@@ -32,13 +34,12 @@ from transcli.model.vocab import BOS_ID, EOS_ID
 
 
 def search(model: Transformer, src: torch.Tensor, beam: int, max_len, alpha: float = 0.6,
-           n_best: int = 1, cached: bool = True, reward: float = 0.0, bound: float = 0.0
+           n_best: int = 1, reward: float = 0.0, bound: float = 0.0
            ) -> list[list[Hypothesis]]:
     with torch.inference_mode():
         if beam == 1:
-            return [[h] for h in greedy_search(model, src, max_len, alpha, cached, reward,
-                                               bound)]
-        return beam_search(model, src, beam, alpha, max_len, n_best, cached, reward, bound)
+            return [[h] for h in greedy_search(model, src, max_len, alpha, reward, bound)]
+        return beam_search(model, src, beam, alpha, max_len, n_best, reward, bound)
 
 
 def assert_same(a: list[list[Hypothesis]], b: list[list[Hypothesis]]) -> None:
@@ -52,8 +53,9 @@ def assert_same(a: list[list[Hypothesis]], b: list[list[Hypothesis]]) -> None:
 def test_cached_equals_uncached(model, sources, beam):
     src = pad(sources)
     cached = search(model, src, beam, 30, n_best=beam)
-    uncached = search(model, src, beam, 30, n_best=beam, cached=False)
-    assert_same(cached, uncached)
+    with uncached():
+        reference = search(model, src, beam, 30, n_best=beam)
+    assert_same(cached, reference)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
@@ -233,12 +235,12 @@ def test_dropping_rows_keeps_a_sentence_s_rows_together(model, sources):
     sentence's rows consecutive, sharing its keys/values; with one, rows are moved."""
     src = pad(sources[:2])
     with torch.inference_mode():
-        stepper = IncrementalDecoder(model, model.encode(src))
+        stepper = Decoder(model, model.encode(src))
         stepper.reorder(torch.arange(2).repeat_interleave(3))
         index = stepper.drop(torch.tensor([False, True, True, False, True, True]))
         assert index.tolist() == [1, 2, 4, 5]
         assert stepper.state.group == 2 and stepper.state.layers[0].cross_k_t.size(0) == 2
-        single = IncrementalDecoder(model, model.encode(src))
+        single = Decoder(model, model.encode(src))
         assert single.drop(torch.tensor([False, True])).tolist() == [1]
 
 

@@ -63,11 +63,11 @@ def test_its_steps_give_the_model_s_log_probs(variant, sources):
                                                          (0.6, 0.0, 0.0, 3)])
 def test_greedy_search_finds_what_the_batch_path_finds(variant, sources, monkeypatch, alpha,
                                                        reward, bound, limit):
-    """Each sentence alone, through `single.greedy` and through the batch path: the same
-    hypothesis, its numbers equal (a limit of 3 stops sentences before their EOS)."""
+    """Each sentence alone, stepped by `SingleDecoder` and by the batch path's decoder: the
+    same hypothesis, its numbers equal (a limit of 3 stops sentences before their EOS)."""
     def search(src: torch.Tensor) -> list:
         with torch.inference_mode():
-            return greedy_search(variant, src, limit, alpha, True, reward, bound)
+            return greedy_search(variant, src, limit, alpha, reward, bound)
 
     alone = [search(pad([ids]))[0] for ids in sources]
     monkeypatch.setattr(single, "takes", lambda model, src: False)
@@ -88,7 +88,7 @@ def test_it_takes_one_sentence_on_the_cpu_in_eval_mode(memorised, sources):
 
 
 def test_a_sentence_ends_at_its_eos(memorised, sources):
+    assert single.takes(memorised, pad(sources[:1]))
     with torch.inference_mode():
-        memory = memorised.encode(pad(sources[:1]), packed=True)
-        tokens, logprob, eos = single.greedy(memorised, memory, 30)
-    assert eos and EOS_ID not in tokens and logprob < 0
+        found = greedy_search(memorised, pad(sources[:1]), 30)[0]
+    assert found.eos and EOS_ID not in found.tokens and found.logprob < 0

@@ -53,24 +53,22 @@ def test_a_short_run_reports_every_engine_and_cell(bench, sample_run: Path,
     if not CORPORA.is_dir():
         pytest.skip(f"{CORPORA} not found")
     proc = short_run(sample_run, tmp_path, "--lines", "3", "--engines", "torch",
-                     "torch-uncached", "--budget", "600")  # each cell within its share
+                     "torch-int8", "--budget", "600")  # each cell within its share
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line.split() for line in proc.stdout.splitlines()
-            if line.startswith(("torch ", "torch-uncached "))]
+            if line.startswith(("torch ", "torch-int8 "))]
     assert len(rows) == 2 * len(DEV_SETS) * len(bench.SEARCHES)
     assert "OpenMP wait policy (transcli.system.waitpolicy): " in proc.stdout
     for row in rows:
         assert row[4] == "all" and float(row[5]) > 0 and float(row[6]) > 0  # sentences/s
         if row[0] == "torch":
             assert row[8] == "1.00x"
-        else:  # the uncached decoder beside the cached one, round by round
+        else:  # int8 beside float32, round by round
             assert row[8].endswith("x") and row[9].startswith("(")
-    # both decoders gave the same translations
-    for name in DEV_SETS:
+    for name in DEV_SETS:  # each cell's translations are written
         for label in bench.SEARCHES:
-            cached, uncached = (tmp_path / f"{engine}-1-{name}-{label}-0.es"
-                                for engine in ("torch", "torch-uncached"))
-            assert cached.read_text(encoding="utf-8") == uncached.read_text(encoding="utf-8")
+            for engine in ("torch", "torch-int8"):
+                assert (tmp_path / f"{engine}-1-{name}-{label}-0.es").is_file()
 
 
 @pytest.mark.slow

@@ -14,8 +14,8 @@ how many constraint tokens they hold; the best of each bank is kept (`allocated`
 hypothesis that placed a term is not crowded out by those the model prefers before
 they have placed it, and the rest of the beam goes by score. End-of-sentence is allowed
 only to a hypothesis that meets every constraint. Scores, length limits, the word
-reward, n-best lists and `no_repeat_ngram` are beam search's (`search.py`); the decoder
-runs with its cache (`search.IncrementalDecoder`), several sentences at once.
+reward, n-best lists, `no_repeat_ngram`, the stopping rule and the loop
+(`search.run_beams`) are beam search's; several sentences are searched at once.
 
 A constraint is followed token by token: a hypothesis that starts a term and then writes
 another token has abandoned it (it may start it again later). A term the model writes in
@@ -25,6 +25,7 @@ another segmentation than the form's own is not recognised, and is forced a seco
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
@@ -37,9 +38,9 @@ from transcli.inference.search import (
     NEG_INF,
     BeamScore,
     Hypothesis,
-    IncrementalDecoder,
-    _limits,
+    limits,
     reward_bounds,
+    run_beams,
 )
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import BOS_ID, EOS_ID
@@ -197,26 +198,19 @@ class SentenceBeams:
         self.progress = [c.progress for c in kept] + [Progress()] * (self.k - len(kept))
         return beams
 
-    def settled(self, step: int, limit: int, n_best: int, score: BeamScore,
-                sentence: int) -> bool:
-        """Whether the search of this sentence is over: at its length limit (its live
-        beams end unfinished), or `n_best` finished hypotheses that no live beam, with
-        the reward it may still earn, can beat (as `search.Beams.still_open`)."""
-        if step >= limit:
-            for tokens, lp, progress in zip(self.tokens, self.scores, self.progress):
-                if lp > NEG_INF:
-                    self.finished.append(Hypothesis(list(tokens), lp, score(lp, step, sentence),
-                                                    False))
-                    self.unfinished_met[len(self.finished) - 1] = len(progress.met)
-            return True
-        if max(self.scores) == NEG_INF:  # every beam ended
-            return True
+    def end_unfinished(self, step: int, score: BeamScore, sentence: int) -> None:
+        """At the length limit: the live beams end unfinished."""
+        for tokens, lp, progress in zip(self.tokens, self.scores, self.progress):
+            if lp > NEG_INF:
+                self.finished.append(Hypothesis(list(tokens), lp, score(lp, step, sentence),
+                                                False))
+                self.unfinished_met[len(self.finished) - 1] = len(progress.met)
+
+    def nth_best(self, n_best: int) -> float:
+        """The score of the `n_best`-th best finished hypothesis; NaN while there are fewer."""
         if len(self.finished) < n_best:
-            return False
-        nth = sorted((h.score for h in self.finished), reverse=True)[n_best - 1]
-        best = score(max(self.scores), step, sentence) + score.still_to_earn(step, limit,
-                                                                             sentence)
-        return nth >= best
+            return math.nan
+        return sorted((h.score for h in self.finished), reverse=True)[n_best - 1]
 
     def best(self, n_best: int) -> list[Hypothesis]:
         """The `n_best` best: those that ended by score, then those the length limit
@@ -229,16 +223,15 @@ class SentenceBeams:
 def constrained_beam_search(model: Transformer, src: Tensor, terms: Sequence[Terms],
                             beam_size: int, length_penalty_alpha: float,
                             max_len: int | list[int] | Tensor, n_best: int = 1,
-                            cached: bool = True, word_reward: float = 0.0,
-                            reward_bound: float = 0.0, no_repeat_ngram: int = 0
-                            ) -> list[list[Hypothesis]]:
+                            word_reward: float = 0.0, reward_bound: float = 0.0,
+                            no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
     """Beam search for each sentence of `src` [batch, src_len] whose finished hypotheses
     meet all of its constraints (`terms`); its `n_best` best, best first (those that reached the
     length limit unfinished, perhaps without every term, after those that ended). The
     other arguments are `search.beam_search`'s. A sentence is searched with `width`
     beams, among the sentences of the batch with as many: what it finds does not depend
     on the others."""
-    limits = _limits(max_len, src, model)
+    all_limits = limits(max_len, src, model)
     widths = [width(beam_size, sentence) for sentence in terms]
     found: list[list[Hypothesis]] = [[] for _ in terms]
     for k in sorted(set(widths)):
@@ -246,49 +239,66 @@ def constrained_beam_search(model: Transformer, src: Tensor, terms: Sequence[Ter
         index = torch.tensor(rows, device=src.device)
         part = src.index_select(0, index)
         score = BeamScore(length_penalty_alpha, word_reward, reward_bounds(part, reward_bound))
-        for i, hyps in zip(rows, _search(model, part, [terms[i] for i in rows], k,
-                                         limits.index_select(0, index).tolist(), score,
-                                         n_best, cached, no_repeat_ngram)):
-            found[i] = hyps
+        beams = ConstrainedBeams([terms[i] for i in rows], k, all_limits.index_select(0, index),
+                                 n_best, score, no_repeat_ngram)
+        run_beams(model, part, beams)
+        for i, sentence in zip(rows, beams.sentences):
+            found[i] = sentence.best(n_best)
     return found
 
 
-def _search(model: Transformer, src: Tensor, terms: Sequence[Terms], k: int, limits: list[int],
-            score: BeamScore, n_best: int, cached: bool, no_repeat_ngram: int
-            ) -> list[list[Hypothesis]]:
-    """`constrained_beam_search` of sentences searched with `k` beams each."""
-    sentences = [SentenceBeams(k, sentence) for sentence in terms]
-    live = list(range(src.size(0)))  # the sentences still searched, in decoder order
-    decoder = IncrementalDecoder(model, model.encode(src, packed=True), cached)
-    decoder.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(k))
-    tokens = torch.full((len(live) * k,), BOS_ID, dtype=torch.long, device=src.device)
-    for step in range(1, max(limits) + 1):
-        logp = decoder.step(tokens)  # [live sentences * k, vocab]
-        group = [sentences[s] for s in live]
+class ConstrainedBeams:
+    """The `search.BeamSet` of constrained search: K beams per sentence searched
+    (`SentenceBeams`), stepped by `search.run_beams` as plain beams are."""
+
+    def __init__(self, terms: Sequence[Terms], k: int, limit: Tensor, n_best: int,
+                 score: BeamScore, no_repeat_ngram: int):
+        self.k, self.limit, self.n_best, self.score = k, limit, n_best, score
+        self.no_repeat_ngram = no_repeat_ngram
+        self.sentences = [SentenceBeams(k, sentence) for sentence in terms]
+        self.live = list(range(len(terms)))  # the sentences still searched, in decoder order
+        self.bounds = torch.tensor(score.bounds, dtype=torch.float64, device=limit.device)
+        self.tokens = torch.full((len(terms) * k,), BOS_ID, dtype=torch.long,
+                                 device=limit.device)
+
+    def advance(self, logp: Tensor, step: int) -> Tensor:
+        """Each live sentence's candidates (its best continuations, and the tokens that go
+        on with its terms), K kept per sentence (`SentenceBeams.advance`)."""
+        k, group = self.k, [self.sentences[s] for s in self.live]
         likely = Likely(logp, k)
         _forbid_early_end(logp, group)
         allowed = logp  # the terms' tokens are never banned as repeats: a term may recur
-        if no_repeat_ngram:
+        if self.no_repeat_ngram:
             allowed = logp.clone()
-            ban_repeats(logp, _history(group, step, logp.device), no_repeat_ngram)
+            ban_repeats(logp, _history(group, step, logp.device), self.no_repeat_ngram)
         top, forced = _continuations(logp, allowed, group, k, likely)
-        rows, still = [], []
-        for i, (s, beams) in enumerate(zip(live, group)):
-            picked = beams.advance(beams.candidates(top[i * k:(i + 1) * k],
-                                                    forced[i * k:(i + 1) * k]),
-                                   step, score, s)
-            if not beams.settled(step, limits[s], n_best, score, s):
-                still.append(i)
-                rows.extend(i * k + beam for beam in picked)
-        if not still:
-            break
-        live = [live[i] for i in still]
-        decoder.reorder(torch.tensor(rows, device=src.device),
-                        torch.tensor(still, device=src.device))
-        tokens = torch.tensor([beams.tokens[b][-1] if beams.tokens[b] else EOS_ID
-                               for beams in (sentences[s] for s in live) for b in range(k)],
-                              dtype=torch.long, device=src.device)
-    return [beams.best(n_best) for beams in sentences]
+        picked = [beams.advance(beams.candidates(top[i * k:(i + 1) * k],
+                                                 forced[i * k:(i + 1) * k]), step, self.score, s)
+                  for i, (s, beams) in enumerate(zip(self.live, group))]
+        return torch.tensor(picked, dtype=torch.long, device=logp.device).view(-1, k)
+
+    def still_open(self, step: int) -> Tensor:
+        """The live sentences not yet settled (`BeamScore.open`, as plain beams are); at
+        its length limit a sentence's live beams end unfinished."""
+        group = [self.sentences[s] for s in self.live]
+        for i in (self.limit <= step).nonzero().squeeze(1).tolist():
+            group[i].end_unfinished(step, self.score, self.live[i])
+        device = self.limit.device
+        nth = torch.tensor([beams.nth_best(self.n_best) for beams in group],
+                           dtype=torch.float64, device=device)
+        best = torch.tensor([max(beams.scores) for beams in group], dtype=torch.float64,
+                            device=device)
+        return self.score.open(nth, best, step, self.limit, self.bounds).nonzero().squeeze(1)
+
+    def keep(self, live: Tensor, beam: Tensor) -> Tensor:
+        """Keep only the `live` sentences; the decoder rows their beams extend."""
+        rows = (live[:, None] * self.k + beam[live]).view(-1)
+        self.live = [self.live[i] for i in live.tolist()]
+        self.limit, self.bounds = self.limit[live], self.bounds[live]
+        self.tokens = torch.tensor([tokens[-1] if tokens else EOS_ID
+                                    for s in self.live for tokens in self.sentences[s].tokens],
+                                   dtype=torch.long, device=live.device)
+        return rows
 
 
 EXTRA_BEAMS = 2  # at most this many beams more than `beam_size` for a line's terms

@@ -1,9 +1,9 @@
 """What runs the search under `Translator`: transcli's own model, or CTranslate2.
 
 An engine takes one batch of encoded sources (ids + EOS), each sentence's maximum
-target length (EOS included) and index in the input, and returns each sentence's
-hypotheses, best first; `decode`, when given, replaces the engine's own settings
-(`Translator` searches a line that looped again with other ones). Everything else -- encoding,
+target length (EOS included) and index in the input, and the search settings, and returns
+each sentence's hypotheses, best first; it holds no settings of its own. Everything
+else -- encoding,
 token-budget batches, input order, empty lines, n-best output -- is `Translator`'s, the
 same for every engine.
 
@@ -35,10 +35,9 @@ from transcli.system.errors import UserError
 
 class Engine(Protocol):
     max_positions: int  # longest source (EOS included) and target the model takes
-    decode: DecodeConfig  # the search settings, read at each search
 
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
-               decode: DecodeConfig | None = None,
+               decode: DecodeConfig,
                constraints: Optional[list[Terms]] = None) -> list[list[Hypothesis]]:
         """`constraints`, when given: each sentence's glossary terms, which its
         hypotheses must hold (`constrained`; the torch engine's only)."""
@@ -52,17 +51,14 @@ class Engine(Protocol):
 class TorchEngine:
     """The torch model and the registered search strategies."""
 
-    def __init__(self, model: Transformer, decode: DecodeConfig,
-                 device: str | torch.device | None = None, cached: bool = True):
+    def __init__(self, model: Transformer, device: str | torch.device | None = None):
         self.model = model
-        self.decode = decode
         self.device = torch.device(device) if device else next(model.parameters()).device
-        self.cached = cached  # False: re-run the decoder over each prefix (reference, bench)
         self.max_positions = model.cfg.max_positions
 
     @torch.inference_mode()
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
-               decode: DecodeConfig | None = None,
+               decode: DecodeConfig,
                constraints: Optional[list[Terms]] = None) -> list[list[Hypothesis]]:
         """`decode.strategy`'s search; with `constraints`, constrained beam search of
         `decode.beam_size` beams whatever the strategy (one path cannot choose where a
@@ -70,14 +66,14 @@ class TorchEngine:
         src = torch.full((len(sources), max(map(len, sources))), PAD_ID, dtype=torch.long)
         for row, ids in enumerate(sources):
             src[row, :len(ids)] = torch.tensor(ids)
-        src, decode = src.to(self.device), decode or self.decode
+        src = src.to(self.device)
         with eval_mode(self.model):
             if constraints is not None:
                 return constrained_beam_search(
                     self.model, src, constraints, decode.beam_size, decode.length_penalty,
-                    max_len, decode.n_best, self.cached, decode.word_reward,
-                    decode.word_reward_bound, decode.no_repeat_ngram)
-            return search(self.model, src, max_len, decode, self.cached, indices)
+                    max_len, decode.n_best, decode.word_reward, decode.word_reward_bound,
+                    decode.no_repeat_ngram)
+            return search(self.model, src, max_len, decode, indices)
 
     def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
         """Every layer's and head's weights averaged (as `explain` shows them)."""
@@ -88,15 +84,13 @@ class TorchEngine:
 class Ct2Engine:
     """A CTranslate2 model directory, fed sentencepiece pieces."""
 
-    def __init__(self, model_dir: Path, tokenizer: Tokenizer, decode: DecodeConfig,
-                 max_positions: int, device: str | torch.device = "cpu",
-                 compute_type: str = "default"):
+    def __init__(self, model_dir: Path, tokenizer: Tokenizer, max_positions: int,
+                 device: str | torch.device = "cpu", compute_type: str = "default"):
         """`compute_type`: CTranslate2's arithmetic (`device_defaults.ct2_compute_type`)."""
         from transcli.system.extras import require
 
         ctranslate2 = require("ctranslate2", "ct2")
         self.ctranslate2 = ctranslate2
-        self.decode = decode
         self.max_positions = max_positions
         self.sp = tokenizer.sp
         try:
@@ -108,11 +102,10 @@ class Ct2Engine:
             raise UserError(f"{model_dir}: CTranslate2 cannot load the model ({reason})") from None
 
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
-               decode: DecodeConfig | None = None,
+               decode: DecodeConfig,
                constraints: Optional[list[Terms]] = None) -> list[list[Hypothesis]]:
         if constraints is not None:  # `DecodeConfig.validate` refuses glossary_method constrain
             raise ValueError("CTranslate2 has no constrained search")
-        decode = decode or self.decode
         # CTranslate2 appends </s> itself (the export sets add_source_eos).
         pieces = [[self.sp.IdToPiece(i) for i in ids[:-1]] for ids in sources]
         results = self._translate(pieces, max(max_len), decode)
@@ -125,7 +118,7 @@ class Ct2Engine:
             for i, result in zip(group, self._translate([pieces[i] for i in group], limit,
                                                         decode)):
                 results[i] = result
-        return [self._hypotheses(result) for result in results]
+        return [self._hypotheses(result, decode.length_penalty) for result in results]
 
     def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
         """CTranslate2's own alignment weights (those of the heads its export names), the
@@ -143,9 +136,9 @@ class Ct2Engine:
             self.ctranslate2.set_random_seed(decode.seed)
         return self.translator.translate_batch(pieces, **ct2_options(decode, max_len))
 
-    def _hypotheses(self, result: Any) -> list[Hypothesis]:
-        """transcli's hypotheses, scored as transcli scores them, best first."""
-        alpha = self.decode.length_penalty
+    def _hypotheses(self, result: Any, alpha: float) -> list[Hypothesis]:
+        """transcli's hypotheses, scored as transcli scores them (length penalty `alpha`),
+        best first."""
         found = []
         for pieces, ct2_score in zip(result.hypotheses, result.scores):
             ids = [self.sp.PieceToId(piece) for piece in pieces]

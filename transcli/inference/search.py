@@ -4,11 +4,11 @@
 `Search`); `search` runs the one a config asks for.
 
 The encoder runs once per batch. Each step feeds one token per live sequence to
-the decoder, which reuses cached keys/values (`model.step`); `cached=False`
-re-runs the decoder over the whole prefix instead, the reference that tests and
-the benchmark compare against. Search works on one tensor of sentences x beams;
-sentences that finish are dropped from it, so a batch gets cheaper as it goes
-and no sentence's result depends on the others in its batch.
+the decoder, which reuses cached keys/values (`Decoder`). Search works on one tensor of
+sentences x beams; sentences that finish are dropped from it, so a batch gets cheaper
+as it goes and no sentence's result depends on the others in its batch. Beam search
+is one loop (`run_beams`) over a set of beams: plain (`Beams`), or holding a line's
+glossary terms (`constrained.ConstrainedBeams`).
 
 Scores are log-probabilities divided by the GNMT length penalty
 ((5 + len) / 6) ** alpha (Wu et al. 2016), plus an optional reward per token,
@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 import torch
 from torch import Tensor
@@ -71,48 +71,31 @@ def reward_bounds(src: Tensor, ratio: float) -> list[float]:
     return [ratio * (n - 1) + 1 for n in (src != PAD_ID).sum(dim=1).tolist()]
 
 
-class IncrementalDecoder:
-    """The decoder as search sees it: feed the newest tokens, get next-token log-probs;
-    `reorder` selects/repeats batch rows (expand to beams, follow beams, drop finished)."""
+class Decoder:
+    """The decoder as search sees it: feed the newest tokens, get next-token log-probs
+    (`Transformer.step`, keys and values cached); `reorder` selects/repeats batch rows
+    (expand to beams, follow beams, drop finished)."""
 
-    def __init__(self, model: Transformer, memory: Memory, cached: bool = True):
+    def __init__(self, model: Transformer, memory: Memory):
         self.model = model
-        self.cached = cached
-        self.state: DecoderState | None = model.start_decoding(memory) if cached else None
-        if self.state is not None:  # every search reads a step's log-probs before the next
-            self.state.buffers = StepBuffers()
-        self.memory = memory  # used by the uncached path only
-        self.prefix: Tensor | None = None
+        self.state: DecoderState = model.start_decoding(memory)
+        self.state.buffers = StepBuffers()  # every search reads a step's log-probs first
 
     def step(self, tokens: Tensor) -> Tensor:
-        if self.state is not None:
-            return self.model.step(tokens, self.state)
-        new = tokens[:, None]
-        self.prefix = new if self.prefix is None else torch.cat([self.prefix, new], dim=1)
-        return self.model.decode(self.prefix, self.memory, last_only=True)[:, 0]
+        return self.model.step(tokens, self.state)
 
     def drop(self, keep: Tensor) -> Tensor:
         """Keep the rows where `keep` (bool) is True; returns the kept rows' index in their
-        new order (`DecoderState.drop`; the uncached path keeps their order)."""
-        if self.state is not None:
-            return self.state.drop(keep)
-        index = keep.nonzero().squeeze(1)
-        self.reorder(index)
-        return index
+        new order (`DecoderState.drop`)."""
+        return self.state.drop(keep)
 
     def reorder(self, index: Tensor, sentences: Tensor | None = None) -> None:
         """Rows become `index`'s rows; `sentences`, when given, says that they are the
         current group size's rows of those sentences, in order (`DecoderState.reorder`)."""
-        if self.state is not None:
-            self.state.reorder(index, sentences)
-            return
-        self.memory = Memory(self.memory.states.index_select(0, index),
-                             self.memory.mask.index_select(0, index))
-        if self.prefix is not None:
-            self.prefix = self.prefix.index_select(0, index)
+        self.state.reorder(index, sentences)
 
 
-def _limits(max_len: int | list[int] | Tensor, src: Tensor, model: Transformer) -> Tensor:
+def limits(max_len: int | list[int] | Tensor, src: Tensor, model: Transformer) -> Tensor:
     """Per-sentence maximum target length (EOS included), capped so that BOS plus
     every fed token fits the model's positional table."""
     limit = torch.as_tensor(max_len, dtype=torch.long, device=src.device)
@@ -121,24 +104,20 @@ def _limits(max_len: int | list[int] | Tensor, src: Tensor, model: Transformer) 
 
 
 def greedy_search(model: Transformer, src: Tensor, max_len: int | list[int] | Tensor,
-                  length_penalty_alpha: float = 0.0, cached: bool = True,
-                  word_reward: float = 0.0, reward_bound: float = 0.0,
-                  no_repeat_ngram: int = 0) -> list[Hypothesis]:
+                  length_penalty_alpha: float = 0.0, word_reward: float = 0.0,
+                  reward_bound: float = 0.0, no_repeat_ngram: int = 0) -> list[Hypothesis]:
     """The most likely next token at every step, for each sentence of `src` [batch, src_len].
 
     `max_len` (one for all, or one per sentence) bounds the target tokens, EOS included;
     `length_penalty_alpha`, `word_reward` and `reward_bound` only affect the reported
     score, so that it matches beam search's; `no_repeat_ngram` > 0 never completes an
-    n-gram of that size twice (`repeats.ban_repeats`).
+    n-gram of that size twice (`repeats.ban_repeats`). A sentence alone on the CPU is
+    decoded by `single.SingleDecoder`: the same numbers with less bookkeeping.
     """
-    limit = _limits(max_len, src, model)
+    limit = limits(max_len, src, model)
     memory = model.encode(src, packed=True)
-    if cached and not no_repeat_ngram and single.takes(model, src):  # the same, faster
-        tokens, logprob, eos = single.greedy(model, memory, int(limit[0]))
-        score = hypothesis_score(logprob, len(tokens) + eos, length_penalty_alpha, word_reward,
-                                 reward_bounds(src, reward_bound)[0])
-        return [Hypothesis(tokens, logprob, score, eos)]
-    decoder = IncrementalDecoder(model, memory, cached)
+    decoder = (single.SingleDecoder(model, memory) if single.takes(model, src)
+               else Decoder(model, memory))
     return _one_path(decoder, limit, length_penalty_alpha,
                      (word_reward, reward_bounds(src, reward_bound)),
                      _most_likely, no_repeat_ngram)
@@ -155,7 +134,7 @@ ChooseNext = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
 Reward = tuple[float, list[float]]  # word reward, and the length it counts up to per row
 
 
-def _one_path(decoder: IncrementalDecoder, limit: Tensor, alpha: float, reward: Reward,
+def _one_path(decoder: Decoder | single.SingleDecoder, limit: Tensor, alpha: float, reward: Reward,
               pick: ChooseNext, no_repeat_ngram: int = 0) -> list[Hypothesis]:
     """One hypothesis per row, extended by `pick(log-probs [rows, V], rows [rows])` ->
     (log-prob, token) per decoder row until EOS or the row's `limit`; with
@@ -243,8 +222,8 @@ class RowSequences:
         rows = self.rows.numel()
         return self.closed > 0 and (rows > CARRY_ROWS or 4 * self.closed >= rows)
 
-    def drop(self, decoder: IncrementalDecoder, step: int) -> Tensor:
-        """Drop the ended rows from the decoder (`IncrementalDecoder.drop`); the kept
+    def drop(self, decoder: Decoder, step: int) -> Tensor:
+        """Drop the ended rows from the decoder (`Decoder.drop`); the kept
         rows' index."""
         self.flush(step)
         live = decoder.drop(self.open)
@@ -304,38 +283,38 @@ def _sampler(decode: DecodeConfig, seeds: list[str]) -> ChooseNext:
 
 # ----------------------------------------------------------------------------- the registry
 # Every strategy has this signature: the model, a padded batch of sources, the maximum
-# target length of each, the decode settings, whether to use the decoder cache, and each
-# sentence's index in the input (which seeds sampling). It returns each sentence's
-# hypotheses, best first. A new strategy is one such function, named as its name and
-# meaning in `config.schema.STRATEGIES` say, and a test.
+# target length of each, the decode settings, and each sentence's index in the input
+# (which seeds sampling). It returns each sentence's hypotheses, best first. A new
+# strategy is one such function, named as its name and meaning in
+# `config.schema.STRATEGIES` say, and a test.
 
-Search = Callable[[Transformer, Tensor, list[int], DecodeConfig, bool, Sequence[int]],
+Search = Callable[[Transformer, Tensor, list[int], DecodeConfig, Sequence[int]],
                   list[list[Hypothesis]]]
 
 
 def greedy(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
-           cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
+           indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`greedy_search` (one hypothesis per sentence)."""
-    return [[h] for h in greedy_search(model, src, max_len, decode.length_penalty, cached,
+    return [[h] for h in greedy_search(model, src, max_len, decode.length_penalty,
                                        decode.word_reward, decode.word_reward_bound,
                                        decode.no_repeat_ngram)]
 
 
 def beam(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
-         cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
+         indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`beam_search` with `decode.beam_size` beams and `decode.n_best` hypotheses."""
     return beam_search(model, src, decode.beam_size, decode.length_penalty, max_len,
-                       decode.n_best, cached, decode.word_reward, decode.word_reward_bound,
+                       decode.n_best, decode.word_reward, decode.word_reward_bound,
                        decode.no_repeat_ngram)
 
 
 def sample(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
-           cached: bool, indices: Sequence[int]) -> list[list[Hypothesis]]:
+           indices: Sequence[int]) -> list[list[Hypothesis]]:
     """`decode.n_best` independent samples per sentence, best score first; token by token
     from `sample_probs`, line `indices[i]`'s j-th sample seeded by `sample_seed`."""
     n = decode.n_best
-    limit = _limits(max_len, src, model).repeat_interleave(n)
-    decoder = IncrementalDecoder(model, model.encode(src, packed=True), cached)
+    limit = limits(max_len, src, model).repeat_interleave(n)
+    decoder = Decoder(model, model.encode(src, packed=True))
     if n > 1:
         decoder.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(n))
     seeds = [sample_seed(decode.seed, index, j) for index in indices for j in range(n)]
@@ -351,15 +330,14 @@ SEARCHES: dict[str, Search] = {name: globals()[name] for name in STRATEGIES}
 
 
 def search(model: Transformer, src: Tensor, max_len: list[int], decode: DecodeConfig,
-           cached: bool = True, indices: Sequence[int] | None = None) -> list[list[Hypothesis]]:
+           indices: Sequence[int] | None = None) -> list[list[Hypothesis]]:
     """Run the strategy `decode.strategy` names over a batch; `indices` default to 0..n-1."""
-    return SEARCHES[decode.strategy](model, src, max_len, decode, cached,
+    return SEARCHES[decode.strategy](model, src, max_len, decode,
                                      range(src.size(0)) if indices is None else indices)
 
 
 def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_alpha: float,
-                max_len: int | list[int] | Tensor, n_best: int = 1,
-                cached: bool = True, word_reward: float = 0.0,
+                max_len: int | list[int] | Tensor, n_best: int = 1, word_reward: float = 0.0,
                 reward_bound: float = 0.0, no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
     """Beam search for each sentence of `src` [batch, src_len]; returns its `n_best` best
     hypotheses, best first.
@@ -368,35 +346,50 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, length_penalty_
     among the top K of them finishes that hypothesis (length-penalised score); the first K
     that are not EOS stay live, so the beam stays full. A sentence is done when it has
     `n_best` finished hypotheses and its best live one, scored at the current length, does
-    not beat the n_best-th of them: log-probs only fall, so with alpha = 0 nothing live
-    could ever win; with alpha > 0 a longer hypothesis might in principle still overtake
-    after normalisation (the rule of Hugging Face's default search; it makes beam 1 the same
-    as greedy, unless a word reward keeps beam 1 going past EOS). At its maximum length a
-    sentence's live beams end unfinished. Finished hypotheses rank before unfinished ones. A
+    not beat the n_best-th of them (`BeamScore.open`). At its maximum length a sentence's
+    live beams end unfinished. Finished hypotheses rank before unfinished ones. A
     `word_reward` adds that much per token to every score (`hypothesis_score`): candidates
     of one step all have the same length, so it only changes which finished hypothesis wins,
-    and when a sentence is settled: its best live beam is credited with the reward of every
-    step left up to its limit, so a hypothesis that ended first cannot stop the search while
-    a longer one could still beat it. `reward_bound` > 0 caps the tokens the reward
-    counts per sentence (`reward_bounds`), and with it that credit. `no_repeat_ngram` > 0
-    keeps every beam from completing an n-gram of that size twice (`repeats.ban_repeats`).
+    and when a sentence is settled. `reward_bound` > 0 caps the tokens the reward counts
+    per sentence (`reward_bounds`). `no_repeat_ngram` > 0 keeps every beam from completing
+    an n-gram of that size twice (`repeats.ban_repeats`).
     """
-    limit = _limits(max_len, src, model)
-    beams = Beams(limit, beam_size, n_best,
-                  BeamScore(length_penalty_alpha, word_reward, reward_bounds(src, reward_bound)))
-    decoder = IncrementalDecoder(model, model.encode(src, packed=True), cached)
-    decoder.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size))
-    for step in range(1, int(limit.max()) + 1):
-        logp = decoder.step(beams.tokens)  # [live sentences * k, vocab]
-        if no_repeat_ngram:
-            ban_repeats(logp, beams.history.flatten(0, 1), no_repeat_ngram)
-        beam = beams.advance(logp, step)
+    limit = limits(max_len, src, model)
+    score = BeamScore(length_penalty_alpha, word_reward, reward_bounds(src, reward_bound))
+    beams = Beams(limit, beam_size, n_best, score, no_repeat_ngram)
+    run_beams(model, src, beams)
+    return [sorted(hyps, key=lambda h: (h.eos, h.score), reverse=True)[:n_best]
+            for hyps in beams.finished]
+
+
+class BeamSet(Protocol):
+    """What `run_beams` steps: K live beams per sentence still searched."""
+
+    k: int
+    tokens: Tensor  # each decoder row's newest token [live sentences * k]
+    limit: Tensor  # each live sentence's length limit
+
+    def advance(self, logp: Tensor, step: int) -> Tensor:
+        """Take step `step`'s log-probs [rows, vocab]; the beam each kept one came from."""
+
+    def still_open(self, step: int) -> Tensor:
+        """The live sentences (positions) whose search goes on after step `step`."""
+
+    def keep(self, live: Tensor, beam: Tensor) -> Tensor:
+        """Keep only the `live` sentences; the decoder rows their beams extend."""
+
+
+def run_beams(model: Transformer, src: Tensor, beams: BeamSet) -> None:
+    """The beam search loop: encode `src` once, then step the decoder for every live beam
+    of `beams` until each sentence is settled or at its length limit."""
+    decoder = Decoder(model, model.encode(src, packed=True))
+    decoder.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beams.k))
+    for step in range(1, int(beams.limit.max()) + 1):
+        beam = beams.advance(decoder.step(beams.tokens), step)  # [live sentences * k, vocab]
         live = beams.still_open(step)
         if not live.numel():
             break
         decoder.reorder(beams.keep(live, beam), live)
-    return [sorted(hyps, key=lambda h: (h.eos, h.score), reverse=True)[:n_best]
-            for hyps in beams.finished]
 
 
 @dataclass
@@ -425,14 +418,29 @@ class BeamScore:
         return score + max(self.reward, 0.0) * (torch.minimum(most, bounds) - capped).clamp(
             min=0.0)
 
+    def open(self, nth_best: Tensor, best_live: Tensor, step: int, most: Tensor,
+             bounds: Tensor) -> Tensor:
+        """Whether each live sentence's search goes on after `step` [sentences, bool]:
+        it is below its length limit `most`, has a live beam, and its best live beam
+        (log-prob `best_live`), credited with the reward it may still earn, beats its
+        n_best-th finished hypothesis (`nth_best`; NaN while it has fewer: never settles).
+        Log-probs only fall, so with alpha = 0 and no reward nothing live could win once
+        settled; with alpha > 0 a longer hypothesis might in principle still overtake
+        after normalisation (the rule of Hugging Face's default search; it makes beam 1
+        the same as greedy)."""
+        best = self.best_possible(best_live, step, most, bounds)
+        return ~((most <= step) | (nth_best >= best) | (best_live == NEG_INF))
+
 
 class Beams:
     """The live beams of the sentences still searched: K per sentence, their scores,
     tokens so far and last token, and every sentence's finished hypotheses."""
 
-    def __init__(self, limit: Tensor, k: int, n_best: int, score: BeamScore):
+    def __init__(self, limit: Tensor, k: int, n_best: int, score: BeamScore,
+                 no_repeat_ngram: int = 0):
         batch, device = limit.size(0), limit.device
         self.k, self.n_best, self.score = k, n_best, score
+        self.no_repeat_ngram = no_repeat_ngram
         self.sent = torch.arange(batch, device=device)  # sentence of each live group
         self.scores = torch.full((batch, k), NEG_INF, dtype=torch.float64, device=device)
         self.scores[:, 0] = 0.0  # all beams start equal: only the first expands at step 1
@@ -449,6 +457,8 @@ class Beams:
     def advance(self, logp: Tensor, step: int) -> Tensor:
         """Step `step`: finish the EOS hypotheses among the top K of the 2K best
         continuations, keep the first K that are not EOS; the beam each came from."""
+        if self.no_repeat_ngram:
+            ban_repeats(logp, self.history.flatten(0, 1), self.no_repeat_ngram)
         n, k = self.sent.size(0), self.k
         # The 2K best overall lie among each beam's 2K best.
         top_logp, top_tok = topk.top_k(logp, min(2 * k, logp.size(-1)))
@@ -499,8 +509,8 @@ class Beams:
                     Hypothesis(ids, lp, self.score(lp, step, s), False)
                     for ids, lp in zip(self.history[i].tolist(), self.scores[i].tolist())
                     if lp > NEG_INF)
-        best = self.score.best_possible(self.scores[:, 0], step, self.limit, self.bounds)
-        return (~(at_limit | (self.nth_best >= best))).nonzero().squeeze(1)
+        return self.score.open(self.nth_best, self.scores[:, 0], step, self.limit,
+                               self.bounds).nonzero().squeeze(1)
 
     def keep(self, live: Tensor, beam: Tensor) -> Tensor:
         """Keep only the `live` groups; the decoder rows (of the last step's) they extend."""

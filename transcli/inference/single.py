@@ -18,38 +18,18 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from transcli.inference import topk
 from transcli.inference.cpu_matmul import row_linear
 from transcli.model.kvcache import LayerCache, StepBuffers, attend
 from transcli.model.transformer import DecoderLayer, Memory, Transformer
-from transcli.model.vocab import BOS_ID, EOS_ID
 
 
 def takes(model: Transformer, src: Tensor) -> bool:
-    """Whether a search of `src` [batch, src_len] may go through `greedy`: one sentence, on
+    """Whether a search of `src` [batch, src_len] may step `SingleDecoder`: one sentence, on
     the CPU (where it was measured), the model in eval mode (no dropout)."""
     return src.size(0) == 1 and src.device.type == "cpu" and not model.training
-
-
-def greedy(model: Transformer, memory: Memory, limit: int) -> tuple[list[int], float, bool]:
-    """`search.greedy_search` of one sentence (its `memory`) up to `limit` target tokens,
-    EOS included: the tokens without EOS, their log-probability (EOS included when emitted,
-    summed in float64 as `search.RowSequences` sums) and whether it ended with EOS."""
-    decoder = SingleDecoder(model, memory)
-    token = torch.full((1,), BOS_ID, dtype=torch.long, device=memory.states.device)
-    tokens: list[int] = []
-    logprob = 0.0
-    for _ in range(limit):
-        best_logp, token = topk.top_1(decoder.step(token))
-        logprob += float(best_logp)
-        tokens.append(int(token))
-        if tokens[-1] == EOS_ID:
-            return tokens[:-1], logprob, True
-    return tokens, logprob, False
 
 
 class SingleDecoder:

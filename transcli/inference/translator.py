@@ -49,16 +49,16 @@ class Translator:
     """
 
     def __init__(self, model: Transformer | Engine, tokenizer: Tokenizer, decode: DecodeConfig,
-                 device: str | torch.device | None = None, *, cached: bool = True,
+                 device: str | torch.device | None = None, *,
                  glossary: Optional[Glossary] = None, annotated: bool = False):
-        """`model`: a Transformer (searched by `TorchEngine` on `device`, with the decoder
-        cache unless `cached` is False) or any other `Engine` (with `decode.batch_tokens`
+        """`model`: a Transformer (searched by `TorchEngine` on `device`) or any other
+        `Engine` (with `decode.batch_tokens`
         set: `load_translator` chooses it for CTranslate2's device). `glossary`: terms
         written in Spanish (`realtext.Preparer`; `load_translator` reads
         `decode.glossary`), by annotation where the model was `annotated` (trained with
         `train.term_annotation`)."""
         if isinstance(model, torch.nn.Module):
-            self.engine: Engine = TorchEngine(model, decode, device, cached)
+            self.engine: Engine = TorchEngine(model, device)
             decode = device_defaults.fitted(decode, model.cfg, model.vocab_size, self.engine.device)
         else:
             self.engine = model
@@ -221,13 +221,12 @@ class Translator:
     def searching(self, decode: DecodeConfig) -> Iterator[None]:
         """Search with `decode`'s settings (this translator's batch budget kept) until the
         block ends: `serve` answers a request for alternatives with an n-best search."""
-        saved = self.decode, self.engine.decode, self.preparer.decode
-        self.decode = self.engine.decode = self.preparer.decode = replace(
-            decode, batch_tokens=self.decode.batch_tokens)
+        saved = self.decode, self.preparer.decode
+        self.decode = self.preparer.decode = replace(decode, batch_tokens=self.decode.batch_tokens)
         try:
             yield
         finally:
-            self.decode, self.engine.decode, self.preparer.decode = saved
+            self.decode, self.preparer.decode = saved
 
     def _search(self, sources: list[list[int]], indices: list[int],
                 decode: DecodeConfig | None = None,
@@ -237,7 +236,7 @@ class Translator:
         d = self.decode
         max_len = [max(1, min(int(d.max_len_a * (len(ids) - 1) + d.max_len_b),
                               self.engine.max_positions)) for ids in sources]
-        found = self.engine.search(sources, max_len, indices, decode, constraints)
+        found = self.engine.search(sources, max_len, indices, decode or d, constraints)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
 
@@ -312,8 +311,8 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto")
         decode = device_defaults.fitted(decode, run.config.model, run.tokenizer.vocab_size, target)
         inference_setup(target, decode.threads)
         model_dir = cached_export(run, run.checkpoint(checkpoint), decode.quantize)
-        engine = Ct2Engine(model_dir, run.tokenizer, decode, run.config.model.max_positions,
-                           target, compute_type)
+        engine = Ct2Engine(model_dir, run.tokenizer, run.config.model.max_positions, target,
+                           compute_type)
         return Translator(engine, run.tokenizer, decode, glossary=glossary, annotated=annotated)
     return Translator(inference_model(run, checkpoint, target), run.tokenizer, decode, target,
                       glossary=glossary, annotated=annotated)

@@ -387,11 +387,9 @@ class Transformer(nn.Module):
             y = layer(y, layer.cross_attn.memory_kv(memory.states), memory.mask)
         return self.dec_norm(y)
 
-    def decode(self, tgt_in: Tensor, memory: Memory, last_only: bool = False) -> Tensor:
-        """Teacher-forced decoder: tgt_in [batch, tgt_len] -> log-probs [batch, tgt_len, V].
-        `last_only` projects just the final position (uncached reference decoding)."""
-        hidden = self.decode_hidden(tgt_in, memory)
-        return self.log_probs(hidden[:, -1:] if last_only else hidden)
+    def decode(self, tgt_in: Tensor, memory: Memory) -> Tensor:
+        """Teacher-forced decoder: tgt_in [batch, tgt_len] -> log-probs [batch, tgt_len, V]."""
+        return self.log_probs(self.decode_hidden(tgt_in, memory))
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return self.decode(tgt_in, self.encode(src))
