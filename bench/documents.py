@@ -14,7 +14,7 @@ as a plain text file of --mb megabytes, as an HTML page of the same size (a para
 sentence, some words in <b>, some in links with a title) and as a PO catalogue (a message
 per sentence, every msgstr empty), then translates each in a process of its own, as
 `transcli translate` does (the text through `inference.streaming`, the documents through
-`documents.translating.DocumentFile`), and prints each one's peak RSS (the process's
+`documents.translating.Document`), and prints each one's peak RSS (the process's
 ru_maxrss), its time and its peak over the plain text's. Without --model the
 "translation" is the identity, so the figures are the reading, chunking and writing
 alone (a model adds the same to each: its weights, and a chunk's batches); with --model
@@ -51,7 +51,7 @@ each translation there.
 made of the corpus's files of that format (repeated; a Word document of their Markdown
 paragraphs), read, translated by upper-casing its words (not placeholders or tags: so
 that every unit is written, placed and checked, as a model's translation is) and
-written, as `serve` does (`WholeDocument`), the best of six runs (three processes of two).
+written, as `serve` does (`translate_bytes`), the best of six runs (three processes of two).
 With --base DIR (a checkout of another commit, `git worktree add DIR COMMIT`) the same
 files are timed with that tree's code too, the trees taken in turn so that the machine's
 load weighs on both alike, and the ratio printed (above 1: this tree is faster).
@@ -133,7 +133,7 @@ def _po(text: str) -> str:
 def worker(fmt: str, source: Path, target: Path, model: str, checkpoint: str) -> None:
     """One translation, as `transcli translate` runs it; prints its figures as JSON."""
     from transcli.documents.formats import FORMATS as DOCUMENTS
-    from transcli.documents.translating import DocumentFile
+    from transcli.documents.translating import Document
     from transcli.inference.streaming import Output, drain, stream
     from transcli.system.text import count_lines, open_text, text_lines
 
@@ -145,7 +145,7 @@ def worker(fmt: str, source: Path, target: Path, model: str, checkpoint: str) ->
                          Output(target, [source], "translations"),
                          total=count_lines(source), progress=False))
     else:
-        DocumentFile(DOCUMENTS[fmt], str(source)).translate(
+        Document(DOCUMENTS[fmt], str(source)).translate(
             Output(target, [source], "translation"), translate, progress=False)
     print(json.dumps({"seconds": time.perf_counter() - start,
                       "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -227,15 +227,20 @@ def tag_figures(rows: list[tuple[str, str, str]], translate: Translate, align: O
     from sacrebleu.metrics import BLEU, CHRF
 
     from transcli.documents.formats import FORMATS as DOCUMENTS
-    from transcli.documents.translating import Lines, WholeDocument
+    from transcli.documents.translating import translate_text
 
-    document = WholeDocument("".join(f"<p>{row[0]}</p>\n" for row in rows), DOCUMENTS["html"],
-                             "tags.html")
-    lines = Lines(translate)
-    translated = [lines(wanted) for wanted in document.lines]
-    outputs = {"position": document.written(translated).decode()}
+    page = "".join(f"<p>{row[0]}</p>\n" for row in rows)
+    done: dict[tuple[str, ...], list[str]] = {}
+
+    def once(lines: list[str], first: int) -> list[str]:  # both placements, one translation
+        if tuple(lines) not in done:
+            done[tuple(lines)] = translate(lines, first)
+        return done[tuple(lines)]
+
+    outputs = {"position": translate_text(page, DOCUMENTS["html"], once, "tags.html")}
     if align is not None:
-        outputs["attention"] = document.written(translated, align).decode()
+        outputs["attention"] = translate_text(page, DOCUMENTS["html"], once, "tags.html",
+                                              align=align)
     placed = {name: [line[3:-4] for line in page.splitlines()]
               for name, page in outputs.items()}
     stripped = [" ".join(re.sub(r"<[^>]+>", "", out).split()) for out in placed["position"]]
@@ -351,13 +356,12 @@ def real_bytes(path: Path) -> bytes:
 def translated_file(fmt: str, data: bytes, name: str, translate: Translate,
                     align: Optional[Align]) -> tuple[bytes, Any]:
     """A corpus file translated as `transcli translate` translates it (a catalogue with
-    --force): the output and its `WholeDocument` (its units, its counts)."""
+    --force): the output and its `Document` (its units, its counts)."""
     from transcli.documents.formats import FORMATS as DOCUMENTS
-    from transcli.documents.translating import Lines, WholeDocument
+    from transcli.documents.translating import Document
 
-    document = WholeDocument(data, DOCUMENTS[fmt], name, force=fmt == "po")
-    lines = Lines(translate)
-    return document.written([lines(wanted) for wanted in document.lines], align), document
+    document = Document(DOCUMENTS[fmt], data, name, force=fmt == "po")
+    return document.translated(translate, align), document
 
 
 def real(args: argparse.Namespace) -> None:
@@ -373,7 +377,7 @@ def real(args: argparse.Namespace) -> None:
         data = real_bytes(path)
         out, document = translated_file(fmt, data, path.name, translator.translate,
                                         translator.alignments)
-        units = sum(len(chunk) for chunk in document.chunks)
+        units = sum(len(chunk.units) for chunk in document.chunks())
         counts = document.counts
         failed = [name for name, held in invariants(fmt, data, out).items() if not held]
         kept.setdefault(fmt, [0, 0])
@@ -397,7 +401,7 @@ _TIMED = """
 import sys, time
 from pathlib import Path
 from transcli.documents.formats import FORMATS
-from transcli.documents.translating import WholeDocument
+from transcli.documents.translating import translate_bytes
 fmt, path = sys.argv[1], Path(sys.argv[2])
 import re
 data = path.read_bytes()
@@ -406,7 +410,7 @@ upper = lambda lines, first: [word.sub(lambda m: m.group().upper(), line) for li
 best = float("inf")
 for _ in range(2):
     start = time.perf_counter()
-    WholeDocument(data, FORMATS[fmt], path.name).translated(upper)
+    translate_bytes(data, FORMATS[fmt], upper, path.name)
     best = min(best, time.perf_counter() - start)
 print(best)
 """

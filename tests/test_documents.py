@@ -19,7 +19,7 @@ from helpers import ROOT
 from transcli.documents.formats import FORMATS, by_extension, document_format
 from transcli.documents.html import events
 from transcli.documents.translating import (
-    DocumentFile,
+    Document,
     aligned_texts,
     read_pieces,
     translate_bytes,
@@ -478,7 +478,7 @@ def test_bad_input_is_one_line_naming_the_file_and_the_place(tmp_path, name, con
     path = tmp_path / name
     path.write_bytes(content)
     with pytest.raises(UserError, match=message):
-        DocumentFile(by_extension(str(path)), str(path))
+        Document(by_extension(str(path)), str(path))
 
 
 def test_a_word_file_that_unpacks_past_the_bound_is_refused_before_it_is_opened(
@@ -497,7 +497,7 @@ def test_a_word_file_that_unpacks_past_the_bound_is_refused_before_it_is_opened(
     path.write_bytes(out.getvalue())
     with pytest.raises(UserError, match=r"bomb.docx: unpacks to 2,097,152 bytes, more than a "
                                         r"Word document transcli reads \(1,048,576\)"):
-        DocumentFile(by_extension(str(path)), str(path))
+        Document(by_extension(str(path)), str(path))
 
 
 def test_real_pages_are_read_as_browsers_read_them():

@@ -52,13 +52,13 @@ def test_the_speed_inputs_are_files_of_their_format_made_of_the_corpus():
     changed by the translation it times."""
     from bench.documents import SPEED_FORMATS, speed_input
     from transcli.documents.formats import FORMATS
-    from transcli.documents.translating import WholeDocument
+    from transcli.documents.translating import Document
 
     for fmt in SPEED_FORMATS:
         data = speed_input(fmt, 20_000)
         assert len(data) >= (5_000 if fmt == "docx" else 20_000)
-        document = WholeDocument(data, FORMATS[fmt], "x")
-        document.written([[line.upper() for line in lines] for lines in document.lines])
+        document = Document(FORMATS[fmt], data, "x")
+        document.translated(lambda lines, first: [line.upper() for line in lines])
         assert document.counts.translated > 10
 
 

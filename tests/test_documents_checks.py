@@ -18,7 +18,7 @@ from transcli.documents import markdown
 from transcli.documents.checks import Counts
 from transcli.documents.formats import FORMATS
 from transcli.documents.formatstrings import INVALID, signature
-from transcli.documents.translating import WholeDocument
+from transcli.documents.translating import Document
 
 MSGFMT = shutil.which("msgfmt")
 needs_msgfmt = pytest.mark.skipif(MSGFMT is None, reason="gettext's msgfmt is not installed "
@@ -114,8 +114,8 @@ def moved(lines: list[str], first: int) -> list[str]:
 
 @pytest.mark.parametrize("model", [dropped, moved])
 def test_a_translated_catalogue_passes_msgfmt_whatever_the_model_wrote(tmp_path, model):
-    document = WholeDocument(CATALOGUE, FORMATS["po"], "x.po")
-    out = document.written([model(lines, 0) for lines in document.lines]).decode()
+    document = Document(FORMATS["po"], CATALOGUE, "x.po")
+    out = document.translated(model).decode()
     for entry in polib.pofile(out):
         if entry.msgstr:  # translated: the same placeholders as msgfmt reads them
             flags = [flag for flag in entry.flags if flag.endswith("-format")]
@@ -135,9 +135,9 @@ def test_a_message_that_cannot_be_repaired_is_left_untranslated():
     and is counted."""
     text = _catalogue([("python-format", "%s files in %d folders", "")]) + (
         '#, python-format\nmsgid ""\n"%d files\\n"\n"in %s folders"\nmsgstr ""\n')
-    document = WholeDocument(text, FORMATS["po"], "x.po")
-    out = document.written([["carpetas con archivos" if "folders" in line else "archivos"
-                             for line in lines] for lines in document.lines]).decode()
+    document = Document(FORMATS["po"], text, "x.po")
+    out = document.translated(lambda lines, first: [
+        "carpetas con archivos" if "folders" in line else "archivos" for line in lines]).decode()
     entries = {entry.msgid: entry.msgstr for entry in polib.pofile(out)}
     assert signature(entries["%s files in %d folders"], ["python-format"]) == \
         signature("%s files in %d folders", ["python-format"])
@@ -161,9 +161,9 @@ def test_a_cue_keeps_its_shape_and_its_tags(fmt, written, counts):
     import webvtt
 
     text = ("WEBVTT\n\n" + SUBTITLES.replace(",", ".")) if fmt == "vtt" else SUBTITLES
-    document = WholeDocument(text, FORMATS[fmt], "x")
-    out = document.written([[written if "trees" in line else line.upper() for line in lines]
-                            for lines in document.lines]).decode()
+    document = Document(FORMATS[fmt], text, "x")
+    out = document.translated(lambda lines, first: [
+        written if "trees" in line else line.upper() for line in lines]).decode()
     cues = (list(srt.parse(out)) if fmt == "srt" else list(webvtt.from_string(out)))
     assert len(cues) == 3 and "<b>" not in out
     assert out.count("<i>") == out.count("</i>") == 1
@@ -176,26 +176,26 @@ def test_a_markdown_unit_whose_markup_would_change_is_kept(monkeypatch):
     check sees the markup change and keeps the unit."""
     monkeypatch.setattr(markdown, "escape", lambda text: text)
     text = "I like [green trees](https://example.org/trees) and `code`.\n"
-    document = WholeDocument(text, FORMATS["markdown"], "x.md")
-    out = document.written([["Me *gustan* los [árboles verdes] y" for _ in lines]
-                            for lines in document.lines]).decode()
+    document = Document(FORMATS["markdown"], text, "x.md")
+    out = document.translated(lambda lines, first: [
+        "Me *gustan* los [árboles verdes] y" for _ in lines]).decode()
     assert out == text and document.counts == Counts(kept=1)
 
 
 def test_the_models_markup_characters_are_written_as_text_in_markdown():
     text = "I like [green trees](https://example.org/trees).\n"
-    document = WholeDocument(text, FORMATS["markdown"], "x.md")
-    out = document.written([["Me ~~gustan~~ los *árboles* verdes." for _ in lines]
-                            for lines in document.lines]).decode()
+    document = Document(FORMATS["markdown"], text, "x.md")
+    out = document.translated(lambda lines, first: [
+        "Me ~~gustan~~ los *árboles* verdes." for _ in lines]).decode()
     assert not re.search(r"(?<!\\)[~*]", out), out
     assert "](https://example.org/trees)" in out and document.counts == Counts(translated=1)
 
 
 def test_words_in_angle_brackets_are_words_in_a_catalogue():
     """Django's "<no view>" is shown as it is: not markup the translation must keep."""
-    document = WholeDocument('msgid "<no view>"\nmsgstr ""\n\nmsgid "<b>Hello</b>"\nmsgstr ""\n',
-                             FORMATS["po"], "x.po")
-    out = document.written([["<sin vista>" if "view" in line else "Hola" for line in lines]
-                            for lines in document.lines]).decode()
+    document = Document(FORMATS["po"],
+                        'msgid "<no view>"\nmsgstr ""\n\nmsgid "<b>Hello</b>"\nmsgstr ""\n', "x.po")
+    out = document.translated(lambda lines, first: [
+        "<sin vista>" if "view" in line else "Hola" for line in lines]).decode()
     assert 'msgstr "<sin vista>"' in out and 'msgstr "<b>Hola</b>"' in out
     assert document.counts == Counts(translated=2)

@@ -15,7 +15,7 @@ from typing import Callable
 import pytest
 
 from transcli.documents.formats import FORMATS
-from transcli.documents.translating import WholeDocument
+from transcli.documents.translating import Document
 
 MB = 1 << 20
 GROWTH = 8  # at most this many times the time for 4 times the input (linear: 4)
@@ -60,8 +60,7 @@ def seconds(fmt: str, text: str, runs: int) -> float:
     best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()
-        document = WholeDocument(text, FORMATS[fmt], "x")
-        document.written([upper(lines, 0) for lines in document.lines])
+        Document(FORMATS[fmt], text, "x").translated(upper)
         best = min(best, time.perf_counter() - start)
     return best
 

@@ -46,7 +46,7 @@ def test_a_real_file_translated_by_the_model_keeps_every_invariant(translator, f
     held = invariants(fmt, data, out)
     assert all(held.values()), [name for name, ok in held.items() if not ok]
     counts = document.counts
-    units = sum(len(chunk) for chunk in document.chunks)
+    units = sum(len(chunk.units) for chunk in document.chunks())
     assert counts.translated + counts.repaired + counts.kept <= units
 
 

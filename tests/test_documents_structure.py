@@ -12,7 +12,7 @@ from test_documents import docx_bytes, upper
 
 from transcli.documents.checks import Counts
 from transcli.documents.formats import FORMATS
-from transcli.documents.translating import WholeDocument, translate_bytes, translate_text
+from transcli.documents.translating import Document, translate_bytes, translate_text
 
 CAPTIONS = ("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nI like trees.\n"
             "00:00:02.000 --> 00:00:03.500\nWhere is the station?\n\n"
@@ -122,8 +122,8 @@ def test_a_hyperlink_is_never_left_without_text(translation, link, counts):
     paragraph is kept as it was (and counted), never written with an empty link."""
     import docx
 
-    document = WholeDocument(_linked_paragraph(), FORMATS["docx"], "x.docx")
-    out = docx.Document(io.BytesIO(document.written([[translation]])))
+    document = Document(FORMATS["docx"], _linked_paragraph(), "x.docx")
+    out = docx.Document(io.BytesIO(document.translated(lambda lines, first: [translation])))
     assert out.paragraphs[0]._p.xpath("string(.//w:hyperlink)") == link
     assert document.counts == counts
 
@@ -145,8 +145,9 @@ def test_the_identity_counts_nothing_and_a_translation_counts_its_units(fmt):
     from test_documents import TEXT_SAMPLES, sample
 
     text = sample(TEXT_SAMPLES[fmt])
-    document = WholeDocument(text, FORMATS[fmt], "x")
-    document.written(document.lines)
+    document = Document(FORMATS[fmt], text, "x")
+    document.translated(lambda lines, first: lines)
     assert document.counts == Counts()
-    document.written([[line.upper() for line in chunk] for chunk in document.lines])
+    document = Document(FORMATS[fmt], text, "x")
+    document.translated(lambda lines, first: [line.upper() for line in lines])
     assert document.counts.translated > 0 and document.counts.kept == 0

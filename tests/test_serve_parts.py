@@ -219,7 +219,8 @@ def test_a_document_whose_units_were_kept_says_so_on_stderr(capsys):
     async def scenario():
         thread = DocumentThread("documents", 4)
         documents = await read_documents(thread, [(catalogue, "app.po")], FORMATS["po"], 10_000)
-        return (await translated_documents(documents, translate, thread))[0], documents[0]
+        return (await translated_documents(documents, translate, thread))[0], \
+            documents[0].document
 
     written, document = asyncio.run(scenario())
     assert 'msgstr "Me gustan los árboles."' in written.decode()

@@ -137,7 +137,7 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
     """Translate a document into the same format (`documents.translating`): its text
     only, in units, markup kept. The document is read through before the run dir opens
     and the model loads, so that bad input is one line at once, and no output."""
-    from transcli.documents.translating import DocumentFile
+    from transcli.documents.translating import Document
     from transcli.inference.streaming import Output
 
     if attention is not None:
@@ -147,7 +147,7 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
                         "the terminal")
     if document.binary and output == "-" and sys.stdout.isatty():
         raise UserError(f"a {document.title} is not written to the terminal: give -o FILE")
-    opened = DocumentFile(document, input, force)  # bad input: said before torch loads
+    opened = Document(document, input, force=force)  # bad input: said before torch loads
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
 

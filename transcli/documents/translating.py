@@ -8,17 +8,17 @@ their translations (a `Translator`'s, or the identity in the round-trip tests): 
 layer never sees a model. `align`, where given (a `Translator`'s `alignments`), says for
 each translated line of a unit with inline tags which of its characters each piece of
 the translation came from, and the tags are placed by it (`units.place_tags`; by
-position without it). `DocumentFile` streams a file for `translate`; `WholeDocument`
-takes a document given whole (`serve`'s requests and uploads) in the same chunks, and
-leaves the model's work between reading and writing to its caller.
+position without it). `Document` is the one driver: a file streamed by `translate`, or a
+document given whole to `serve`, in the same chunks.
 """
 
 from __future__ import annotations
 
 import io
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from transcli.documents.checks import Counts
 from transcli.documents.formats import DocumentFormat
@@ -155,142 +155,148 @@ def translate_text(text: str, fmt: DocumentFormat, translate: Translate, name: s
                    force: bool = False, align: Optional[Align] = None) -> str:
     """A document given whole (a request's text), translated (tags placed by `align`
     where given: a `Translator`'s `alignments`)."""
-    return WholeDocument(text, fmt, name, force).translated(translate, align).decode()
+    return Document(fmt, text, name, force).translated(translate, align).decode()
 
 
 def translate_bytes(data: bytes, fmt: DocumentFormat, translate: Translate, name: str,
                     force: bool = False, align: Optional[Align] = None) -> bytes:
     """A file given whole (an upload), translated into the same format."""
-    return WholeDocument(data, fmt, name, force).translated(translate, align)
+    return Document(fmt, data, name, force).translated(translate, align)
 
 
-class WholeDocument:
-    """A document given whole (a request's text, an uploaded file), read at once and cut
-    into the chunks `DocumentFile` translates it in: `lines[k]` are the lines the model
-    is given for chunk k, and `written` the document with their translations, so that
-    with the same translations it is byte for byte `translate`'s output (the same lines
-    in the same calls, each line's index counted as `Lines` counts it). The model's work
-    is the caller's, between the two: `serve` awaits it without holding a thread."""
+@dataclass
+class Chunk:
+    """What the model is given at a time: `lines`, the lines of `units` (each once).
+    `pieces`: the part of a text document they are in, written as soon as they are
+    translated (a Word file's chunk has none: the file is written whole at the end)."""
 
-    def __init__(self, data: str | bytes, fmt: DocumentFormat, name: str, force: bool = False):
-        self.fmt, self.name = fmt, name
-        self.counts = Counts()  # what became of the units, once `written`
-        if fmt.binary:
-            self.whole = fmt.load().Document(data, name)
-            self.chunks: list[list[Unit]] = list(chunked(self.whole.units, _text_size))
-            self.pieces: list[list[Piece]] = []
+    units: list[Unit]
+    lines: list[str]
+    pieces: list[Piece]
+
+
+class Document:
+    """A document opened for translation: a file or stdin (`translate`), or data given
+    whole (`serve`'s requests and uploads). Bad input is said here, before any model
+    loads. Its `chunks` are what the model is given at a time, and `written` is a chunk
+    with its lines' translations: the same chunks, whoever translates them, so a file
+    comes back byte for byte the same from `translate` and `serve`. A Word file is read
+    whole and `finished` whole; a text document streams, piece by piece."""
+
+    def __init__(self, fmt: DocumentFormat, source: str | bytes, name: Optional[str] = None,
+                 force: bool = False):
+        """`source`: the data (`str` or `bytes`, named `name`), or for `translate` a
+        path or "-" for stdin (a `str` with `name` None)."""
+        self.fmt, self.force = fmt, force
+        self.path = source if name is None else None
+        self.name = name or ("<stdin>" if source == "-" else str(source))
+        self.data = None if name is None else source
+        self.counts = Counts()  # what became of the units written so far
+        self._found: dict[str, str] = {}  # a Word file's translations, until `finished`
+        self._aligned: dict[str, Aligned] = {}
+        self.whole = self._whole() if fmt.binary else None
+        self.total: Optional[int] = None  # units, where known before translating
+        if self.whole is not None:
+            self.total = len(self.whole.units)
+        elif self.path not in (None, "-") and Path(self.path).is_file():
+            self.total = sum(map(_units, self._pieces()))
+        elif self.path not in (None, "-"):
+            open_checked(self.path, "rb").close()  # its one-line error, now
+
+    def _whole(self) -> Any:
+        """A Word file, read whole."""
+        data = self.data
+        if data is None:
+            data = sys.stdin.buffer.read() if self.path == "-" else _read(str(self.path))
+        return self.fmt.load().Document(data, self.name)
+
+    def _pieces(self) -> Iterator[Piece]:
+        if self.data is not None:
+            text = ([self.data] if isinstance(self.data, str)
+                    else decoded_chunks(io.BytesIO(self.data), self.name))
+            yield from read_pieces(self.fmt, text, self.name, self.force)
+        elif self.path == "-":
+            yield from read_pieces(self.fmt, decoded_chunks(sys.stdin.buffer, self.name),
+                                   self.name, self.force)
         else:
-            text = [data] if isinstance(data, str) else decoded_chunks(io.BytesIO(data), name)
-            self.pieces = list(chunked(read_pieces(fmt, text, name, force), _size))
-            self.chunks = [list(units_of(chunk)) for chunk in self.pieces]
-        self.lines = [wanted_lines(unit.text for unit in units) for units in self.chunks]
+            with open_checked(str(self.path), "rb") as handle:
+                yield from read_pieces(self.fmt, decoded_chunks(handle, self.name), self.name,
+                                       self.force)
 
-    @property
-    def chars(self) -> int:
-        """Characters of the document's text (each unit's, markup left out, as often as it
-        comes): what `serve` counts against its limit."""
-        return sum(len(unit.text) for units in self.chunks for unit in units)
+    def chunks(self) -> Iterator[Chunk]:
+        """The document's chunks, read as they are asked for."""
+        if self.whole is not None:
+            for units in chunked(self.whole.units, _text_size):
+                yield Chunk(units, wanted_lines(unit.text for unit in units), [])
+            return
+        for pieces in chunked(self._pieces(), _size):
+            units = list(units_of(pieces))
+            yield Chunk(units, wanted_lines(unit.text for unit in units), pieces)
 
-    def written(self, translated: Sequence[Sequence[str]], align: Optional[Align] = None
-                ) -> bytes:
-        """The document (UTF-8 for a text format) with `translated[k]`, the translations
-        of `lines[k]` (tags placed by `align` where given); `counts` then says what
-        became of its units."""
-        found = self._found(translated)
-        aligned = [aligned_texts(units, chunk, align) for units, chunk in zip(self.chunks, found)]
-        self.counts = Counts()
-        if self.fmt.binary:  # a later chunk's translation of a text stands, as in `translate`
-            return self.whole.written({text: done for chunk in found
-                                       for text, done in chunk.items()},
-                                      {text: done for chunk in aligned
-                                       for text, done in chunk.items()}, self.counts)
-        return "".join(render(piece, chunk_found, chunk_aligned, self.counts)
-                       for chunk, chunk_found, chunk_aligned in zip(self.pieces, found, aligned)
-                       for piece in chunk).encode()
+    def found(self, chunk: Chunk, done: Sequence[str]) -> dict[str, str]:
+        """Each unit's text -> its translation, from `done`, the translations of the
+        chunk's lines."""
+        return assembled((unit.text for unit in chunk.units), dict(zip(chunk.lines, done)))
 
-    def _found(self, translated: Sequence[Sequence[str]]) -> list[dict[str, str]]:
-        """Per chunk, each unit's text -> its translation, from `translated[k]`."""
-        return [assembled((unit.text for unit in units), dict(zip(lines, done)))
-                for units, lines, done in zip(self.chunks, self.lines, translated)]
-
-    def to_align(self, translated: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+    def to_align(self, chunk: Chunk, done: Sequence[str]) -> list[tuple[str, str]]:
         """The (line, translation) pairs whose alignments `written`'s `align` is asked
-        for, given `translated` (`serve` gets them from the model before writing)."""
-        return [pair for units, chunk in zip(self.chunks, self._found(translated))
-                for pair in to_align(units, chunk)]
+        for (`serve` gets them from the model before writing)."""
+        return to_align(chunk.units, self.found(chunk, done))
+
+    def written(self, chunk: Chunk, done: Sequence[str], align: Optional[Align] = None
+                ) -> bytes:
+        """The chunk's pieces with `done`, its lines' translations (tags placed by
+        `align` where given; what became of its units added to `counts`); a Word file
+        keeps them until it is `finished`."""
+        found = self.found(chunk, done)
+        aligned = aligned_texts(chunk.units, found, align)
+        if self.whole is not None:  # a later chunk's translation of a text stands
+            self._found.update(found)
+            self._aligned.update(aligned)
+            return b""
+        return "".join(render(piece, found, aligned, self.counts)
+                       for piece in chunk.pieces).encode()
+
+    def finished(self) -> bytes:
+        """What is written after the last chunk: a Word file, whole."""
+        if self.whole is None:
+            return b""
+        return self.whole.written(self._found, self._aligned, self.counts)
 
     def translated(self, translate: Translate, align: Optional[Align] = None) -> bytes:
         """The document translated by `translate`, a chunk at a time."""
         lines = Lines(translate)
-        return self.written([lines(wanted) for wanted in self.lines], align)
-
-
-class DocumentFile:
-    """A document file (or stdin) opened for `translate`: read through once here, so that
-    bad input is said before the model loads and the progress bar has a total (a Word
-    file is read whole; a pipe cannot be read twice and is read as it is translated)."""
-
-    def __init__(self, fmt: DocumentFormat, input: str, force: bool = False):
-        self.fmt, self.input, self.force = fmt, input, force
-        self.whole = None
-        self.total: Optional[int] = None
-        if fmt.binary:
-            data = sys.stdin.buffer.read() if input == "-" else _read(input)
-            self.whole = fmt.load().Document(data, input)
-            self.total = len(self.whole.units)
-        elif input != "-" and Path(input).is_file():
-            self.total = sum(map(_units, self.pieces()))
-        elif input != "-" and (Path(input).is_dir() or not Path(input).exists()):
-            open_checked(input, "rb").close()  # its one-line error, now
-
-    def pieces(self) -> Iterator[Piece]:
-        if self.input == "-":
-            yield from read_pieces(self.fmt, decoded_chunks(sys.stdin.buffer, "<stdin>"),
-                                   "<stdin>", self.force)
-            return
-        with open_checked(self.input, "rb") as handle:
-            yield from read_pieces(self.fmt, decoded_chunks(handle, self.input), self.input,
-                                   self.force)
+        return b"".join(self.written(chunk, lines(chunk.lines), align)
+                        for chunk in self.chunks()) + self.finished()
 
     def translate(self, output: Output, translate: Translate, progress: bool = True,
                   align: Optional[Align] = None) -> Counts:
-        """Translate into `output`, in the same format, a chunk of units at a time, with
-        a progress bar in units; inline tags placed by `align` where given (a
-        `Translator`'s `alignments`), else by position (`units.place_tags`). What
-        became of the units (`Counts`: translated, repaired, kept in English)."""
+        """Translate into `output`, in the same format, a chunk at a time, with a progress
+        bar in units; inline tags placed by `align` where given (a `Translator`'s
+        `alignments`), else by position (`units.place_tags`). What became of the units
+        (`Counts`: translated, repaired, kept in English)."""
         lines = Lines(translate)
-        counts = Counts()
-        if self.whole is not None:
-            self._translate_whole(output, lines, progress, align, counts)
-            return counts
-        drain(stream(self.pieces(),
-                     lambda chunk, first: translated_pieces(chunk, lines, align, counts),
-                     output, total=self.total, progress=progress, unit="unit", cost=_size,
-                     end="", count=lambda chunk: sum(map(_units, chunk))))
-        return counts
-
-    def _translate_whole(self, output: Output, lines: Callable[[list[str]], list[str]],
-                         progress: bool, align: Optional[Align], counts: Counts) -> None:
-        """A document written whole (a Word file): its units translated in chunks by
-        the same loop, with the same bar."""
-        found: dict[str, str] = {}
-        aligned: dict[str, Aligned] = {}
-
-        def work(units: list[Unit], first: int) -> list[str]:
-            chunk = translations((unit.text for unit in units), lines)
-            found.update(chunk)
-            aligned.update(aligned_texts(units, chunk, align))
-            return []
-
-        drain(stream(self.whole.units, work, None, total=self.total, progress=progress,
-                     unit="unit", cost=_text_size))
-        with output.open() as handle:
-            handle.write(self.whole.written(found, aligned, counts))
+        binary = self.whole is not None
+        drain(stream(self.chunks(), lambda chunks, first: [
+            self.written(chunk, lines(chunk.lines), align).decode() for chunk in chunks],
+                     None if binary else output, total=self.total, progress=progress,
+                     unit="unit", cost=lambda chunk: 0, lines=1, end="",
+                     count=lambda chunks: sum(_counted(chunk) for chunk in chunks)))
+        if binary:
+            with output.open() as handle:
+                handle.write(self.finished())
+        return self.counts
 
 
 def _read(path: str) -> bytes:
     with open_checked(path, "rb") as handle:
         return handle.read()
+
+
+def _counted(chunk: Chunk) -> int:
+    """Units of a chunk the progress bar counts: a Word file's paragraphs, a text
+    document's units of running text (not the alt texts inside them)."""
+    return len(chunk.units) if not chunk.pieces else sum(map(_units, chunk.pieces))
 
 
 def _units(piece: Piece) -> int:

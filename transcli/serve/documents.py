@@ -1,7 +1,8 @@
 """Documents through the model: a request's HTML (`format: "html"`) and the files of every
 format `translate` reads, by the document layer (`transcli.documents`).
 
-A document is read (`WholeDocument`: its markup kept, its text in units) and written on a
+A document is read (`documents.translating.Document`'s chunks: its markup kept, its text in
+units) and written on a
 thread of its own, never on the event loop, and between the two its lines go to the model
 as one request, in the chunks `translate` would give them (`Batcher.translate`'s
 `sizes`): a file comes back byte for byte as `transcli translate -i FILE -o OUT` writes
@@ -26,7 +27,7 @@ from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
 
 from transcli.documents.docx import unpacked_size
 from transcli.documents.formats import DocumentFormat
-from transcli.documents.translating import WholeDocument
+from transcli.documents.translating import Chunk, Document
 from transcli.serve.batcher import QueueFull, settle
 from transcli.serve.protocol import ApiError
 from transcli.system.errors import UserError
@@ -37,6 +38,34 @@ Translate = Callable[[list[str], Optional[Sequence[int]]], Awaitable[list[str]]]
 # Lines and their translations in, per line its alignment (`Batcher.align`) or None.
 Align = Callable[[list[str], list[str]], Awaitable[list[Any]]]
 UNPACKED_PER_CHAR = 256  # a Word file unpacks to at most this many bytes per character allowed
+
+
+@dataclass
+class Opened:
+    """A document read on its thread: its chunks, held between the model's calls."""
+
+    document: Document
+    chunks: list[Chunk]
+
+    @property
+    def lines(self) -> list[list[str]]:
+        """What the model is given, chunk by chunk."""
+        return [chunk.lines for chunk in self.chunks]
+
+    @property
+    def chars(self) -> int:
+        """Characters of the document's text (each unit's, markup left out, as often as it
+        comes): what the server counts against its limit."""
+        return sum(len(unit.text) for chunk in self.chunks for unit in chunk.units)
+
+    def to_align(self, translated: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+        return [pair for chunk, done in zip(self.chunks, translated)
+                for pair in self.document.to_align(chunk, done)]
+
+    def written(self, translated: Sequence[Sequence[str]], align: Any = None) -> bytes:
+        """The document with `translated[k]`, chunk k's translations."""
+        return b"".join(self.document.written(chunk, done, align) for chunk, done
+                        in zip(self.chunks, translated)) + self.document.finished()
 
 
 @dataclass(eq=False)
@@ -87,7 +116,7 @@ class DocumentThread:
 
 
 async def read_documents(thread: DocumentThread, given: Sequence[tuple[str | bytes, str]],
-                         fmt: DocumentFormat, max_chars: int) -> list[WholeDocument]:
+                         fmt: DocumentFormat, max_chars: int) -> list[Opened]:
     """The documents (each its text or bytes, and its name) read on `thread`, as one job;
     a bad one is 400, in the document layer's words (the name, the line, the problem)."""
     try:
@@ -100,10 +129,11 @@ async def read_documents(thread: DocumentThread, given: Sequence[tuple[str | byt
                             f"read; try again shortly") from None
 
 
-def _read(data: str | bytes, fmt: DocumentFormat, name: str, max_chars: int) -> WholeDocument:
+def _read(data: str | bytes, fmt: DocumentFormat, name: str, max_chars: int) -> Opened:
     if fmt.binary:
         check_archive(data, name, UNPACKED_PER_CHAR * max_chars)
-    return WholeDocument(data, fmt, name)
+    document = Document(fmt, data, name)
+    return Opened(document, list(document.chunks()))
 
 
 def check_archive(data: str | bytes, name: str, limit: int) -> None:
@@ -116,7 +146,7 @@ def check_archive(data: str | bytes, name: str, limit: int) -> None:
                         f"--max-file-chars)")
 
 
-async def translated_documents(documents: Sequence[WholeDocument], translate: Translate,
+async def translated_documents(documents: Sequence[Opened], translate: Translate,
                                thread: DocumentThread, align: Optional[Align] = None
                                ) -> list[bytes]:
     """The documents with their lines translated by `translate`, as one request in their
@@ -131,13 +161,13 @@ async def translated_documents(documents: Sequence[WholeDocument], translate: Tr
     placed = None if align is None else await _alignments(documents, translated, thread, align)
     written = await thread.run(lambda: [document.written(chunks, placed) for document, chunks
                                         in zip(documents, translated)])
-    for document in documents:  # units whose markup did not survive the model: said once
-        if summary := document.counts.summary():
-            print(f"transcli: {document.name}: {summary}", file=sys.stderr, flush=True)
+    for opened in documents:  # units whose markup did not survive the model: said once
+        if summary := opened.document.counts.summary():
+            print(f"transcli: {opened.document.name}: {summary}", file=sys.stderr, flush=True)
     return written
 
 
-async def _alignments(documents: Sequence[WholeDocument], translated: list[list[list[str]]],
+async def _alignments(documents: Sequence[Opened], translated: list[list[list[str]]],
                       thread: DocumentThread, align: Align) -> Callable[..., list[Any]]:
     """The alignments the documents' tags are placed by, asked of `align` at once, as
     the document layer's `Align` (which looks them up)."""
