@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -35,7 +35,7 @@ from transcli.system.streams import tolerant_stderr
 from transcli.training import report
 from transcli.training.distributed import Dist, no_sync
 from transcli.training.memory import check_training_memory
-from transcli.training.objective import LossSums
+from transcli.training.objective import LossSums, training_loss
 from transcli.training.optimization import Optimization
 from transcli.training.parts import (
     device_settings,
@@ -47,7 +47,7 @@ from transcli.training.parts import (
 )
 from transcli.training.records import RunRecords, record_run
 from transcli.training.resume import StartOptions, start_session
-from transcli.training.state import DeviceSums
+from transcli.training.state import SUMS, AlignSums, DeviceSums
 from transcli.training.validation import validation_set
 
 RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not per log line)
@@ -199,7 +199,7 @@ class Trainer:
         torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
         self.net.module.train()
         scale = self.dist.world / info.tgt_tokens  # DDP averages gradients over processes
-        sums = torch.zeros(4, device=self.device)
+        sums = torch.zeros(SUMS, device=self.device)
         for i, batch in enumerate(batches):
             if i and self.dist.world == 1 and self.signals.received:
                 self.opt.adam.zero_grad(set_to_none=True)
@@ -207,9 +207,10 @@ class Trainer:
             batch = batch.to(self.device)
             with no_sync(self.net.ddp, last=i == len(batches) - 1):
                 with self._autocast():
-                    stats = self.net.module(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
-                self.opt.backward(stats[0] * scale)
-            sums += stats.detach()
+                    stats = self.net.module(batch.src, batch.tgt_in, batch.tgt_out, batch.rows,
+                                            batch.align)
+                self.opt.backward(training_loss(stats, self.tc.guided_alignment) * scale)
+            sums[:len(stats)] += stats.detach()
         norm = self.opt.grad_norm()
         sums = self.dist.sum(sums)
         bad = ~torch.isfinite(sums[0])
@@ -227,8 +228,10 @@ class Trainer:
     def _read_device_sums(self) -> None:
         """Read the device's sums into the log interval (the one wait for the device in a
         log interval); stop if an update was not finite."""
-        sums, self.grad_norm, bad_step = self.device_sums.read()
+        sums, aligned, self.grad_norm, bad_step = self.device_sums.read()
         LossSums.add(self.progress.interval, sums)
+        self.progress.aligned.cost += aligned.cost
+        self.progress.aligned.rows += aligned.rows
         if bad_step:
             raise UserError(f"step {bad_step}: the loss or the gradient norm was not finite "
                             f"(nan or inf): training diverged; that update was not applied "
@@ -242,8 +245,7 @@ class Trainer:
         shown: dict[str, str] = {}
         if p.step % tc.log_every == 0:
             self._read_device_sums()
-            record = self.records.log_line(p, self.lr, self.grad_norm,
-                                           speed_notes(self.device, self.net))
+            record = self.records.log_line(p, self.lr, self.grad_norm, self._notes())
             shown = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}",
                      "tok_s": f"{record['tokens_per_s']:.0f}"}
         bar.update(p.step, **shown)
@@ -254,6 +256,13 @@ class Trainer:
         elapsed = time.perf_counter() - self.started
         if self.dist.main and tc.max_minutes and elapsed > tc.max_minutes * 60:
             self.stop_reason = f"time limit of {tc.max_minutes:g} min"
+
+    def _notes(self) -> dict[str, Any]:
+        """What a log line adds to the interval's losses: the guided alignment's mean cost
+        (its interval closes with the line), and `parts.speed_notes`."""
+        notes = {**self.progress.aligned.means(), **speed_notes(self.device, self.net)}
+        self.progress.aligned = AlignSums()
+        return notes
 
     def _validate(self) -> None:
         """Rank 0: `ValidationSet.validate`, logged; an early stop is decided here."""
@@ -280,7 +289,7 @@ class Trainer:
         if not self.dist.main:
             return
         if p.interval.tokens:
-            self.records.log_line(p, self.lr, self.grad_norm, partial=True)
+            self.records.log_line(p, self.lr, self.grad_norm, self._notes(), partial=True)
         if not self.opt.ema:
             self.records.average(self.tc.average_last)
         self.records.log.plot()

@@ -27,7 +27,7 @@ from transcli.system.locks import DirLock
 from transcli.system.runtime import training_precision
 from transcli.training.compiling import CompiledStates, compile_blocker
 from transcli.training.distributed import Dist
-from transcli.training.objective import TeacherForcing
+from transcli.training.objective import TeacherForcing, guide_of
 
 
 @contextlib.contextmanager
@@ -144,8 +144,9 @@ class Net(NamedTuple):
 def training_net(model: Transformer, tc: TrainConfig, dist: Dist, device: torch.device) -> Net:
     """The teacher-forced loss, its model's part compiled when asked (`compiling.py`),
     wrapped in DDP when several processes train."""
-    compiled = CompiledStates(model, tc, device) if tc.compile else None
-    net: torch.nn.Module = TeacherForcing(model, tc.label_smoothing, PAD_ID, compiled)
+    guide = guide_of(tc, model.cfg)
+    compiled = CompiledStates(model, tc, device, guide) if tc.compile else None
+    net: torch.nn.Module = TeacherForcing(model, tc.label_smoothing, PAD_ID, compiled, guide)
     ddp = DistributedDataParallel(net, device_ids=[device.index] if device.index is not None
                                   else None) if dist.world > 1 else None
     return Net(ddp, ddp or net, compiled)
@@ -172,14 +173,15 @@ def batch_maker(cfg: Config, data: PreparedDir, rank: int, plan: BatchPlan,
     """How the loader collates a batch: the encoded ids, or (subword regularisation)
     the train text segmented anew, or (`variants`) cased or annotated pairs encoded from
     their text; lengths padded to `train.pad_multiple`, or to the batch's shape
-    (`train.batch_shapes`)."""
+    (`train.batch_shapes`); with `train.guided_alignment`, the pairs' alignments."""
     tc = cfg.train
     multiple = pad_multiple(tc)
     split = data.split("train")
+    aligned = data.alignments("train.guided_alignment") if tc.guided_alignment else None
     if variants is not None:  # the plan's batches hold cased or annotated pairs' ids
-        return lambda idx, _: variants.collate(idx, multiple)
+        return lambda idx, _: variants.collate(idx, multiple, aligned)
     if not tc.sample_alpha:
-        return lambda idx, _: collate(split, idx, multiple, plan.shapes)
+        return lambda idx, _: collate(split, idx, multiple, plan.shapes, aligned)
     from transcli.data.resegment import Resegmenter
 
     return Resegmenter(data, tc.sample_alpha, tc.sample_nbest, tc.seed, rank,

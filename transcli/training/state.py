@@ -35,27 +35,45 @@ class Interval(LossSums):
         self.real += real
 
 
+@dataclass
+class AlignSums:
+    """Guided alignment's cost (`objective.alignment_cost`) summed since the last log
+    line, and the aligned target rows it was summed over (saved, as `Interval` is)."""
+
+    cost: float = 0.0
+    rows: float = 0.0
+
+    def means(self) -> dict[str, float]:
+        """What a log line says of it: the mean cost per aligned row (nothing without)."""
+        return {"align_loss": self.cost / self.rows} if self.rows else {}
+
+
+SUMS = 6  # an update's sums: [loss, nll, tokens, correct] and AlignSums' two
+
+
 class DeviceSums:
     """What updates add up on the device between two reads, so that an update never
-    waits for the device: [loss, nll, tokens, correct] sums, the latest gradient norm,
-    and the first update whose loss or gradient was not finite (0: none)."""
+    waits for the device: the `SUMS` sums, the latest gradient norm, and the first
+    update whose loss or gradient was not finite (0: none)."""
 
     def __init__(self, device: torch.device):
-        self.values = torch.zeros(6, dtype=torch.float64, device=device)
+        self.values = torch.zeros(SUMS + 2, dtype=torch.float64, device=device)
 
     def add(self, sums: torch.Tensor, grad_norm: torch.Tensor, bad: torch.Tensor,
             step: int) -> None:
         v = self.values
-        v[:4] += sums.double()
-        v[4] = grad_norm.double()
-        v[5] = torch.where((v[5] == 0) & bad, float(step), v[5])
+        v[:SUMS] += sums.double()
+        v[SUMS] = grad_norm.double()
+        v[SUMS + 1] = torch.where((v[SUMS + 1] == 0) & bad, float(step), v[SUMS + 1])
 
-    def read(self) -> tuple[LossSums, float, int]:
-        """(sums since the last read, latest gradient norm, first non-finite update or 0)."""
+    def read(self) -> tuple[LossSums, AlignSums, float, int]:
+        """(sums since the last read, alignment sums, latest gradient norm, first
+        non-finite update or 0)."""
         values = self.values.tolist()
-        self.values[:4].zero_()
-        self.values[5] = 0
-        return LossSums.of(values), values[4], int(values[5])
+        self.values[:SUMS].zero_()
+        self.values[SUMS + 1] = 0
+        return (LossSums.of(values), AlignSums(*values[4:SUMS]), values[SUMS],
+                int(values[SUMS + 1]))
 
 
 @dataclass
@@ -80,6 +98,7 @@ class Progress:
     best: Best = field(default_factory=Best)
     seconds: float = 0.0  # training wall time over all sessions, at the last update's start
     warmup_seconds: float = 0.0  # `seconds` when warm-up ended (train.decay_minutes)
+    aligned: AlignSums = field(default_factory=AlignSums)  # the open log interval's
 
     def decay_spent(self, decay_minutes: float, seconds: Optional[float] = None) -> float:
         """The share of train.decay_minutes spent after warm-up at `seconds` of training
@@ -112,14 +131,18 @@ class Progress:
         return {"step": self.step, "position": self.position.state(),
                 "src_tokens": self.src_tokens, "tgt_tokens": self.tgt_tokens,
                 "interval": asdict(self.interval), "best": asdict(self.best),
-                "seconds": self.seconds, "warmup_seconds": self.warmup_seconds}
+                "seconds": self.seconds, "warmup_seconds": self.warmup_seconds,
+                "aligned": asdict(self.aligned)}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Progress:
-        # States written before the clock was kept have no seconds: they count from 0.
+        # States written before the clock (or guided alignment) was kept have no seconds
+        # (no alignment sums): they count from 0.
+        aligned = state.get("aligned", {})
         return cls(state["step"], StreamPosition(**state["position"]), state["src_tokens"],
                    state["tgt_tokens"], Interval(**state["interval"]), Best(**state["best"]),
-                   float(state.get("seconds", 0.0)), float(state.get("warmup_seconds", 0.0)))
+                   float(state.get("seconds", 0.0)), float(state.get("warmup_seconds", 0.0)),
+                   AlignSums(float(aligned.get("cost", 0.0)), float(aligned.get("rows", 0.0))))
 
 
 def rng_state() -> dict[str, Any]:
