@@ -1,5 +1,5 @@
 """Word alignments at prepare time (`data.alignments`): the IBM Model 2 aligner against a
-reference written with loops, grow-diag-final-and against Koehn's pseudocode, words read
+reference written with loops, symmetrising against Koehn's pseudocode, words read
 off pieces and links mapped back to pieces, the files' round trip and checks, and
 prepare's output with them (byte-identical when run again)."""
 
@@ -22,7 +22,7 @@ from transcli.data.alignments import PieceTable, Words, split_words, to_pieces
 from transcli.data.batching import Batch, collate, with_alignment
 from transcli.data.encoded import ALIGNMENT_FILES, AlignmentWriter, EncodedAlignments
 from transcli.data.prepared_dir import open_prepared_dir
-from transcli.data.symmetrise import NEIGHBOURS, grow_diag_final_and
+from transcli.data.symmetrise import METHODS, NEIGHBOURS, grow_diag, symmetrise
 from transcli.system.errors import UserError
 
 # A corpus of word type ids: three pairs whose co-occurrences decide the links.
@@ -144,8 +144,8 @@ def test_the_aligner_links_what_co_occurs_and_is_deterministic(tmp_path: Path,
 # ----------------------------------------------------------------------------- symmetrising
 
 
-def koehn_gdfa(forward: list[int], reverse: list[int]) -> set[tuple[int, int]]:
-    """grow-diag-final-and as Koehn's pseudocode says it, every position visited."""
+def koehn(forward: list[int], reverse: list[int], final_and: bool) -> set[tuple[int, int]]:
+    """grow-diag(-final-and) as Koehn's pseudocode says it, every position visited."""
     f2e = {(i, j) for j, i in enumerate(forward) if i >= 0}
     e2f = {(i, j) for i, j in enumerate(reverse) if j >= 0}
     union, alignment = f2e | e2f, f2e & e2f
@@ -170,7 +170,7 @@ def koehn_gdfa(forward: list[int], reverse: list[int]) -> set[tuple[int, int]]:
                             new in union and new not in alignment:
                         alignment.add(new)
                         added = True
-    for a in (e2f, f2e):
+    for a in (e2f, f2e) if final_and else ():
         for e in range(m):
             for f in range(n):
                 if not aligned_src(e) and not aligned_tgt(f) and (e, f) in a:
@@ -178,24 +178,32 @@ def koehn_gdfa(forward: list[int], reverse: list[int]) -> set[tuple[int, int]]:
     return alignment
 
 
-def test_grow_diag_final_and_by_hand() -> None:
+def test_symmetrising_by_hand() -> None:
     # target 0 -> source 0, target 1 -> source 2, target 2 -> none;
     # source 0 -> target 0, source 1 -> target 1, source 2 -> target 1
-    assert grow_diag_final_and([0, 2, -1], [0, 1, 1]) == [(0, 0), (1, 1), (2, 1)]
-    # agreeing directions: the intersection alone
-    assert grow_diag_final_and([1, 0], [1, 0]) == [(0, 1), (1, 0)]
-    # a link only one direction has, between two words nothing else links: final-and
-    assert grow_diag_final_and([-1, 1], [-1, 1]) == [(1, 1)]
-    assert grow_diag_final_and([0, -1, -1], [0, -1, 2]) == [(0, 0), (2, 2)]
+    forward, reverse = [0, 2, -1], [0, 1, 1]
+    assert symmetrise(forward, reverse, "intersection") == [(0, 0), (2, 1)]
+    assert symmetrise(forward, reverse, "grow-diag") == [(0, 0), (1, 1), (2, 1)]
+    assert symmetrise(forward, reverse, "grow-diag-final-and") == [(0, 0), (1, 1), (2, 1)]
+    # agreeing directions: the intersection alone, whatever the method
+    assert {tuple(symmetrise([1, 0], [1, 0], m)) for m in METHODS} == {((0, 1), (1, 0))}
+    # a link only one direction has, between two words nothing else links: final-and only
+    assert symmetrise([-1, 1], [-1, 1], "intersection") == [(1, 1)]
+    assert symmetrise([0, -1, -1], [0, -1, 2], "grow-diag") == [(0, 0)]
+    assert symmetrise([0, -1, -1], [0, -1, 2], "grow-diag-final-and") == [(0, 0), (2, 2)]
 
 
-def test_grow_diag_final_and_equals_the_pseudocode_on_random_directions() -> None:
+def test_growing_equals_the_pseudocode_on_random_directions() -> None:
     rng = np.random.default_rng(5)
     for _ in range(400):
         m, n = rng.integers(1, 9, 2)
         forward = rng.integers(-1, m, n).tolist()
         reverse = rng.integers(-1, n, m).tolist()
-        assert set(grow_diag_final_and(forward, reverse)) == koehn_gdfa(forward, reverse)
+        for final_and in (False, True):
+            assert set(grow_diag(forward, reverse, final_and)) == \
+                koehn(forward, reverse, final_and)
+        agreed = {(i, j) for j, i in enumerate(forward) if i >= 0 and reverse[i] == j}
+        assert symmetrise(forward, reverse, "intersection") == sorted(agreed)
 
 
 # ----------------------------------------------------------------------------- pieces

@@ -165,3 +165,20 @@ def test_the_guided_head_learns_where_words_went(aligned: Path, tmp_path: Path) 
     losses = [r["align_loss"] for r in read_metrics(tmp_path / "guided" / METRICS_FILE,
                                                     "train")]
     assert losses[-1] < losses[0] * 0.7
+
+
+@pytest.mark.slow  # compiling, even without code generation, takes tens of seconds here
+def test_compiled_training_with_guided_alignment_trains_as_eager(
+        aligned: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`train.compile` compiles the states and the guided head's weights together (as
+    tests/test_compiling.py, with the aot_eager backend)."""
+    from transcli.training import compiling
+
+    monkeypatch.setattr(compiling, "BACKEND", "aot_eager")
+    sets = [GUIDED, "train.max_steps=20", "train.valid_every=1000", "train.save_every=1000",
+            "train.precision=fp32"]
+    train_dirs(fast_config(*sets), aligned, tmp_path / "eager")
+    train_dirs(fast_config(*sets, "train.compile=true"), aligned, tmp_path / "compiled")
+    runs = [read_metrics(tmp_path / run / METRICS_FILE, "train") for run in ("eager", "compiled")]
+    for key in ("loss", "align_loss"):
+        assert [r[key] for r in runs[1]] == pytest.approx([r[key] for r in runs[0]], rel=1e-4)

@@ -294,14 +294,7 @@ class TrainConfig:
                  "needs train.sample_alpha: 0 (subword sampling re-encodes pairs as written)")
         _require(not self.term_annotation or not self.case_augment, "term_annotation",
                  "needs train.case_augment: 0 (a pair is shown cased or annotated, not both)")
-        _require(0.0 <= self.guided_alignment <= MAX_WEIGHT, "guided_alignment",
-                 f"must be in [0, {MAX_WEIGHT:g}]")
-        _within(self, "guided_alignment_layer", 0, MAX_LAYERS)
-        _within(self, "guided_alignment_head", 1, MAX_WIDTH)
-        _require(self.guided_alignment_cost in ALIGNMENT_COSTS, "guided_alignment_cost",
-                 f"must be one of {', '.join(ALIGNMENT_COSTS)}")
-        _require(not self.guided_alignment or not self.sample_alpha, "guided_alignment",
-                 "needs train.sample_alpha: 0 (re-segmented pairs lose their alignment)")
+        self._validate_guided_alignment()
         _within(self, "threads", 0, MAX_THREADS)
         _within(self, "pad_multiple", 0, MAX_PAD_MULTIPLE)
         _within(self, "batch_shapes", 0, MAX_BATCH_SHAPES)
@@ -323,6 +316,16 @@ class TrainConfig:
         _require(self.early_stop_metric in ("bleu", "loss"), "early_stop_metric",
                  "must be bleu or loss")
         _require(self.patience >= 0, "patience", "must be >= 0")
+
+    def _validate_guided_alignment(self) -> None:
+        _require(0.0 <= self.guided_alignment <= MAX_WEIGHT, "guided_alignment",
+                 f"must be in [0, {MAX_WEIGHT:g}]")
+        _within(self, "guided_alignment_layer", 0, MAX_LAYERS)
+        _within(self, "guided_alignment_head", 1, MAX_WIDTH)
+        _require(self.guided_alignment_cost in ALIGNMENT_COSTS, "guided_alignment_cost",
+                 f"must be one of {', '.join(ALIGNMENT_COSTS)}")
+        _require(not self.guided_alignment or not self.sample_alpha, "guided_alignment",
+                 "needs train.sample_alpha: 0 (re-segmented pairs lose their alignment)")
 
 
 ALIGNMENT_COSTS = ("ce", "mse")  # train.guided_alignment_cost's names (training/objective.py)

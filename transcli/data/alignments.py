@@ -5,9 +5,9 @@ head toward.
 Words are read off the encoded pieces, so they are exactly the pieces' groups: a word
 starts at a piece that begins with "▁" (sentencepiece's space), and a run of punctuation
 is a word of its own ("¿", "sesión", "."), so "sesión." and "sesión" are one word type.
-A word's type is its lower-cased text. The words are aligned in both directions
-and symmetrised (`aligner.py`, `symmetrise.py`), and each piece takes the links of the
-word it is part of: a link between a word of 2 pieces and a word of 3 is 6 piece links.
+A word's type is its lower-cased text. The words are aligned in both directions and
+symmetrised (`aligner.py`; `symmetrise.py`: their intersection), and each piece takes the
+links of the word it is part of: a link between a word of 2 pieces and a word of 3 is 6 piece links.
 The links are stored beside the encoded split (`encoded.AlignmentWriter`), a pair's links
 sorted by target piece then source piece.
 """
@@ -22,13 +22,14 @@ import numpy as np
 
 from transcli.data.aligner import ITERATIONS, Side, WordAlignments, align
 from transcli.data.encoded import AlignmentWriter, EncodedSplit
-from transcli.data.symmetrise import grow_diag_final_and
+from transcli.data.symmetrise import symmetrise
 from transcli.data.tokenizer import Tokenizer
 
 SPACE = "\u2581"  # sentencepiece's word-initial space
 WRITE_PAIRS = 20_000  # pairs symmetrised and written at a time
+SYMMETRISATION = "intersection"  # of `symmetrise.METHODS`: why, in symmetrise.py
 METHOD = ("words from the pieces; fast_align's IBM Model 2 (diagonal, variational Bayes) "
-          "both directions, 5 EM iterations; grow-diag-final-and; each piece takes its "
+          f"both directions, 5 EM iterations; {SYMMETRISATION}; each piece takes its "
           "word's links")
 
 
@@ -127,8 +128,8 @@ def symmetrised(found: WordAlignments, src: Side, tgt: Side, first: int, last: i
     s_starts = (src.starts[first:last + 1] - src.starts[first]).tolist()
     pairs, i, j = [], [], []
     for k in range(last - first):
-        links = grow_diag_final_and(forward[t_starts[k]:t_starts[k + 1]],
-                                    reverse[s_starts[k]:s_starts[k + 1]])
+        links = symmetrise(forward[t_starts[k]:t_starts[k + 1]],
+                           reverse[s_starts[k]:s_starts[k + 1]], SYMMETRISATION)
         pairs += [first + k] * len(links)
         i += (a for a, _ in links)
         j += (b for _, b in links)

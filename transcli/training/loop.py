@@ -38,6 +38,7 @@ from transcli.training.memory import check_training_memory
 from transcli.training.objective import LossSums, training_loss
 from transcli.training.optimization import Optimization
 from transcli.training.parts import (
+    Net,
     device_settings,
     run_lock,
     speed_notes,
@@ -47,7 +48,7 @@ from transcli.training.parts import (
 )
 from transcli.training.records import RunRecords, record_run
 from transcli.training.resume import StartOptions, start_session
-from transcli.training.state import SUMS, AlignSums, DeviceSums
+from transcli.training.state import SUMS, AlignSums, DeviceSums, Progress
 from transcli.training.validation import validation_set
 
 RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not per log line)
@@ -103,6 +104,14 @@ def share_step_info(batches: list[Batch], dist: Dist, seconds: float,
                            seconds], dtype=torch.float64)
     tokens, padded, real, stop, seconds = dist.sum_on_cpu(values).tolist()
     return StepInfo(tokens, padded, real, stop > 0, seconds / dist.world)
+
+
+def line_notes(p: Progress, device: torch.device, net: Net) -> dict[str, Any]:
+    """What a log line adds to the interval's losses: guided alignment's mean cost (its
+    interval closes with the line), and `parts.speed_notes`."""
+    notes = {**p.aligned.means(), **speed_notes(device, net)}
+    p.aligned = AlignSums()
+    return notes
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -230,8 +239,7 @@ class Trainer:
         log interval); stop if an update was not finite."""
         sums, aligned, self.grad_norm, bad_step = self.device_sums.read()
         LossSums.add(self.progress.interval, sums)
-        self.progress.aligned.cost += aligned.cost
-        self.progress.aligned.rows += aligned.rows
+        self.progress.aligned.add(aligned)
         if bad_step:
             raise UserError(f"step {bad_step}: the loss or the gradient norm was not finite "
                             f"(nan or inf): training diverged; that update was not applied "
@@ -245,7 +253,8 @@ class Trainer:
         shown: dict[str, str] = {}
         if p.step % tc.log_every == 0:
             self._read_device_sums()
-            record = self.records.log_line(p, self.lr, self.grad_norm, self._notes())
+            notes = line_notes(p, self.device, self.net)
+            record = self.records.log_line(p, self.lr, self.grad_norm, notes)
             shown = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}",
                      "tok_s": f"{record['tokens_per_s']:.0f}"}
         bar.update(p.step, **shown)
@@ -256,13 +265,6 @@ class Trainer:
         elapsed = time.perf_counter() - self.started
         if self.dist.main and tc.max_minutes and elapsed > tc.max_minutes * 60:
             self.stop_reason = f"time limit of {tc.max_minutes:g} min"
-
-    def _notes(self) -> dict[str, Any]:
-        """What a log line adds to the interval's losses: the guided alignment's mean cost
-        (its interval closes with the line), and `parts.speed_notes`."""
-        notes = {**self.progress.aligned.means(), **speed_notes(self.device, self.net)}
-        self.progress.aligned = AlignSums()
-        return notes
 
     def _validate(self) -> None:
         """Rank 0: `ValidationSet.validate`, logged; an early stop is decided here."""
@@ -289,7 +291,8 @@ class Trainer:
         if not self.dist.main:
             return
         if p.interval.tokens:
-            self.records.log_line(p, self.lr, self.grad_norm, self._notes(), partial=True)
+            notes = line_notes(p, self.device, self.net)
+            self.records.log_line(p, self.lr, self.grad_norm, notes, partial=True)
         if not self.opt.ema:
             self.records.average(self.tc.average_last)
         self.records.log.plot()

@@ -43,6 +43,10 @@ class AlignSums:
     cost: float = 0.0
     rows: float = 0.0
 
+    def add(self, other: AlignSums) -> None:
+        self.cost += other.cost
+        self.rows += other.rows
+
     def means(self) -> dict[str, float]:
         """What a log line says of it: the mean cost per aligned row (nothing without)."""
         return {"align_loss": self.cost / self.rows} if self.rows else {}
