@@ -46,8 +46,8 @@ def main(argv: Optional[list[str]] = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=("show", "gold", "time"))
     parser.add_argument("--data", type=Path, help="a prepared dir (with alignments for show)")
-    parser.add_argument("--pairs", type=int, default=20, help="show: pairs; time: the "
-                        "corpus' first N pairs (0: all)")
+    parser.add_argument("--pairs", type=int, help="show: pairs (default 20); time: the "
+                        "corpus' first N pairs (default: all)")
     parser.add_argument("--first", type=int, default=0, help="show: the first pair shown")
     parser.add_argument("--gold", type=Path, help="gold: hand-aligned pairs (JSON lines)")
     parser.add_argument("--eflomal", help="gold: a Python with eflomal installed")
@@ -60,7 +60,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     if args.data is None:
         parser.error(f"{args.mode} needs --data")
     if args.mode == "show":
-        return show(args.data, args.first, args.pairs)
+        return show(args.data, args.first, args.pairs or 20)
     if args.gold is None:
         parser.error("gold needs --gold")
     return gold(args.data, args.gold, args.eflomal)
@@ -237,7 +237,7 @@ def eflomal_alignments(python: str, src: Side, tgt: Side) -> WordAlignments:
 # ----------------------------------------------------------------------------- time
 
 
-def time_prepare(pairs: int, rounds: int, keep: Optional[Path]) -> None:
+def time_prepare(pairs: Optional[int], rounds: int, keep: Optional[Path]) -> None:
     """`transcli prepare` of the shared corpus without and with data.alignments, in turns;
     the last with them moved to `keep` if given."""
     config = ROOT / "configs" / "cpu-1h.yaml"
@@ -247,7 +247,7 @@ def time_prepare(pairs: int, rounds: int, keep: Optional[Path]) -> None:
         for lang in ("en", "es"):
             text = (CORPORA / f"train.{lang}").read_text(encoding="utf-8").splitlines()
             files.append(work / f"corpus.{lang}")
-            files[-1].write_text("\n".join(text[:pairs or None]) + "\n", encoding="utf-8")
+            files[-1].write_text("\n".join(text[:pairs]) + "\n", encoding="utf-8")
         for turn in range(rounds):
             for aligned in (False, True):
                 out = work / f"out-{turn}-{aligned}"
@@ -256,9 +256,11 @@ def time_prepare(pairs: int, rounds: int, keep: Optional[Path]) -> None:
                         "--out", str(out), *set_flags([f"data.alignments={aligned}"])]
                 load = os.getloadavg()[0]
                 started = time.perf_counter()
-                process = subprocess.Popen(args, env=child_env(), stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL)
-                _, status, usage = os.wait4(process.pid, 0)
+                with open(work / "prepare.log", "w", encoding="utf-8") as log:
+                    process = subprocess.Popen(args, env=child_env(), stdout=log, stderr=log)
+                    _, status, usage = os.wait4(process.pid, 0)
+                if status:
+                    sys.exit(f"prepare failed: {(work / 'prepare.log').read_text()[-500:]}")
                 seconds = time.perf_counter() - started
                 print(f"prepare {'with' if aligned else 'without'} alignments: {seconds:.1f} s, "
                       f"peak memory {usage.ru_maxrss / 1024:.0f} MB, CPU "

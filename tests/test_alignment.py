@@ -331,3 +331,20 @@ def test_a_batch_carries_each_row_s_links_normalised_and_variants_none(aligned: 
                                   plain.tgt_tokens, plain.rows), links, np.array([3, -1, 7]))
     assert not ((masked.align.rows.numpy() // width) == 1).any()
     assert set((masked.align.rows.numpy() // width).tolist()) == {0, 2}
+
+
+def test_prepare_s_vectorised_intersection_is_symmetrise_s() -> None:
+    from transcli.data.aligner import WordAlignments
+    from transcli.data.alignments import agreed
+
+    rng = np.random.default_rng(2)
+    src_len, tgt_len = rng.integers(1, 7, 50), rng.integers(1, 7, 50)
+    src = Side(np.zeros(src_len.sum(), np.int64), np.r_[0, np.cumsum(src_len)])
+    tgt = Side(np.zeros(tgt_len.sum(), np.int64), np.r_[0, np.cumsum(tgt_len)])
+    forward = np.concatenate([rng.integers(-1, m, n) for m, n in zip(src_len, tgt_len)])
+    reverse = np.concatenate([rng.integers(-1, n, m) for m, n in zip(src_len, tgt_len)])
+    pair, i, j = agreed(WordAlignments(forward, reverse), src, tgt, 10, 40)
+    expected = [(k, a, b) for k in range(10, 40) for a, b in symmetrise(
+        forward[tgt.starts[k]:tgt.starts[k + 1]].tolist(),
+        reverse[src.starts[k]:src.starts[k + 1]].tolist(), "intersection")]
+    assert sorted(zip(pair.tolist(), i.tolist(), j.tolist())) == sorted(expected)

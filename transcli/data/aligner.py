@@ -36,6 +36,8 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
+from transcli.system.heap import keep_freed_memory, release_freed_memory
+
 P_NULL = 0.08  # fast_align's prior of a word left unaligned
 TENSION = 4.0  # the diagonal's starting tension (fast_align's default), then fitted
 TENSION_RANGE = (0.1, 14.0)  # fast_align's bounds on it
@@ -130,7 +132,7 @@ class Links:
         for a, b in self.ranges():
             where = slice(self.pair_starts[a], self.pair_starts[b])
             yield Chunk(np.asarray(self.src_word[where]), np.asarray(self.tgt_word[where]),
-                        np.asarray(self.feature[where], np.float64),
+                        np.asarray(self.feature[where]),
                         np.asarray(self.pair_type[where]),
                         (int(self.src.starts[a]), int(self.src.starts[b])),
                         (int(self.tgt.starts[a]), int(self.tgt.starts[b])))
@@ -202,7 +204,7 @@ class Direction:
         np.add.at(self.counts, chunk.pair_type, posterior)
         self.null_counts += np.bincount(self.chooser_types[words], null / total,
                                         len(self.null))
-        self.feature_sum += float(posterior @ chunk.feature)
+        self.feature_sum += float((posterior * chunk.feature).sum(dtype=np.float64))
 
     def maximise(self) -> None:
         """M-step (variational Bayes), then the tension fitted to the expected feature."""
@@ -301,12 +303,17 @@ def align(src: Side, tgt: Side, scratch: Path, iterations: int = ITERATIONS,
     """Train both directions by EM on the corpus and return their Viterbi alignments.
     `parallel`: each direction in a process of its own (forked: they read the same
     memory-mapped links), where the platform forks."""
-    links = Links(src, tgt, scratch)
-    jobs = [functools.partial(_train, links, forward, iterations) for forward in (True, False)]
-    if parallel and "fork" in multiprocessing.get_all_start_methods():
-        forward, reverse = _in_processes(jobs)
-    else:
-        forward, reverse = (job() for job in jobs)
+    keep_freed_memory()  # a chunk's arrays reuse the last one's memory, not fresh pages
+    try:
+        links = Links(src, tgt, scratch)
+        jobs = [functools.partial(_train, links, forward, iterations)
+                for forward in (True, False)]
+        if parallel and "fork" in multiprocessing.get_all_start_methods():
+            forward, reverse = _in_processes(jobs)
+        else:
+            forward, reverse = (job() for job in jobs)
+    finally:
+        release_freed_memory()
     # positions within the pair, from indices into the other side's words
     return WordAlignments(_within(forward, tgt, src), _within(reverse, src, tgt))
 

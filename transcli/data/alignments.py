@@ -22,15 +22,13 @@ import numpy as np
 
 from transcli.data.aligner import ITERATIONS, Side, WordAlignments, align
 from transcli.data.encoded import AlignmentWriter, EncodedSplit
-from transcli.data.symmetrise import symmetrise
 from transcli.data.tokenizer import Tokenizer
 
 SPACE = "\u2581"  # sentencepiece's word-initial space
 WRITE_PAIRS = 20_000  # pairs symmetrised and written at a time
-SYMMETRISATION = "intersection"  # of `symmetrise.METHODS`: why, in symmetrise.py
 METHOD = ("words from the pieces; fast_align's IBM Model 2 (diagonal, variational Bayes) "
-          f"both directions, 5 EM iterations; {SYMMETRISATION}; each piece takes its "
-          "word's links")
+          "both directions, 5 EM iterations; their intersection (why: symmetrise.py); each "
+          "piece takes its word's links")
 
 
 class PieceTable(NamedTuple):
@@ -110,7 +108,7 @@ def align_split(split: EncodedSplit, tokenizer: Tokenizer, scratch: Path,
     aligned = word_links = piece_links = 0
     for first in range(0, len(split), WRITE_PAIRS):
         last = min(first + WRITE_PAIRS, len(split))
-        pairs, i, j = symmetrised(found, src.side, tgt.side, first, last)
+        pairs, i, j = agreed(found, src.side, tgt.side, first, last)
         s, t, counts = to_pieces(pairs - first, i, j, src, tgt, split, first, last)
         writer.add(s, t, counts)
         aligned += int((counts > 0).sum())
@@ -119,21 +117,17 @@ def align_split(split: EncodedSplit, tokenizer: Tokenizer, scratch: Path,
     return AlignmentStats(len(split), aligned, word_links, piece_links)
 
 
-def symmetrised(found: WordAlignments, src: Side, tgt: Side, first: int, last: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs [first, last)'s symmetrised word links: (pair, source word, target word)."""
-    forward = found.forward[tgt.starts[first]:tgt.starts[last]].tolist()
-    reverse = found.reverse[src.starts[first]:src.starts[last]].tolist()
-    t_starts = (tgt.starts[first:last + 1] - tgt.starts[first]).tolist()
-    s_starts = (src.starts[first:last + 1] - src.starts[first]).tolist()
-    pairs, i, j = [], [], []
-    for k in range(last - first):
-        links = symmetrise(forward[t_starts[k]:t_starts[k + 1]],
-                           reverse[s_starts[k]:s_starts[k + 1]], SYMMETRISATION)
-        pairs += [first + k] * len(links)
-        i += (a for a, _ in links)
-        j += (b for _, b in links)
-    return (np.array(pairs, np.int64), np.array(i, np.int64), np.array(j, np.int64))
+def agreed(found: WordAlignments, src: Side, tgt: Side, first: int, last: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs [first, last)'s links both directions make (`symmetrise`'s intersection,
+    vectorised): (pair, source word, target word), by pair then target word."""
+    words = np.arange(tgt.starts[first], tgt.starts[last])
+    pair = np.repeat(np.arange(first, last), tgt.lengths[first:last])
+    source = found.forward[words]
+    linked = source >= 0
+    pair, source, target = pair[linked], source[linked], (words - tgt.starts[pair])[linked]
+    both = found.reverse[src.starts[pair] + source] == target
+    return pair[both], source[both], target[both]
 
 
 def to_pieces(pair: np.ndarray, i: np.ndarray, j: np.ndarray, src: Words, tgt: Words,

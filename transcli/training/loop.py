@@ -29,7 +29,8 @@ from transcli.rundir.layout import BEST_FILE, CHECKPOINT_DIR
 from transcli.rundir.metrics import MetricsLog
 from transcli.rundir.run import RunDir
 from transcli.system.errors import UserError, WriteFailed
-from transcli.system.runtime import autocast, keep_freed_memory, release_freed_memory, set_threads
+from transcli.system.heap import keep_freed_memory, release_freed_memory
+from transcli.system.runtime import autocast, set_threads
 from transcli.system.signals import StopSignals
 from transcli.system.streams import tolerant_stderr
 from transcli.training import report
