@@ -132,7 +132,7 @@ class Links:
         for a, b in self.ranges():
             where = slice(self.pair_starts[a], self.pair_starts[b])
             yield Chunk(np.asarray(self.src_word[where]), np.asarray(self.tgt_word[where]),
-                        np.asarray(self.feature[where]),
+                        np.asarray(self.feature[where], np.float64),
                         np.asarray(self.pair_type[where]),
                         (int(self.src.starts[a]), int(self.src.starts[b])),
                         (int(self.tgt.starts[a]), int(self.tgt.starts[b])))
