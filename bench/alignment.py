@@ -41,7 +41,7 @@ from transcli.data.symmetrise import METHODS, symmetrise
 Link = tuple[int, int]
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.alignment", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=("show", "gold", "time"))
@@ -55,15 +55,21 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--keep", type=Path, help="time: keep the prepared dir with "
                         "alignments here (for show)")
     args = parser.parse_args(argv)
-    if args.mode == "time":
-        return time_prepare(args.pairs, args.rounds, args.keep)
-    if args.data is None:
+    if args.mode in ("show", "gold") and args.data is None:
         parser.error(f"{args.mode} needs --data")
-    if args.mode == "show":
-        return show(args.data, args.first, args.pairs or 20)
-    if args.gold is None:
+    if args.mode == "gold" and args.gold is None:
         parser.error("gold needs --gold")
-    return gold(args.data, args.gold, args.eflomal)
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    args = parse_args(argv)
+    if args.mode == "time":
+        time_prepare(args.pairs, args.rounds, args.keep)
+    elif args.mode == "show":
+        show(args.data, args.first, args.pairs or 20)
+    else:
+        gold(args.data, args.gold, args.eflomal)
 
 
 # ----------------------------------------------------------------------------- show
