@@ -331,6 +331,14 @@ class TrainConfig:
 ALIGNMENT_COSTS = ("ce", "mse")  # train.guided_alignment_cost's names (training/objective.py)
 
 
+def guided_head(train: TrainConfig, model: ModelConfig) -> Optional[tuple[int, int]]:
+    """The cross-attention head `train.guided_alignment` trains, as (decoder layer, head),
+    0-based, or None when it is off: where a run trained with it keeps its alignment."""
+    if not train.guided_alignment:
+        return None
+    return (train.guided_alignment_layer or model.dec_layers) - 1, train.guided_alignment_head - 1
+
+
 # decode.strategy's names, each the function of that name in transcli.inference.search.
 STRATEGIES = {
     "beam": "beam search: decode.beam_size hypotheses kept per step, n_best returned",

@@ -20,7 +20,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 from torch import Tensor
 
-from transcli.config.schema import ModelConfig, TrainConfig
+from transcli.config.schema import ModelConfig, TrainConfig, guided_head
 from transcli.data.batching import AlignTargets
 
 # Target positions whose [rows, vocab] logits exist at once in `output_loss`: on the CPU
@@ -240,11 +240,10 @@ class Guide(NamedTuple):
 
 
 def guide_of(tc: TrainConfig, model: ModelConfig) -> Optional[Guide]:
-    """The head `train.guided_alignment` trains, or None when it is off."""
-    if not tc.guided_alignment:
-        return None
-    return Guide((tc.guided_alignment_layer or model.dec_layers) - 1,
-                 tc.guided_alignment_head - 1, tc.guided_alignment_cost)
+    """The head `train.guided_alignment` trains (`schema.guided_head`), or None when it
+    is off."""
+    head = guided_head(tc, model)
+    return None if head is None else Guide(*head, tc.guided_alignment_cost)
 
 
 def alignment_cost(weights: Tensor, align: AlignTargets, cost: str) -> Tensor:
