@@ -66,7 +66,7 @@ class DeviceSums:
     def add(self, sums: torch.Tensor, grad_norm: torch.Tensor, bad: torch.Tensor,
             step: int) -> None:
         v = self.values
-        v[:SUMS] += sums.double()
+        v[:len(sums)] += sums.double()  # without guided alignment: the first 4
         v[SUMS] = grad_norm.double()
         v[SUMS + 1] = torch.where((v[SUMS + 1] == 0) & bad, float(step), v[SUMS + 1])
 
