@@ -48,12 +48,15 @@ def test_the_device_sums_add_on_the_device_and_names_the_first_bad_update() -> N
     tally = DeviceSums(torch.device("cpu"))
     tally.add(torch.tensor([2.0, 1.0, 4.0, 3.0]), torch.tensor(0.5), torch.tensor(False), 1)
     tally.add(torch.tensor([6.0, 3.0, 4.0, 1.0]), torch.tensor(0.7), torch.tensor(True), 2)
-    tally.add(torch.tensor([1.0, 1.0, 2.0, 2.0]), torch.tensor(0.9), torch.tensor(True), 3)
-    sums, norm, bad = tally.read()
+    tally.add(torch.tensor([1.0, 1.0, 2.0, 2.0, 0.5, 2.0]), torch.tensor(0.9),
+              torch.tensor(True), 3)  # with guided alignment: its cost and rows too
+    sums, aligned, norm, bad = tally.read()
     assert (sums.loss, sums.nll, sums.tokens, sums.correct) == (9.0, 5.0, 10.0, 6.0)
+    assert (aligned.cost, aligned.rows) == (0.5, 2.0) and aligned.means() == {"align_loss": 0.25}
     assert norm == pytest.approx(0.9) and bad == 2
-    sums, norm, bad = tally.read()  # read again: the sums start over, the norm stays
-    assert (sums.tokens, bad) == (0.0, 0) and norm == pytest.approx(0.9)
+    sums, aligned, norm, bad = tally.read()  # read again: the sums start over, the norm stays
+    assert (sums.tokens, aligned.rows, bad) == (0.0, 0.0, 0) and norm == pytest.approx(0.9)
+    assert aligned.means() == {}
 
 
 def test_weight_decay_is_adamw_s_by_hand() -> None:

@@ -141,6 +141,9 @@ class DataConfig:
     input_sentence_size: int = 1_000_000
     skip_invalid: bool = False  # skip (and count) malformed lines instead of failing
     seed: int = 1  # seeds the split, shuffling and sentencepiece's sample
+    # Also align the train split's words (IBM Model 2, both directions, symmetrised) and
+    # store the links, mapped to pieces, beside it: what train.guided_alignment needs.
+    alignments: bool = False
     out: str = "prepared"  # directory prepare writes
 
     def validate(self) -> None:
@@ -230,6 +233,16 @@ class TrainConfig:
     # source ("the [ coche ] is red"), so that the model learns to copy a glossary's
     # terms given that way. 0: off. The pairs and terms are drawn per epoch.
     term_annotation: float = 0.0
+    # Guided alignment (Garg et al. 2019; Marian's --guided-alignment, which Bergamot's
+    # models are trained with): this weight x a cost that trains one cross-attention head
+    # toward the prepared dir's word alignments (prepare with data.alignments: true), so
+    # that the head says where each word went. 0: off; Marian's default is 0.1.
+    guided_alignment: float = 0.0
+    guided_alignment_layer: int = 0  # that head's decoder layer (1 = the first; 0: the last)
+    guided_alignment_head: int = 1  # that head, in its layer (1 = the first)
+    # ce: cross-entropy of the head's attention against the alignment (Marian's current
+    # cost); mse: half the squared error (Marian's first one)
+    guided_alignment_cost: str = "ce"
     log_every: int = 100  # updates per line of metrics.jsonl
     valid_every: int = 1000  # updates between validations
     save_every: int = 1000  # updates between checkpoints
@@ -281,6 +294,7 @@ class TrainConfig:
                  "needs train.sample_alpha: 0 (subword sampling re-encodes pairs as written)")
         _require(not self.term_annotation or not self.case_augment, "term_annotation",
                  "needs train.case_augment: 0 (a pair is shown cased or annotated, not both)")
+        self._validate_guided_alignment()
         _within(self, "threads", 0, MAX_THREADS)
         _within(self, "pad_multiple", 0, MAX_PAD_MULTIPLE)
         _within(self, "batch_shapes", 0, MAX_BATCH_SHAPES)
@@ -302,6 +316,27 @@ class TrainConfig:
         _require(self.early_stop_metric in ("bleu", "loss"), "early_stop_metric",
                  "must be bleu or loss")
         _require(self.patience >= 0, "patience", "must be >= 0")
+
+    def _validate_guided_alignment(self) -> None:
+        _require(0.0 <= self.guided_alignment <= MAX_WEIGHT, "guided_alignment",
+                 f"must be in [0, {MAX_WEIGHT:g}]")
+        _within(self, "guided_alignment_layer", 0, MAX_LAYERS)
+        _within(self, "guided_alignment_head", 1, MAX_WIDTH)
+        _require(self.guided_alignment_cost in ALIGNMENT_COSTS, "guided_alignment_cost",
+                 f"must be one of {', '.join(ALIGNMENT_COSTS)}")
+        _require(not self.guided_alignment or not self.sample_alpha, "guided_alignment",
+                 "needs train.sample_alpha: 0 (re-segmented pairs lose their alignment)")
+
+
+ALIGNMENT_COSTS = ("ce", "mse")  # train.guided_alignment_cost's names (training/objective.py)
+
+
+def guided_head(train: TrainConfig, model: ModelConfig) -> Optional[tuple[int, int]]:
+    """The cross-attention head `train.guided_alignment` trains, as (decoder layer, head),
+    0-based, or None when it is off: where a run trained with it keeps its alignment."""
+    if not train.guided_alignment:
+        return None
+    return (train.guided_alignment_layer or model.dec_layers) - 1, train.guided_alignment_head - 1
 
 
 # decode.strategy's names, each the function of that name in transcli.inference.search.
@@ -415,11 +450,22 @@ class Config:
         line when an `overridden` key sits in the same section as the failing one."""
         try:
             _validate_tree(self, "")
+            self._validate_guided_head()
         except _Invalid as exc:
             section = exc.key.rsplit(".", 1)[0]
             by_flags = any(key.rsplit(".", 1)[0] == section for key in overridden)
             where = f"{origin} + command-line overrides" if by_flags else origin
             raise UserError(f"{where}: '{exc.key}' {exc}") from None
+
+    def _validate_guided_head(self) -> None:
+        """train.guided_alignment's head must be one the model has."""
+        tc, model = self.train, self.model
+        _require(tc.guided_alignment_layer <= model.dec_layers, "train.guided_alignment_layer",
+                 f"is {tc.guided_alignment_layer} but the model has {model.dec_layers} "
+                 f"decoder layers (model.dec_layers)")
+        _require(tc.guided_alignment_head <= model.heads, "train.guided_alignment_head",
+                 f"is {tc.guided_alignment_head} but a layer has {model.heads} heads "
+                 f"(model.heads)")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

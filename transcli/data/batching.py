@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Optional, Protocol
 import numpy as np
 import torch
 
-from transcli.data.encoded import EncodedSplit
+from transcli.data.encoded import EncodedAlignments, EncodedSplit
 from transcli.data.shapes import FILLER, BatchShapes
 from transcli.data.weights import epoch_copies, pair_copies
 from transcli.model.vocab import BOS_ID, EOS_ID, PAD_ID
@@ -279,11 +279,34 @@ class BatchStream:
 
 
 @dataclass
+class AlignTargets:
+    """What guided alignment trains a batch's attention head toward: the alignment's
+    links as flat indices into the head's weights [B, T, S] (row b, target position t,
+    source position s), each with its value, 1 / the links of its (b, t) row (each
+    aligned row sums to 1, as attention does); and the aligned rows, flat indices into
+    [B, T], ascending. Rows without a link (a target piece no word links, a pair shown
+    as a variant) are in none: they get no alignment cost."""
+
+    index: torch.Tensor  # [links] int64
+    value: torch.Tensor  # [links] float32
+    rows: torch.Tensor  # [aligned rows] int64
+
+    def to(self, device: torch.device) -> AlignTargets:
+        move = dict(device=device, non_blocking=True)
+        return AlignTargets(self.index.to(**move), self.value.to(**move), self.rows.to(**move))
+
+    def pin_memory(self) -> AlignTargets:
+        return AlignTargets(self.index.pin_memory(), self.value.pin_memory(),
+                            self.rows.pin_memory())
+
+
+@dataclass
 class Batch:
     """Model-ready tensors. src = ids + EOS; teacher forcing: tgt_in = BOS + ids,
     tgt_out = ids + EOS (tgt_in shifted left by one). All padded with PAD_ID. `rows`:
     the flat indices of tgt_out's real positions, found on the host, so that the output
-    layer and the loss skip padding without asking the device which rows are real."""
+    layer and the loss skip padding without asking the device which rows are real.
+    `align`: the alignment targets, with `train.guided_alignment`."""
 
     src: torch.Tensor  # [B, S]
     tgt_in: torch.Tensor  # [B, T]
@@ -291,6 +314,7 @@ class Batch:
     src_tokens: int  # real (non-pad) positions
     tgt_tokens: int
     rows: torch.Tensor  # [tgt_tokens] int64
+    align: Optional[AlignTargets] = None
 
     @property
     def padded_positions(self) -> int:
@@ -303,12 +327,38 @@ class Batch:
     def to(self, device: torch.device) -> Batch:
         move = dict(device=device, non_blocking=True)
         return Batch(self.src.to(**move), self.tgt_in.to(**move), self.tgt_out.to(**move),
-                     self.src_tokens, self.tgt_tokens, self.rows.to(**move))
+                     self.src_tokens, self.tgt_tokens, self.rows.to(**move),
+                     None if self.align is None else self.align.to(device))
 
     def pin_memory(self) -> Batch:
         return Batch(self.src.pin_memory(), self.tgt_in.pin_memory(),
                      self.tgt_out.pin_memory(), self.src_tokens, self.tgt_tokens,
-                     self.rows.pin_memory())
+                     self.rows.pin_memory(),
+                     None if self.align is None else self.align.pin_memory())
+
+
+def with_alignment(batch: Batch, alignments: Optional[EncodedAlignments],
+                   pairs: np.ndarray) -> Batch:
+    """`batch` with the alignment targets of its rows (`AlignTargets`): row r holds pair
+    `pairs[r]` of the split the alignments belong to, or none (-1: a variant of a pair,
+    whose pieces are not the stored ones; rows past `pairs`: fillers). Unchanged
+    without `alignments`."""
+    if alignments is None:
+        return batch
+    width, length = batch.tgt_out.shape[1], batch.src.shape[1]
+    held = np.flatnonzero(pairs >= 0)
+    starts = alignments.offsets[pairs[held]]
+    counts = alignments.offsets[pairs[held] + 1] - starts
+    where = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    links = np.asarray(alignments.links[where], np.int64).reshape(-1, 2)
+    flat_row = np.repeat(held, counts) * width + links[:, 1]  # ascending: links are sorted
+    first = np.r_[True, flat_row[1:] != flat_row[:-1]] if len(flat_row) else flat_row > 0
+    per_row = np.diff(np.r_[np.flatnonzero(first), len(flat_row)])
+    value = 1.0 / np.repeat(per_row, per_row)
+    batch.align = AlignTargets(torch.from_numpy(flat_row * length + links[:, 0]),
+                               torch.from_numpy(value.astype(np.float32)),
+                               torch.from_numpy(flat_row[first]))
+    return batch
 
 
 def _padded_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, multiple: int,
@@ -336,19 +386,23 @@ def rows_from_lists(seqs: list[list[int]], multiple: int = 1) -> tuple[np.ndarra
 
 
 def collate(split: EncodedSplit, idx: np.ndarray, multiple: int = 1,
-            shapes: Optional[BatchShapes] = None) -> Batch:
+            shapes: Optional[BatchShapes] = None,
+            alignments: Optional[EncodedAlignments] = None) -> Batch:
     """Pairs `idx` of `split` as one padded batch; lengths padded to a `multiple`, or with
-    `shapes` to the batch's shape (its FILLER rows then hold no pair)."""
+    `shapes` to the batch's shape (its FILLER rows then hold no pair); with `alignments`
+    (the split's), their alignment targets (`with_alignment`)."""
     if shapes is None:
-        return assemble(_padded_rows(split.src_tokens, split.src_offsets, idx, multiple),
-                        _padded_rows(split.tgt_tokens, split.tgt_offsets, idx, multiple))
+        batch = assemble(_padded_rows(split.src_tokens, split.src_offsets, idx, multiple),
+                         _padded_rows(split.tgt_tokens, split.tgt_offsets, idx, multiple))
+        return with_alignment(batch, alignments, idx)
     pairs = idx[idx != FILLER]
     src_len = split.src_offsets[pairs + 1] - split.src_offsets[pairs]
     tgt_len = split.tgt_offsets[pairs + 1] - split.tgt_offsets[pairs]
     box = shapes.shape_of(len(idx), int(src_len.max()) + 1, int(tgt_len.max()) + 1)
-    return assemble(_padded_rows(split.src_tokens, split.src_offsets, pairs, multiple, box.src),
-                    _padded_rows(split.tgt_tokens, split.tgt_offsets, pairs, multiple, box.tgt),
-                    fillers=len(idx) - len(pairs))
+    batch = assemble(_padded_rows(split.src_tokens, split.src_offsets, pairs, multiple, box.src),
+                     _padded_rows(split.tgt_tokens, split.tgt_offsets, pairs, multiple, box.tgt),
+                     fillers=len(idx) - len(pairs))
+    return with_alignment(batch, alignments, pairs)
 
 
 def assemble(source: tuple[np.ndarray, np.ndarray], target: tuple[np.ndarray, np.ndarray],

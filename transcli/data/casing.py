@@ -20,10 +20,13 @@ its cased pairs again (the same text gives the same ids). The draw depends only 
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import regex
 
-from transcli.data.batching import Batch, assemble, rows_from_lists
+from transcli.data.batching import Batch, assemble, rows_from_lists, with_alignment
+from transcli.data.encoded import EncodedAlignments
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.resegment import train_text
 
@@ -68,9 +71,12 @@ class CaseAugment:
                     for side in (0, 1))
         return where, ids, src, tgt
 
-    def collate(self, ids: np.ndarray, multiple: int = 1) -> Batch:
+    def collate(self, ids: np.ndarray, multiple: int = 1,
+                alignments: Optional[EncodedAlignments] = None) -> Batch:
         """The batch of pair ids and cased-pair ids `ids`: the stored encoding of the
-        pairs as written, the cased ones encoded from their text."""
+        pairs as written, the cased ones encoded from their text; with `alignments`, the
+        alignment targets of the pairs as written (a cased pair's pieces are others:
+        it gets none, so no alignment cost)."""
         cased = np.flatnonzero(ids >= self.size)
         sides = []
         for side, stored in enumerate((self.split.src, self.split.tgt)):
@@ -78,7 +84,7 @@ class CaseAugment:
             for row, encoded in zip(cased.tolist(), self._encode(side, ids[cased])):
                 rows[row] = encoded
             sides.append(rows_from_lists(rows, multiple))
-        return assemble(*sides)
+        return with_alignment(assemble(*sides), alignments, np.where(ids < self.size, ids, -1))
 
     def _encode(self, side: int, ids: np.ndarray) -> list[list[int]]:
         """Side `side` of the cased pairs `ids`, cased and encoded."""

@@ -21,6 +21,14 @@ and the read/kept/dropped counts per reason. Plain-text copies of the cleaned
 sides of every split sit beside them as `{split}.{src_lang}` and `{split}.{tgt_lang}`,
 one sentence per line, line i = pair i (references for BLEU; the train text for
 subword sampling).
+
+With `data.alignments`, the train split's word alignments, mapped to pieces
+(`data/alignments.py`), sit beside it in two more files:
+
+    train.align.npy      shape (links, 2): a link's source piece and target piece,
+                         positions in their sentence (uint16, or uint32 for longer ones)
+    train.align.idx.npy  int64, pairs + 1: pair i's links are align[idx[i]:idx[i+1]],
+                         sorted by target piece, then source piece
 """
 
 from __future__ import annotations
@@ -44,6 +52,9 @@ _KINDS = ("src", "tgt", "idx")
 # What readers of a manifest use, with its type.
 MANIFEST_KEYS = {"vocab_size": int, "src_lang": str, "tgt_lang": str, "splits": dict,
                  "data_hash": str}
+
+
+ALIGNMENT_FILES = ("train.align.npy", "train.align.idx.npy")
 
 
 def split_files(split: str) -> list[str]:
@@ -173,6 +184,69 @@ class EncodedWriter:
         for kind, name in zip(_KINDS, split_files(self.split)):
             self._raw[kind].close()
             (self.dir / f"{name}.raw").unlink(missing_ok=True)
+
+
+class AlignmentWriter:
+    """Appends the piece links of the train split's pairs, in pair order, to raw temp
+    files; `close()` makes `ALIGNMENT_FILES`. `longest`: the most pieces a sentence has
+    (what the positions' type must hold)."""
+
+    def __init__(self, directory: str | Path, longest: int):
+        self.dir = Path(directory)
+        self.dtype = np.dtype(np.uint16) if longest <= 1 << 16 else np.dtype(np.uint32)
+        self.links = self.pairs = 0
+        self._raw = [open(self.dir / f"{name}.raw", "wb") for name in ALIGNMENT_FILES]
+        self._raw[1].write(np.zeros(1, "<i8").tobytes())
+
+    def add(self, src: np.ndarray, tgt: np.ndarray, counts: np.ndarray) -> None:
+        """Links (source piece, target piece) of consecutive pairs, `counts` of each."""
+        pair_links = np.stack([src, tgt], axis=1).astype(self.dtype.newbyteorder("<"))
+        self._raw[0].write(pair_links.tobytes())
+        self._raw[1].write((self.links + np.cumsum(counts)).astype("<i8").tobytes())
+        self.links += len(src)
+        self.pairs += len(counts)
+
+    def close(self) -> None:
+        shapes = [(self.links, 2), (self.pairs + 1,)]
+        for handle, name, dtype, shape in zip(self._raw, ALIGNMENT_FILES,
+                                              (self.dtype, np.dtype(np.int64)), shapes):
+            handle.close()
+            raw = self.dir / f"{name}.raw"
+            _raw_to_npy(raw, self.dir / name, dtype, shape)
+            raw.unlink()
+
+    def abort(self) -> None:
+        for handle, name in zip(self._raw, ALIGNMENT_FILES):
+            handle.close()
+            (self.dir / f"{name}.raw").unlink(missing_ok=True)
+
+
+class EncodedAlignments:
+    """The train split's piece links, memory-mapped (`ALIGNMENT_FILES`), checked against
+    the split: one entry per pair, every position within its sentence."""
+
+    def __init__(self, prepared_dir: str | Path, split: EncodedSplit):
+        directory = Path(prepared_dir)
+        links_path, index_path = (directory / name for name in ALIGNMENT_FILES)
+        self.links = _load(links_path, ndim=2)
+        self.offsets = np.ascontiguousarray(_load(index_path, ndim=1), np.int64)
+        ok = (len(self.offsets) == len(split) + 1 and self.offsets[0] == 0
+              and self.offsets[-1] == len(self.links)
+              and bool(np.all(np.diff(self.offsets) >= 0)))
+        if not ok:
+            raise UserError(f"{index_path}: corrupt alignment file (its offsets do not "
+                            f"match {links_path.name} and the train split); run "
+                            f"`transcli prepare` again")
+        pair = np.repeat(np.arange(len(split)), np.diff(self.offsets))
+        inside = ((self.links[:, 0] < split.src_lengths[pair])
+                  & (self.links[:, 1] < split.tgt_lengths[pair]))
+        if not inside.all():
+            raise UserError(f"{links_path}: corrupt alignment file (a link outside its "
+                            f"pair's pieces); run `transcli prepare` again")
+
+    def pair_links(self, i: int) -> np.ndarray:
+        """Pair i's links, [links, 2]: (source piece, target piece)."""
+        return np.asarray(self.links[self.offsets[i]:self.offsets[i + 1]], np.int64)
 
 
 def data_hash(directory: str | Path, names: Iterable[str]) -> str:

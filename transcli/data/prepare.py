@@ -6,7 +6,8 @@ Streaming passes, so memory does not follow the corpus' text:
   2. assign: decide every pair's fate from the hashes alone (numpy): duplicate,
      decontaminated, carved into valid/test, or train;
   3. distribute: split the scratch TSV into train text and the valid/test copies;
-  4. train sentencepiece on the train text, then encode each split in batches.
+  4. train sentencepiece on the train text, then encode each split in batches;
+  5. with `data.alignments`, align the train split's words (`data/alignments.py`).
 Bookkeeping is about 25 bytes per pair read (hashes, fate) - 25 MB per million pairs.
 Everything is written into a scratch dir beside --out and moved in at the end
 (`system.outputs.output_folder`), so a failed or interrupted run leaves --out as it was.
@@ -38,7 +39,16 @@ from transcli.data.cleaning import (
     Cleaner,
     normalise,
 )
-from transcli.data.encoded import MANIFEST_FILE, SPLITS, EncodedWriter, data_hash, split_files
+from transcli.data.encoded import (
+    ALIGNMENT_FILES,
+    MANIFEST_FILE,
+    SPLITS,
+    AlignmentWriter,
+    EncodedSplit,
+    EncodedWriter,
+    data_hash,
+    split_files,
+)
 from transcli.data.sources import Source, open_source, preload_source, source_label
 from transcli.data.tokenizer import (
     TOKENIZER_FILE,
@@ -122,7 +132,30 @@ def _build(cfg: Config, scratch: Path, stage: Path) -> dict[str, Any]:
                 max_sentence_length=max(4192, 4 * data.max_chars + 16))
     tokenizer = Tokenizer(stage / TOKENIZER_FILE)
     splits = {split: encode_split(tokenizer, *texts[split], stage, split) for split in SPLITS}
-    return _manifest(cfg, collected, splits, settings, tokenizer.vocab_size, stage)
+    manifest = _manifest(cfg, collected, splits, settings, tokenizer.vocab_size, stage)
+    if data.alignments:
+        manifest["alignments"] = align_train(tokenizer, stage, scratch, splits["train"])
+    return manifest
+
+
+def align_train(tokenizer: Tokenizer, stage: Path, scratch: Path, counts: dict[str, int]
+                ) -> dict[str, Any]:
+    """Pass 5: the train split's word alignments, as piece links (`data/alignments.py`),
+    and what the manifest records of them."""
+    from transcli.data.alignments import METHOD, align_split
+
+    writer = AlignmentWriter(stage, max(counts["max_src_tokens"], counts["max_tgt_tokens"]))
+    try:
+        with _status(f"aligning the words of {counts['pairs']:,} training pairs (both "
+                     f"directions)"):
+            stats = align_split(EncodedSplit(stage, "train"), tokenizer, scratch, writer)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
+    return {"method": METHOD, "files": list(ALIGNMENT_FILES),
+            "pairs_aligned": stats.aligned_pairs, "word_links": stats.word_links,
+            "piece_links": stats.piece_links, "sha256": data_hash(stage, ALIGNMENT_FILES)}
 
 
 def reuse_tokenizer(source: Path, stage: Path) -> dict[str, Any]:
@@ -347,6 +380,8 @@ def output_names(data: DataConfig) -> list[str]:
         names += split_files(split)
     for split in SPLITS:
         names += [f"{split}.{data.src_lang}", f"{split}.{data.tgt_lang}"]
+    if data.alignments:
+        names += ALIGNMENT_FILES
     return names + [MANIFEST_FILE]
 
 

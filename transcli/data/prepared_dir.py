@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from transcli.data.encoded import EncodedSplit, load_manifest
+from transcli.data.encoded import EncodedAlignments, EncodedSplit, load_manifest
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
 from transcli.system.errors import UserError
 
@@ -25,6 +25,7 @@ class PreparedDir:
         self.manifest = manifest
         self.tokenizer = tokenizer
         self._splits: dict[str, EncodedSplit] = {}
+        self._alignments: EncodedAlignments | None = None
 
     @property
     def vocab_size(self) -> int:
@@ -45,6 +46,16 @@ class PreparedDir:
         if name not in self._splits:
             self._splits[name] = EncodedSplit(self.dir, name, self.vocab_size)
         return self._splits[name]
+
+    def alignments(self, needed_by: str) -> EncodedAlignments:
+        """The train split's word alignments as piece links (`data.alignments`), mapped
+        on first use; a dir prepared without them is refused, naming `needed_by`."""
+        if "alignments" not in self.manifest:
+            raise UserError(f"{self.dir}: holds no word alignments, which {needed_by} needs: "
+                            f"prepare it again with --set data.alignments=true")
+        if self._alignments is None:
+            self._alignments = EncodedAlignments(self.dir, self.split("train"))
+        return self._alignments
 
     def text_paths(self, split: str) -> tuple[Path, Path]:
         """The cleaned text of a split, source and target side (line i = pair i)."""

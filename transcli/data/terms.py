@@ -40,7 +40,8 @@ import numpy as np
 import regex
 
 from transcli.config.schema import Config
-from transcli.data.batching import Batch, assemble, rows_from_lists
+from transcli.data.batching import Batch, assemble, rows_from_lists, with_alignment
+from transcli.data.encoded import EncodedAlignments
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.resegment import LineFile, train_text
 
@@ -316,16 +317,20 @@ class TermAnnotation:
         src = np.fromiter(map(len, self._encode(ids)), np.int64, len(ids))
         return where, ids, src, self.split.tgt_lengths[pairs[where]].astype(np.int64)
 
-    def collate(self, ids: np.ndarray, multiple: int = 1) -> Batch:
+    def collate(self, ids: np.ndarray, multiple: int = 1,
+                alignments: Optional[EncodedAlignments] = None) -> Batch:
         """The batch of pair ids and annotated-pair ids `ids`: the stored encoding of the
-        pairs, the annotated sources encoded from their text."""
+        pairs, the annotated sources encoded from their text; with `alignments`, the
+        alignment targets of the pairs as stored (an annotated source's pieces are
+        others: it gets none, so no alignment cost)."""
         pairs = (ids % self.size).tolist()
         sources = [self.split.src(i).tolist() for i in pairs]
         annotated = np.flatnonzero(ids >= self.size)
         for row, encoded in zip(annotated.tolist(), self._encode(ids[annotated])):
             sources[row] = encoded
         targets = [self.split.tgt(i).tolist() for i in pairs]
-        return assemble(rows_from_lists(sources, multiple), rows_from_lists(targets, multiple))
+        batch = assemble(rows_from_lists(sources, multiple), rows_from_lists(targets, multiple))
+        return with_alignment(batch, alignments, np.where(ids < self.size, ids, -1))
 
     def annotated(self, ids: np.ndarray) -> list[str]:
         """The source texts of annotated-pair ids `ids`, annotated."""

@@ -41,10 +41,11 @@ def train_batches(cfg: Config, data: PreparedDir, rank: int) -> tuple[BatchPlan,
                         f"train.long_weight={tc.long_weight:g}) leave "
                         f"{plan.weights.sum():.3g} training pairs per epoch on average: raise "
                         f"them, at least one pair is needed")
+    aligned = data.alignments("train.guided_alignment") if tc.guided_alignment else None
     if variants is not None:  # the plan's batches hold cased or annotated pairs' ids
-        return plan, lambda idx, _: variants.collate(idx, multiple)
+        return plan, lambda idx, _: variants.collate(idx, multiple, aligned)
     if tc.sample_alpha:  # subword regularisation: the train text segmented anew
         return plan, Resegmenter(data, tc.sample_alpha, tc.sample_nbest, tc.seed, rank,
                                  cfg.model.max_positions, multiple)
-    return plan, lambda idx, _: collate(split, idx, multiple, plan.shapes)
+    return plan, lambda idx, _: collate(split, idx, multiple, plan.shapes, aligned)
 

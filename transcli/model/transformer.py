@@ -220,6 +220,17 @@ class CrossAttention(nn.Module):
         dropout = self.attn_dropout if self.training else 0.0
         return self.out(merge_heads(attention(q, kv[0], kv[1], mask, False, dropout)))
 
+    def attending(self, x: Tensor, kv: tuple[Tensor, Tensor], mask: Tensor, head: int
+                  ) -> tuple[Tensor, Tensor]:
+        """`forward`, and head `head`'s (0-based) attention weights [batch, tgt_len,
+        src_len], before dropout (what guided alignment trains): that one head's scores
+        computed again beside the fused kernel, which never writes them out."""
+        q = split_heads(self.q(x), self.heads)
+        one = slice(head, head + 1)
+        watched = attention_weights(q[:, one], kv[0][:, one], mask).squeeze(1)
+        dropout = self.attn_dropout if self.training else 0.0
+        return self.out(merge_heads(attention(q, kv[0], kv[1], mask, False, dropout))), watched
+
     def step(self, x: Tensor, cache: LayerCache, state: DecoderState) -> Tensor:
         """One new position per row, x [rows, d_model]; a sentence's rows attend together
         to its memory."""
@@ -294,6 +305,21 @@ class DecoderLayer(nn.Module):
         y = self.self_attn_block(y, lambda h: self.self_attn(h, causal=True))
         y = self.cross_attn_block(y, lambda h: self.cross_attn(h, memory_kv, src_mask))
         return self.ffn_block(y, self.ffn)
+
+    def attending(self, y: Tensor, memory_kv: tuple[Tensor, Tensor], src_mask: Tensor,
+                  head: int) -> tuple[Tensor, Tensor]:
+        """`forward`, and cross-attention head `head`'s weights
+        (`CrossAttention.attending`)."""
+        watched: list[Tensor] = []
+
+        def cross(h: Tensor) -> Tensor:
+            out, weights = self.cross_attn.attending(h, memory_kv, src_mask, head)
+            watched.append(weights)
+            return out
+
+        y = self.self_attn_block(y, lambda h: self.self_attn(h, causal=True))
+        y = self.cross_attn_block(y, cross)
+        return self.ffn_block(y, self.ffn), watched[0]
 
     def step(self, y: Tensor, cache: LayerCache, state: DecoderState) -> Tensor:
         """The newest position of each row, [rows, d_model], with cached keys/values."""
@@ -386,6 +412,23 @@ class Transformer(nn.Module):
         for layer in self.decoder:
             y = layer(y, layer.cross_attn.memory_kv(memory.states), memory.mask)
         return self.dec_norm(y)
+
+    def decode_watching(self, tgt_in: Tensor, memory: Memory, layer: int, head: int
+                        ) -> tuple[Tensor, Tensor]:
+        """`decode_hidden`, and the cross-attention weights of decoder layer `layer`'s
+        head `head` (both 0-based), [batch, tgt_len, src_len]: row t is the step that
+        predicts target token t (guided alignment trains them)."""
+        y = self.tgt_embed(tgt_in)
+        weights = None
+        for i, block in enumerate(self.decoder):
+            kv = block.cross_attn.memory_kv(memory.states)
+            if i == layer:
+                y, weights = block.attending(y, kv, memory.mask, head)
+            else:
+                y = block(y, kv, memory.mask)
+        if weights is None:
+            raise ValueError(f"no decoder layer {layer} in {len(self.decoder)}")
+        return self.dec_norm(y), weights
 
     def decode(self, tgt_in: Tensor, memory: Memory) -> Tensor:
         """Teacher-forced decoder: tgt_in [batch, tgt_len] -> log-probs [batch, tgt_len, V]."""

@@ -64,21 +64,23 @@ def compile_blocker(device: torch.device) -> Optional[str]:
 
 
 class CompiledStates:
-    """`objective.teacher_forced_states` of `model`, compiled; counts what it compiles."""
+    """`objective.teacher_forced_states` of `model` (and `guide`), compiled; counts what
+    it compiles."""
 
-    def __init__(self, model: torch.nn.Module, tc: TrainConfig, device: torch.device):
+    def __init__(self, model: torch.nn.Module, tc: TrainConfig, device: torch.device,
+                 guide: Optional[objective.Guide] = None):
         if device.type == "cpu" and BACKEND == "inductor" and objective.cpp_compiler() is None:
             raise UserError("train.compile: torch.compile needs a C++ compiler (g++) on the "
                             "CPU and none was found: install one, or set train.compile: false")
         limit_recompiles(GRAPH_LIMIT)
         self.graphs = tc.cuda_graphs and device.type == "cuda"
         graphs = {"mode": "reduce-overhead"} if self.graphs else {}
-        self.fn = torch.compile(teacher_forced_states(model), dynamic=True, backend=BACKEND,
-                                **graphs)
+        self.fn = torch.compile(teacher_forced_states(model, guide), dynamic=True,
+                                backend=BACKEND, **graphs)
         self.before, self.skips_before = compilations(), graph_skips()
         self.shapes: set[tuple[int, ...]] = set()
 
-    def __call__(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+    def __call__(self, src: Tensor, tgt_in: Tensor) -> Any:
         self.shapes.add((*src.shape, tgt_in.size(1)))
         if self.graphs:  # a new update: the previous replay's outputs may be overwritten
             torch.compiler.cudagraph_mark_step_begin()

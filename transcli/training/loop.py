@@ -16,7 +16,7 @@ import functools
 import math
 import time
 from dataclasses import replace
-from typing import Iterator, NamedTuple, Optional
+from typing import Any, Iterator, NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -32,24 +32,19 @@ from transcli.rundir.layout import BEST_FILE, CHECKPOINT_DIR, LOCK_FILE
 from transcli.rundir.run import RunDir
 from transcli.system.devices import pick_device
 from transcli.system.errors import UserError, WriteFailed
+from transcli.system.heap import keep_freed_memory, release_freed_memory
 from transcli.system.locks import DirLock
-from transcli.system.runtime import (
-    autocast,
-    keep_freed_memory,
-    release_freed_memory,
-    set_threads,
-    training_precision,
-)
+from transcli.system.runtime import autocast, set_threads, training_precision
 from transcli.system.signals import StopSignals
 from transcli.system.streams import tolerant_stderr
 from transcli.training import report
 from transcli.training.compiling import CompiledStates, compile_blocker
 from transcli.training.distributed import Dist, no_sync
 from transcli.training.memory import check_training_memory
-from transcli.training.objective import LossSums, TeacherForcing
+from transcli.training.objective import LossSums, TeacherForcing, guide_of, training_loss
 from transcli.training.optimization import Optimization
 from transcli.training.resume import StartOptions, start_session
-from transcli.training.state import DeviceSums, save_step
+from transcli.training.state import SUMS, AlignSums, DeviceSums, Progress, save_step
 from transcli.training.validation import validation_set
 
 RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not per log line)
@@ -171,6 +166,25 @@ def share_step_info(batches: list[Batch], dist: Dist, seconds: float,
     return StepInfo(tokens, padded, real, stop > 0, seconds / dist.world)
 
 
+def training_net(model: Transformer, tc: TrainConfig, dist: Dist, device: torch.device
+                 ) -> tuple[torch.nn.Module, Optional[CompiledStates]]:
+    """The teacher-forced loss fed each batch (with the head guided alignment trains, if
+    any), its model's part compiled when asked, wrapped for several processes."""
+    guide = guide_of(tc, model.cfg)
+    compiled = CompiledStates(model, tc, device, guide) if tc.compile else None
+    net = TeacherForcing(model, tc.label_smoothing, PAD_ID, compiled, guide)
+    return dist.wrap(net, device), compiled
+
+
+def line_notes(p: Progress, device: torch.device, compiled: Optional[CompiledStates]
+               ) -> dict[str, Any]:
+    """What a log line adds to the interval's losses: guided alignment's mean cost (its
+    interval closes with the line), and `report.speed_notes`."""
+    notes = {**p.aligned.means(), **report.speed_notes(device, compiled)}
+    p.aligned = AlignSums()
+    return notes
+
+
 # ----------------------------------------------------------------------------- the loop
 
 
@@ -197,9 +211,7 @@ class Trainer:
         start.load_init(self.model)  # before the optimizer: a weight average starts there
         self.opt = Optimization(self.model, self.tc, cfg.model.d_model, device)
         self.progress = start.restore(self.model, self.opt, self.plan)
-        self.compiled = CompiledStates(self.model, self.tc, device) if self.tc.compile else None
-        self.net = dist.wrap(TeacherForcing(self.model, self.tc.label_smoothing, PAD_ID,
-                                            self.compiled), device)  # fed each batch
+        self.net, self.compiled = training_net(self.model, self.tc, dist, device)
         self.valid = validation_set(cfg, data, device) if dist.main else None
         self.start = start
         # Everything that can be refused was checked: only now is the run dir written.
@@ -210,8 +222,8 @@ class Trainer:
         self.signals = StopSignals()  # the run's, once it runs
         self.lr, self.grad_norm = 0.0, math.nan  # of the latest update (norm: latest read)
         self.started = self.log.interval_start = time.perf_counter()  # and the first interval
-        self.session_start = (self.progress.step, self.progress.seconds)
-        self.saved = self.session_start  # the step and clock last saved
+        # The step and clock this session started at, and those last saved.
+        self.session_start = self.saved = (self.progress.step, self.progress.seconds)
 
     def run(self) -> None:
         p, tc = self.progress, self.tc
@@ -265,7 +277,7 @@ class Trainer:
         torch.manual_seed(update_seed(self.tc.seed, p.step, self.dist.rank))
         self.net.train()
         scale = self.dist.world / info.tgt_tokens  # DDP averages gradients over processes
-        sums = torch.zeros(4, device=self.device)
+        sums = torch.zeros(SUMS, device=self.device)
         for i, batch in enumerate(batches):
             if i and self.dist.world == 1 and self.signals.received:
                 self.opt.adam.zero_grad(set_to_none=True)
@@ -273,9 +285,10 @@ class Trainer:
             batch = batch.to(self.device)
             with no_sync(self.net, last=i == len(batches) - 1):
                 with self.autocast():
-                    stats = self.net(batch.src, batch.tgt_in, batch.tgt_out, batch.rows)
-                self.opt.backward(stats[0] * scale)
-            sums += stats.detach()
+                    stats = self.net(batch.src, batch.tgt_in, batch.tgt_out, batch.rows,
+                                     batch.align)
+                self.opt.backward(training_loss(stats, self.tc.guided_alignment) * scale)
+            sums[:len(stats)] += stats.detach()
         norm = self.opt.grad_norm()
         sums = self.dist.sum(sums)
         bad = ~torch.isfinite(sums[0])
@@ -293,8 +306,9 @@ class Trainer:
     def _read_device_sums(self) -> None:
         """Read the device's sums into the log interval (the one wait for the device in a
         log interval); stop if an update was not finite."""
-        sums, self.grad_norm, bad_step = self.device_sums.read()
+        sums, aligned, self.grad_norm, bad_step = self.device_sums.read()
         LossSums.add(self.progress.interval, sums)
+        self.progress.aligned.add(aligned)
         if bad_step:
             raise UserError(f"step {bad_step}: the loss or the gradient norm was not finite "
                             f"(nan or inf): training diverged; that update was not applied "
@@ -309,7 +323,7 @@ class Trainer:
         if p.step % tc.log_every == 0:
             self._read_device_sums()
             record = self.log.train_line(p, self.lr, self.grad_norm,
-                                         report.speed_notes(self.device, self.compiled))
+                                         line_notes(p, self.device, self.compiled))
             shown = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}",
                      "tok_s": f"{record['tokens_per_s']:.0f}"}
         bar.update(p.step, **shown)
@@ -352,7 +366,8 @@ class Trainer:
         if not self.dist.main:
             return
         if p.interval.tokens:
-            self.log.train_line(p, self.lr, self.grad_norm, partial=True)
+            self.log.train_line(p, self.lr, self.grad_norm,
+                                line_notes(p, self.device, self.compiled), partial=True)
         if not self.opt.ema:
             average_last(self.run_dir.path, self.tc.average_last)
         self.log.plot()

@@ -5,6 +5,9 @@ reference, plain autograd) and `output_loss`, which applies the output layer its
 chunk by chunk and computes its gradients in the same pass, so the [tokens, V]
 logits of a batch never exist whole and no log-softmax is stored for backward.
 Tests hold the two equal; training uses the second (`python -m bench.train_speed`).
+
+With `train.guided_alignment`, the loss also has a term that trains one cross-attention
+head toward the prepared dir's word alignments (`alignment_cost`, `Guide`).
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 from torch import Tensor
+
+from transcli.config.schema import ModelConfig, TrainConfig, guided_head
+from transcli.data.batching import AlignTargets
 
 # Target positions whose [rows, vocab] logits exist at once in `output_loss`: on the CPU
 # a chunk that stays in cache; on a GPU, logits of up to 512 MiB (float32), so that a
@@ -220,35 +226,100 @@ def cpp_compiler() -> Optional[str]:
         return None
 
 
-States = Callable[[Tensor, Tensor], Tensor]
+# ----------------------------------------------------------------------------- guided alignment
+
+EPSILON = 1e-6  # ce: log(attention + EPSILON), as Marian's
 
 
-def teacher_forced_states(model: torch.nn.Module) -> States:
-    """(src, tgt_in) -> the decoder's last states [batch, tgt_len, d_model]: the part of
-    an update that `train.compile` compiles (batch shapes are all it depends on)."""
+class Guide(NamedTuple):
+    """The cross-attention head guided alignment trains (0-based), and its cost."""
+
+    layer: int
+    head: int
+    cost: str  # a name of `config.schema.ALIGNMENT_COSTS`
+
+
+def guide_of(tc: TrainConfig, model: ModelConfig) -> Optional[Guide]:
+    """The head `train.guided_alignment` trains (`schema.guided_head`), or None when it
+    is off."""
+    head = guided_head(tc, model)
+    return None if head is None else Guide(*head, tc.guided_alignment_cost)
+
+
+def alignment_cost(weights: Tensor, align: AlignTargets, cost: str) -> Tensor:
+    """[cost sum, aligned rows] of a batch: the guided head's weights [B, T, S] against
+    its alignment targets (`AlignTargets`: each aligned row's links, its weights summing
+    to 1). ce: -sum over links of value x log(weight + EPSILON), a cross-entropy per
+    aligned row (Marian's cost); mse: half the squared difference, over every source
+    position of the aligned rows (Marian's first cost). Rows without links cost nothing."""
+    flat = weights.reshape(-1)
+    if cost == "ce":
+        total = -(align.value * torch.log(flat.index_select(0, align.index) + EPSILON)).sum()
+    else:
+        width = weights.size(-1)
+        rows = weights.reshape(-1, width).index_select(0, align.rows)
+        position = torch.searchsorted(align.rows, align.index // width)
+        target = torch.zeros_like(rows).reshape(-1).index_put_(
+            (position * width + align.index % width,), align.value.to(rows.dtype))
+        total = 0.5 * (rows.reshape(-1) - target).square().sum()
+    return torch.stack([total.float(), torch.tensor(float(align.rows.numel()),
+                                                    device=total.device)])
+
+
+def training_loss(sums: Tensor, guided_weight: float) -> Tensor:
+    """What an update minimises, from a batch's sums (`TeacherForcing`): the smoothed
+    loss, plus `guided_weight` x the alignment cost when the sums hold one."""
+    return sums[0] + guided_weight * sums[4] if len(sums) > 4 else sums[0]
+
+
+# ----------------------------------------------------------------------------- the module
+
+States = Callable[[Tensor, Tensor], Any]
+
+
+def teacher_forced_states(model: torch.nn.Module, guide: Optional[Guide] = None) -> States:
+    """(src, tgt_in) -> the decoder's last states [batch, tgt_len, d_model], and with a
+    `guide` its head's attention weights too (`Transformer.decode_watching`): the part
+    of an update that `train.compile` compiles (batch shapes are all it depends on)."""
+    if guide is not None:
+        return lambda src, tgt_in: model.decode_watching(tgt_in, model.encode(src),
+                                                         guide.layer, guide.head)
     return lambda src, tgt_in: model.decode_hidden(tgt_in, model.encode(src))
 
 
 class TeacherForcing(torch.nn.Module):
     """The model and its training loss as one module (what DDP wraps): encode `src`,
     decode `tgt_in` (BOS + target), score against `tgt_out` (target + EOS). `states`:
-    what computes the decoder's states, `teacher_forced_states` unless a compiled one."""
+    what computes the decoder's states, `teacher_forced_states` unless a compiled one.
+    `guide`: the head guided alignment trains (`train.guided_alignment`)."""
 
     def __init__(self, model: torch.nn.Module, label_smoothing: float, pad_id: int,
-                 states: Optional[States] = None):
+                 states: Optional[States] = None, guide: Optional[Guide] = None):
         super().__init__()
         self.model = model
         self.label_smoothing = label_smoothing
         self.pad_id = pad_id
-        self.states = states or teacher_forced_states(model)
+        self.guide = guide
+        self.states = states or teacher_forced_states(model, guide)
 
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor,
-                rows: Optional[Tensor] = None) -> Tensor:
-        """[loss, nll, tokens, correct] sums, as `output_loss`. `rows`: the flat indices
-        of tgt_out's real positions (`Batch.rows`): only they reach the output layer."""
-        hidden = self.states(src, tgt_in)
+                rows: Optional[Tensor] = None, align: Optional[AlignTargets] = None
+                ) -> Tensor:
+        """[loss, nll, tokens, correct] sums, as `output_loss`; with a guide, followed by
+        [alignment cost, aligned rows] (`alignment_cost` against `align`). `rows`: the
+        flat indices of tgt_out's real positions (`Batch.rows`): only they reach the
+        output layer."""
+        if self.guide is None:
+            hidden, weights = self.states(src, tgt_in), None
+        else:
+            hidden, weights = self.states(src, tgt_in)
         if rows is not None:
             hidden = hidden.reshape(-1, hidden.size(-1)).index_select(0, rows)
             tgt_out = tgt_out.reshape(-1).index_select(0, rows)
-        return output_loss(hidden, self.model.output_weight, tgt_out, self.label_smoothing,
+        sums = output_loss(hidden, self.model.output_weight, tgt_out, self.label_smoothing,
                            self.pad_id)
+        if weights is None:
+            return sums
+        if align is None:
+            raise ValueError("guided alignment needs the batch's alignment targets")
+        return torch.cat([sums, alignment_cost(weights, align, self.guide.cost)])

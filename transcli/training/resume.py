@@ -94,13 +94,14 @@ RULES: dict[Rule, list[str]] = {
         *_keys("data", "src_lang tgt_lang train valid test valid_size test_size max_tokens "
                        "max_chars max_ratio vocab_size tokenizer tokenizer_model "
                        "character_coverage byte_fallback input_sentence_size skip_invalid seed "
-                       "out"),
+                       "alignments out"),
         *_keys("train", "batch_tokens accum_steps max_steps label_smoothing lr_factor "
                         "warmup_steps schedule final_lr_scale decay_minutes adam_beta1 "
                         "adam_beta2 adam_eps clip_grad_norm weight_decay seed precision "
                         "cpu_precision batch_shapes pad_multiple ema_decay sample_alpha "
                         "sample_nbest long_weight long_tokens case_augment "
-                        "term_annotation"),
+                        "term_annotation guided_alignment guided_alignment_layer "
+                        "guided_alignment_head guided_alignment_cost"),
         *_keys("decode", "strategy beam_size length_penalty word_reward word_reward_bound "
                          "max_len_a max_len_b batch_tokens n_best temperature top_k top_p "
                          "seed engine quantize cpu_gemm precision threads split_sentences "

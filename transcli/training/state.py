@@ -36,27 +36,49 @@ class Interval(LossSums):
     real: float = 0.0
 
 
+@dataclass
+class AlignSums:
+    """Guided alignment's cost (`objective.alignment_cost`) summed since the last log
+    line, and the aligned target rows it was summed over (saved, as `Interval` is)."""
+
+    cost: float = 0.0
+    rows: float = 0.0
+
+    def add(self, other: AlignSums) -> None:
+        self.cost += other.cost
+        self.rows += other.rows
+
+    def means(self) -> dict[str, float]:
+        """What a log line says of it: the mean cost per aligned row (nothing without)."""
+        return {"align_loss": self.cost / self.rows} if self.rows else {}
+
+
+SUMS = 6  # an update's sums: [loss, nll, tokens, correct] and AlignSums' two
+
+
 class DeviceSums:
     """What updates add up on the device between two reads, so that an update never
-    waits for the device: [loss, nll, tokens, correct] sums, the latest gradient norm,
-    and the first update whose loss or gradient was not finite (0: none)."""
+    waits for the device: the `SUMS` sums, the latest gradient norm, and the first
+    update whose loss or gradient was not finite (0: none)."""
 
     def __init__(self, device: torch.device):
-        self.values = torch.zeros(6, dtype=torch.float64, device=device)
+        self.values = torch.zeros(SUMS + 2, dtype=torch.float64, device=device)
 
     def add(self, sums: torch.Tensor, grad_norm: torch.Tensor, bad: torch.Tensor,
             step: int) -> None:
         v = self.values
-        v[:4] += sums.double()
-        v[4] = grad_norm.double()
-        v[5] = torch.where((v[5] == 0) & bad, float(step), v[5])
+        v[:len(sums)] += sums.double()  # without guided alignment: the first 4
+        v[SUMS] = grad_norm.double()
+        v[SUMS + 1] = torch.where((v[SUMS + 1] == 0) & bad, float(step), v[SUMS + 1])
 
-    def read(self) -> tuple[LossSums, float, int]:
-        """(sums since the last read, latest gradient norm, first non-finite update or 0)."""
+    def read(self) -> tuple[LossSums, AlignSums, float, int]:
+        """(sums since the last read, alignment sums, latest gradient norm, first
+        non-finite update or 0)."""
         values = self.values.tolist()
-        self.values[:4].zero_()
-        self.values[5] = 0
-        return LossSums.of(values), values[4], int(values[5])
+        self.values[:SUMS].zero_()
+        self.values[SUMS + 1] = 0
+        return (LossSums.of(values), AlignSums(*values[4:SUMS]), values[SUMS],
+                int(values[SUMS + 1]))
 
 
 @dataclass
@@ -81,6 +103,7 @@ class Progress:
     best: Best = field(default_factory=Best)
     seconds: float = 0.0  # training wall time over all sessions, at the last update's start
     warmup_seconds: float = 0.0  # `seconds` when warm-up ended (train.decay_minutes)
+    aligned: AlignSums = field(default_factory=AlignSums)  # the open log interval's
 
     def decay_spent(self, decay_minutes: float, seconds: Optional[float] = None) -> float:
         """The share of train.decay_minutes spent after warm-up at `seconds` of training
@@ -113,17 +136,21 @@ class Progress:
         return {"step": self.step, "position": self.position.state(),
                 "src_tokens": self.src_tokens, "tgt_tokens": self.tgt_tokens,
                 "interval": asdict(self.interval), "best": asdict(self.best),
-                "seconds": self.seconds, "warmup_seconds": self.warmup_seconds}
+                "seconds": self.seconds, "warmup_seconds": self.warmup_seconds,
+                "aligned": asdict(self.aligned)}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Progress:
         """The progress `state()` saved; raises (KeyError, TypeError, ValueError) on a
         state of another shape, and on one no run can have (`usable`)."""
-        # States written before the clock was kept have no seconds: they count from 0.
+        # States written before the clock (or guided alignment) was kept have no seconds
+        # (no alignment sums): they count from 0.
+        aligned = state.get("aligned", {})
         progress = cls(state["step"], StreamPosition(**state["position"]), state["src_tokens"],
                        state["tgt_tokens"], Interval(**state["interval"]),
                        Best(**state["best"]), float(state.get("seconds", 0.0)),
-                       float(state.get("warmup_seconds", 0.0)))
+                       float(state.get("warmup_seconds", 0.0)),
+                       AlignSums(float(aligned.get("cost", 0.0)), float(aligned.get("rows", 0.0))))
         if not progress.usable():
             raise ValueError("a count or the training clock is negative, not finite or not "
                              "a number")
@@ -134,7 +161,8 @@ class Progress:
         rate to 0 for the rest of the run, a NaN best would never be beaten."""
         counts = (self.step, self.position.epoch, self.position.index, self.src_tokens,
                   self.tgt_tokens, self.best.step, self.best.stale)
-        numbers = (*counts, *astuple(self.interval), self.seconds, self.warmup_seconds,
+        numbers = (*counts, *astuple(self.interval), *astuple(self.aligned), self.seconds,
+                   self.warmup_seconds,
                    *(() if self.best.value is None else (self.best.value,)))
         return (all(type(n) is int for n in counts) and self.best.metric in ("", "bleu", "nll")
                 and all(type(n) in (int, float) and math.isfinite(n) and n >= 0
