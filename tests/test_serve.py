@@ -254,6 +254,7 @@ def test_32_concurrent_clients_get_offline_translations(server, offline):
 def test_health_languages_and_openapi(server, run_dir):
     status, health, _ = server.request("GET", "/health")
     assert status == 200 and health["status"] == "ok" and health["waiting"] == 0
+    assert set(health) == {"status", "model", "waiting", "answered", "model_calls", "documents"}
     assert health["model"] == str(run_dir)  # as given to -m, not its last folder
     connection = http.client.HTTPConnection(server.host, server.port, timeout=60)
     connection.request("HEAD", "/health")  # a load balancer's probe: the status, no body
