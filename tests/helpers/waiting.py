@@ -9,11 +9,14 @@ has read of a connection, and whether it still holds it, seen from outside the s
 
 from __future__ import annotations
 
+import os
+import re
 import socket
 import subprocess
 import sys
+import threading
 import time
-from typing import Any, Callable, Optional, TypeVar
+from typing import IO, Any, Callable, Optional, TypeVar
 
 T = TypeVar("T")
 DEADLINE = 120.0  # seconds: far more than any event takes, even beside busy loops
@@ -45,6 +48,44 @@ def running(process: subprocess.Popen, seen: Callable[[], Any]) -> bool:
     if process.poll() is not None:
         raise AssertionError(f"ended early (exit {process.returncode}):\n{seen()}")
     return True
+
+
+class Collected:
+    """Everything a process writes to a pipe, collected by a thread as it comes (tqdm ends
+    its lines with '\\r': nothing waits for a whole line)."""
+
+    def __init__(self, process: subprocess.Popen, stream: IO[Any]):
+        self.process = process
+        self._chunks: list[bytes] = []
+        self._pump = threading.Thread(target=self._read, args=(stream.fileno(),), daemon=True)
+        self._pump.start()
+
+    def _read(self, fd: int) -> None:
+        while chunk := os.read(fd, 4096):
+            self._chunks.append(chunk)
+
+    def text(self) -> str:
+        return b"".join(self._chunks).decode(errors="replace")
+
+    def wait_for(self, pattern: str) -> re.Match[str]:
+        """The first match of the regular expression `pattern` in what has come, once it
+        has; failing at once if the process ends without it."""
+        def found() -> Optional[re.Match[str]]:
+            ended = self.process.poll() is not None
+            if ended:
+                self._pump.join(DEADLINE)  # the rest of what it wrote
+            match = re.search(pattern, self.text())
+            if match is None and ended:
+                running(self.process, self.text)
+            return match
+
+        return wait_until(found, f"{pattern!r} from the process", seen=self.text)
+
+    def whole(self) -> str:
+        """All of it, once the pipe has ended (the process exited)."""
+        self._pump.join(DEADLINE)
+        assert not self._pump.is_alive(), f"the pipe never ended:\n{self.text()}"
+        return self.text()
 
 
 def _hex_address(address: tuple[str, int]) -> str:
