@@ -1,10 +1,12 @@
 """Waiting for an event, never for a fixed time: a machine busy with other work (`make
 test-busy`) outlasts any sleep, so a test waits for what it needs to have happened (a log
-line, a file, a process's state, bytes a server has read) with a generous deadline, and
-a deadline hit fails saying what was seen then.
+line, a file, a process's state or output, bytes a server has read) with a generous
+deadline, and a deadline hit fails saying what was seen then.
 
-The connection states are the kernel's (`/proc/net/tcp`, Linux): what a server process
-has read of a connection, and whether it still holds it, seen from outside the server.
+`wait_until` is the one wait; `Collected` gathers a process's output as it comes, to wait
+for a line in it. The connection states are the kernel's (`/proc/net/tcp`, Linux): what a
+server process has read of a connection, and whether it still holds it, seen from
+outside the server.
 """
 
 from __future__ import annotations
