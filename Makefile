@@ -18,6 +18,7 @@ OUTPUT ?= out/hyp.es
 REF    ?= data/sample/test.es
 ARGS   ?=
 MINUTES ?= 5
+SUITE  ?= test
 
 # A variable given empty (`make train RUN= ARGS=--resume`) would let the next word take
 # its place (`--out --resume`): each target refuses an empty one it needs.
@@ -27,13 +28,13 @@ need = $(foreach var,$(1),$(if $(strip $($(var))),,$(error $(var)= is empty: giv
 # package transcli needs except `datasets`) and never build the venv.
 GPU_PY := PYTHONPATH=. PYTHONUNBUFFERED=1 $(PYTHON)
 
-.PHONY: help install test test-all demo prepare train translate evaluate bench gpu-carry gpu-check \
-        gpu-e2e clean
+.PHONY: help install test test-all test-busy demo prepare train translate evaluate bench gpu-carry \
+        gpu-check gpu-e2e clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@echo "Variables: CONFIG=$(CONFIG) CORPUS=$(CORPUS) DATA=$(DATA) RUN=$(RUN)"
-	@echo "           INPUT=$(INPUT) OUTPUT=$(OUTPUT) REF=$(REF) ARGS='$(ARGS)'"
+	@echo "           INPUT=$(INPUT) OUTPUT=$(OUTPUT) REF=$(REF) ARGS='$(ARGS)' SUITE=$(SUITE)"
 
 $(STAMP): pyproject.toml requirements-cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +54,9 @@ test-all: $(STAMP)  ## Lint, then the whole suite, slow tests included (about 8 
 	$(BIN)/ruff check .
 	@command -v chromium >/dev/null || echo "note: no Chromium: the web page's tests are skipped (apt-get install chromium chromium-driver)"
 	$(BIN)/python -m pytest --numprocesses auto --maxprocesses 4 --dist loadfile
+
+test-busy: $(STAMP)  ## make SUITE (test, or test-all) beside two busy-looping processes
+	@$(call need,SUITE)scripts/busy.sh $(MAKE) --no-print-directory $(SUITE)
 
 demo: $(STAMP)  ## Prepare data/sample, train a small model a few minutes on CPU, translate, score
 	bash scripts/demo.sh

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -143,20 +142,19 @@ def test_a_table_row_trains_is_measured_and_stopped_on_the_cpu(
 
     monkeypatch.setattr(train_speed, "TOLERANCE", 10.0)
     monkeypatch.setattr(train_speed, "MEASURE_S", 0.5)
-    started = time.monotonic()
     status = train_speed.main([
         "--steady", "--configs", "tiny", "--device", "cpu", "--seconds", "120", "--keep",
         "--label", "eager", "--data", str(prepared), "--work", str(tmp_path / "row"),
         *[f"--set={item}" for item in ("train.batch_tokens=256", "model.d_model=32",
                                        "model.d_ff=64", "model.heads=2")]])
-    assert time.monotonic() - started < 100, "stopped once measured"
     printed = capsys.readouterr().out.splitlines()
     assert status == 0 and printed[-1].startswith(RESULT), printed
     result = json.loads(printed[-1][len(RESULT):])  # as gpu-check reads it (run_child)
     assert list((tmp_path / "row" / "run" / "checkpoints").glob("step-*.safetensors")), \
         "a kept row is stopped by SIGTERM: its run saves what the translation stage reads"
     assert result["updates"] >= 5 and result["tgt_tok_s"] > 0 and 0 < result["pad_frac"] < 0.5
-    assert result["mfu"].startswith("n/a") and 0 < result["steady_s"] < 100
+    assert result["mfu"].startswith("n/a") and result["steady_s"] > 0
+    assert result["partial"] is False, "stopped once measured, not by the 120 s allowance"
     assert printed[-2] == train_speed.table_lines([result])[-1]
     table = train_speed.table_lines([result, {**result, "error": "no steady rate"}])
     assert "| tiny | 256 | eager |" in table[2] and "| no steady rate |" in table[3]

@@ -10,13 +10,14 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from helpers.opens import STRACE, traced, tracee, within
 from helpers.training import train_cli
+from helpers.waiting import running, wait_until
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(STRACE is None, reason="strace is not installed: the open "
@@ -99,11 +100,13 @@ def test_serve_opens_each_file_of_the_run_once(trained: Path, tmp_path: Path) ->
 
 
 def _served_address(log: Path, process: subprocess.Popen) -> str:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        found = re.search(r"serving on (http://[\d.]+:\d+)", log.read_text(errors="replace"))
-        if found:
-            return found.group(1)
-        assert process.poll() is None, log.read_text()
-        time.sleep(0.1)
-    raise AssertionError(f"serve did not start: {log.read_text()}")
+    def text() -> str:
+        return log.read_text(errors="replace")
+
+    def listening() -> Optional[re.Match[str]]:
+        found = re.search(r"serving on (http://[\d.]+:\d+)", text())
+        if found is None:
+            running(process, text)  # fails at once if serve has ended
+        return found
+
+    return wait_until(listening, "serve listening", seen=text).group(1)

@@ -20,13 +20,13 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO, Optional
 
 import pytest
 from helpers import PAIRS, ROOT, TINY_CONFIG, write_output
 from helpers.cli import one_error_line, run_cli
+from helpers.waiting import running, wait_until
 
 from transcli.export import exported
 from transcli.system.errors import UserError
@@ -55,18 +55,15 @@ def start(*args: str | Path) -> subprocess.Popen:
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
-def wait_for_temp(output: Path, proc: subprocess.Popen, timeout: float = 120) -> Path:
+def wait_for_temp(output: Path, proc: subprocess.Popen) -> Path:
     """The temp file `output` is being written into: once it exists, the command is past
     every check it makes when it starts."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = list(output.parent.glob(f".{output.name}.transcli-*.tmp"))
-        if found:
-            return found[0]
-        if proc.poll() is not None:
-            raise AssertionError(f"ended early: {proc.communicate()[1].decode()}")
-        time.sleep(0.05)
-    raise AssertionError(f"no temp file of {output} after {timeout} s")
+    def found() -> list[Path]:
+        temps = list(output.parent.glob(f".{output.name}.transcli-*.tmp"))
+        return temps or (running(proc, lambda: proc.communicate()[1].decode()) and [])
+
+    return wait_until(found, f"a temp file of {output}",
+                      seen=lambda: sorted(p.name for p in output.parent.iterdir()))[0]
 
 
 def the_error(proc: subprocess.Popen, timeout: float = 300) -> str:

@@ -35,6 +35,7 @@ import pytest
 from helpers import PAIRS, ROOT, default_signals, write_output
 from helpers.cli import one_error_line
 from helpers.training import fast_config, train_cli, train_dirs, transcli_process, wait_for
+from helpers.waiting import DEADLINE, Collected
 
 from transcli.config.loading import load_config
 from transcli.data.encoded import MANIFEST_FILE, load_manifest
@@ -705,26 +706,6 @@ def test_a_best_checkpoint_that_cannot_be_read_says_why(run: Path, tmp_path: Pat
 # ----------------------------------------------------------------------------- 6. signals
 
 
-def _read_in_background(stream) -> list[bytes]:
-    """Everything `stream` gives, collected by a thread (tqdm ends lines with '\\r')."""
-    chunks: list[bytes] = []
-
-    def pump() -> None:
-        while chunk := os.read(stream.fileno(), 4096):
-            chunks.append(chunk)
-    threading.Thread(target=pump, daemon=True).start()
-    return chunks
-
-
-def _wait_until(chunks: list[bytes], text: bytes, proc: subprocess.Popen,
-                timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while text not in b"".join(chunks):
-        assert proc.poll() is None, b"".join(chunks).decode(errors="replace")
-        assert time.time() < deadline, f"{text!r} never appeared"
-        time.sleep(0.05)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_translate_stopped_by_a_signal_keeps_the_lines_done(run: Path, tmp_path: Path,
@@ -737,16 +718,12 @@ def test_translate_stopped_by_a_signal_keeps_the_lines_done(run: Path, tmp_path:
     proc = subprocess.Popen([sys.executable, "-m", "transcli", *map(str, translate_args(
         run, "-i", source, "-o", out))], stderr=subprocess.PIPE, cwd=ROOT, env=ENV,
         preexec_fn=default_signals)
-    err = _read_in_background(proc.stderr)
-    deadline = time.time() + 120
-    while not re.search(rb"\| *[1-9]\d{3,}/", b"".join(err)):  # a chunk of 1000 lines done
-        assert proc.poll() is None and time.time() < deadline, b"".join(err).decode()
-        time.sleep(0.05)
+    err = Collected(proc, proc.stderr)
+    err.wait_for(r"\| *[1-9]\d{3,}/")  # a chunk of 1000 lines done
     proc.send_signal(sig)
-    assert proc.wait(timeout=60) == 128 + sig
-    time.sleep(0.1)
+    assert proc.wait(timeout=DEADLINE) == 128 + sig
     name = signal.Signals(sig).name
-    last = b"".join(err).decode().replace("\r", "\n").strip().splitlines()[-1]
+    last = err.whole().replace("\r", "\n").strip().splitlines()[-1]
     assert last == f"transcli: stopped by {name}; {out} holds only the translations " \
                    f"written before it"
     done = out.read_text(encoding="utf-8").splitlines()
@@ -786,7 +763,8 @@ def test_a_stopped_stream_keeps_its_whole_lines_in_the_output(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_ctrl_c_stops_prepare_during_sentencepiece_training_at_once(tmp_path: Path) -> None:
-    """Sentencepiece's C++ trainer would hold Ctrl-C back until it is done."""
+    """Sentencepiece's C++ trainer would hold Ctrl-C back until it is done: ten times as
+    long as reading the corpus before it. The stop takes less time than that reading."""
     rng = np.random.default_rng(0)
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
     words = ["".join(rng.choice(letters, rng.integers(3, 10))) for _ in range(20_000)]
@@ -797,23 +775,27 @@ def test_ctrl_c_stops_prepare_during_sentencepiece_training_at_once(tmp_path: Pa
             handle.write(" ".join(words[i] for i in pick[:8]) + "\t"
                          + " ".join(words[i] for i in pick[8:]) + "\n")
     out = tmp_path / "prepared"
+    started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "transcli", "prepare", "--tsv", str(corpus),
                              "--out", str(out), "--set", "data.vocab_size=8000"],
                             stderr=subprocess.PIPE, cwd=ROOT, env=ENV,
                             preexec_fn=default_signals)
-    err = _read_in_background(proc.stderr)
-    _wait_until(err, b"training sentencepiece", proc, timeout=240)
+    err = Collected(proc, proc.stderr)
+    err.wait_for("training sentencepiece")
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
-    assert time.monotonic() - sent < 5
-    assert b"transcli: stopped by SIGINT" in b"".join(err)
+    assert proc.wait(timeout=DEADLINE) == 130
+    stopped, reading = time.monotonic() - sent, sent - started
+    assert stopped < reading, f"stopped in {stopped:.1f} s; the corpus read in {reading:.1f} s"
+    assert "transcli: stopped by SIGINT" in err.whole()
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["corpus.tsv"]
 
 
 @pytest.mark.slow
 def test_nohup_keeps_training_through_a_hangup(prepared: Path, tmp_path: Path) -> None:
-    """A signal ignored at start (`nohup` ignores SIGHUP) stays ignored."""
+    """A signal ignored at start (`nohup` ignores SIGHUP) stays ignored: of a SIGHUP and
+    then a SIGTERM (both pending at once are taken SIGHUP first), the SIGTERM alone stops
+    training, once."""
     run = tmp_path / "run"
     def nohup() -> None:
         default_signals()
@@ -822,12 +804,12 @@ def test_nohup_keeps_training_through_a_hangup(prepared: Path, tmp_path: Path) -
     proc = transcli_process(*train_cli(prepared, run, "train.max_steps=100000",
                                        "train.save_every=100000"), preexec_fn=nohup)
     try:
-        wait_for(run / METRICS_FILE)
+        wait_for(run / METRICS_FILE)  # training's stop signals are in place
         proc.send_signal(signal.SIGHUP)
-        time.sleep(2)
-        assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=120) == 0
+        _, err = proc.communicate(timeout=DEADLINE)
+        assert proc.returncode == 0, err
+        assert "SIGTERM received" in err and "SIGHUP" not in err, err
     finally:
         proc.kill()
 
@@ -863,12 +845,11 @@ def test_a_signal_with_stdout_redirected_to_a_file_says_what_it_holds(run: Path,
         proc = subprocess.Popen([sys.executable, "-m", "transcli", *map(str, translate_args(
             run, "-i", source))], stdout=redirected, stderr=subprocess.PIPE, cwd=ROOT,
             env=ENV, preexec_fn=default_signals)
-        err = _read_in_background(proc.stderr)
-        _wait_until(err, b"line/s", proc)
+        err = Collected(proc, proc.stderr)
+        err.wait_for("line/s")
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-    time.sleep(0.1)
-    last = b"".join(err).decode().replace("\r", "\n").strip().splitlines()[-1]
+        assert proc.wait(timeout=DEADLINE) == 128 + signal.SIGTERM
+    last = err.whole().replace("\r", "\n").strip().splitlines()[-1]
     assert last == ("transcli: stopped by SIGTERM; stdout, a file, holds only the "
                     "translations written before it")
 

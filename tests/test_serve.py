@@ -24,11 +24,10 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import zipfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 from urllib.parse import urlsplit
 
 import pytest
@@ -36,6 +35,7 @@ from helpers import PAIRS, ROOT
 from helpers.cli import one_error_line, run_cli
 from helpers.memorised import UNSEEN
 from helpers.server import ONE_THREAD, Server, assert_error, multipart
+from helpers.waiting import DEADLINE, running, wait_until
 from test_documents import docx_bytes
 
 from transcli.cli.translate import translate_file
@@ -254,6 +254,7 @@ def test_32_concurrent_clients_get_offline_translations(server, offline):
 def test_health_languages_and_openapi(server, run_dir):
     status, health, _ = server.request("GET", "/health")
     assert status == 200 and health["status"] == "ok" and health["waiting"] == 0
+    assert set(health) == {"status", "model", "waiting", "answered", "model_calls", "documents"}
     assert health["model"] == str(run_dir)  # as given to -m, not its last folder
     connection = http.client.HTTPConnection(server.host, server.port, timeout=60)
     connection.request("HEAD", "/health")  # a load balancer's probe: the status, no body
@@ -622,11 +623,8 @@ def test_the_access_log_has_one_line_per_request_and_no_traceback(server):
     for _ in range(3):
         server.translate("x")
     server.request("GET", "/nowhere")
-    deadline = time.monotonic() + 10
-    while server.stderr().count('"POST /translate"') < before + 3:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    log = server.stderr()
+    log = wait_until(lambda: server.stderr().count('"POST /translate"') >= before + 3
+                     and server.stderr(), "three more access lines", seen=server.stderr)
     assert "Traceback" not in log and " 500 " not in log
     assert "warning" not in log  # listening on 127.0.0.1 without a key is fine
     assert re.search(r'^\S+ \S+ 127\.0\.0\.1 "POST /translate" 200 [\d.]+ ms$', log, re.M)
@@ -639,13 +637,15 @@ def test_the_access_log_has_one_line_per_request_and_no_traceback(server):
 def _answered_in_time(client: LibreTranslateAPI, line: str) -> str:
     """`client`'s translation of `line`, asked again while it is a 504: on a loaded
     machine one line can take longer than a test server's short --timeout."""
-    deadline = time.monotonic() + 60
-    while True:
+    def answered() -> Optional[str]:
         try:
             return client.translate(line)
         except urllib.error.HTTPError as exc:
-            if exc.code != 504 or time.monotonic() > deadline:
+            if exc.code != 504:
                 raise
+            return None
+
+    return wait_until(answered, f"{line!r} translated within --timeout")
 
 
 @pytest.mark.slow
@@ -693,10 +693,8 @@ def test_api_key_queue_and_timeout(run_dir, tmp_path, offline):
         assert statuses[0] == 503 and statuses[-1] == 504
         assert all(headers.get("retry-after") == "1" for status, _, headers in answers
                    if status == 503)
-        deadline = time.monotonic() + 60  # the abandoned work ends, then it answers again
-        while server.translate(ENGLISH[1], api_key=key)[0] != 200:
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        wait_until(lambda: server.translate(ENGLISH[1], api_key=key)[0] == 200,
+                   "an answer once the abandoned work has ended", seen=server.stderr)
         status, body, _ = server.upload("long.txt", "\n".join(long).encode(), source="en",
                                         target="es", api_key=key)
         assert_error(status, body, 504)  # a file's translation has --timeout's time too
@@ -726,14 +724,12 @@ def test_sigterm_finishes_requests_in_flight_then_exits_0(run_dir, tmp_path, off
 
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
             pending = [pool.submit(send, n) for n in range(3)]
-            deadline = time.monotonic() + 30
-            while server.request("GET", "/health")[1]["waiting"] < 1:  # one runs, one waits
-                assert time.monotonic() < deadline, "the requests never queued"
-                time.sleep(0.01)
+            wait_until(lambda: server.request("GET", "/health")[1]["waiting"] >= 1,
+                       "one request translated, one waiting", seen=server.stderr)
             assert len(list((tmp_path / "tmp").glob("transcli-serve-*"))) == 1
             server.process.send_signal(signal.SIGTERM)
-            answers = [future.result(timeout=120) for future in pending]
-        assert server.process.wait(timeout=60) == 0
+            answers = [future.result(timeout=DEADLINE) for future in pending]
+        assert server.process.wait(timeout=DEADLINE) == 0
         expected = "\n".join(offline[line] for line in lines)
         assert answers == [(200, {"translatedText": expected})] * 2 + \
             [(200, ["translatedFileUrl"])]
@@ -806,10 +802,8 @@ def test_listening_beyond_loopback_without_a_key_is_warned(run_dir, tmp_path):
              "0.0.0.0", "--port", "0"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=stderr, cwd=ROOT, env=ONE_THREAD)
     try:
-        deadline = time.monotonic() + 60
-        while "warning" not in log.read_text():
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+        wait_until(lambda: running(process, log.read_text) and "warning" in log.read_text(),
+                   "the warning", seen=log.read_text)
     finally:
         process.kill()
         process.wait()

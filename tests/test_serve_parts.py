@@ -14,6 +14,7 @@ import zipfile
 from dataclasses import replace
 
 import pytest
+from helpers.waiting import DEADLINE
 
 from transcli.config.schema import DecodeConfig
 from transcli.serve.limits import Limits
@@ -154,7 +155,9 @@ def test_a_zip_is_refused_past_what_it_may_unpack_to():
 def test_the_documents_thread_runs_one_job_at_a_time_and_drops_abandoned_ones():
     """Results and errors come back to the waiting request; past its queue a job is
     refused at once; a job whose request stopped waiting before it started never runs and
-    frees its place in the queue at once."""
+    frees its place in the queue at once. `busy` counts the jobs running and queued.
+    (A task's first step, up to its first wait, runs at the event loop's next turn:
+    `sleep(0)`.)"""
     from transcli.serve.batcher import QueueFull
     from transcli.serve.documents import DocumentThread
 
@@ -163,7 +166,7 @@ def test_the_documents_thread_runs_one_job_at_a_time_and_drops_abandoned_ones():
 
     def held() -> str:
         started.set()
-        release.wait(30)
+        release.wait(DEADLINE)
         ran.append("held")
         return "held"
 
@@ -172,24 +175,27 @@ def test_the_documents_thread_runs_one_job_at_a_time_and_drops_abandoned_ones():
 
     async def scenario() -> None:
         first = asyncio.create_task(thread.run(held))
-        while not started.is_set():  # taken by the thread: the queue is empty again
-            await asyncio.sleep(0.01)
+        assert await asyncio.to_thread(started.wait, DEADLINE), "the first job never started"
+        assert thread.busy == 1  # taken by the thread: the queue is empty again
         second = asyncio.create_task(thread.run(lambda: ran.append("dropped")))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)
+        assert thread.busy == 2  # the second is queued
         with pytest.raises(QueueFull):  # the queue holds one
             await thread.run(lambda: None)
         second.cancel()  # its request stopped waiting
         with pytest.raises(asyncio.CancelledError):  # ... and has seen that it did
             await second
+        assert thread.busy == 1  # the cancelled job's place is free at once
         third = asyncio.create_task(thread.run(lambda: ran.append("third")))
-        await asyncio.sleep(0.05)  # the cancelled job's place is free at once
-        assert not third.done()
+        await asyncio.sleep(0)
+        assert thread.busy == 2 and not third.done()  # queued, not refused
         release.set()
         assert await first == "held"
         await third
         with pytest.raises(UserError, match="bad document"):
             await thread.run(fails)
         assert await thread.run(lambda: 42) == 42
+        assert thread.busy == 0
 
     asyncio.run(scenario())
     assert ran == ["held", "third"]

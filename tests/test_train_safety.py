@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers.training import fast_config, train_cli, train_dirs, transcli_process, wait_for
+from helpers.waiting import DEADLINE, Collected
 
 from transcli.rundir.checkpoints import load_state
 from transcli.rundir.layout import METRICS_FILE, complete_steps, state_path, step_checkpoints
@@ -71,18 +72,51 @@ def test_a_state_file_that_loads_but_does_not_fit_is_refused(prepared: Path, tmp
 @pytest.mark.slow
 def test_sigterm_during_a_long_accumulation_saves_without_waiting_for_it(
         prepared: Path, tmp_path: Path) -> None:
-    """An update of 10,000 batches would take minutes: a stop signal between two of its
-    batches drops that update, saves what the run had and exits 0, saying so at once."""
+    """An update of 10,000 batches would take minutes: a stop signal while they are
+    gathered or between two of them drops that update, saves what the run had and exits
+    0, saying so at once."""
     run = tmp_path / "run"
     proc = transcli_process(*train_cli(prepared, run, "train.max_steps=3",
                                        "train.accum_steps=10000", "train.save_every=1"))
-    wait_for(run / "run.json", timeout=120)  # every check passed: the run starts now
-    time.sleep(3)  # deep inside the first update
+    err = Collected(proc, proc.stderr)
+    err.wait_for("new run in ")  # the first update's batches are being gathered
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+    assert proc.wait(timeout=DEADLINE) == 0, err.text()
+    assert "SIGTERM received: stopping training after this step" in err.whole()
+    assert "continue with: transcli train" in err.text()
+
+
+def test_a_stop_signal_after_the_start_lines_is_a_stop_of_training(
+        prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    """Once training has said where it starts, a stop signal ends it as training's do
+    (what is on disk and how to continue said, exit 0), never as a stop at once: that
+    line is what a user, or a test, sees before stopping it."""
+    from transcli.training import report
+
+    class StoppedAtOnceInstead(Exception):
+        pass
+
+    def at_once(signum: int, frame: object) -> None:  # what a command does outside training
+        raise StoppedAtOnceInstead
+
+    said = report.say
+
+    def say_then_stop(message: str, main: bool = True, prefix: bool = True) -> None:
+        said(message, main, prefix)
+        if message.startswith("new run in "):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(report, "say", say_then_stop)
+    run = tmp_path / "run"
+    previous = signal.signal(signal.SIGTERM, at_once)
+    try:
+        train_dirs(fast_config("train.max_steps=100000"), prepared, run)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    err = capsys.readouterr().err
     assert "SIGTERM received: stopping training after this step" in err
-    assert "continue with: transcli train" in err
+    assert "continue with: transcli train" in err.strip().splitlines()[-1]
 
 
 @pytest.mark.slow

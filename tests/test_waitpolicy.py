@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from helpers.waiting import Collected
 
 from transcli.system.waitpolicy import busy_cores, choose, cpu_ticks
 
@@ -42,10 +43,12 @@ def test_a_policy_set_by_the_user_wins() -> None:
 def test_busy_cores_make_threads_sleep() -> None:
     """A process spinning on every core this one may use: PASSIVE is chosen."""
     cores = len(os.sched_getaffinity(0))
-    spin = "import time\nend = time.time() + 3\nwhile time.time() < end: pass\n"
-    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(cores)]
+    spin = "print('spinning', flush=True)\nwhile True:\n    pass\n"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE)
+                for _ in range(cores)]
     try:
-        time.sleep(0.3)
+        for spinner in spinners:
+            Collected(spinner, spinner.stdout).wait_for("spinning")
         env: dict[str, str] = {}
         assert choose(env, seconds=0.3) == "PASSIVE" and env["OMP_WAIT_POLICY"] == "PASSIVE"
     finally:

@@ -1,7 +1,8 @@
 """What the tests share besides fixtures: the repository's paths, the pairs the tiny
 models memorise, and what a CPU can hold CTranslate2's int8 to. Fixtures live in
 `tests/conftest.py`; models and runs in `memorised.py`, training runs in `training.py`,
-running the command itself in `cli.py`."""
+running the command itself in `cli.py`, a server in `server.py`, waiting for an event
+(never for a fixed time) in `waiting.py`."""
 
 from __future__ import annotations
 

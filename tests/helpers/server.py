@@ -9,11 +9,11 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from helpers import ROOT
+from helpers.waiting import DEADLINE, running, wait_until
 
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}  # as helpers.cli.run_cli runs transcli
 
@@ -33,21 +33,15 @@ class Server:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
                 env={**ONE_THREAD, **(env or {})})
         try:
-            self.host, self.port = self._address(deadline=time.monotonic() + 90)
+            found = wait_until(lambda: running(self.process, self.stderr) and re.search(
+                r"serving on http://([\d.]+):(\d+)", self.stderr()), "serve listening",
+                seen=self.stderr)
+            self.host, self.port = found.group(1), int(found.group(2))
             self.url = f"http://{self.host}:{self.port}"
             assert self.request("GET", "/health")[0] == 200
         except BaseException:
             self.stop()
             raise
-
-    def _address(self, deadline: float) -> tuple[str, int]:
-        while time.monotonic() < deadline:
-            found = re.search(r"serving on http://([\d.]+):(\d+)", self.stderr())
-            if found:
-                return found.group(1), int(found.group(2))
-            assert self.process.poll() is None, f"serve ended early:\n{self.stderr()}"
-            time.sleep(0.05)
-        raise AssertionError(f"serve did not start in time:\n{self.stderr()}")
 
     def kept_files(self) -> list[Path]:
         """The translated files the server keeps (started with a TMPDIR of its own)."""
@@ -58,7 +52,7 @@ class Server:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
     def request(self, method: str, path: str, body: Any = None,
-                headers: dict[str, str] | None = None, timeout: float = 60,
+                headers: dict[str, str] | None = None, timeout: float = DEADLINE,
                 raw: bool = False) -> tuple[int, Any, dict[str, str]]:
         """(status, decoded JSON body (with `raw`, its bytes), headers); a dict or list
         body is sent as JSON."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 from helpers import ROOT, default_signals
+from helpers.waiting import DEADLINE, wait_until
 from transcli.config.loading import load_config
 from transcli.config.schema import Config, SourceConfig
 from transcli.data.prepare import prepare
@@ -74,12 +74,11 @@ def losses(run: Path) -> list[tuple[int, float]]:
     return [(r["step"], r["loss"]) for r in read_metrics(run / METRICS_FILE, "train")]
 
 
-def wait_for(path: Path, timeout: float = 60) -> None:
+def wait_for(path: Path, deadline: float = DEADLINE) -> None:
     """Until `path` exists with some text in it (e.g. a training run's first log line)."""
-    deadline = time.time() + timeout
-    while not (path.is_file() and path.read_text().strip()):
-        assert time.time() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+    wait_until(lambda: path.is_file() and path.read_text().strip(), f"{path} with text",
+               seen=lambda: sorted(p.name for p in path.parent.iterdir())
+               if path.parent.is_dir() else f"no {path.parent}")
 
 
 VARIANT_BUDGET = 160  # tokens per batch side: 32 prepared pairs make several batches

@@ -56,17 +56,30 @@ def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _ends_sentence(text: str, match: re.Match[str]) -> bool:
-    """Whether the punctuation of `match` ends a sentence (see the module doc)."""
-    following = text[match.end():].lstrip(_OPENERS)
-    if not following or not (following[0].isupper() or following[0].isdigit()):
+    """Whether the punctuation of `match` ends a sentence (see the module doc). Only the
+    characters up to the next match and back to the previous one are looked at, never a
+    copy of the rest of the text: a line of many sentences is cut in linear time."""
+    after = match.end()
+    while after < len(text) and text[after] in _OPENERS:
+        after += 1
+    if after == len(text) or not (text[after].isupper() or text[after].isdigit()):
         return False
     punctuation = match.group().rstrip()
     if punctuation.rstrip("\"'”’»)]") != ".":
         return True  # "!", "?", "…", "..." and mixtures end a sentence
-    word = text[:match.start()].rsplit(None, 1)[-1] if text[:match.start()].strip() else ""
-    word = word.lstrip(_OPENERS).lower()
+    word = _word_before(text, match.start()).lstrip(_OPENERS).lower()
     if len(word) == 1 and word.isalpha():
         return False  # an initial
-    if word == "no" and following[0].isdigit():
+    if word == "no" and text[after].isdigit():
         return False  # "No. 5"
     return word not in ABBREVIATIONS
+
+
+def _word_before(text: str, end: int) -> str:
+    """The last run of non-space characters in `text[:end]` ("" if none)."""
+    while end and text[end - 1].isspace():
+        end -= 1
+    start = end
+    while start and not text[start - 1].isspace():
+        start -= 1
+    return text[start:end]

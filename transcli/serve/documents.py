@@ -81,9 +81,15 @@ class DocumentThread:
     def __init__(self, name: str, max_queue: int):
         self.max_queue = max_queue
         self._queue: collections.deque[_Job] = collections.deque()
+        self._running = 0  # 1 while a job runs
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
+
+    @property
+    def busy(self) -> int:
+        """Jobs running or waiting to run (`GET /health` reports them as `documents`)."""
+        return self._running + len(self._queue)
 
     async def run(self, work: Callable[[], T]) -> T:
         """`work()`'s result, run on the thread; `QueueFull` when `max_queue` jobs wait."""
@@ -108,10 +114,12 @@ class DocumentThread:
                 while not self._queue:
                     self._cond.wait()
                 job = self._queue.popleft()
+                self._running = 1
             try:
                 result: Any = job.work()
             except BaseException as exc:  # UserError (a bad document) or a bug: the caller's
                 result = exc
+            self._running = 0
             settle(job.loop, job.future, result)
 
 

@@ -203,11 +203,12 @@ class Routes:
     async def health(self) -> JSONResponse:
         """Up means ready (the server listens only once the model is loaded) and its model
         worker alive (else 503, for a supervisor to restart it); the model (its run dir as
-        given to `serve`), requests waiting for it, and requests answered in how many
-        model calls."""
+        given to `serve`), requests waiting for it, requests answered in how many model
+        calls, and documents (files, requests' HTML) being read or written or waiting to."""
         batcher = self.batcher
         alive = batcher.alive
         return JSONResponse({"status": "ok" if alive else "model worker stopped",
                              "model": self.settings.model, "waiting": batcher.waiting,
-                             "answered": batcher.answered, "model_calls": batcher.model_calls},
+                             "answered": batcher.answered, "model_calls": batcher.model_calls,
+                             "documents": self.html.busy + self.documents.busy},
                             status_code=200 if alive else 503)

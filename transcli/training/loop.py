@@ -232,13 +232,14 @@ class Trainer:
                       else f"max_steps={tc.max_steps}")
             self._say(f"{self.run_dir.path}: already at step {p.step} ({budget}); nothing to do")
             return
-        self._say_start()
-        stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
-        loader = BackgroundLoader(self.make_batch, stream, pin_memory=self.device.type == "cuda")
-        bar = report.ProgressBar(tc, p, self.started, self.dist.main, self._say)
         with StopSignals(on_disk=lambda: f"{report.saved_steps(self.run_dir)}; continue "
                                          f"with: {self.start.resume_line}") as signals:
             self.signals = signals
+            self._say_start()  # once said, a stop signal is training's (a save, exit 0)
+            stream = BatchStream(self.plan, p.position, self.dist.rank, self.dist.world)
+            loader = BackgroundLoader(self.make_batch, stream,
+                                      pin_memory=self.device.type == "cuda")
+            bar = report.ProgressBar(tc, p, self.started, self.dist.main, self._say)
             with contextlib.closing(bar), contextlib.closing(loader):  # each, whatever comes
                 reason = self._loop(loader, bar)
             self._finish(reason)
