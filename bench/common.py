@@ -51,6 +51,13 @@ def data_overrides(overrides: Sequence[str]) -> list[str]:
     return [item for item in overrides if item.startswith("data.")]
 
 
+def languages(overrides: Sequence[str]) -> tuple[str, str]:
+    """The (source, target) languages that data.src_lang / data.tgt_lang overrides name
+    (English to Spanish by default): which side of each corpus file pair is read."""
+    given = dict(item.split("=", 1) for item in data_overrides(overrides))
+    return given.get("data.src_lang", "en"), given.get("data.tgt_lang", "es")
+
+
 def data_dir(work: Path, overrides: Sequence[str]) -> Path:
     """Where under `work` the corpus prepared with these data.* overrides goes."""
     values = [item.split("=", 1)[1] for item in data_overrides(overrides)]
@@ -206,12 +213,14 @@ def prepare_corpus(config: Path, out: Path, overrides: Sequence[str] = (),
                    corpus: Path = CORPORA, log: Optional[Path] = None,
                    timeout: Optional[float] = None) -> Optional[str]:
     """`corpus`/train.{en,es} prepared with `config` and the data.* ones of `overrides`
-    into `out`, unless done already: None, or why it failed."""
+    (the source side is data.src_lang's) into `out`, unless done already: None, or why it
+    failed."""
     if (out / "manifest.json").is_file():
         return None
     print(f"preparing {out} (once)...", flush=True)
-    return transcli(["prepare", "--config", config, "--src-file", corpus / "train.en",
-                     "--tgt-file", corpus / "train.es", "--out", out, "--force",
+    src, tgt = languages(overrides)
+    return transcli(["prepare", "--config", config, "--src-file", corpus / f"train.{src}",
+                     "--tgt-file", corpus / f"train.{tgt}", "--out", out, "--force",
                      *set_flags(data_overrides(overrides))], log, timeout)
 
 
@@ -229,13 +238,16 @@ def prepared_dir(name: str) -> Path:
 
 
 def score_set(run: Path, checkpoint: str, corpus: Path, name: str, work: Path,
-              flags: Sequence[str] = (), timeout: Optional[float] = None) -> dict[str, Any]:
+              flags: Sequence[str] = (), timeout: Optional[float] = None,
+              langs: tuple[str, str] = ("en", "es")) -> dict[str, Any]:
     """`transcli evaluate --json` of a run's checkpoint on `corpus`/NAME.en against NAME.es
-    (translations, JSON and log in `work`): the JSON's fields, or {"error": why not}."""
+    (`langs`: the source and target sides; translations, JSON and log in `work`): the
+    JSON's fields, or {"error": why not}."""
+    src, tgt = langs
     result = work / f"{name}.json"
     problem = transcli(["evaluate", "--model", run, "--checkpoint", checkpoint,
-                        "--src", corpus / f"{name}.en", "--ref", corpus / f"{name}.es",
-                        "--hyp-out", work / f"{name}.hyp.es", "--json", *flags],
+                        "--src", corpus / f"{name}.{src}", "--ref", corpus / f"{name}.{tgt}",
+                        "--hyp-out", work / f"{name}.hyp.{tgt}", "--json", *flags],
                        work / f"{name}.log", timeout, stdout=result)
     return {"error": problem} if problem else json.loads(result.read_text(encoding="utf-8"))
 

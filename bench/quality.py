@@ -6,11 +6,14 @@
         --set train.schedule=linear --label decay --work /tmp/q/decay --data /tmp/q/data-8k
     python -m bench.quality --table /tmp/q/today /tmp/q/decay     # the README table
     python -m bench.quality --skip-train --work /tmp/q/today       # re-score a run
+    python -m bench.quality --config configs/cpu-1h.yaml --minutes 70 \\
+        --set data.src_lang=es --set data.tgt_lang=en --work /tmp/q/es-en  # Spanish to English
 
 Trains on --corpus/train for --minutes (then SIGTERM: transcli saves and exits; the same
 --work resumes unless --fresh) or --steps updates, then scores a checkpoint on
 --test-sets with `transcli evaluate`, and Apertium (`apt-get install apertium-eng-spa`)
-where installed. Writes results.json and everything else under --work (and --data).
+where installed, in the direction data.src_lang / data.tgt_lang give (en to es by
+default). Writes results.json and everything else under --work (and --data).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from bench.common import (
     ROOT,
     SCORED_SETS,
     Child,
+    languages,
     must,
     prepare_corpus,
     run_summary,
@@ -40,23 +44,26 @@ from bench.common import (
 
 RESULTS = "results.json"
 SCORE_S = 3600  # a bound on scoring one set
+APERTIUM = {"en": "eng", "es": "spa"}  # Apertium's names of the languages
 
 
 def score_apertium(name: str, args: argparse.Namespace) -> Optional[dict]:
     """Apertium line by line (-u drops its unknown-word marks); None when not installed."""
     if shutil.which("apertium") is None:
         return None
-    hyp = args.work / f"{name}.apertium.es"
+    src, tgt = languages(args.sets)
+    hyp = args.work / f"{name}.apertium.{tgt}"
     if not hyp.is_file():
-        source = (args.corpus / f"{name}.en").read_text(encoding="utf-8").splitlines()
-        out = subprocess.run(["apertium", "-u", "eng-spa"], input="\n".join(source) + "\n",
+        source = (args.corpus / f"{name}.{src}").read_text(encoding="utf-8").splitlines()
+        pair = f"{APERTIUM[src]}-{APERTIUM[tgt]}"
+        out = subprocess.run(["apertium", "-u", pair], input="\n".join(source) + "\n",
                              capture_output=True, text=True, check=True).stdout
         lines = [line.strip() for line in out.rstrip("\n").split("\n")]
         if len(lines) != len(source):
             sys.exit(f"apertium returned {len(lines)} lines for {len(source)} on {name}")
         hyp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = args.work / f"{name}.apertium.json"
-    must(transcli(["evaluate", "--hyp", hyp, "--ref", args.corpus / f"{name}.es", "--json"],
+    must(transcli(["evaluate", "--hyp", hyp, "--ref", args.corpus / f"{name}.{tgt}", "--json"],
                   args.work / f"{name}.apertium.log", stdout=result))
     return json.loads(result.read_text(encoding="utf-8"))
 
@@ -67,7 +74,8 @@ def scores(args: argparse.Namespace, run: Path, overrides: list[str]) -> dict[st
     flags = [*(["--device", args.device] if args.device else []),
              *set_flags(item for item in overrides if item.startswith("decode."))]
     for name in args.test_sets:
-        ours = score_set(run, args.checkpoint, args.corpus, name, args.work, flags, SCORE_S)
+        ours = score_set(run, args.checkpoint, args.corpus, name, args.work, flags, SCORE_S,
+                         languages(args.sets))
         must(ours.get("error"))
         found[name] = {"bleu": ours["bleu"], "chrf": ours["chrf"], "lines": ours["lines"],
                        "signature": ours["signatures"]}
