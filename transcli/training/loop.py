@@ -212,8 +212,7 @@ class Trainer:
         self.opt = Optimization(self.model, self.tc, cfg.model.d_model, device)
         self.progress = start.restore(self.model, self.opt, self.plan)
         self.net, self.compiled = training_net(self.model, self.tc, dist, device)
-        self.valid = validation_set(cfg, data, device) if dist.main else None
-        self.start = start
+        self.valid, self.start = validation_set(cfg, data, device) if dist.main else None, start
         # Everything that can be refused was checked: only now is the run dir written.
         self.log = report.TrainLog(run.path, enabled=dist.main, tensorboard=self.tc.tensorboard)
         start.record(data, dist, self.log)
