@@ -290,3 +290,13 @@ def test_a_form_the_vocabulary_cannot_spell_goes_back_by_its_placeholder(float_m
     out = translator(float_model, tiny_spm, glossary).translate(
         ["I like trees.", "The boy eats an apple."])
     assert out[0].count("東京駅") == 1 and "pera" in out[1]
+
+
+def test_each_step_s_log_prob_sums_to_the_hypothesis_log_prob(model, sources):
+    rules = [terms(((60,),)), terms(((61, 62),), ((63,),))]
+    for ids, hyps in zip(sources, constrained(model, pad(sources[:2]), rules, 3, 20, n_best=2)):
+        for h in hyps:
+            target = h.tokens + [EOS_ID] * h.eos
+            assert len(h.steps) == len(target)
+            assert sum(h.steps) == pytest.approx(h.logprob, abs=1e-9)
+            assert sum(h.steps) == pytest.approx(teacher_forced(model, ids, target), abs=1e-4)

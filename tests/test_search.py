@@ -258,3 +258,18 @@ def test_live_beams_are_scored_at_once_as_one_at_a_time(alpha, reward):
         expected = [score(lp, step, s) + score.still_to_earn(step, m, s)
                     for s, (lp, m) in enumerate(zip(logprob.tolist(), most.tolist()))]
         assert got.tolist() == expected
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_each_step_s_log_prob_is_the_teacher_forced_one(model, sources, beam):
+    """`Hypothesis.steps`: each token's log-prob (EOS's last when it ended), summing to
+    `logprob`, as the full forward pass gives them."""
+    for ids, hyps in zip(sources, search(model, pad(sources), beam, 30, n_best=beam)):
+        for h in hyps:
+            assert len(h.steps) == len(h.tokens) + h.eos
+            assert sum(h.steps) == pytest.approx(h.logprob, abs=1e-6)
+            target = h.tokens + [EOS_ID] * h.eos
+            with torch.inference_mode():
+                logp = model(pad([ids]), pad([[BOS_ID] + target[:-1]]))[0]
+            forced = logp.gather(1, torch.tensor(target)[:, None])[:, 0].tolist()
+            assert list(h.steps) == pytest.approx(forced, abs=1e-4)

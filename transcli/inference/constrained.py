@@ -136,6 +136,7 @@ class Candidate:
     beam: int  # the beam it extends
     token: int
     progress: Progress
+    step: float = 0.0  # the token's own log-prob
 
 
 def allocated(candidates: list[Candidate]) -> list[Candidate]:
@@ -160,6 +161,7 @@ class SentenceBeams:
         self.k = k
         self.terms = terms
         self.tokens: list[list[int]] = [[] for _ in range(k)]
+        self.steps: list[tuple[float, ...]] = [() for _ in range(k)]  # their log-probs
         self.scores = [0.0] + [NEG_INF] * (k - 1)  # all start equal: only one expands
         self.progress = [Progress() for _ in range(k)]
         self.finished: list[Hypothesis] = []
@@ -177,7 +179,7 @@ class SentenceBeams:
                 if logprob == NEG_INF or (beam, token) in found:
                     continue
                 progress = self.progress[beam].after(token, self.terms)
-                found[beam, token] = Candidate(score + logprob, beam, token, progress)
+                found[beam, token] = Candidate(score + logprob, beam, token, progress, logprob)
         return list(found.values())
 
     def advance(self, candidates: list[Candidate], step: int, score: BeamScore,
@@ -188,22 +190,26 @@ class SentenceBeams:
         for candidate in ordered[:self.k]:
             if candidate.token == EOS_ID:
                 tokens = self.tokens[candidate.beam]
-                self.finished.append(Hypothesis(list(tokens), candidate.score,
-                                                score(candidate.score, step, sentence), True))
+                self.finished.append(Hypothesis(
+                    list(tokens), candidate.score, score(candidate.score, step, sentence), True,
+                    (*self.steps[candidate.beam], candidate.step)))
         kept = [c for c in ordered if c.token != EOS_ID][:self.k]
         beams = [c.beam for c in kept] + [0] * (self.k - len(kept))
         self.tokens = [self.tokens[c.beam] + [c.token] for c in kept] + [
             [] for _ in range(self.k - len(kept))]
+        self.steps = [(*self.steps[c.beam], c.step) for c in kept] + [
+            () for _ in range(self.k - len(kept))]
         self.scores = [c.score for c in kept] + [NEG_INF] * (self.k - len(kept))
         self.progress = [c.progress for c in kept] + [Progress()] * (self.k - len(kept))
         return beams
 
     def end_unfinished(self, step: int, score: BeamScore, sentence: int) -> None:
         """At the length limit: the live beams end unfinished."""
-        for tokens, lp, progress in zip(self.tokens, self.scores, self.progress):
+        for tokens, lp, progress, steps in zip(self.tokens, self.scores, self.progress,
+                                               self.steps):
             if lp > NEG_INF:
                 self.finished.append(Hypothesis(list(tokens), lp, score(lp, step, sentence),
-                                                False))
+                                                False, steps))
                 self.unfinished_met[len(self.finished) - 1] = len(progress.met)
 
     def nth_best(self, n_best: int) -> float:

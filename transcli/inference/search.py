@@ -48,6 +48,9 @@ class Hypothesis:
     logprob: float  # sum of the token log-probabilities, EOS included when emitted
     score: float  # what search ranks by: `hypothesis_score`
     eos: bool  # False when the search stopped at the maximum length
+    # Each token's log-probability, EOS's last when emitted (a line's confidence reads
+    # them); empty where the engine does not give them.
+    steps: tuple[float, ...] = ()
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -159,10 +162,12 @@ def _one_path(decoder: Decoder | single.SingleDecoder, limit: Tensor, alpha: flo
     sequences.flush(step)
     per_token, bounds = reward
     hyps = []
-    for ids, lp, n, e, b in zip(sequences.out.tolist(), sequences.logprob.tolist(),
-                                sequences.length.tolist(), sequences.ended.tolist(), bounds):
+    for ids, steps, lp, n, e, b in zip(
+            sequences.out.tolist(), sequences.out_logp.tolist(), sequences.logprob.tolist(),
+            sequences.length.tolist(), sequences.ended.tolist(), bounds):
         hyps.append(Hypothesis(ids[:n - 1] if e else ids[:n], lp,
-                               hypothesis_score(lp, n, alpha, per_token, b), e))
+                               hypothesis_score(lp, n, alpha, per_token, b), e,
+                               tuple(steps[:n])))
     return hyps
 
 
@@ -182,6 +187,7 @@ class RowSequences:
         batch, device = limit.size(0), limit.device
         self.most = int(limit.max())
         self.out = torch.zeros(batch, self.most, dtype=torch.long, device=device)
+        self.out_logp = torch.zeros(batch, self.most, dtype=torch.float64, device=device)
         self.logprob = torch.zeros(batch, dtype=torch.float64, device=device)
         self.length = limit.clone()
         self.ended = torch.zeros(batch, dtype=torch.bool, device=device)
@@ -194,11 +200,13 @@ class RowSequences:
         self.open = torch.ones(batch, dtype=torch.bool, device=device)
         self.closed = 0
         self.picked: list[Tensor] = []
+        self.picked_logp: list[Tensor] = []
 
     def extend(self, best: Tensor, best_logp: Tensor, step: int) -> bool:
         """Step `step`'s picks; rows that pick EOS or reach their limit end, and their
         log-prob and length are kept. Whether any row is still open."""
         self.picked.append(best)
+        self.picked_logp.append(best_logp)
         self.sums.add_(best_logp)  # in float64; a closed row's total was kept when it ended
         done = best == EOS_ID
         if step in self.limit_steps:
@@ -237,7 +245,8 @@ class RowSequences:
         if self.picked:
             first = step - len(self.picked)
             self.out[self.rows, first:step] = torch.stack(self.picked, dim=1)
-            self.picked = []
+            self.out_logp[self.rows, first:step] = torch.stack(self.picked_logp, dim=1).double()
+            self.picked, self.picked_logp = [], []
 
 
 def sample_probs(logp: Tensor, temperature: float = 1.0, top_k: int = 0,
@@ -445,6 +454,7 @@ class Beams:
         self.scores = torch.full((batch, k), NEG_INF, dtype=torch.float64, device=device)
         self.scores[:, 0] = 0.0  # all beams start equal: only the first expands at step 1
         self.history = torch.zeros(batch, k, 0, dtype=torch.long, device=device)
+        self.steps = torch.zeros(batch, k, 0, dtype=torch.float64, device=device)  # log-probs
         self.tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
         self.finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
         self.positions = torch.arange(2 * k, device=device)
@@ -467,8 +477,9 @@ class Beams:
         cand_scores, cand_idx = cand.topk(min(2 * k, cand.size(1)), dim=-1)
         cand_beam = cand_idx // top_tok.size(-1)
         cand_tok = top_tok.view(n, -1).gather(1, cand_idx)
+        cand_step = top_logp.view(n, -1).gather(1, cand_idx).double()
         is_eos = cand_tok == EOS_ID
-        self._finish_eos(is_eos, cand_scores, cand_beam, step)
+        self._finish_eos(is_eos, cand_scores, cand_beam, cand_step, step)
         # Keep the first K candidates that are not EOS (each beam gives at most one EOS).
         width = cand_scores.size(1)
         keep = (is_eos.long() * width + self.positions[:width]).topk(
@@ -478,19 +489,24 @@ class Beams:
         self.scores = cand_scores.gather(1, keep)
         self.history = torch.cat([self.history.gather(1, beam[:, :, None].expand_as(
             self.history)), self.tokens[:, :, None]], dim=2)
+        self.steps = torch.cat([self.steps.gather(1, beam[:, :, None].expand_as(self.steps)),
+                                cand_step.gather(1, keep)[:, :, None]], dim=2)
         return beam
 
     def _finish_eos(self, is_eos: Tensor, cand_scores: Tensor, cand_beam: Tensor,
-                    step: int) -> None:
+                    cand_step: Tensor, step: int) -> None:
         """Hypotheses whose EOS ranks among the top K of this step are finished."""
         ends = (is_eos[:, :self.k] & (cand_scores[:, :self.k] > NEG_INF)).nonzero()
         if not ends.numel():
             return
         i_idx, j_idx = ends[:, 0], ends[:, 1]
-        ended_tokens = self.history[i_idx, cand_beam[i_idx, j_idx]].tolist()
-        ended_scores = cand_scores[i_idx, j_idx].tolist()
-        for s, ids, lp in zip(self.sent[i_idx].tolist(), ended_tokens, ended_scores):
-            self.finished[s].append(Hypothesis(ids, lp, self.score(lp, step, s), True))
+        beams = cand_beam[i_idx, j_idx]
+        ended = zip(self.sent[i_idx].tolist(), self.history[i_idx, beams].tolist(),
+                    cand_scores[i_idx, j_idx].tolist(), self.steps[i_idx, beams].tolist(),
+                    cand_step[i_idx, j_idx].tolist())
+        for s, ids, lp, steps, eos in ended:
+            self.finished[s].append(Hypothesis(ids, lp, self.score(lp, step, s), True,
+                                               (*steps, eos)))
         groups = i_idx.unique()
         self.nth_best[groups] = torch.tensor(
             [_nth_best(self.finished[s], self.n_best) for s in self.sent[groups].tolist()],
@@ -506,8 +522,9 @@ class Beams:
             for i in at_limit.nonzero().squeeze(1).tolist():
                 s = int(self.sent[i])
                 self.finished[s].extend(
-                    Hypothesis(ids, lp, self.score(lp, step, s), False)
-                    for ids, lp in zip(self.history[i].tolist(), self.scores[i].tolist())
+                    Hypothesis(ids, lp, self.score(lp, step, s), False, tuple(steps))
+                    for ids, lp, steps in zip(self.history[i].tolist(), self.scores[i].tolist(),
+                                              self.steps[i].tolist())
                     if lp > NEG_INF)
         return self.score.open(self.nth_best, self.scores[:, 0], step, self.limit,
                                self.bounds).nonzero().squeeze(1)
@@ -516,7 +533,7 @@ class Beams:
         """Keep only the `live` groups; the decoder rows (of the last step's) they extend."""
         rows = (live[:, None] * self.k + beam[live]).view(-1)
         self.sent, self.scores = self.sent[live], self.scores[live]
-        self.history = self.history[live]
+        self.history, self.steps = self.history[live], self.steps[live]
         self.tokens = self.tokens[live].view(-1)
         self.limit, self.bounds = self.limit[live], self.bounds[live]
         self.nth_best = self.nth_best[live]
