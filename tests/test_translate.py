@@ -84,7 +84,7 @@ def test_long_line_truncated_with_one_warning(run_dir, capsys):
     lines = [long_line, ENGLISH[0], long_line + " again"]
     translator = load_translator(open_run_dir(run_dir, ["model.max_positions=24"]), "last", "cpu")
     out = translator.translate(lines)
-    translator.warn_truncated()
+    translator.warn()
     assert len(out) == 3 and out[1] == SPANISH[0]
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "2 input line(s)" in err[0] and "24 positions" in err[0]

@@ -126,7 +126,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
             translate_typed(work, target)
         else:
             drain(stream(lines, work, target, total=total, progress=total is not None))
-    translator.warn_truncated()
+    translator.tally.report()
     if note := run.young_note():  # after the work: an error there stays one line
         print(f"transcli: {note}", file=sys.stderr)
 
@@ -159,7 +159,7 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
         check_output(output, target.inputs, "translation")
     translator = load_translator(run, checkpoint, device)
     opened.translate(target, translator.translate, align=translator.alignments)
-    translator.warn_truncated()
+    translator.tally.report()
     if note := run.young_note():
         print(f"transcli: {note}", file=sys.stderr)
 

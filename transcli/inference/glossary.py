@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import regex
 
@@ -83,15 +83,16 @@ class Glossary:
         return found or next(entry for key, entry in self.entries.items()
                              if regex.fullmatch(_pattern(key), written, regex.IGNORECASE))
 
-    def find(self, text: str, taken: Sequence[bool] = ()) -> list[Span]:
+    def find(self, text: str, crossed: Callable[[int, int], bool] = lambda start, end: False
+             ) -> list[Span]:
         """The entries' occurrences in `text`, left to right, as spans whose replacement
-        is the entry's first Spanish form; none overlaps a character `taken` (another
-        protected span)."""
+        is the entry's first Spanish form; none where `crossed(start, end)` (another
+        protected span reaches across its edges)."""
         found: list[Span] = []
         at = 0
         while self.pattern and (match := self.pattern.search(text, at)):
             start, end = match.span()
-            if any(taken[start:end]):  # inside a URL, a path...: try from the next place
+            if crossed(start, end):  # inside a URL, a path...: try from the next place
                 at = start + 1
                 continue
             written = match.group()

@@ -183,7 +183,7 @@ class Batcher:
         if self._thread.is_alive():
             return False
         if self.translator is not None:
-            self.translator.warn_truncated()
+            self.translator.tally.report()
         return True
 
     def _withdraw(self, job: Job) -> None:
