@@ -12,6 +12,7 @@ exactly.
 from __future__ import annotations
 
 import time
+import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
@@ -346,3 +347,16 @@ def test_a_glossary_form_that_is_a_number_is_no_placeholder():
     text = "Visit https://example.com/a soon."
     masked = mask(text, find_spans(text), pool=("19", "20"), avoid=["19"])
     assert masked.text == "Visit 20 soon."
+
+
+def test_a_tab_a_soft_hyphen_and_a_zero_width_space_inside_text(translator):
+    """The model never saw them: "I like\\ttrees." came back as flies of fashion, and a
+    soft hyphen lost half its word. A tab reads as a space, the invisible ones go, and
+    NFD text reads as NFC; a tab between sentences is kept."""
+    lines = ["I like\ttrees.", "I like tr\u00adees.", "I like tr\u200bees.",
+             "I like trees.\tWhere is the station?", "Visit 東京 today.",
+             unicodedata.normalize("NFD", "Visit naïve today.")]
+    assert translator.translate(lines) == [
+        PAIRS[0][1], PAIRS[0][1], PAIRS[0][1], f"{PAIRS[0][1]}\t{PAIRS[1][1]}",
+        "Visita 東京 hoy.", "Visita na\u00efve hoy."]
+    assert translator.tally.failed == 0
