@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import PAIRS, SLOTS, TINY_CONFIG
 from helpers.memorised import memorised_model
+from helpers.timing import grows_linearly
 
 from transcli.config.loading import load_config, save_config
 from transcli.config.schema import DecodeConfig
@@ -360,3 +361,24 @@ def test_a_tab_a_soft_hyphen_and_a_zero_width_space_inside_text(translator):
         PAIRS[0][1], PAIRS[0][1], PAIRS[0][1], f"{PAIRS[0][1]}\t{PAIRS[1][1]}",
         "Visita 東京 hoy.", "Visita na\u00efve hoy."]
     assert translator.tally.failed == 0
+
+
+def hostile_line(size: int) -> str:
+    """A line of `size` characters made of runs that made reading it quadratic: dots,
+    dashes, "a.a.a.", "1.1.1.", "a. a. a.", "a-a-a-", "@", "C+C+", "€1 " and words."""
+    runs = [".", "-", "a.", "1.", "a. ", "a-", "@", "C+", "€1 ", "x1-", "A. ", "the cat sat. "]
+    each = size // len(runs)
+    return "".join((run * (each // len(run) + 1))[:each] for run in runs)
+
+
+def test_spans_and_sentences_of_a_hostile_line_take_linear_time():
+    """A 100,000-character line of `a.a.a.` held the model worker about a minute
+    (10K characters 1.2 s, 40K 11.7 s); now a megabyte takes about ten times what a
+    tenth of it takes (the bound: 40 times, and 3 s, for a busy machine)."""
+    def work(text: str) -> None:
+        masked = mask(text, find_spans(text))
+        for start, end in sentence_bounds(masked.text):
+            masked.part(start, end)
+
+    small, big = grows_linearly(work, hostile_line, 1_000_000)
+    assert big is not None, f"a megabyte took over 40 times {small:.2f} s"

@@ -18,13 +18,14 @@ import re
 # Abbreviations whose period does not end a sentence (compared in lower case, without
 # their final period). "No." is handled apart: it is also a one-word sentence.
 ABBREVIATIONS = frozenset("""
-    mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al approx dept est fig jan feb mar
+    mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e a.k.a cf al approx dept est fig jan feb mar
     apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun inc ltd co corp gen
     col lt sgt capt cmdr rev hon gov sen rep pres u.s u.k a.m p.m ph.d vol pp ed eds
 """.split())
 
-# A run of terminal punctuation, closing quotes/brackets, then the whitespace after it.
-_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+")
+# A run of terminal punctuation (from its first mark: a run of thousands is read once),
+# closing quotes/brackets, then the whitespace after it.
+_END = re.compile(r"(?<![.!?…])[.!?…]+[\"'”’»)\]]*\s+")
 _OPENERS = "\"'“‘«([¿¡"
 
 
@@ -56,17 +57,28 @@ def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _ends_sentence(text: str, match: re.Match[str]) -> bool:
-    """Whether the punctuation of `match` ends a sentence (see the module doc)."""
-    following = text[match.end():].lstrip(_OPENERS)
-    if not following or not (following[0].isupper() or following[0].isdigit()):
+    """Whether the punctuation of `match` ends a sentence (see the module doc). Only the
+    characters next to it are read (each match reading the text around it made a line
+    of thousands of sentences quadratic)."""
+    after = match.end()
+    while after < len(text) and text[after] in _OPENERS:
+        after += 1
+    if after == len(text) or not (text[after].isupper() or text[after].isdigit()):
         return False
     punctuation = match.group().rstrip()
     if punctuation.rstrip("\"'”’»)]") != ".":
         return True  # "!", "?", "…", "..." and mixtures end a sentence
-    word = text[:match.start()].rsplit(None, 1)[-1] if text[:match.start()].strip() else ""
-    word = word.lstrip(_OPENERS).lower()
+    word = _word_before(text, match.start()).lstrip(_OPENERS).lower()
     if len(word) == 1 and word.isalpha():
         return False  # an initial
-    if word == "no" and following[0].isdigit():
+    if word == "no" and text[after].isdigit():
         return False  # "No. 5"
     return word not in ABBREVIATIONS
+
+
+def _word_before(text: str, end: int) -> str:
+    """The run of non-space characters that ends at `end`."""
+    start = end
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    return text[start:end]
