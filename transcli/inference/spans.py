@@ -52,18 +52,20 @@ _TAIL = r"(?<![.,;:!?'\")\]])"
 _AMOUNT = r"(?>\d+(?:[.,'\u00a0\u202f]\d+)*)(?:\s?(?:bn|mn|[kKMB])(?!\w))?"
 _CODES = r"(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|INR|MXN|BRL)"
 _MONEY = (rf"(?=[\dA-Z\p{{Sc}}])(?<![\w.,$\p{{Sc}}])(?:(?:[A-Z]{{1,3}})?\p{{Sc}}\s?{_AMOUNT}"
-          rf"|{_CODES}\s?{_AMOUNT}|{_AMOUNT}\s?(?:\p{{Sc}}|{_CODES}(?!\w)))")
+          rf"(?:\s?{_CODES}(?!\w))?|{_CODES}\s?{_AMOUNT}|{_AMOUNT}\s?(?:\p{{Sc}}|{_CODES}(?!\w)))")
 # An identifier: a token of letters and digits joined by . + # - (not starting after
 # one: a scan starts only at a token's first character, so a line of "a.a.a." or
 # "----" is read once), with a version and a model name after it ("iPhone 15 Pro").
 # `identifier` decides which tokens of that shape are one.
-_TOKEN = r"(?>\w+(?:[.+#-]\w+)*(?:\+\+?|#)?)"
+_TOKEN = r"(?>\w+(?:[.+#-]\w+)*(?:(?:\+\+?|#)\d*)?)"
 _IDENTIFIER = (rf"(?=\w)(?<![\w.+#@$/\\-])"
-               rf"(?=(?>[a-z]*)[\w.+#-]*?(?:\d|(?<=\w)\.\w|(?<=\w)[+#]|(?<=\p{{Ll}})\p{{Lu}}))"
+               rf"(?=(?>[a-z]*)[\w.+#-]*?(?:\d|(?<=\w)\.\w|(?<=\w)[+#]|(?<=\p{{Ll}})\p{{Lu}}"
+               rf"|\p{{Lu}}{{2}}\p{{Ll}}{{2}}))"
                rf"(?=[\w.+#-]*\p{{L}}){_TOKEN}"
                r"(?:\ \d+(?:\.\d+)*(?![\w.]\w)(?:\ [A-Z][a-z]+(?!\w)){0,2})?(?![\w@/\\])")
 _ORDINAL = regex.compile(r"\d+(?:st|nd|rd|th|s|'s)", regex.IGNORECASE)  # 3rd, 1990s
-_MIXED_CASE = regex.compile(r"\p{Ll}\p{Lu}")  # iPhone, JavaScript; not "Tom" or "URLs"
+# iPhone, JavaScript, WPTRunner; not "Tom", "URLs" or "DVDs"
+_MIXED_CASE = regex.compile(r"\p{Ll}\p{Lu}|\p{Lu}{2}\p{Ll}{2}")
 _DOTTED = regex.compile(r"\p{L}\.\p{L}")
 _LETTERS = regex.compile(r"\p{L}+")
 
@@ -73,7 +75,8 @@ def identifier(text: str) -> bool:
     (`Node.js`, `C++`, `COVID-19`, `iPhone`, `v1.4.2-rc1`, `3x`, `H2O`): it has a digit
     (an ordinal or a decade, "3rd", "1990s", is a word), a `.` between letters (unless
     it is an abbreviation of single letters or a known one: "e.g.", "U.S.", "p.m.",
-    "Ph.D."), a `+` or `#` after letters, or a capital after a small letter in a word.
+    "Ph.D."), a `+` or `#` after letters, or mixed case inside a word (a capital after
+    a small letter, or two capitals before two small letters: "WPTRunner").
     A hyphen alone makes none: "well-known" is a word."""
     head = text.split(" ", 1)[0]
     if any(char.isdigit() for char in head):
@@ -405,10 +408,13 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
     parts, last = [], 0
     for match, index in masked.occurrences(translation):
         parts.append(translation[last:match.start()])
-        if index not in seen:  # a copy too many goes, with the space before it
-            parts += [match.group(1), masked.spans[index].output]
-            seen.add(index)
         last = match.end()
+        if index not in seen:  # a copy too many goes, with the space before it
+            output = masked.spans[index].output
+            parts += [match.group(1), output]
+            seen.add(index)
+            # "at 5 p.m." ends its sentence with its own full stop: not one more
+            last += output.endswith(".") and translation.startswith(".", last)
     parts.append(translation[last:])
     return "".join(parts)
 
