@@ -83,7 +83,7 @@ IDENTIFIERS = ["Node.js", "C++", "COVID-19", "iPhone 15 Pro", "JavaScript", "ISO
                "H2O", "3x", "macOS", "PostgreSQL", "C#", "x86_64", "GitHub", "IPv6", "Vue.js",
                "eBay", "MP3", "Wi-Fi 6", "USB-C", "ASP.NET"]
 VERSIONS = ["v1.4.2-rc1", "2.0.1", "v18.15.0", "Python 3.12", "Node.js 20", "1.0.0-beta.2",
-            "10.2.154.26", "r27c", "version 4.4.3", "Android 14"]
+            "10.2.154.26", "r27c", "4.4.3", "Android 14"]
 PRICES = ["€5", "US$5.40", "$19.99", "£1.2bn", "1.234,56 €", "20 USD", "$3k", "¥500",
           "€2,50", "A$12", "$1,299.99", "£4.50"]
 EMOJI = ["😀", "❤️", "👍🏽", "🎉", "🇪🇸", "👨‍👩‍👧", "🌳"]
@@ -242,9 +242,17 @@ def measure(variant: Variant, hyps: list[str]) -> dict[str, Any]:
 def kept_share(kept: list[list[str]], hyps: list[str]) -> float:
     """The share of the spans to keep that are in their line's translation exactly as
     often as in the list (once, for each)."""
-    counts = [hyp.count(span) == spans.count(span) for spans, hyp in zip(kept, hyps)
+    counts = [standing(hyp, span) == spans.count(span) for spans, hyp in zip(kept, hyps)
               for span in spans]
     return sum(counts) / max(1, len(counts))
+
+
+def standing(text: str, piece: str) -> int:
+    """How often `piece` is in `text` not as part of a longer word or number ("64" is not
+    in "loong64")."""
+    before = r"(?<!\w)" if regex.match(r"\w", piece) else ""
+    after = r"(?!\w)" if regex.search(r"\w$", piece) else ""
+    return len(regex.findall(before + regex.escape(piece) + after, text))
 
 
 def digits_changed(src: str, hyp: str) -> bool:

@@ -58,9 +58,10 @@ def test_the_tally_says_what_failed_in_one_line():
     assert tally.summary() == ""
     tally.add(check("I like trees.", [], ""))
     tally.repaired += 1
-    assert tally.summary() == ("1 translated sentence(s) failed their check (1 empty): "
-                               "1 translated again another way, 0 written as their English "
-                               "source")
+    assert tally.summary() == (
+        "1 translated sentence(s) failed their check (1 empty): 1 translated again another "
+        "way (numbers and glossary terms as placeholders, a wider search, or in halves), 0 "
+        "written as their English source")
 
 
 # ----------------------------------------------------------------------------- the model
@@ -116,4 +117,48 @@ def test_translate_says_how_many_failed(slot_run: Path, tmp_path: Path):  # noqa
                       "--set", "decode.max_len_a=0", "--set", "decode.max_len_b=3"])
     assert result.returncode == 0 and result.stdout == f"{PAIRS[0][1]}\n"
     assert "1 translated sentence(s) failed their check (1 cut by the length limit): 1 " \
-        "translated again another way" in result.stderr
+        "translated again another way (" in result.stderr
+
+
+def test_a_constrained_search_that_cannot_finish_falls_back_to_placeholders(slot_spm):
+    """Glossary forms longer than the length limit allows: constrained search returned
+    its unfinished hypothesis as the translation (forms missing, the opening gone). Now
+    the check sees it did not end, and the term goes back by its placeholder."""
+    from dataclasses import replace
+
+    from test_realtext import slot_model
+
+    from transcli.config.schema import DecodeConfig
+    from transcli.data.tokenizer import Tokenizer
+    from transcli.inference.glossary import Entry, Glossary
+    from transcli.inference.translator import Translator
+
+    form = "los árboles verdes de la montaña"
+    translator = Translator(slot_model(slot_spm), Tokenizer(slot_spm),
+                            replace(DecodeConfig(), max_len_a=0.0, max_len_b=5), "cpu",
+                            glossary=Glossary([Entry("trees", (form,))]))
+    assert translator.preparer.terms_as == "constrain"
+    assert translator.translate(["Visit trees today."]) == [f"Visita {form} hoy."]
+    assert (translator.tally.problems[CUT], translator.tally.repaired) == (1, 1)
+
+
+def test_a_glossary_form_that_is_a_placeholder_number_comes_back_as_itself(slot_spm):
+    """"soon" -> "19" where a URL's placeholder was 19: the model's copy of the URL's
+    placeholder met the term, and restore put the URL there; the form disappeared."""
+    from dataclasses import replace
+
+    from test_realtext import slot_model
+
+    from transcli.config.schema import DecodeConfig
+    from transcli.data.tokenizer import Tokenizer
+    from transcli.inference.glossary import Entry, Glossary
+    from transcli.inference.translator import Translator
+
+    first = Translator(slot_model(slot_spm), Tokenizer(slot_spm), DecodeConfig(),
+                       "cpu").preparer.pool[0]
+    translator = Translator(slot_model(slot_spm), Tokenizer(slot_spm),
+                            replace(DecodeConfig(), glossary_method="constrain"), "cpu",
+                            glossary=Glossary([Entry("trees", (first,))]))
+    out = translator.translate(["Write to https://example.com/a and trees now."])[0]
+    assert out.count("https://example.com/a") == 1 and out.count(first) == 1, out
+    assert translator.tally.failed == 0  # the first translation, not a repair

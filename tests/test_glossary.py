@@ -272,3 +272,48 @@ def test_a_run_trained_with_annotation_reads_its_terms_annotated(tiny_spm):
     assert plain.text == "I like trees." and plain.terms == (("plantas",),)
     assert method(DecodeConfig(), annotated=True) == "annotate"
     assert method(DecodeConfig(glossary_method="constrain"), annotated=True) == "constrain"
+
+
+def test_matching_folds_case_as_unicode_does():
+    """"İstanbul" was looked up lower-cased as "i̇stanbul" and never matched; "STRASSE"
+    is "Straße" folded."""
+    glossary = glossary_of(("İstanbul", "Estambul"), ("Straße", "calle"))
+    assert terms_in("From İstanbul to the STRASSE and straße.", glossary) == [
+        "İstanbul", "STRASSE", "straße"]
+    assert glossary.entry("İSTANBUL").spanish == ("Estambul",)
+
+
+def test_a_term_holding_spans_replaces_them_and_none_cuts_one():
+    """"24/7" and "Form 1040" lost to the number span inside them; a URL holding a
+    term's word still wins."""
+    glossary = glossary_of(("24/7", "24 horas"), ("Form 1040", "Formulario 1040"),
+                           ("python", "pitón"))
+    text = "Open 24/7, file Form 1040, see https://python.org/python now."
+    spans = find_spans(text, terms=glossary.find)
+    assert [(span.kind, span.text) for span in spans] == [
+        (TERM, "24/7"), (TERM, "Form 1040"), ("url", "https://python.org/python")]
+
+
+@pytest.mark.parametrize("line", ["tom\tTo\x0bmás\n", "tom\tTomás\x07\n", "to\x1bm\tTomás\n"])
+def test_a_side_with_a_line_break_or_a_control_character_is_refused(tmp_path, line):
+    path = tmp_path / "terms.tsv"
+    path.write_text(line, encoding="utf-8", newline="")
+    with pytest.raises(UserError, match=r"terms.tsv: line 1: .* side holds a line break"):
+        read_glossary(path)
+
+
+def test_a_requests_terms_are_matched_apart_from_the_servers_which_compile_once():
+    """A request's glossary recompiled the server's whole glossary with its own terms, on
+    the event loop (8 s for 50,000 entries): now its few terms have a pattern of their
+    own, compiled when first used, and the server's is the one it compiled before."""
+    base = Glossary([Entry(f"term{i}", (f"término{i}",)) for i in range(3000)]
+                    + [Entry("tom", ("Tomás",)), Entry("apple", ("manzana",))])
+    base.find("warm up")
+    compiled = base.pattern
+    request = base.extended({"TOM": "Tomasito", "apple pie": "tarta", "ana": "Anita"})
+    assert "pattern" not in request.__dict__  # nothing compiled on the event loop
+    spans = request.find("Tom and term7 eat apple pie, an apple and ana.")
+    assert [(span.text, span.replacement) for span in spans] == [
+        ("Tom", "Tomasito"), ("term7", "término7"), ("apple pie", "tarta"),
+        ("apple", "manzana"), ("ana", "Anita")]
+    assert base.pattern is compiled and len(request) == 3004

@@ -64,6 +64,8 @@ def test_each_kind_is_found_in_its_example_and_restored(kind):
     ("Words and/or km/h, well-known, e.g. the 1990s, the 3rd, U.S. and Ph.D. stay words.", []),
     # identifiers, by rule: a digit, a . between letters, a + or # after letters, or a
     # capital after a small letter; a currency sign with its amount; a time
+    ("You need Python 3.12; in 3.5 s, Section 2 of Form 1040 is read.", ["Python 3.12", "3.5",
+                                                                          "2", "1040"]),
     ("Video.js, Node.js 20, C++, C#, COVID-19, iPhone 15 Pro, v1.4.2-rc1, ISO-8859-1, "
      "3x, H2O, mp3, JavaScript, C++17 and WPTRunner, not URLs or DVDs.",
      ["Video.js", "Node.js 20", "C++", "C#", "COVID-19", "iPhone 15 Pro", "v1.4.2-rc1",

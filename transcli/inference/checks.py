@@ -110,7 +110,8 @@ class Tally:
         why = ", ".join(f"{count} {MEANING[problem]}" for problem, count
                         in sorted(self.problems.items(), key=lambda item: -item[1]))
         return (f"{self.failed} translated sentence(s) failed their check ({why}): "
-                f"{self.repaired} translated again another way, {self.untranslated} "
+                f"{self.repaired} translated again another way (numbers and glossary terms "
+                f"as placeholders, a wider search, or in halves), {self.untranslated} "
                 f"written as their English source")
 
     def report(self, stream: TextIO = sys.stderr) -> None:

@@ -63,6 +63,9 @@ _IDENTIFIER = (rf"(?=\w)(?<![\w.+#@$/\\-])"
                rf"|\p{{Lu}}{{2}}\p{{Ll}}{{2}}))"
                rf"(?=[\w.+#-]*\p{{L}}){_TOKEN}"
                r"(?:\ \d+(?:\.\d+)*(?![\w.]\w)(?:\ [A-Z][a-z]+(?!\w)){0,2})?(?![\w@/\\])")
+# ... or a capitalized name with a dotted version, inside a sentence ("You need Python
+# 3.12 for it"; not "In 3.5 seconds" at a sentence's start).
+_NAMED_VERSION = r"(?<=[\w,;:] )\p{Lu}\p{Ll}+ v?\d+(?:\.\d+)+(?![\w.]\w)"
 _ORDINAL = regex.compile(r"\d+(?:st|nd|rd|th|s|'s)", regex.IGNORECASE)  # 3rd, 1990s
 # iPhone, JavaScript, WPTRunner; not "Tom", "URLs" or "DVDs"
 _MIXED_CASE = regex.compile(r"\p{Ll}\p{Lu}|\p{Lu}{2}\p{Ll}{2}")
@@ -78,6 +81,8 @@ def identifier(text: str) -> bool:
     "Ph.D."), a `+` or `#` after letters, or mixed case inside a word (a capital after
     a small letter, or two capitals before two small letters: "WPTRunner").
     A hyphen alone makes none: "well-known" is a word."""
+    if regex.fullmatch(_NAMED_VERSION.removeprefix(r"(?<=[\w,;:] )"), text):
+        return True
     head = text.split(" ", 1)[0]
     if any(char.isdigit() for char in head):
         return not _ORDINAL.fullmatch(head)
@@ -105,8 +110,8 @@ KINDS: tuple[SpanKind, ...] = (
              + r"|(?<![\w/-])[\w-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,5}\b",
              "The file is at /home/user/notes.txt now."),
     SpanKind("money", _MONEY, "It costs €5 or about US$5.40."),
-    SpanKind("identifier", _IDENTIFIER, "Node.js 20 and C++ are both used here.",
-             identifier),
+    SpanKind("identifier", f"{_NAMED_VERSION}|{_IDENTIFIER}",
+             "Node.js 20 and C++ are both used here.", identifier),
     SpanKind("number",  # with a percent sign, or a.m. or p.m., that goes with it
              r"(?<![\w.,$€£¥])(?>\d+(?:[-.,:/'\u00a0\u202f]\d+)*)"
              r"(?:\s?%(?!\w)|\s?(?i:[ap]\.m\.|[ap]m(?!\w))|(?!\w))",

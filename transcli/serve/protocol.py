@@ -36,6 +36,7 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from transcli.inference.glossary import problem
 from transcli.system.text import lines_of
 
 SOURCE, TARGET = "en", "es"
@@ -261,6 +262,11 @@ def check_glossary(glossary: Optional[dict[str, str]]) -> None:
     if not all(english.strip() and spanish.strip() for english, spanish in glossary.items()):
         raise ApiError(400, "Invalid request: glossary: every entry needs an English and a "
                             "Spanish side")
+    for english, spanish in glossary.items():
+        for side, text in (("English", english), ("Spanish", spanish)):
+            if why := problem(text):
+                raise ApiError(400, f"Invalid request: glossary: {json.dumps(english)}: "
+                                    f"its {side} side {why}")
 
 
 def check_languages(source: Any, target: Any) -> None:
