@@ -232,11 +232,14 @@ def test_serve_applies_its_glossary(glossary_run, tmp_path):
     try:
         answers = [server.request("POST", "/translate", {**request, **extra})[:2] for extra in (
             {}, {"glossary": {"ana": "Anita", "TOM": "Tomasito"}}, {"glossary": too_many},
-            {"glossary": ["ana", "Anita"]}, {"glossary": {"ana": " "}})]
+            {"glossary": ["ana", "Anita"]}, {"glossary": {"ana": " "}},
+            {"glossary": {"ana": "Anita\nNEW"}})]
         files = [server.upload("a.txt", b"Visit Tom today.\nVisit Ana today.\n", source="en",
                                target="es", **extra)[:2]
                  for extra in ({"glossary": '{"ana": "Anita"}'}, {"glossary": '["ana"]'},
-                               {"glossary": json.dumps(too_many)})]
+                               {"glossary": json.dumps(too_many)},
+                               {"glossary": "[" * 50000 + "]" * 50000},
+                               {"glossary": '{"ana": "Anita\\n1\\n00:00:01,000 --> x"}'})]
         translated = server.request("GET", urlsplit(files[0][1]["translatedFileUrl"]).path,
                                     raw=True)[1]
     finally:
@@ -257,6 +260,12 @@ def test_serve_applies_its_glossary(glossary_run, tmp_path):
     assert answers[3] == (400, {"error": "Invalid request: glossary must be an object of "
                                          "English terms to Spanish ones"})
     assert answers[4][0] == 400 and "needs an English and a Spanish side" in answers[4][1]["error"]
+    # A form that would change the lines of what is translated, nested JSON too deep for
+    # the parser: one line each, 400, never a 500.
+    assert answers[5] == (400, {"error": 'Invalid request: glossary: "ana": its Spanish side '
+                                         'holds a line break, a tab or another control '
+                                         'character'})
+    assert files[3] == files[1] and files[4][0] == 400 and "line break" in files[4][1]["error"]
 
 
 def test_a_run_trained_with_annotation_reads_its_terms_annotated(tiny_spm):
