@@ -3,9 +3,10 @@
     failed ──strict──▶ numbers and glossary terms masked too (`Preparer.strict`)
            ──search──▶ beam search, more beams, every hypothesis, room to the model's
                        positions ──▶ the first that passes its check
-           ──split───▶ (a translation cut by the length limit, however searched) the
-                       sentence in two at the clause boundary nearest its middle, each
-                       half translated (and checked) as a line of its own
+           ──split───▶ (a translation cut where no search could fit it: its source cut
+                       to the model's positions, or its length limit already theirs)
+                       the sentence in two at the clause boundary nearest its middle,
+                       each half translated (and checked) as a line of its own
            ──source──▶ nothing passed: the sentence as written, its spans and glossary
                        terms back, never a translation that failed passed off as one
 
@@ -100,7 +101,7 @@ def repaired(translator: Retranslator, failed: list[Failed]) -> list[str]:
     for i, (item, unit) in enumerate(zip(failed, strict)):
         hyps = found.get(i, [])
         text = passing(unit, hyps) if not unit.copied else unit.source
-        if text is None and (item.cut or any(not finished for _, finished in hyps)):
+        if text is None and item.cut and not item.roomy:  # no search could fit it
             text = _in_halves(translator, item)
             translator.tally.truncated -= item.truncated and text is not None  # not in the end
         results.append(_ended(translator.tally, text, unit))
