@@ -162,3 +162,15 @@ def test_a_glossary_form_that_is_a_placeholder_number_comes_back_as_itself(slot_
     out = translator.translate(["Write to https://example.com/a and trees now."])[0]
     assert out.count("https://example.com/a") == 1 and out.count(first) == 1, out
     assert translator.tally.failed == 0  # the first translation, not a repair
+
+
+def test_glossary_terms_put_after_the_sentence_s_end_are_a_problem():
+    """Constrained search may not end before it has written every term: it wrote them
+    after the sentence ("... pronto. 10 años."), with words of its own."""
+    from transcli.inference.checks import APPENDED
+
+    source = "I will see you soon."
+    assert check(source, [], "Te veré pronto. Pronto años.", constrained=True).problems == \
+        (APPENDED,)
+    assert check(source, [], "Te veré pronto.", constrained=True).ok
+    assert check("Yes, I know.", [], "Sí. Lo sé.").ok  # without terms: not looked at

@@ -326,3 +326,19 @@ def test_a_requests_terms_are_matched_apart_from_the_servers_which_compile_once(
         ("Tom", "Tomasito"), ("term7", "término7"), ("apple pie", "tarta"),
         ("apple", "manzana"), ("ana", "Anita")]
     assert base.pattern is compiled and len(request) == 3004
+
+
+def test_the_glossary_is_never_the_output(glossary_run, tmp_path):
+    """`translate --glossary g.tsv -o g.tsv` replaced the glossary it read when transcli
+    had written that file once: the glossary is among the command's inputs."""
+    from helpers import write_output
+
+    terms = tmp_path / "g.tsv"
+    write_output(terms, "tom\tTomás\n")  # a file transcli wrote: its record vouches for it
+    src = tmp_path / "src.en"
+    src.write_text("Visit Tom today.\n", encoding="utf-8")
+    for args in (["translate", "-i", src, "-o", terms],
+                 ["evaluate", "--src", src, "--ref", src, "--hyp-out", terms]):
+        result = run_cli(*args, "-m", glossary_run, "--checkpoint", "last", "--glossary", terms)
+        assert str(terms) in one_error_line(result)
+        assert terms.read_text(encoding="utf-8") == "tom\tTomás\n"

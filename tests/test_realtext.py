@@ -62,6 +62,8 @@ def test_each_kind_is_found_in_its_example_and_restored(kind):
     ("Love 😀, 👍🏽 👨‍👩‍👧 🇪🇸 ❤️ and 東京 or Москва.",
      ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇪🇸", "❤️", "東京", "Москва"]),
     ("Words and/or km/h, well-known, e.g. the 1990s, the 3rd, U.S. and Ph.D. stay words.", []),
+    ("Close it with </>, then a -> b if x <= y; 5 + 3 - 1.", ["</>", "->", "<=", "5", "3",
+                                                              "1"]),
     # identifiers, by rule: a digit, a . between letters, a + or # after letters, or a
     # capital after a small letter; a currency sign with its amount; a time
     ("You need Python 3.12; in 3.5 s, Section 2 of Form 1040 is read.", ["Python 3.12", "3.5",
@@ -357,11 +359,11 @@ def test_a_tab_a_soft_hyphen_and_a_zero_width_space_inside_text(translator):
     """The model never saw them: "I like\\ttrees." came back as flies of fashion, and a
     soft hyphen lost half its word. A tab reads as a space, the invisible ones go, and
     NFD text reads as NFC; a tab between sentences is kept."""
-    lines = ["I like\ttrees.", "I like tr\u00adees.", "I like tr\u200bees.",
+    lines = ["I like\ttrees.", "I like tr\u00adees.", "I like tr\u200bees.", "I like\x00 trees.",
              "I like trees.\tWhere is the station?", "Visit 東京 today.",
              unicodedata.normalize("NFD", "Visit naïve today.")]
     assert translator.translate(lines) == [
-        PAIRS[0][1], PAIRS[0][1], PAIRS[0][1], f"{PAIRS[0][1]}\t{PAIRS[1][1]}",
+        PAIRS[0][1], PAIRS[0][1], PAIRS[0][1], PAIRS[0][1], f"{PAIRS[0][1]}\t{PAIRS[1][1]}",
         "Visita 東京 hoy.", "Visita na\u00efve hoy."]
     assert translator.tally.failed == 0
 

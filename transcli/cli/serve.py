@@ -102,5 +102,4 @@ def serve(
                     drain_timeout=drain_timeout, max_alternatives=max_alternatives,
                     req_limit=req_limit, max_file_chars=max_file_chars)
     run_server(model, checkpoint, [*decoding, *(sets or [])], device or "auto", host, port,
-               limits, api_key, docs, web=not no_web, cors_origin=cors_origin,
-               hosts=allow_host or ())
+               limits, api_key, docs, not no_web, cors_origin, allow_host or ())

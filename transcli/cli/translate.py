@@ -103,6 +103,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
     from transcli.documents.formats import document_format
 
     document = document_format(input, output, fmt)
+    _check_output_name(output, document)
     if document.name != "text":
         return translate_document(model_dir, checkpoint, input, output, overrides, device,
                                   attention, force, document)
@@ -129,6 +130,23 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
     translator.tally.report()
     if note := run.young_note():  # after the work: an error there stays one line
         print(f"transcli: {note}", file=sys.stderr)
+
+
+def _check_output_name(output: str, document: DocumentFormat) -> None:
+    """An output named as translate writes it: uncompressed (a .gz written as plain text
+    misleads every reader of it), and a Word document in a file named as one (a zip in
+    a .txt opens as nothing)."""
+    from transcli.documents.formats import by_extension
+    from transcli.system.text import DECOMPRESSORS
+
+    suffix = Path(output).suffix.lower() if output != "-" else ""
+    if suffix in DECOMPRESSORS:
+        raise UserError(f"{output}: translate writes plain text, not {suffix}: give -o "
+                        f"{output[:-len(suffix)]} and compress it after (gzip FILE)")
+    named = by_extension(output) if suffix else None
+    if document.binary and named is not None and named.name != document.name:
+        raise UserError(f"{output}: the output is {document.title}, as the input, but its "
+                        f"name says {named.title}: name it {document.extensions[0]}")
 
 
 def translate_document(model_dir: Path, checkpoint: str, input: str, output: str,

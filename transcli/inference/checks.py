@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence, TextIO
+from typing import Optional, Sequence, TextIO
 
 import regex
 
@@ -25,13 +25,16 @@ SPAN = "span"  # a protected span missing, changed or doubled
 DIGITS = "digits"  # a number of the source changed, dropped, or one added
 CUT = "cut"  # stopped by the length limit, or its source cut to fit the model
 EMPTY = "empty"  # nothing for a source with letters
+APPENDED = "appended"  # words after its sentence's end, its glossary terms among them
 FRAGMENT = "fragment"  # two fifths of the source's letters or fewer
 MEANING = {SPAN: "a protected span lost or changed", DIGITS: "a number changed",
-           CUT: "cut by the length limit", EMPTY: "empty", FRAGMENT: "a fragment of the source"}
+           CUT: "cut by the length limit", EMPTY: "empty", FRAGMENT: "a fragment of the source",
+           APPENDED: "glossary terms put after the sentence's end"}
 FRAGMENT_SHARE = 0.4  # this share of the source's letters or fewer is a fragment...
 FRAGMENT_LETTERS = 20  # ... of a source with at least this many letters
 _NUMBER = regex.compile(r"\d+")
 _LETTER = regex.compile(r"\p{L}")
+_ENDS = regex.compile(r"[.!?…][\"'”’»)]*\s+\p{L}")  # a sentence's end, and another one
 
 
 @dataclass(frozen=True)
@@ -45,12 +48,17 @@ class Verdict:
         return not self.problems
 
 
-def check(expected: str, outputs: Sequence[str], translation: str, finished: bool = True
-          ) -> Verdict:
+def check(expected: str, outputs: Sequence[str], translation: str, finished: bool = True,
+          constrained: bool = False) -> Verdict:
     """`translation` checked as the module doc says against `expected`, its source with
     its protected spans as they go back (`outputs`: a glossary term's is its Spanish
-    form); `finished`: the search ended it, and its source was not cut."""
+    form); `finished`: the search ended it, and its source was not cut. `constrained`:
+    its glossary terms were constraints of the search, which may not end before it has
+    written them all: one sentence written as two (its terms put after its end, "...
+    pronto. 10 años.") is a problem too."""
     problems = [] if finished else [CUT]
+    if constrained and _ENDS.search(translation) and not _ENDS.search(expected):
+        problems.append(APPENDED)
     spans_letters = sum(_letters(output) for output in outputs)
     letters = _letters(expected) - spans_letters
     written = _letters(translation) - spans_letters
@@ -114,9 +122,10 @@ class Tally:
                 f"as placeholders, a wider search, or in halves), {self.untranslated} "
                 f"written as their English source")
 
-    def report(self, stream: TextIO = sys.stderr) -> None:
-        """transcli's warning lines: inputs cut to fit, translations that failed (never
-        a crash: a dead stderr is `system.streams`' to handle)."""
+    def report(self, stream: Optional[TextIO] = None) -> None:
+        """transcli's warning lines (on `stream`, stderr by default): inputs cut to fit,
+        translations that failed (a dead stderr is `system.streams`' to handle)."""
+        stream = stream or sys.stderr
         if self.truncated:
             print(f"transcli: warning: {self.truncated} input line(s) longer than the model's "
                   f"{self.positions} positions were truncated to fit", file=stream)

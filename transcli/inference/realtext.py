@@ -73,7 +73,7 @@ class Unit:
         `finished`: the search ended it, the source uncut)."""
         outputs = [recased(span.output, self.case) if self.case and span.replacement
                    else span.output for span in self.masked.spans]
-        return check(self.expected, outputs, translation, finished)
+        return check(self.expected, outputs, translation, finished, bool(self.terms))
 
 
 def _edited(text: str, spans: list[Span]) -> str:
@@ -223,17 +223,19 @@ class Preparer:
         return Unit(masked, text, case, before, copied, terms, expected)
 
 
-# Characters that show nothing and join nothing a translation keeps: a soft hyphen, a
-# zero-width space, a word joiner, a byte-order mark inside a line. The model reads the
-# words they sit in whole ("Super\u00adman" is Superman). Not the zero-width joiner: it
-# makes one emoji of several.
-_INVISIBLE = regex.compile("[\u00ad\u200b\u2060\ufeff]")
+# Characters that show nothing and join nothing a translation keeps: control characters
+# (a NUL, a carriage return inside a line; not a tab), a soft hyphen, a zero-width space,
+# a word joiner, a byte-order mark inside a line. The model reads the words they sit in
+# whole ("Super\u00adman" is Superman). Not the zero-width joiner: it makes one emoji of
+# several.
+_INVISIBLE = regex.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b\u2060\ufeff]")
 _SPACES = regex.compile(r"[^\S ]")  # whitespace other than a space: a tab, a form feed
 
 
 def readable(line: str) -> str:
     """`line` as it is translated: in Unicode's composed form (NFC: "café" written with
-    a combining accent is the same word), without invisible characters (`_INVISIBLE`)."""
+    a combining accent is the same word), without invisible and control characters
+    (`_INVISIBLE`)."""
     return _INVISIBLE.sub("", unicodedata.normalize("NFC", line))
 
 

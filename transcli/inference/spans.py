@@ -116,6 +116,10 @@ KINDS: tuple[SpanKind, ...] = (
              r"(?<![\w.,$€£¥])(?>\d+(?:[-.,:/'\u00a0\u202f]\d+)*)"
              r"(?:\s?%(?!\w)|\s?(?i:[ap]\.m\.|[ap]m(?!\w))|(?!\w))",
              "The price is 1,299.99 today."),
+    SpanKind("symbols",  # a run of code's or maths' signs standing alone: </>, ->, <=
+             r"(?<![^\s(\[\"'])(?=\S{2})[-!:]*[<>/\\=|&^~*+][-!:<>/\\=|&^~*+]*"
+             r"(?=$|[\s.,;?)\]\"'])",
+             "Close it with </> and go on."),
     SpanKind("emoji",
              r"(?:[\U0001F1E6-\U0001F1FF]{2}|[#*0-9]\uFE0F?\u20E3"
              r"|\p{Extended_Pictographic}[\uFE0F\U0001F3FB-\U0001F3FF]*"

@@ -48,8 +48,7 @@ SWITCH_INTERVAL = 0.0002
 
 def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, host: str,
           port: int, limits: Limits, api_key: Optional[str], docs: bool = False,
-          web: bool = True, cors_origin: Optional[str] = None, hosts: Sequence[str] = ()
-          ) -> None:
+          web: bool = True, cors_origin: Optional[str] = None, hosts: Sequence[str] = ()) -> None:
     """Serve the run's model on host:port until a stop signal (module doc); `overrides`
     are the config's, as `load_translator` takes them; `hosts`: names it answers to
     besides its own when it listens on a loopback address (`app.host_checked`)."""
