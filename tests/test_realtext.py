@@ -69,9 +69,12 @@ def test_each_kind_is_found_in_its_example_and_restored(kind):
     ("You need Python 3.12; in 3.5 s, Section 2 of Form 1040 is read.", ["Python 3.12", "3.5",
                                                                           "2", "1040"]),
     ("Video.js, Node.js 20, C++, C#, COVID-19, iPhone 15 Pro, v1.4.2-rc1, ISO-8859-1, "
-     "3x, H2O, mp3, JavaScript, C++17 and WPTRunner, not URLs or DVDs.",
+     "3x, H2O, mp3, JavaScript, C++17, WPTRunner, USB-C and Wi-Fi, not URLs, DVDs or a "
+     "T-shirt.",
      ["Video.js", "Node.js 20", "C++", "C#", "COVID-19", "iPhone 15 Pro", "v1.4.2-rc1",
-      "ISO-8859-1", "3x", "H2O", "mp3", "JavaScript", "C++17", "WPTRunner"]),
+      "ISO-8859-1", "3x", "H2O", "mp3", "JavaScript", "C++17", "WPTRunner", "USB-C",
+      "Wi-Fi"]),
+    ("WELL-KNOWN SPANISH-SPEAKING COUNTRIES.", []),
     ("It costs €5, US$5.40, 5 €, 1.234,56 €, £1.2bn, 20 USD, $19.99 USD or $3k at 5 p.m.",
      ["€5", "US$5.40", "5 €", "1.234,56 €", "£1.2bn", "20 USD", "$19.99 USD", "$3k",
       "5 p.m."]),

@@ -60,7 +60,7 @@ _MONEY = (rf"(?=[\dA-Z\p{{Sc}}])(?<![\w.,$\p{{Sc}}])(?:(?:[A-Z]{{1,3}})?\p{{Sc}}
 _TOKEN = r"(?>\w+(?:[.+#-]\w+)*(?:(?:\+\+?|#)\d*)?)"
 _IDENTIFIER = (rf"(?=\w)(?<![\w.+#@$/\\-])"
                rf"(?=(?>[a-z]*)[\w.+#-]*?(?:\d|(?<=\w)\.\w|(?<=\w)[+#]|(?<=\p{{Ll}})\p{{Lu}}"
-               rf"|\p{{Lu}}{{2}}\p{{Ll}}{{2}}))"
+               rf"|\p{{Lu}}{{2}}\p{{Ll}}{{2}}|\p{{L}}-\p{{Lu}}))"
                rf"(?=[\w.+#-]*\p{{L}}){_TOKEN}"
                r"(?:\ \d+(?:\.\d+)*(?![\w.]\w)(?:\ [A-Z][a-z]+(?!\w)){0,2})?(?![\w@/\\])")
 # ... or a capitalized name with a dotted version, inside a sentence ("You need Python
@@ -70,6 +70,9 @@ _ORDINAL = regex.compile(r"\d+(?:st|nd|rd|th|s|'s)", regex.IGNORECASE)  # 3rd, 1
 # iPhone, JavaScript, WPTRunner; not "Tom", "URLs" or "DVDs"
 _MIXED_CASE = regex.compile(r"\p{Ll}\p{Lu}|\p{Lu}{2}\p{Ll}{2}")
 _DOTTED = regex.compile(r"\p{L}\.\p{L}")
+# Capitals with a one-letter part (USB-C, PCI-E), or short capitalized parts (Wi-Fi).
+_HYPHENATED_NAME = regex.compile(r"\p{Lu}+(?:-\p{Lu}+)*-\p{Lu}(?:-\p{Lu}+)*"
+                                 r"|\p{Lu}\p{Ll}{1,2}(?:-\p{Lu}\p{Ll}{1,2})+")
 _LETTERS = regex.compile(r"\p{L}+")
 
 
@@ -79,8 +82,9 @@ def identifier(text: str) -> bool:
     (an ordinal or a decade, "3rd", "1990s", is a word), a `.` between letters (unless
     it is an abbreviation of single letters or a known one: "e.g.", "U.S.", "p.m.",
     "Ph.D."), a `+` or `#` after letters, or mixed case inside a word (a capital after
-    a small letter, or two capitals before two small letters: "WPTRunner").
-    A hyphen alone makes none: "well-known" is a word."""
+    a small letter, or two capitals before two small letters: "WPTRunner"), or it is
+    a name of hyphenated capitals with a one-letter part (`USB-C`) or of short
+    capitalized parts (`Wi-Fi`). A hyphen alone makes none: "well-known" is a word."""
     if regex.fullmatch(_NAMED_VERSION.removeprefix(r"(?<=[\w,;:] )"), text):
         return True
     head = text.split(" ", 1)[0]
@@ -89,7 +93,8 @@ def identifier(text: str) -> bool:
     if _DOTTED.search(head):
         parts = _LETTERS.findall(head)
         return not (all(len(part) == 1 for part in parts) or head.lower() in ABBREVIATIONS)
-    return bool(regex.search(r"\p{L}[+#]", head) or _MIXED_CASE.search(head))
+    return bool(regex.search(r"\p{L}[+#]", head) or _MIXED_CASE.search(head)
+                or _HYPHENATED_NAME.fullmatch(head))
 
 
 KINDS: tuple[SpanKind, ...] = (
