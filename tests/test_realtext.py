@@ -68,6 +68,7 @@ def test_each_kind_is_found_in_its_example_and_restored(kind):
     # capital after a small letter; a currency sign with its amount; a time
     ("You need Python 3.12; in 3.5 s, Section 2 of Form 1040 is read.", ["Python 3.12", "3.5",
                                                                           "2", "1040"]),
+    ("Tom and Mary 1.0.0-beta.2 or iPhone 15-inch.", ["1.0.0-beta.2", "iPhone", "15-inch"]),
     ("Video.js, Node.js 20, C++, C#, COVID-19, iPhone 15 Pro, v1.4.2-rc1, ISO-8859-1, "
      "3x, H2O, mp3, JavaScript, C++17, WPTRunner, USB-C and Wi-Fi, not URLs, DVDs or a "
      "T-shirt.",

@@ -62,10 +62,11 @@ _IDENTIFIER = (rf"(?=\w)(?<![\w.+#@$/\\-])"
                rf"(?=(?>[a-z]*)[\w.+#-]*?(?:\d|(?<=\w)\.\w|(?<=\w)[+#]|(?<=\p{{Ll}})\p{{Lu}}"
                rf"|\p{{Lu}}{{2}}\p{{Ll}}{{2}}|\p{{L}}-\p{{Lu}}))"
                rf"(?=[\w.+#-]*\p{{L}}){_TOKEN}"
-               r"(?:\ \d+(?:\.\d+)*(?![\w.]\w)(?:\ [A-Z][a-z]+(?!\w)){0,2})?(?![\w@/\\])")
+               r"(?:\ \d+(?:\.\d+)*(?![\w.+#-]\w|\w)(?:\ [A-Z][a-z]+(?!\w)){0,2})?"
+               r"(?![\w@/\\])")
 # ... or a capitalized name with a dotted version, inside a sentence ("You need Python
 # 3.12 for it"; not "In 3.5 seconds" at a sentence's start).
-_NAMED_VERSION = r"(?<=[\w,;:] )\p{Lu}\p{Ll}+ v?\d+(?:\.\d+)+(?![\w.]\w)"
+_NAMED_VERSION = r"(?<=[\w,;:] )\p{Lu}\p{Ll}+ v?\d+(?:\.\d+)+(?![\w.+#-]\w|\w)"
 _ORDINAL = regex.compile(r"\d+(?:st|nd|rd|th|s|'s)", regex.IGNORECASE)  # 3rd, 1990s
 # iPhone, JavaScript, WPTRunner; not "Tom", "URLs" or "DVDs"
 _MIXED_CASE = regex.compile(r"\p{Ll}\p{Lu}|\p{Lu}{2}\p{Ll}{2}")
