@@ -103,7 +103,8 @@ def repaired(translator: Retranslator, failed: list[Failed]) -> list[str]:
         text = passing(unit, hyps) if not unit.copied else unit.source
         if text is None and item.cut and not item.roomy:  # no search could fit it
             text = _in_halves(translator, item)
-            translator.tally.truncated -= item.truncated and text is not None  # not in the end
+        # in halves, or written as its source: never the translation of a cut source
+        translator.tally.truncated -= item.truncated
         results.append(_ended(translator.tally, text, unit))
     return results
 
