@@ -69,8 +69,10 @@ def translate(
     At a terminal, each line is translated as Enter is pressed (Ctrl-D ends); files and
     pipes are read in chunks. Stopped by a signal (Ctrl-C), an output file keeps the lines
     translated so far. Defaults come from the run's config (decode
-    section). An empty line gives an empty line; a line too long for the model is
-    truncated, with one warning at the end.
+    section). An empty line gives an empty line; a sentence too long for the model is
+    translated in halves. Every translated sentence is checked (its numbers, URLs, names
+    and prices, not cut, not empty): one that fails is translated again another way, or
+    written as its source, and a line at the end says how many.
 
     Examples:
 
