@@ -17,6 +17,15 @@ chooses; clean always runs):
     scripts     a word in another script (Greek, Chinese, Arabic, ...) inserted
     paragraphs  5 consecutive lines joined into one (beside the clean lines' translations
                 joined the same way: sentence by sentence)
+    identifiers a name a translation keeps (Node.js, C++, COVID-19, iPhone 15 Pro) inserted
+    versions    a version (v1.4.2-rc1, 10.2.154.26, Python 3.12) inserted
+    prices      an amount with its currency (€5, US$5.40, 1.234,56 €, 20 USD) inserted
+    long        10 consecutive lines joined into one sentence by ", and" (references by
+                ", y"): a sentence longer than the model's length limit allows for
+    oneword     one word of each line alone (no reference: only empty lines count)
+    heldout     real lines of release notes, READMEs and pricing pages
+                (bench/data/heldout.tsv, which the protection code never reads), each
+                with the spans that must come back exactly (no reference)
 
 and translates each with `transcli translate` (a process of its own). Per variant it
 prints BLEU and chrF (of the translation without the inserted span, against the
@@ -24,7 +33,11 @@ untouched reference, where one was inserted), beside what it is compared with (t
 clean set, case-insensitively for caps and title; sentence by sentence for
 paragraphs); the share of inserted spans that come out exactly once and unchanged; the
 input characters dropped or replaced (`lost_characters`); the translations that loop
-(`repeats.degenerate`); for caps, the share of translations in capitals. `--features
+(`repeats.degenerate`); for caps, the share of translations in capitals; the lines
+whose numbers changed (`digits`: the digit runs of source and translation differ), that
+came back empty, short (under two fifths of the source's letters: cut, or a sentence
+lost) or untranslated (the source as written). The span kinds of these sets are written
+here, never taken from transcli's table, so that they test it. `--features
 off` translates with the real-text handling off (decode.protect, truecase,
 split, retry_repeats), as transcli translated before it; `both` runs the two
 and prints them side by side. The header names the run and the machine; everything is
@@ -51,7 +64,10 @@ from bench.common import dev_sets_parser, read_lines, run_summary, set_flags, tr
 OFF = ("decode.protect=false", "decode.truecase=false", "decode.split=false",
        "decode.retry_repeats=false")
 PARAGRAPH = 5  # sentences per paragraph
-VARIANTS = ["caps", "title", "emoji", "spans", "scripts", "paragraphs"]
+VARIANTS = ["caps", "title", "emoji", "spans", "scripts", "paragraphs", "identifiers",
+            "versions", "prices", "long", "oneword", "heldout"]
+LONG = 10  # lines per long sentence
+HELDOUT = Path(__file__).resolve().parent / "data" / "heldout.tsv"
 INSERTED: dict[str, list[str]] = {
     "url": ["https://example.com/docs/install?lang=en", "http://www.test.org/a/b.html",
             "www.transcli.dev", "https://github.com/user/repo/issues/54"],
@@ -63,9 +79,18 @@ INSERTED: dict[str, list[str]] = {
     "path": ["/home/user/notes.txt", "C:\\Users\\me\\report.docx", "docs/INFERENCE.md"],
     "placeholder": ["{name}", "%s", "%(count)d", "{{user}}", "{0}"],
 }
+IDENTIFIERS = ["Node.js", "C++", "COVID-19", "iPhone 15 Pro", "JavaScript", "ISO-8859-1",
+               "H2O", "3x", "macOS", "PostgreSQL", "C#", "x86_64", "GitHub", "IPv6", "Vue.js",
+               "eBay", "MP3", "Wi-Fi 6", "USB-C", "ASP.NET"]
+VERSIONS = ["v1.4.2-rc1", "2.0.1", "v18.15.0", "Python 3.12", "Node.js 20", "1.0.0-beta.2",
+            "10.2.154.26", "r27c", "4.4.3", "Android 14"]
+PRICES = ["€5", "US$5.40", "$19.99", "£1.2bn", "1.234,56 €", "20 USD", "$3k", "¥500",
+          "€2,50", "A$12", "$1,299.99", "£4.50"]
 EMOJI = ["😀", "❤️", "👍🏽", "🎉", "🇪🇸", "👨‍👩‍👧", "🌳"]
 SCRIPTS = ["λόγος", "東京", "Москва", "مرحبا", "שלום", "こんにちは", "서울"]
 _LATIN_OR_ASCII = regex.compile(r"[\p{Latin}\x00-\x7f]")
+_DIGITS = regex.compile(r"\d+")
+_LETTER = regex.compile(r"\p{L}")
 _CAPITAL_START = regex.compile(r"(?<![\w'’])\w")
 
 
@@ -76,11 +101,15 @@ class Variant:
     """One variant set: its source lines, references, and per line the span inserted
     (None where none was)."""
 
-    def __init__(self, name: str, src: list[str], ref: list[str],
-                 inserted: Optional[list[str]] = None, lowercase: bool = False):
-        self.name, self.src, self.ref = name, src, ref
+    def __init__(self, name: str, src: list[str], ref: Optional[list[str]],
+                 inserted: Optional[list[str]] = None, lowercase: bool = False,
+                 kept: Optional[list[list[str]]] = None):
+        self.name, self.src, self.ref = name, src, ref  # no ref: not scored
         self.inserted = inserted
         self.lowercase = lowercase  # scored case-insensitively
+        # per line, the spans that must come back once each: the inserted one, or given
+        self.kept = kept if kept is not None else (
+            [[piece] for piece in inserted] if inserted else None)
 
 
 def insert_at_boundary(line: str, piece: str, rng: random.Random) -> str:
@@ -118,7 +147,41 @@ def variants(src: list[str], ref: list[str], seed: int = 1) -> list[Variant]:
         inserted_variant("scripts", src, ref, lambda i: SCRIPTS[i % len(SCRIPTS)], seed),
         Variant("paragraphs", [" ".join(src[i:i + PARAGRAPH]) for i in groups],
                 [" ".join(ref[i:i + PARAGRAPH]) for i in groups]),
+        *(inserted_variant(name, src, ref, lambda i, pool=pool: pool[i % len(pool)], seed)
+          for name, pool in (("identifiers", IDENTIFIERS), ("versions", VERSIONS),
+                             ("prices", PRICES))),
+        Variant("long", *(joined_sentences(lines, LONG, word) for lines, word
+                          in ((src, "and"), (ref, "y")))),
+        Variant("oneword", [one_word(line, i) for i, line in enumerate(src)], None),
+        heldout(),
     ]
+
+
+def joined_sentences(lines: list[str], size: int, word: str) -> list[str]:
+    """Each `size` lines as one sentence: "One, and two, and three."."""
+    def body(line: str) -> str:
+        return line.rstrip().rstrip(".!?…")
+
+    return [f", {word} ".join(body(line) for line in lines[i:i + size]) + "."
+            for i in range(0, len(lines) - size + 1, size)]
+
+
+def one_word(line: str, index: int) -> str:
+    """A word of `line` alone, without its punctuation (the index picks which)."""
+    words = [word.strip(".,;:!?¿¡\"'()") for word in line.split()]
+    words = [word for word in words if word] or [line.strip()]
+    return words[index % len(words)]
+
+
+def heldout(path: Path = HELDOUT) -> Variant:
+    """The held-out lines and, per line, the spans that must come back."""
+    src, kept = [], []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            text, *spans = line.split("\t")
+            src.append(text)
+            kept.append([span for span in spans if span])
+    return Variant("heldout", src, None, kept=kept)
 
 
 # ----------------------------------------------------------------------------- measures
@@ -157,23 +220,63 @@ def measure(variant: Variant, hyps: list[str]) -> dict[str, Any]:
     from transcli.inference.repeats import degenerate
 
     pieces = variant.inserted or [None] * len(hyps)
-    bleu, chrf = scores([without(h, p) for h, p in zip(hyps, pieces)], variant.ref,
-                        variant.lowercase)
-    result: dict[str, Any] = {
-        "lines": len(hyps), "bleu": bleu, "chrf": chrf,
-        "lost": sum(lost_characters(s, h) for s, h in zip(variant.src, hyps)),
-        "loops": sum(degenerate(s, h) for s, h in zip(variant.src, hyps))}
-    if variant.inserted:
-        result["kept"] = sum(h.count(p) == 1 for h, p in zip(hyps, pieces)) / len(hyps)
+    result: dict[str, Any] = {"lines": len(hyps), "bleu": None, "chrf": None}
+    if variant.ref is not None:
+        result["bleu"], result["chrf"] = scores(
+            [without(h, p) for h, p in zip(hyps, pieces)], variant.ref, variant.lowercase)
+    result.update(
+        lost=sum(lost_characters(s, h) for s, h in zip(variant.src, hyps)),
+        loops=sum(degenerate(s, h) for s, h in zip(variant.src, hyps)),
+        digits=sum(digits_changed(s, h) for s, h in zip(variant.src, hyps)),
+        empty=sum(bool(s.strip()) and not h.strip() for s, h in zip(variant.src, hyps)),
+        short=sum(short(s, h) for s, h in zip(variant.src, hyps)),
+        untranslated=sum(s.strip() == h.strip() and any(c.isalpha() for c in s)
+                         for s, h in zip(variant.src, hyps)))
+    if variant.kept:
+        result["kept"] = kept_share(variant.kept, hyps)
     if variant.name == "caps":
         result["upper"] = upper_share(hyps)
     return result
 
 
+def kept_share(kept: list[list[str]], hyps: list[str]) -> float:
+    """The share of the spans to keep that are in their line's translation exactly as
+    often as in the list (once, for each)."""
+    counts = [standing(hyp, span) == spans.count(span) for spans, hyp in zip(kept, hyps)
+              for span in spans]
+    return sum(counts) / max(1, len(counts))
+
+
+def standing(text: str, piece: str) -> int:
+    """How often `piece` is in `text` not as part of a longer word or number ("64" is not
+    in "loong64")."""
+    before = r"(?<!\w)" if regex.match(r"\w", piece) else ""
+    after = r"(?!\w)" if regex.search(r"\w$", piece) else ""
+    return len(regex.findall(before + regex.escape(piece) + after, text))
+
+
+def digits_changed(src: str, hyp: str) -> bool:
+    """Whether the runs of digits of `hyp` differ from those of `src` (any order)."""
+    return Counter(_DIGITS.findall(src)) != Counter(_DIGITS.findall(hyp))
+
+
+def short(src: str, hyp: str) -> bool:
+    """Whether `hyp` has two fifths of the letters of `src` or fewer (a source of 20 or
+    more): cut by the length limit, or a sentence lost. (References never are: the
+    shortest of the dev sets' have 45% of their source's letters.)"""
+    letters = len(_LETTER.findall(src))
+    return letters >= 20 and len(_LETTER.findall(hyp)) <= 0.4 * letters
+
+
 def compared(name: str, results: dict[str, dict[str, Any]], clean_hyps: list[str],
              variant: Variant, clean: Variant) -> Optional[float]:
     """The BLEU a variant is held against: the clean set's (case-insensitive for caps and
-    title), or for paragraphs the clean translations joined as the paragraphs are."""
+    title), or for paragraphs and long sentences the clean translations joined as they
+    are; none for a variant without references."""
+    if variant.ref is None:
+        return None
+    if name == "long":
+        return scores(joined_sentences(clean_hyps, LONG, "y"), variant.ref, False)[0]
     if name == "paragraphs":
         joined = [" ".join(clean_hyps[i:i + PARAGRAPH])
                   for i in range(0, len(variant.src) * PARAGRAPH, PARAGRAPH)]
@@ -233,17 +336,20 @@ def table(all_results: dict[str, dict[str, dict[str, dict[str, Any]]]]) -> str:
     def cell(value: Any, form: str) -> str:
         return "-" if value is None else format(value, form)
 
-    head = (f"{'set':<17}{'variant':<11}{'features':<9}{'lines':>6}{'BLEU':>7}{'chrF':>7}"
-            f"{'against':>9}{'kept':>8}{'lost':>6}{'loops':>6}{'upper':>7}{'sec':>7}")
+    head = (f"{'set':<17}{'variant':<12}{'features':<9}{'lines':>6}{'BLEU':>7}{'chrF':>7}"
+            f"{'against':>9}{'kept':>8}{'lost':>6}{'loops':>6}{'digits':>7}{'empty':>6}"
+            f"{'short':>6}{'untr':>5}{'upper':>7}{'sec':>7}")
     rows = [head]
     names = next(iter(all_results.values()))
     for name in names:
         for variant in names[name]:
             for features, by_set in all_results.items():
                 r = by_set[name][variant]
-                rows.append(f"{name:<17}{variant:<11}{features:<9}{r['lines']:>6}"
-                            f"{r['bleu']:>7.1f}{r['chrf']:>7.1f}{cell(r['against'], '9.1f'):>9}"
-                            f"{cell(r.get('kept'), '8.1%'):>8}{r['lost']:>6}{r['loops']:>6}"
+                rows.append(f"{name:<17}{variant:<12}{features:<9}{r['lines']:>6}"
+                            f"{cell(r['bleu'], '7.1f'):>7}{cell(r['chrf'], '7.1f'):>7}"
+                            f"{cell(r['against'], '9.1f'):>9}{cell(r.get('kept'), '8.1%'):>8}"
+                            f"{r['lost']:>6}{r['loops']:>6}{r['digits']:>7}{r['empty']:>6}"
+                            f"{r['short']:>6}{r['untranslated']:>5}"
                             f"{cell(r.get('upper'), '7.0%'):>7}{r['seconds']:>7.1f}")
     return "\n".join(rows)
 

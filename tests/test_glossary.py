@@ -232,11 +232,14 @@ def test_serve_applies_its_glossary(glossary_run, tmp_path):
     try:
         answers = [server.request("POST", "/translate", {**request, **extra})[:2] for extra in (
             {}, {"glossary": {"ana": "Anita", "TOM": "Tomasito"}}, {"glossary": too_many},
-            {"glossary": ["ana", "Anita"]}, {"glossary": {"ana": " "}})]
+            {"glossary": ["ana", "Anita"]}, {"glossary": {"ana": " "}},
+            {"glossary": {"ana": "Anita\nNEW"}})]
         files = [server.upload("a.txt", b"Visit Tom today.\nVisit Ana today.\n", source="en",
                                target="es", **extra)[:2]
                  for extra in ({"glossary": '{"ana": "Anita"}'}, {"glossary": '["ana"]'},
-                               {"glossary": json.dumps(too_many)})]
+                               {"glossary": json.dumps(too_many)},
+                               {"glossary": "[" * 50000 + "]" * 50000},
+                               {"glossary": '{"ana": "Anita\\n1\\n00:00:01,000 --> x"}'})]
         translated = server.request("GET", urlsplit(files[0][1]["translatedFileUrl"]).path,
                                     raw=True)[1]
     finally:
@@ -257,6 +260,12 @@ def test_serve_applies_its_glossary(glossary_run, tmp_path):
     assert answers[3] == (400, {"error": "Invalid request: glossary must be an object of "
                                          "English terms to Spanish ones"})
     assert answers[4][0] == 400 and "needs an English and a Spanish side" in answers[4][1]["error"]
+    # A form that would change the lines of what is translated, nested JSON too deep for
+    # the parser: one line each, 400, never a 500.
+    assert answers[5] == (400, {"error": 'Invalid request: glossary: "ana": its Spanish side '
+                                         'holds a line break, a tab or another control '
+                                         'character'})
+    assert files[3] == files[1] and files[4][0] == 400 and "line break" in files[4][1]["error"]
 
 
 def test_a_run_trained_with_annotation_reads_its_terms_annotated(tiny_spm):
@@ -272,3 +281,64 @@ def test_a_run_trained_with_annotation_reads_its_terms_annotated(tiny_spm):
     assert plain.text == "I like trees." and plain.terms == (("plantas",),)
     assert method(DecodeConfig(), annotated=True) == "annotate"
     assert method(DecodeConfig(glossary_method="constrain"), annotated=True) == "constrain"
+
+
+def test_matching_folds_case_as_unicode_does():
+    """"İstanbul" was matched lower-cased, as "i̇stanbul" (two characters for "İ"), and
+    never met the line's "İstanbul"."""
+    glossary = glossary_of(("İstanbul", "Estambul"), ("Straße", "calle"))
+    assert terms_in("From İstanbul to the STRAßE and straße.", glossary) == [
+        "İstanbul", "STRAßE", "straße"]
+    assert glossary.entry("İSTANBUL").spanish == ("Estambul",)
+
+
+def test_a_term_holding_spans_replaces_them_and_none_cuts_one():
+    """"24/7" and "Form 1040" lost to the number span inside them; a URL holding a
+    term's word still wins."""
+    glossary = glossary_of(("24/7", "24 horas"), ("Form 1040", "Formulario 1040"),
+                           ("python", "pitón"))
+    text = "Open 24/7, file Form 1040, see https://python.org/python now."
+    spans = find_spans(text, terms=glossary.find)
+    assert [(span.kind, span.text) for span in spans] == [
+        (TERM, "24/7"), (TERM, "Form 1040"), ("url", "https://python.org/python")]
+
+
+@pytest.mark.parametrize("line", ["tom\tTo\x0bmás\n", "tom\tTomás\x07\n", "to\x1bm\tTomás\n"])
+def test_a_side_with_a_line_break_or_a_control_character_is_refused(tmp_path, line):
+    path = tmp_path / "terms.tsv"
+    path.write_text(line, encoding="utf-8", newline="")
+    with pytest.raises(UserError, match=r"terms.tsv: line 1: .* side holds a line break"):
+        read_glossary(path)
+
+
+def test_a_requests_terms_are_matched_apart_from_the_servers_which_compile_once():
+    """A request's glossary recompiled the server's whole glossary with its own terms, on
+    the event loop (8 s for 50,000 entries): now its few terms have a pattern of their
+    own, compiled when first used, and the server's is the one it compiled before."""
+    base = Glossary([Entry(f"term{i}", (f"término{i}",)) for i in range(3000)]
+                    + [Entry("tom", ("Tomás",)), Entry("apple", ("manzana",))])
+    base.find("warm up")
+    compiled = base.pattern
+    request = base.extended({"TOM": "Tomasito", "apple pie": "tarta", "ana": "Anita"})
+    assert "pattern" not in request.__dict__  # nothing compiled on the event loop
+    spans = request.find("Tom and term7 eat apple pie, an apple and ana.")
+    assert [(span.text, span.replacement) for span in spans] == [
+        ("Tom", "Tomasito"), ("term7", "término7"), ("apple pie", "tarta"),
+        ("apple", "manzana"), ("ana", "Anita")]
+    assert base.pattern is compiled and len(request) == 3004
+
+
+def test_the_glossary_is_never_the_output(glossary_run, tmp_path):
+    """`translate --glossary g.tsv -o g.tsv` replaced the glossary it read when transcli
+    had written that file once: the glossary is among the command's inputs."""
+    from helpers import write_output
+
+    terms = tmp_path / "g.tsv"
+    write_output(terms, "tom\tTomás\n")  # a file transcli wrote: its record vouches for it
+    src = tmp_path / "src.en"
+    src.write_text("Visit Tom today.\n", encoding="utf-8")
+    for args in (["translate", "-i", src, "-o", terms],
+                 ["evaluate", "--src", src, "--ref", src, "--hyp-out", terms]):
+        result = run_cli(*args, "-m", glossary_run, "--checkpoint", "last", "--glossary", terms)
+        assert str(terms) in one_error_line(result)
+        assert terms.read_text(encoding="utf-8") == "tom\tTomás\n"

@@ -12,10 +12,15 @@ import pytest
 from helpers import ROOT
 
 from bench.robustness import (
+    LONG,
     PARAGRAPH,
+    digits_changed,
+    heldout,
     insert_at_boundary,
+    kept_share,
     lost_characters,
     main,
+    short,
     variants,
     without,
 )
@@ -54,3 +59,23 @@ def test_a_run_of_the_benchmark(sample_run: Path, tmp_path: Path, capsys):
     assert set(on) == {"clean", "spans", "caps"}
     assert on["spans"]["kept"] == 1.0 and on["spans"]["lost"] == 0
     assert on["caps"]["upper"] == 1.0 and on["clean"]["lines"] == 20
+
+
+def test_the_new_measures():
+    assert kept_share([["64", "loong64"]], ["bits 64 para loong64"]) == 1.0
+    assert kept_share([["64"]], ["bits para loong64"]) == 0.0  # not inside a longer word
+    assert digits_changed("It weighs 386.25 kg.", "Pesa 386.25 kg.25 kg.")
+    assert not digits_changed("At 5, 12:30.", "A las 12:30, 5.")
+    assert short("Video.js is pretty easy to set up.", "Video.")
+    assert not short("I don't know what you're talking about.", "No sé de qué hablas.")
+
+
+def test_the_new_variants_and_the_held_out_lines():
+    src, ref = [f"Line number {i} here." for i in range(20)], [f"Línea {i}." for i in range(20)]
+    sets = {v.name: v for v in variants(src, ref)}
+    assert sets["long"].src[0] == ", and ".join(line[:-1] for line in src[:LONG]) + "."
+    assert sets["oneword"].src[:3] == ["Line", "number", "2"] and sets["oneword"].ref is None
+    assert sets["prices"].kept[0] == [sets["prices"].inserted[0]]
+    held = heldout()
+    assert len(held.src) >= 30 and all(span in line for line, spans in zip(held.src, held.kept)
+                                       for span in spans)

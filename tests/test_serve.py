@@ -254,8 +254,9 @@ def test_32_concurrent_clients_get_offline_translations(server, offline):
 def test_health_languages_and_openapi(server, run_dir):
     status, health, _ = server.request("GET", "/health")
     assert status == 200 and health["status"] == "ok" and health["waiting"] == 0
-    assert set(health) == {"status", "model", "waiting", "answered", "model_calls", "documents"}
-    assert health["model"] == str(run_dir)  # as given to -m, not its last folder
+    assert set(health) == {"status", "model", "waiting", "answered", "model_calls", "documents",
+                           "checks_failed"}
+    assert health["model"] == run_dir.name  # the run's name, not the server's path to it
     connection = http.client.HTTPConnection(server.host, server.port, timeout=60)
     connection.request("HEAD", "/health")  # a load balancer's probe: the status, no body
     response = connection.getresponse()
@@ -283,7 +284,7 @@ def test_frontend_settings_have_libretranslates_fields(server, run_dir):
                                  ".markdown", ".srt", ".vtt", ".po", ".pot", ".docx"],
         "language": {"source": {"code": "en", "name": "English"},
                      "target": {"code": "es", "name": "Spanish"}},
-        "model": {"name": str(run_dir), "checkpoint": "last",
+        "model": {"name": run_dir.name, "checkpoint": "last",
                   "checkpointFile": "step-0000200.safetensors"},
         "alternativesLimit": 3, "fileCharLimit": MAX_FILE_CHARS, "reqLimit": 0}
     status, body, _ = server.request("POST", "/suggest", {"q": "a", "s": "b"})
@@ -331,12 +332,17 @@ def test_cors_only_for_the_origin_given(server):
 
 @pytest.mark.slow
 def test_a_trailing_slash_is_served_not_redirected(server, offline):
-    """Starlette's redirect to /translate would name the forged Host in its Location."""
+    """Starlette's redirect to /translate would name the forged Host in its Location; and
+    a server listening on a loopback address answers to its own names only (a page that
+    reached it by DNS rebinding names another host)."""
     status, body, headers = server.request(
-        "POST", "/translate/", {**GOOD, "q": ENGLISH[7]}, {"Host": "evil.example"})
+        "POST", "/translate/", {**GOOD, "q": ENGLISH[7]}, {"Host": "localhost"})
     assert (status, body) == (200, {"translatedText": offline[ENGLISH[7]]})
     assert "location" not in {name.lower() for name in headers}
-    assert server.request("GET", "/health/", headers={"Host": "evil.example"})[0] == 200
+    assert server.request("GET", "/health/", headers={"Host": "localhost"})[0] == 200
+    for path in ("/frontend/settings", "/health", "/translate_file"):
+        status, body, headers = server.request("GET", path, headers={"Host": "evil.example"})
+        assert status == 400 and "not to evil.example" in body["error"]
 
 
 # ----------------------------------------------------------------------------- files
@@ -626,7 +632,7 @@ def test_the_access_log_has_one_line_per_request_and_no_traceback(server):
     log = wait_until(lambda: server.stderr().count('"POST /translate"') >= before + 3
                      and server.stderr(), "three more access lines", seen=server.stderr)
     assert "Traceback" not in log and " 500 " not in log
-    assert "warning" not in log  # listening on 127.0.0.1 without a key is fine
+    assert "without --api-key" not in log  # listening on 127.0.0.1 without a key is fine
     assert re.search(r'^\S+ \S+ 127\.0\.0\.1 "POST /translate" 200 [\d.]+ ms$', log, re.M)
     assert re.search(r'^\S+ \S+ 127\.0\.0\.1 "GET /nowhere" 404 [\d.]+ ms$', log, re.M)
 

@@ -38,7 +38,7 @@ MAX_CONNECTIONS = 8
 REQ_LIMIT = 10  # a minute per client: more than this module's own from 127.0.0.1
 SLOW_PAGE = 600_000  # characters: seconds to read on a fast machine
 TIMEOUT = "600"  # --timeout: a file read on a busy machine is slow, never refused for it
-HEAD = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+HEAD = b"POST /translate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
 BODY = b'{"q": "I like trees.", "source": "en", "target": "es"}'
 BODY_FIELDS = json.loads(BODY)
 
@@ -153,7 +153,7 @@ def test_a_client_trickling_its_body_is_dropped_with_408(hostile, path):
     head, body = HEAD, BODY
     if path == "/translate_file":
         body, kind = multipart({"source": "en", "target": "es"}, {"file": ("a.txt", b"x" * 50)})
-        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {kind}\r\n".encode()
+        head = f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {kind}\r\n".encode()
     started = time.monotonic()
     with connect(hostile) as sock:
         sock.sendall(head + f"Content-Length: {len(body)}\r\n\r\n".encode())
@@ -224,7 +224,7 @@ def test_newcomers_past_the_cap_that_leave_at_once_log_no_traceback(capped):
     try:
         for _ in range(10):
             with connect(capped) as leaving:
-                leaving.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                leaving.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 left.append(leaving.getsockname())
         wait_until(lambda: not any(held(client, address) for client in left),
                    "the server done with the clients that left", seen=capped.stderr)
@@ -261,7 +261,7 @@ def test_a_files_body_has_its_own_cap(hostile):
     """16 bytes per --max-file-chars character, plus 64 KiB."""
     cap = 16 * SLOW_PAGE + 64 * 1024
     with connect(hostile) as sock:
-        sock.sendall(b"POST /translate_file HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/"
+        sock.sendall(b"POST /translate_file HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/"
                      b"form-data; boundary=b\r\nContent-Length: %d\r\nConnection: "
                      b"close\r\n\r\n" % (cap + 1))
         status, body, _ = answer(sock)
@@ -346,7 +346,7 @@ def test_without_the_page_or_cors_the_api_stays(hostile):
 @pytest.mark.slow
 def test_docs_is_served_when_asked_for(hostile):
     with connect(hostile) as sock:
-        sock.sendall(b"GET /docs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET /docs HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         data = b""
         while chunk := sock.recv(65536):
             data += chunk

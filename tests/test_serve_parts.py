@@ -102,13 +102,26 @@ def test_the_file_store_is_bounded_in_count_bytes_and_age(monkeypatch):
     ("../../etc/passwd.txt", "passwd.txt", "passwd.es.txt"),
     ("C:\\Users\\me\\my notes.TXT", "my_notes.TXT", "my_notes.es.TXT"),
     (".hidden.txt", "hidden.txt", "hidden.es.txt"),
-    ("año ñ.txt", "a_o__.txt", "a_o__.es.txt"),
+    ("año ñ.txt", "año_ñ.txt", "año_ñ.es.txt"),
     ("x" * 300 + ".txt", "x" * 96 + ".txt", "x" * 96 + ".es.txt"),
+    # "..txt" came back as "txt.es", "日本語.txt" as "___.es.txt", "x.en.vtt" as "x.en.es.vtt"
+    ("..txt", "file.txt", "file.es.txt"),
+    ("日本語.txt", "日本語.txt", "日本語.es.txt"),
+    ("talk.en.vtt", "talk.en.vtt", "talk.es.vtt"),
+    ("a\u202eb\x00c.srt", "a_b_c.srt", "a_b_c.es.srt"),
 ])
 def test_file_names_are_made_plain(name, safe, translated):
     from transcli.serve.files import safe_name, translated_name
 
     assert safe_name(name) == safe and translated_name(name, "es") == translated
+
+
+def test_a_download_name_outside_ascii_is_given_both_ways():
+    from transcli.serve.files import disposition
+
+    assert disposition("notes.es.txt") == 'attachment; filename="notes.es.txt"'
+    assert disposition("日本語.es.txt") == ("attachment; filename=\"___.es.txt\"; "
+                                          "filename*=UTF-8''%E6%97%A5%E6%9C%AC%E8%AA%9E.es.txt")
 
 
 def test_every_format_translate_reads_is_taken_by_its_extensions():
@@ -298,3 +311,42 @@ def test_the_new_flags_are_checked():
                    "https://a b"):
         with pytest.raises(UserError, match="--cors-origin"):
             check_cors_origin(origin)
+
+
+def test_a_removed_file_folder_is_made_again_or_said(monkeypatch, tmp_path):
+    """A cleaner of /tmp removed the folder: every /translate_file answered 500 from then
+    on, after translating the file, while /health said ok."""
+    import shutil
+    import tempfile
+
+    from transcli.serve.files import FileStore
+
+    store = FileStore()
+    try:
+        shutil.rmtree(store.folder)
+        assert store.problem() is None and store.folder.is_dir()
+        assert store.get(store.put(b"hola", "a.es.txt", "text/plain"))[1] == b"hola"
+        shutil.rmtree(store.folder)
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+        assert "no folder for translated files" in store.problem()
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("host, local, problem", [
+    (b"127.0.0.1:5000", True, None), (b"localhost", True, None), (b"[::1]:80", True, None),
+    (b"", True, None), (b"evil.example", True, "answers to localhost, not to evil.example"),
+    (b"evil.example:5000", False, None), (b"translate.example.org", True, None),
+    (b"evil.example/x?y", False, "not a host name"), (b"a b", False, "not a host name"),
+])
+def test_the_host_header_names_a_host_the_server_answers_to(host, local, problem):
+    """A page of another site that a browser reaches by DNS rebinding names its own
+    host: a server listening on a loopback address refuses it (unless --allow-host names
+    it); a Host that is no host name never reaches the URL of a translated file."""
+    from transcli.serve.app import host_problem
+    from transcli.serve.settings import Settings
+
+    settings = Settings("run", "last", "step-1.safetensors", local_only=local,
+                        hosts=("translate.example.org",))
+    found = host_problem(host, settings)
+    assert (found is None) if problem is None else (problem in found)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import PAIRS, ROOT
-from helpers.cli import run_cli
+from helpers.cli import one_error_line, run_cli
 from helpers.memorised import TINY_CONFIG, UNSEEN, memorised_model
 
 from transcli.cli.translate import translate_file
@@ -79,15 +79,18 @@ def test_nbest_scores(tiny_spm):
         assert scores == sorted(scores, reverse=True) and all(s <= 0 for s in scores)
 
 
-def test_long_line_truncated_with_one_warning(run_dir, capsys):
+def test_a_line_too_long_for_the_model_is_translated_in_halves_and_said(run_dir, capsys):
+    """A line longer than the model's positions was cut to fit (its end lost, with a
+    warning); now it is halved until each half fits, and the check's line says so."""
     long_line = " ".join(["trees"] * 40)
     lines = [long_line, ENGLISH[0], long_line + " again"]
     translator = load_translator(open_run_dir(run_dir, ["model.max_positions=24"]), "last", "cpu")
     out = translator.translate(lines)
-    translator.warn_truncated()
+    translator.tally.report()
     assert len(out) == 3 and out[1] == SPANISH[0]
+    assert translator.tally.truncated == 0 and translator.tally.problems["cut"] >= 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "2 input line(s)" in err[0] and "24 positions" in err[0]
+    assert len(err) == 1 and "cut by the length limit" in err[0] and "truncated" not in err[0]
 
 
 def test_training_mode_is_restored(tiny_spm):
@@ -215,4 +218,20 @@ def test_cli_pipe_into_head(run_dir, tmp_path):
         process.stdout.close()
         assert process.wait(timeout=120) == 0
     said = process.stderr.read().decode().splitlines()
-    assert first.strip() and all(line.startswith("transcli: note: ") for line in said), said
+    assert first.strip() and all(line.startswith(("transcli: note: ", "transcli: warning: "))
+                                 and "failed their check" in line or "note" in line
+                                 for line in said), said
+
+
+@pytest.mark.parametrize("input, output, problem", [
+    ("x.docx", "x.txt", "the output is Word document, as the input, but its name says"),
+    ("in.txt", "out.gz", "translate writes plain text, not .gz: give -o"),
+    ("in.txt", "out.es.xz", "translate writes plain text, not .xz"),
+])
+def test_an_output_named_as_another_kind_of_file_is_refused(run_dir, tmp_path, input, output,
+                                                            problem):
+    """`-o out.gz` wrote plain text into a .gz, `-i x.docx -o x.txt` a zip into a .txt."""
+    (tmp_path / "in.txt").write_text("I like trees.\n", encoding="utf-8")
+    result = run_cli("translate", "-m", run_dir, "--checkpoint", "last",
+                     "-i", tmp_path / input, "-o", tmp_path / output)
+    assert problem in one_error_line(result) and not (tmp_path / output).exists()

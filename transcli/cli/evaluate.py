@@ -25,6 +25,7 @@ from transcli.system.outputs import check_output, check_stdout
 from transcli.system.text import count_lines, open_text, text_lines
 
 if TYPE_CHECKING:
+    from transcli.inference.checks import Tally
     from transcli.inference.glossary import TermUse
 
 SCORE_CHUNK = 10_000  # lines scored at a time
@@ -80,19 +81,22 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
     check_stdout([given, *ref], "scores")  # the report would land in an input
     total = _check_counts(given, ref)
     terms: Optional[TermUse] = None  # with --model and a glossary
+    tally: Optional[Tally] = None  # with --model
     with contextlib.ExitStack() as stack:
         refs = [scored_lines(stack.enter_context(_lines(path))) for path in ref]
         if model is None:
             hyps = scored_lines(stack.enter_context(_lines(given)))
             inputs: dict[str, Any] = {"hyp": str(hyp)}
         else:
-            hyps, terms = stack.enter_context(_translations(
+            hyps, terms, tally = stack.enter_context(_translations(
                 model, checkpoint, given, ref, hyp_out, total, device, overrides))
             inputs = {"model": str(model), "checkpoint": checkpoint, "src": str(src),
                       "hyp": None if hyp_out is None else str(hyp_out)}
         scores = _score(hyps, refs, given, ref)
     if terms is not None:
         scores = replace(scores, terms=(terms.used, terms.applicable))
+    if tally is not None:
+        scores = replace(scores, checks=(tally.failed, tally.repaired, tally.untranslated))
     if as_json:
         print(json.dumps({**scores.to_dict(), **inputs, "refs": [str(p) for p in ref]},
                          ensure_ascii=False, indent=1))
@@ -126,11 +130,12 @@ def _lines(path: Path) -> Iterator[Iterator[str]]:
 def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
                   hyp_out: Optional[str | Path], total: Optional[int], device: str,
                   overrides: list[Override]
-                  ) -> Iterator[tuple[Iterator[str], Optional[TermUse]]]:
+                  ) -> Iterator[tuple[Iterator[str], Optional[TermUse], Tally]]:
     """The translations of `src` with the code `transcli translate` uses (the 1-best),
     chunk by chunk as they are scored, each written to `hyp_out` too, which appears whole
     when scoring ends; a progress bar on stderr. With a glossary, its term use, counted
-    as the chunks are translated (complete once the translations are read through)."""
+    as the chunks are translated (complete once the translations are read through); and
+    the translator's tally of checks (complete then too)."""
     from transcli.inference.glossary import TermUse
     from transcli.inference.streaming import Output, stream
     from transcli.inference.translator import load_translator
@@ -153,8 +158,9 @@ def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
 
     with open_text(src) as handle, contextlib.closing(stream(
             text_lines(handle, src), work, output, total=total)) as hyps:
-        yield (line.rstrip() for line in hyps), terms  # as sacrebleu reads --hyp-out
-    translator.warn_truncated()
+        # as sacrebleu reads --hyp-out
+        yield (line.rstrip() for line in hyps), terms, translator.tally
+    translator.tally.report()
     if note := run.young_note():  # after the scores: an error there stays one line
         print(f"transcli: {note}", file=sys.stderr)
 

@@ -93,4 +93,4 @@ def explain_texts(run_dir: Path, checkpoint: str, texts: Optional[list[str]], fo
             continue
         print(path.read_text(encoding="utf-8") + f"pictures: {path.with_suffix('.png')}, "
               f"{path.parent / (path.stem + '-layers.png')}\n")
-    translator.warn_truncated()
+    translator.tally.report()

@@ -31,6 +31,9 @@ NoWebOpt = typer.Option(False, "--no-web", help="No web page at / (the API stays
 CorsOriginOpt = typer.Option(
     None, metavar="<origin>", help="Let pages of this origin (https://host[:port], or * for "
     "any) call the API from a browser; none by default.")
+AllowHostOpt = typer.Option(
+    None, "--allow-host", metavar="NAME", help="A host name the server answers to besides "
+    "localhost when it listens on a loopback address (a proxy's; repeatable).")
 ReqLimitOpt = typer.Option(0, help="Requests per client per minute to translate, detect or "
                            "translate a file (429 above; 0: no limit).")
 MaxAlternativesOpt = typer.Option(
@@ -67,6 +70,7 @@ def serve(
     docs: bool = DocsOpt,
     no_web: bool = NoWebOpt,
     cors_origin: Optional[str] = CorsOriginOpt,
+    allow_host: Optional[list[str]] = AllowHostOpt,
     req_limit: int = ReqLimitOpt,
     max_alternatives: int = MaxAlternativesOpt,
     max_file_chars: int = MaxFileCharsOpt,
@@ -98,4 +102,4 @@ def serve(
                     drain_timeout=drain_timeout, max_alternatives=max_alternatives,
                     req_limit=req_limit, max_file_chars=max_file_chars)
     run_server(model, checkpoint, [*decoding, *(sets or [])], device or "auto", host, port,
-               limits, api_key, docs, web=not no_web, cors_origin=cors_origin)
+               limits, api_key, docs, not no_web, cors_origin, allow_host or ())

@@ -69,8 +69,10 @@ def translate(
     At a terminal, each line is translated as Enter is pressed (Ctrl-D ends); files and
     pipes are read in chunks. Stopped by a signal (Ctrl-C), an output file keeps the lines
     translated so far. Defaults come from the run's config (decode
-    section). An empty line gives an empty line; a line too long for the model is
-    truncated, with one warning at the end.
+    section). An empty line gives an empty line; a sentence too long for the model is
+    translated in halves. Every translated sentence is checked (its numbers, URLs, names
+    and prices, not cut, not empty): one that fails is translated again another way, or
+    written as its source, and a line at the end says how many.
 
     Examples:
 
@@ -103,6 +105,7 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
     from transcli.documents.formats import document_format
 
     document = document_format(input, output, fmt)
+    _check_output_name(output, document)
     if document.name != "text":
         return translate_document(model_dir, checkpoint, input, output, overrides, device,
                                   attention, force, document)
@@ -126,9 +129,26 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
             translate_typed(work, target)
         else:
             drain(stream(lines, work, target, total=total, progress=total is not None))
-    translator.warn_truncated()
+    translator.tally.report()
     if note := run.young_note():  # after the work: an error there stays one line
         print(f"transcli: {note}", file=sys.stderr)
+
+
+def _check_output_name(output: str, document: DocumentFormat) -> None:
+    """An output named as translate writes it: uncompressed (a .gz written as plain text
+    misleads every reader of it), and a Word document in a file named as one (a zip in
+    a .txt opens as nothing)."""
+    from transcli.documents.formats import by_extension
+    from transcli.system.text import DECOMPRESSORS
+
+    suffix = Path(output).suffix.lower() if output != "-" else ""
+    if suffix in DECOMPRESSORS:
+        raise UserError(f"{output}: translate writes plain text, not {suffix}: give -o "
+                        f"{output[:-len(suffix)]} and compress it after (gzip FILE)")
+    named = by_extension(output) if suffix else None
+    if document.binary and named is not None and named.name != document.name:
+        raise UserError(f"{output}: the output is {document.title}, as the input, but its "
+                        f"name says {named.title}: name it {document.extensions[0]}")
 
 
 def translate_document(model_dir: Path, checkpoint: str, input: str, output: str,
@@ -159,7 +179,7 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
         check_output(output, target.inputs, "translation")
     translator = load_translator(run, checkpoint, device)
     counts = opened.translate(target, translator.translate, align=translator.alignments)
-    translator.warn_truncated()
+    translator.tally.report()
     if summary := counts.summary():  # units whose markup did not survive the model
         print(f"transcli: {input}: {summary}", file=sys.stderr)
     if note := run.young_note():

@@ -43,6 +43,9 @@ class Scores:
     nrefs: int
     loops: int = 0  # hypotheses that repeat themselves more than their first reference
     terms: Optional[tuple[int, int]] = None  # glossary entries used, applicable (evaluate)
+    # sentences whose translation failed its check, translated again another way, written
+    # as their source (evaluate --model: `checks.Tally`)
+    checks: Optional[tuple[int, int, int]] = None
 
     @property
     def bleu(self) -> float:
@@ -69,6 +72,8 @@ class Scores:
             **({} if self.terms is None else {
                 "term_use": self.terms[0] / self.terms[1] if self.terms[1] else None,
                 "terms_used": self.terms[0], "terms_applicable": self.terms[1]}),
+            **({} if self.checks is None else dict(zip(
+                ("checks_failed", "checks_repaired", "checks_untranslated"), self.checks))),
         }
 
 
@@ -136,7 +141,8 @@ def scored_lines(lines: Iterator[str]) -> Iterator[str]:
 
 def format_text(scores: Scores) -> str:
     """One line per metric: sacreBLEU's figure and details, then its signature; then the
-    count of translations that loop, and with a glossary its term-use rate."""
+    count of translations that loop, with a glossary its term-use rate, and with a
+    model the sentences that failed their check."""
     lines = [*(f"{metric.text}  (signature: {metric.signature})"
                for metric in scores.metrics.values()),
              f"Loops = {scores.loops} of {scores.lines} translations (words or "
@@ -146,4 +152,9 @@ def format_text(scores: Scores) -> str:
         rate = f"{100 * used / applicable:.1f}%" if applicable else "n/a"
         lines.append(f"Term use = {rate}: {used} of {applicable} glossary entries found in "
                      f"a source line have a Spanish form in its translation")
+    if scores.checks is not None:
+        failed, repaired, untranslated = scores.checks
+        lines.append(f"Checks = {failed} sentence(s) failed the check of their translation: "
+                     f"{repaired} translated again another way, {untranslated} written as "
+                     f"their English source")
     return "\n".join(lines)

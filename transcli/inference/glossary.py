@@ -18,9 +18,12 @@ annotation, which would let the model fit the term into the sentence, are not bu
 
 from __future__ import annotations
 
+import collections
+import functools
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import regex
 
@@ -45,33 +48,76 @@ class Entry:
 
 
 def _key(text: str) -> str:
-    """How an English side is looked up: lower case, runs of spaces as one."""
-    return _SPACE.sub(" ", text.strip()).lower()
+    """How an English side is looked up: Unicode's case folding, runs of spaces as one."""
+    return _SPACE.sub(" ", text.strip()).casefold()
 
 
-def _pattern(key: str) -> str:
-    """A looked-up English side as a regex: its words with any run of spaces between."""
-    return r"\s+".join(map(regex.escape, key.split(" ")))
+def _pattern(english: str) -> str:
+    """An English side as a regex: its words with any run of spaces between."""
+    return r"\s+".join(map(regex.escape, english.split()))
+
+
+# Matched in any case, letter by letter (Unicode's simple folding: full folding,
+# "STRASSE" for "Straße", made a glossary of 50,000 entries compile two and a half times
+# as long); the pattern is made of the English sides as written, so "İstanbul" matches.
+_CASELESS = regex.IGNORECASE
+# What no side of an entry may hold: a line break or a tab would change the lines of
+# what is translated (a one-line answer in two, a cue injected into subtitles), and
+# other control characters show nothing.
+_BREAKING = regex.compile(r"[\p{Cc}\p{Zl}\p{Zp}]")
+
+
+def _uncrossed(pattern: regex.Pattern[str], text: str, at: int,
+               crossed: Callable[[int, int], bool]) -> Optional[regex.Match[str]]:
+    """The first match of `pattern` in `text` from `at` that no span crosses (inside a
+    URL, a path...: tried again from the next place)."""
+    while (match := pattern.search(text, at)) is not None and crossed(*match.span()):
+        at = match.start() + 1
+    return match
+
+
+def problem(text: str) -> Optional[str]:
+    """Why `text` cannot be a side of an entry (None: it can)."""
+    if _BREAKING.search(text):
+        return "holds a line break, a tab or another control character"
+    return None
+
+
+def normalized(text: str) -> str:
+    """An entry's side as lines are read (`realtext.readable`): NFC, spaces as one."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFC", text).strip())
 
 
 class Glossary:
-    """Entries, and where their English sides occur in a line."""
+    """Entries, and where their English sides occur in a line. A glossary `extended` by a
+    request's few terms keeps the one it extends as its `base`: the request's terms are
+    matched by a pattern of their own, and the base's (compiled once, however large) is
+    never compiled again."""
 
-    def __init__(self, entries: Iterable[Entry], name: str = "glossary"):
+    def __init__(self, entries: Iterable[Entry], name: str = "glossary",
+                 base: Optional[Glossary] = None):
         self.name = name
-        self.entries = {_key(entry.english): entry for entry in entries}
-        # Longest first: the regex takes the first alternative that matches at a place.
-        terms = sorted(self.entries, key=len, reverse=True)
-        self.pattern = regex.compile(
+        self.base = base
+        self.own = {_key(entry.english): entry for entry in entries}
+        self.entries: Mapping[str, Entry] = (
+            collections.ChainMap(self.own, base.entries) if base is not None else self.own)
+
+    @functools.cached_property
+    def pattern(self) -> Optional[regex.Pattern[str]]:
+        """The own entries' English sides, longest first (the regex takes the first
+        alternative that matches at a place); compiled on first use, by whoever finds
+        terms first (`serve`'s model worker, not its event loop)."""
+        terms = sorted((entry.english for entry in self.own.values()), key=len, reverse=True)
+        return regex.compile(
             r"(?<![\w\p{M}])(?:" + "|".join(map(_pattern, terms)) + r")(?![\w\p{M}])",
-            flags=regex.IGNORECASE) if terms else None
+            flags=_CASELESS) if terms else None
 
     def extended(self, terms: Mapping[str, str]) -> Glossary:
         """This glossary and `terms` ({english: spanish}: a `serve` request's own), which
         win where both have an English side."""
-        extra = [Entry(_SPACE.sub(" ", english.strip()), (spanish.strip(),))
+        extra = [Entry(normalized(english), (normalized(spanish),))
                  for english, spanish in terms.items()]
-        return Glossary([*self.entries.values(), *extra], self.name)
+        return Glossary(extra, self.name, base=self)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -80,25 +126,34 @@ class Glossary:
         """The entry an occurrence `written` in a line stands for (by the regex's own
         case folding where lower case differs from it: "aſk" is "ask")."""
         found = self.entries.get(_key(written))
-        return found or next(entry for key, entry in self.entries.items()
-                             if regex.fullmatch(_pattern(key), written, regex.IGNORECASE))
+        return found or next(entry for entry in self.entries.values()
+                             if regex.fullmatch(_pattern(entry.english), written, _CASELESS))
 
-    def find(self, text: str, taken: Sequence[bool] = ()) -> list[Span]:
+    def find(self, text: str, crossed: Callable[[int, int], bool] = lambda start, end: False
+             ) -> list[Span]:
         """The entries' occurrences in `text`, left to right, as spans whose replacement
-        is the entry's first Spanish form; none overlaps a character `taken` (another
-        protected span)."""
+        is the entry's first Spanish form; none where `crossed(start, end)` (another
+        protected span reaches across its edges). Where the own terms and the base's
+        start at one place, the longer wins, the own on a tie."""
+        layers = [glossary.pattern for glossary in self._layers() if glossary.pattern]
+        ahead: list[Optional[regex.Match[str]]] = [None] * len(layers)  # each one's next
         found: list[Span] = []
         at = 0
-        while self.pattern and (match := self.pattern.search(text, at)):
-            start, end = match.span()
-            if any(taken[start:end]):  # inside a URL, a path...: try from the next place
-                at = start + 1
-                continue
+        while True:
+            ahead = [m if m is not None and m.start() >= at else
+                     _uncrossed(pattern, text, at, crossed) for m, pattern in zip(ahead, layers)]
+            matches = [m for m in ahead if m is not None]
+            if not matches:
+                return found
+            match = min(matches, key=lambda m: (m.start(), -m.end()))
             written = match.group()
-            found.append(Span(start, end, TERM, written,
+            found.append(Span(match.start(), match.end(), TERM, written,
                               cased_like(written, self.entry(written))))
-            at = end
-        return found
+            at = match.end()
+
+    def _layers(self) -> list[Glossary]:
+        """This glossary and the ones it extends, the nearest first."""
+        return [self] + (self.base._layers() if self.base is not None else [])
 
     def forms(self, text: str) -> tuple[tuple[str, ...], ...]:
         """Per entry occurrence in `text`, in order: its Spanish forms, the one written as
@@ -152,7 +207,7 @@ def method(decode: DecodeConfig, annotated: bool = False) -> str:
 
 def _contains(text: str, phrase: str) -> bool:
     return regex.search(r"(?<![\w\p{M}])" + regex.escape(phrase) + r"(?![\w\p{M}])", text,
-                        flags=regex.IGNORECASE) is not None
+                        flags=_CASELESS) is not None
 
 
 def cased_like(written: str, entry: Entry) -> str:
@@ -195,4 +250,8 @@ def _entry(line: str, where: str) -> Optional[Entry]:
     if not all(fields):
         side = "English" if not fields[0] else "a Spanish"
         raise UserError(f"{where}: {side} side is empty")
-    return Entry(_SPACE.sub(" ", fields[0]), tuple(fields[1:]))
+    for i, field in enumerate(fields):
+        if why := problem(field):
+            side = "English" if i == 0 else "a Spanish"
+            raise UserError(f"{where}: {side} side {why}")
+    return Entry(normalized(fields[0]), tuple(map(normalized, fields[1:])))

@@ -18,7 +18,8 @@ import torch
 
 from transcli.data.batching import assemble, rows_from_lists
 from transcli.data.tokenizer import Tokenizer
-from transcli.inference.translator import fitting_chars, token_batches
+from transcli.inference.positions import fitting_chars
+from transcli.inference.translator import token_batches
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import PAD_ID
 

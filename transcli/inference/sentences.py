@@ -18,13 +18,14 @@ import re
 # Abbreviations whose period does not end a sentence (compared in lower case, without
 # their final period). "No." is handled apart: it is also a one-word sentence.
 ABBREVIATIONS = frozenset("""
-    mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al approx dept est fig jan feb mar
+    mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e a.k.a cf al approx dept est fig jan feb mar
     apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun inc ltd co corp gen
     col lt sgt capt cmdr rev hon gov sen rep pres u.s u.k a.m p.m ph.d vol pp ed eds
 """.split())
 
-# A run of terminal punctuation, closing quotes/brackets, then the whitespace after it.
-_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+")
+# A run of terminal punctuation (from its first mark: a run of thousands is read once),
+# closing quotes/brackets, then the whitespace after it.
+_END = re.compile(r"(?<![.!?…])[.!?…]+[\"'”’»)\]]*\s+")
 _OPENERS = "\"'“‘«([¿¡"
 
 
@@ -57,8 +58,8 @@ def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
 
 def _ends_sentence(text: str, match: re.Match[str]) -> bool:
     """Whether the punctuation of `match` ends a sentence (see the module doc). Only the
-    characters up to the next match and back to the previous one are looked at, never a
-    copy of the rest of the text: a line of many sentences is cut in linear time."""
+    characters next to it are read (each match reading the text around it made a line
+    of thousands of sentences quadratic)."""
     after = match.end()
     while after < len(text) and text[after] in _OPENERS:
         after += 1
@@ -76,10 +77,8 @@ def _ends_sentence(text: str, match: re.Match[str]) -> bool:
 
 
 def _word_before(text: str, end: int) -> str:
-    """The last run of non-space characters in `text[:end]` ("" if none)."""
-    while end and text[end - 1].isspace():
-        end -= 1
+    """The run of non-space characters that ends at `end`."""
     start = end
-    while start and not text[start - 1].isspace():
+    while start > 0 and not text[start - 1].isspace():
         start -= 1
     return text[start:end]

@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
+import itertools
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional
 
 import regex
+
+from transcli.inference.sentences import ABBREVIATIONS
 
 
 @dataclass(frozen=True)
@@ -33,15 +37,73 @@ class SpanKind:
     name: str
     pattern: str
     example: str  # an English line holding one (tests translate it; docs show it)
+    # Whether a match is one (None: every match is): the pattern finds a shape, this
+    # decides; a match refused leaves its characters to the kinds after it.
+    accept: Optional[Callable[[str], bool]] = None
 
 
 # Trailing punctuation ends a sentence, not a URL or a path: "see https://x.org/a."
 _TAIL = r"(?<![.,;:!?'\")\]])"
+# Money: a currency sign (or a currency's code) with its amount, one span either way
+# round: "US$5.40", "€5", "5 €", "£1.2bn", "EUR 20". The sign may have a country's
+# letters before it (US$, A$, HK$, R$).
+# (Atomic groups, `(?>...)`: a run of "1.1.1." is never read again from each of its
+# dots, which made the line's reading quadratic.)
+_AMOUNT = r"(?>\d+(?:[.,'\u00a0\u202f]\d+)*)(?:\s?(?:bn|mn|[kKMB])(?!\w))?"
+_CODES = r"(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|INR|MXN|BRL)"
+_MONEY = (rf"(?=[\dA-Z\p{{Sc}}])(?<![\w.,$\p{{Sc}}])(?:(?:[A-Z]{{1,3}})?\p{{Sc}}\s?{_AMOUNT}"
+          rf"(?:\s?{_CODES}(?!\w))?|{_CODES}\s?{_AMOUNT}|{_AMOUNT}\s?(?:\p{{Sc}}|{_CODES}(?!\w)))")
+# An identifier: a token of letters and digits joined by . + # - (not starting after
+# one: a scan starts only at a token's first character, so a line of "a.a.a." or
+# "----" is read once), with a version and a model name after it ("iPhone 15 Pro").
+# `identifier` decides which tokens of that shape are one.
+_TOKEN = r"(?>\w+(?:[.+#-]\w+)*(?:(?:\+\+?|#)\d*)?)"
+_IDENTIFIER = (rf"(?=\w)(?<![\w.+#@$/\\-])"
+               rf"(?=(?>[a-z]*)[\w.+#-]*?(?:\d|(?<=\w)\.\w|(?<=\w)[+#]|(?<=\p{{Ll}})\p{{Lu}}"
+               rf"|\p{{Lu}}{{2}}\p{{Ll}}{{2}}|\p{{L}}-\p{{Lu}}))"
+               rf"(?=[\w.+#-]*\p{{L}}){_TOKEN}"
+               r"(?:\ \d+(?:\.\d+)*(?![\w.+#-]\w|\w)(?:\ [A-Z][a-z]+(?!\w)){0,2})?"
+               r"(?![\w@/\\])")
+# ... or a capitalized name with a dotted version, inside a sentence ("You need Python
+# 3.12 for it"; not "In 3.5 seconds" at a sentence's start).
+_NAMED_VERSION = r"(?<=[\w,;:] )\p{Lu}\p{Ll}+ v?\d+(?:\.\d+)+(?![\w.+#-]\w|\w)"
+_ORDINAL = regex.compile(r"\d+(?:st|nd|rd|th|s|'s)", regex.IGNORECASE)  # 3rd, 1990s
+# iPhone, JavaScript, WPTRunner; not "Tom", "URLs" or "DVDs"
+_MIXED_CASE = regex.compile(r"\p{Ll}\p{Lu}|\p{Lu}{2}\p{Ll}{2}")
+_DOTTED = regex.compile(r"\p{L}\.\p{L}")
+# Capitals with a one-letter part (USB-C, PCI-E), or short capitalized parts (Wi-Fi).
+_HYPHENATED_NAME = regex.compile(r"\p{Lu}+(?:-\p{Lu}+)*-\p{Lu}(?:-\p{Lu}+)*"
+                                 r"|\p{Lu}\p{Ll}{1,2}(?:-\p{Lu}\p{Ll}{1,2})+")
+_LETTERS = regex.compile(r"\p{L}+")
+
+
+def identifier(text: str) -> bool:
+    """Whether a token of `_IDENTIFIER`'s shape is a name a translation keeps as it is
+    (`Node.js`, `C++`, `COVID-19`, `iPhone`, `v1.4.2-rc1`, `3x`, `H2O`): it has a digit
+    (an ordinal or a decade, "3rd", "1990s", is a word), a `.` between letters (unless
+    it is an abbreviation of single letters or a known one: "e.g.", "U.S.", "p.m.",
+    "Ph.D."), a `+` or `#` after letters, or mixed case inside a word (a capital after
+    a small letter, or two capitals before two small letters: "WPTRunner"), or it is
+    a name of hyphenated capitals with a one-letter part (`USB-C`) or of short
+    capitalized parts (`Wi-Fi`). A hyphen alone makes none: "well-known" is a word."""
+    if regex.fullmatch(_NAMED_VERSION.removeprefix(r"(?<=[\w,;:] )"), text):
+        return True
+    head = text.split(" ", 1)[0]
+    if any(char.isdigit() for char in head):
+        return not _ORDINAL.fullmatch(head)
+    if _DOTTED.search(head):
+        parts = _LETTERS.findall(head)
+        return not (all(len(part) == 1 for part in parts) or head.lower() in ABBREVIATIONS)
+    return bool(regex.search(r"\p{L}[+#]", head) or _MIXED_CASE.search(head)
+                or _HYPHENATED_NAME.fullmatch(head))
+
+
 KINDS: tuple[SpanKind, ...] = (
     SpanKind("code", r"`[^`\n]+`", "Run `pip install transcli` first."),
     SpanKind("url", r"\b(?i:https?://|ftp://|www\.)[^\s<>\"'`]+" + _TAIL,
              "Visit https://example.com/docs/install?lang=en for details."),
-    SpanKind("email", r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "Write to support@example.org today."),
+    SpanKind("email", r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b",
+             "Write to support@example.org today."),
     SpanKind("placeholder",
              r"\{\{\s*[\w.]+\s*\}\}|\{[\w.]*(?:![rsa])?(?::[^{}\s]*)?\}"
              r"|%\(\w+\)[-+#0]*\d*(?:\.\d+)?[sdifgeExXcr]|%[-+#0]*\d*(?:\.\d+)?[sdifgeExXc](?!\w)",
@@ -51,12 +113,19 @@ KINDS: tuple[SpanKind, ...] = (
     SpanKind("path",
              r"(?<![\w/\\])(?:~|\.{1,2})?/(?:[\w.-]+/)*[\w.-]*[\w-]" + _TAIL
              + r"|\b[A-Za-z]:\\(?:[\w.-]+\\)*[\w.-]*\w"
-             + r"|(?<![\w/])[\w-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,5}\b",
+             + r"|(?<![\w/-])[\w-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,5}\b",
              "The file is at /home/user/notes.txt now."),
-    SpanKind("number",  # with a currency sign or a percent sign that goes with it
-             r"(?<![\w.,$€£¥])[$€£¥]?\d+(?:[-.,:/'\u00a0\u202f]\d+)*"
-             r"(?:\s?[%€£¥$](?!\w)|(?!\w))",
-             "The price is $1,299.99 today."),
+    SpanKind("money", _MONEY, "It costs €5 or about US$5.40."),
+    SpanKind("identifier", f"{_NAMED_VERSION}|{_IDENTIFIER}",
+             "Node.js 20 and C++ are both used here.", identifier),
+    SpanKind("number",  # with a percent sign, or a.m. or p.m., that goes with it
+             r"(?<![\w.,$€£¥])(?>\d+(?:[-.,:/'\u00a0\u202f]\d+)*)"
+             r"(?:\s?%(?!\w)|\s?(?i:[ap]\.m\.|[ap]m(?!\w))|(?!\w))",
+             "The price is 1,299.99 today."),
+    SpanKind("symbols",  # a run of code's or maths' signs standing alone: </>, ->, <=
+             r"(?<![^\s(\[\"'])(?=\S{2})[-!:]*[<>/\\=|&^~*+][-!:<>/\\=|&^~*+]*"
+             r"(?=$|[\s.,;?)\]\"'])",
+             "Close it with </> and go on."),
     SpanKind("emoji",
              r"(?:[\U0001F1E6-\U0001F1FF]{2}|[#*0-9]\uFE0F?\u20E3"
              r"|\p{Extended_Pictographic}[\uFE0F\U0001F3FB-\U0001F3FF]*"
@@ -69,8 +138,7 @@ KINDS: tuple[SpanKind, ...] = (
 # and put back where the attention says: an emoji is seldom part of the grammar, and a
 # placeholder where it stood cost the translation around it (bench.robustness).
 TAKEN_OUT = frozenset({"emoji"})
-_PATTERN = regex.compile("|".join(f"(?P<{kind.name}>{kind.pattern})" for kind in KINDS),
-                         flags=regex.V1)
+_PATTERNS = [regex.compile(kind.pattern, flags=regex.V1) for kind in KINDS]
 # A run around a character the vocabulary lacks: the word it is in, or the run itself.
 _WORD_CHAR = regex.compile(r"[\w\p{M}]")
 
@@ -89,24 +157,24 @@ class Span:
         return self.text if self.replacement is None else self.replacement
 
 
-# More spans, found where the others left room (`taken`: per character of the text).
-Terms = Callable[[str, Sequence[bool]], list[Span]]
+# More spans (a glossary's terms) in a text, none from `start` to `end` where
+# `crossed(start, end)`: a protected span reaches across those edges.
+Terms = Callable[[str, Callable[[int, int], bool]], list[Span]]
 
 
 def find_spans(text: str, unknown: Callable[[str], bool] = lambda char: False,
                kinds: Optional[frozenset[str]] = None, terms: Optional[Terms] = None
                ) -> list[Span]:
     """The protected spans of `text`, in order, not overlapping: the matches of `KINDS`
-    (all, or those named in `kinds`), then what `terms` finds outside them (a glossary's
-    terms, `glossary.Glossary.find`), then the runs of characters for which `unknown` is
-    true, each widened to the word it is in."""
-    spans = [Span(m.start(), m.end(), m.lastgroup, m.group()) for m in _PATTERN.finditer(text)
-             if kinds is None or m.lastgroup in kinds]
+    (all, or those named in `kinds`), then what `terms` finds (a glossary's terms,
+    `glossary.Glossary.find`: one may hold spans of those kinds, "Form 1040", which it
+    replaces, never cut one), then the runs of characters for which `unknown` is true,
+    each widened to the word it is in."""
+    spans = [span for span in _kind_spans(text) if kinds is None or span.kind in kinds]
+    if terms is not None:
+        spans = _with_terms(text, spans, terms)
     taken = [False] * len(text)
     for span in spans:
-        taken[span.start:span.end] = [True] * (span.end - span.start)
-    for span in terms(text, taken) if terms is not None else []:
-        spans.append(span)
         taken[span.start:span.end] = [True] * (span.end - span.start)
     extra, i = [], 0
     while i < len(text):
@@ -121,6 +189,45 @@ def find_spans(text: str, unknown: Callable[[str], bool] = lambda char: False,
         extra.append(Span(start, end, "unknown", text[start:end]))
         i = end
     return _merged(sorted(spans + extra, key=lambda span: span.start))
+
+
+def _kind_spans(text: str) -> Iterator[Span]:
+    """The matches of `KINDS` in `text`, left to right, not overlapping: at each place
+    the first kind in the table that matches there (and `accept`s the match: else the
+    next kind's), as one pattern of all the kinds would find them. Each kind is scanned
+    by its own pattern (several times faster than one of them all), and scanned again
+    only from where a span chosen before ends inside its match, or it refused one."""
+    scans = [pattern.finditer(text) for pattern in _PATTERNS]
+    ahead = [(match.start(), i, match) for i, scan in enumerate(scans)
+             if (match := next(scan, None)) is not None]
+    heapq.heapify(ahead)  # each kind's next match, the first (then the first kind) on top
+    at = 0
+    while ahead:
+        start, i, match = heapq.heappop(ahead)
+        if start >= at and (KINDS[i].accept is None or KINDS[i].accept(match.group())):
+            yield Span(start, match.end(), KINDS[i].name, match.group())
+            at = match.end()
+        elif start >= at or at < match.end():  # refused, or reaching past a span's end
+            scans[i] = _PATTERNS[i].finditer(text, max(at, start + 1))
+        if (found := next(scans[i], None)) is not None:
+            heapq.heappush(ahead, (found.start(), i, found))
+
+
+def _with_terms(text: str, spans: list[Span], terms: Terms) -> list[Span]:
+    """`spans` and the terms found in `text`: a term is found where no span reaches
+    across its edges (a URL holding the term's word wins), and replaces the spans
+    inside it (`24/7`, `Form 1040`: the user's entry wins)."""
+    owner: list[Optional[Span]] = [None] * len(text)
+    for span in spans:
+        owner[span.start:span.end] = [span] * (span.end - span.start)
+
+    def crossed(start: int, end: int) -> bool:
+        first, last = owner[start], owner[end - 1]
+        return bool(first and first.start < start) or bool(last and last.end > end)
+
+    found = terms(text, crossed)
+    inside = {id(span) for term in found for span in owner[term.start:term.end] if span}
+    return [span for span in spans if id(span) not in inside] + found
 
 
 def _merged(spans: list[Span]) -> list[Span]:
@@ -144,13 +251,9 @@ def _joins(char: str, unknown: Callable[[str], bool]) -> bool:
 
 # Placeholders when no vocabulary chooses them (`mask`'s pool): numbers from 701 on.
 NUMBERS = tuple(str(n) for n in range(701, 1000))
-
-
-@functools.lru_cache(maxsize=256)
-def _placeholder_pattern(placeholders: tuple[str, ...]) -> regex.Pattern[str]:
-    """Any of `placeholders` standing alone (not part of a word or a longer number:
-    "A701" is a road), with the space before it, if any."""
-    return regex.compile(rf"( ?)(?<!\w)({'|'.join(map(regex.escape, placeholders))})(?!\w)")
+# A number standing alone (not part of a word or a longer number: "A701" is a road),
+# with the space before it, if any: where a placeholder can be in a translation.
+_STANDING = regex.compile(r"( ?)(?<!\w)(\d+)(?!\w)")
 
 
 @dataclass
@@ -166,12 +269,17 @@ class Masked:
     def occurrences(self, text: str) -> Iterator[tuple[regex.Match[str], int]]:
         """The placeholders in `text` (a translation of this line, or a part of it): each
         match (group 1 the space before it, group 2 the placeholder) and its span's index."""
-        index = {placeholder: i for i, placeholder in enumerate(self.placeholders)
-                 if placeholder is not None}
+        index = self._index
         if not index:
             return
-        for match in _placeholder_pattern(tuple(index)).finditer(text):
-            yield match, index[match.group(2)]
+        for match in _STANDING.finditer(text):
+            if match.group(2) in index:
+                yield match, index[match.group(2)]
+
+    @functools.cached_property
+    def _index(self) -> dict[str, int]:
+        return {placeholder: i for i, placeholder in enumerate(self.placeholders)
+                if placeholder is not None}
 
     def missing(self, translation: str) -> bool:
         """Whether `translation` lacks a placeholder (or the line has a span taken out)."""
@@ -179,8 +287,9 @@ class Masked:
 
     def without(self, text: str) -> str:
         """`text` (this line, or a translation of it) without its placeholders."""
-        return _placeholder_pattern(tuple(p for p in self.placeholders if p)).sub("", text) \
-            if any(self.placeholders) else text
+        index = self._index
+        return _STANDING.sub(lambda m: "" if m.group(2) in index else m.group(), text) \
+            if index else text
 
     def where(self, index: int) -> tuple[int, int]:
         """The characters of span `index`'s placeholder in `text` (empty: taken out)."""
@@ -212,17 +321,18 @@ class Masked:
         return restore(self.text, replace(self, spans=own))
 
 
-def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Masked:
+def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS,
+         avoid: Iterable[str] = (), numbers_stay: bool = True) -> Masked:
     """`text` with each of `spans` (in order, not overlapping) masked: a span of a kind
     `TAKEN_OUT` is taken out with a space beside it; a plain number of up to four digits
-    stands for itself (the model copies it, and "5 o'clock" stays 5 o'clock); any other
-    span becomes the next placeholder of `pool` that is no number of the line. Spans past
-    what the pool holds are left as they are."""
+    stands for itself when `numbers_stay` (the model copies it, and "5 o'clock" stays 5
+    o'clock); any other span becomes the next placeholder of `pool` that is no number of
+    the line nor of `avoid` (what else goes into the translation: a glossary's forms),
+    then of the numbers after the pool's, so that every span is masked however many."""
     # No placeholder is a number standing alone anywhere in the line (as `occurrences`
-    # finds placeholders): a plain number stands for itself, and a span left as it is
-    # when the pool runs out ("701.5") would be read as a placeholder at `restore`.
-    own = set(_NUMBER.findall(text))
-    free = iter(placeholder for placeholder in pool if placeholder not in own)
+    # finds placeholders): a plain number stands for itself.
+    own = set(_NUMBER.findall(text)).union(*(_NUMBER.findall(text) for text in avoid))
+    free = _placeholders(pool, own)
     parts: list[str] = []
     kept: list[Span] = []
     placeholders: list[Optional[str]] = []
@@ -231,10 +341,10 @@ def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Maske
     for span in spans:
         if span.kind in TAKEN_OUT:
             placeholder = None
-        elif _plain_number(span) and span.text not in placeholders:
+        elif numbers_stay and _plain_number(span) and span.text not in placeholders:
             placeholder = span.text
-        elif (placeholder := next(free, None)) is None:
-            break
+        else:
+            placeholder = next(free)
         before, last = text[last:span.start], span.end
         if placeholder is None:  # taken out: no doubled space, none before punctuation
             rest = _BLANKS.match(text, span.end).end()  # not a copy of the rest per span
@@ -249,6 +359,14 @@ def mask(text: str, spans: list[Span], pool: tuple[str, ...] = NUMBERS) -> Maske
         length += len(before) + len(placeholder or "")
     parts.append(text[last:])
     return Masked("".join(parts), kept, tuple(placeholders), tuple(at))
+
+
+def _placeholders(pool: tuple[str, ...], own: set[str]) -> Iterator[str]:
+    """`pool`, then the numbers from 1000 on that it lacks, none of them in `own`."""
+    yield from (placeholder for placeholder in pool if placeholder not in own)
+    given = set(pool)
+    yield from (str(n) for n in itertools.count(1000)
+                if str(n) not in own and str(n) not in given)
 
 
 def _plain_number(span: Span) -> bool:
@@ -305,10 +423,13 @@ def restore(translation: str, masked: Masked, place: Placement = relative_place)
     parts, last = [], 0
     for match, index in masked.occurrences(translation):
         parts.append(translation[last:match.start()])
-        if index not in seen:  # a copy too many goes, with the space before it
-            parts += [match.group(1), masked.spans[index].output]
-            seen.add(index)
         last = match.end()
+        if index not in seen:  # a copy too many goes, with the space before it
+            output = masked.spans[index].output
+            parts += [match.group(1), output]
+            seen.add(index)
+            # "at 5 p.m." ends its sentence with its own full stop: not one more
+            last += output.endswith(".") and translation.startswith(".", last)
     parts.append(translation[last:])
     return "".join(parts)
 

@@ -11,7 +11,6 @@ the training loop from the model it trains.
 from __future__ import annotations
 
 import contextlib
-import sys
 from dataclasses import replace
 from typing import Callable, Iterator, Optional, Sequence
 
@@ -22,17 +21,20 @@ from transcli.data.terms import trained_with_annotation
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference import device_defaults
 from transcli.inference.alignment import Alignment, Translated, alignments, placements
+from transcli.inference.checks import Tally
 from transcli.inference.constrained import NO_TERMS, TermEncoder, Terms
 from transcli.inference.cpu_matmul import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
 from transcli.inference.glossary import Glossary, read_glossary
+from transcli.inference.positions import source_ids
 from transcli.inference.quantize import quantize_int8
 from transcli.inference.realtext import Plan, Preparer, Unit
+from transcli.inference.repair import review
 from transcli.inference.repeats import collapsed, degenerate, retry_loops
 from transcli.inference.search import Hypothesis
 from transcli.inference.spans import relative_place
 from transcli.model.transformer import Transformer
-from transcli.model.vocab import EOS_ID, UNK_ID
+from transcli.model.vocab import UNK_ID
 from transcli.rundir.run import RunDir
 from transcli.system.devices import pick_device
 from transcli.system.runtime import inference_setup
@@ -65,9 +67,10 @@ class Translator:
         self.tokenizer = tokenizer
         self.decode = decode
         self.preparer = Preparer(decode, tokenizer.sp, glossary, annotated)
-        self.truncated = 0  # input lines cut to fit the model's positions, so far
         self.target_tokens = 0  # tokens of the best hypotheses so far, EOS excluded
         self.retried = 0  # sentences searched again because their translation looped
+        # inputs cut to fit, translations that failed their check (`repair.review`)
+        self.tally = Tally(positions=self.engine.max_positions)
         self.term_encoder = TermEncoder(tokenizer.sp)
 
     @property
@@ -141,6 +144,8 @@ class Translator:
                 hyps = [(collapsed(hyps[0][0]), hyps[0][1]), *hyps[1:]]  # the last resort
             results[i] = [(units[i].finish(text, places[j] if k == 0 else relative_place),
                            score) for k, (text, score) in enumerate(hyps)]
+        review(self, [units[i] for i in todo], [results[i] for i in todo], found, sources,
+               [seeds[i] for i in todo])
         return results
 
     def alignments(self, lines: list[str], done: list[str]) -> list[Optional[Alignment]]:
@@ -158,26 +163,29 @@ class Translator:
 
     def search_lines(self, lines: list[str], indices: Sequence[int],
                      loops: Optional[Loops] = None,
-                     constraints: Optional[Sequence[Terms]] = None
+                     constraints: Optional[Sequence[Terms]] = None,
+                     decode: Optional[DecodeConfig] = None
                      ) -> tuple[list[list[int]], list[list[Hypothesis]]]:
         """Each line's source ids (with EOS; [] for a blank line) and its hypotheses, best
-        first ([] for a blank line); `indices[i]` is line i's index (it seeds sampling).
+        first ([] for a blank line), by `decode`'s search (this translator's by default);
+        `indices[i]` is line i's index (it seeds sampling).
         A line with `constraints` (its glossary terms) is searched apart, by constrained
         beam search. With `decode.retry_repeats`, a line whose best translation loops
         (`loops`; by default `repeats.degenerate` against it) is searched again
         (`repeats.retry_loops`)."""
         sources, cut = source_ids(self.tokenizer, lines, self.engine.max_positions)
-        self.truncated += cut
+        self.tally.truncated += sum(cut)
         todo = [i for i, ids in enumerate(sources) if ids]
         terms = list(constraints) if constraints else [NO_TERMS] * len(lines)
-        found = self._search_all(sources, todo, indices, terms)
-        if self.decode.retry_repeats:
+        decode = decode or self.decode
+        found = self._search_all(sources, todo, indices, terms, decode)
+        if decode.retry_repeats:
             self.retried += retry_loops(
                 found, lambda found: self.tokenizer.decode(
                     [hyps[0].tokens if hyps else [] for hyps in found]),
                 loops or (lambda i, text: degenerate(lines[i], text)),
                 lambda looping, n: self._search_all(sources, looping, indices, terms, replace(
-                    self.decode, no_repeat_ngram=n)))
+                    decode, no_repeat_ngram=n)))
         return sources, found
 
     def _search_all(self, sources: list[list[int]], todo: list[int], indices: Sequence[int],
@@ -210,13 +218,6 @@ class Translator:
         """The pieces of a hypothesis that its text shows (`texts`)."""
         return [i for i in tokens if i != UNK_ID] if self.decode.protect else tokens
 
-    def warn_truncated(self) -> None:
-        """One line on stderr if any input was cut to fit the model (never a crash)."""
-        if self.truncated:
-            print(f"transcli: warning: {self.truncated} input line(s) longer than the model's "
-                  f"{self.engine.max_positions} positions were truncated to fit",
-                  file=sys.stderr)
-
     @contextlib.contextmanager
     def searching(self, decode: DecodeConfig) -> Iterator[None]:
         """Search with `decode`'s settings (this translator's batch budget kept) until the
@@ -233,38 +234,12 @@ class Translator:
                 constraints: Optional[list[Terms]] = None) -> list[list[Hypothesis]]:
         """One batch through the engine; max target length per sentence is
         a * (source tokens without EOS) + b, EOS included, within the model's positions."""
-        d = self.decode
+        d = decode or self.decode
         max_len = [max(1, min(int(d.max_len_a * (len(ids) - 1) + d.max_len_b),
                               self.engine.max_positions)) for ids in sources]
         found = self.engine.search(sources, max_len, indices, decode or d, constraints)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
-
-
-def source_ids(tokenizer: Tokenizer, lines: list[str], positions: int
-               ) -> tuple[list[list[int]], int]:
-    """Source ids + EOS per line ([] for a blank line), cut to the positional table, and
-    how many lines were cut. A line too long to fit however it is split is cut before
-    sentencepiece sees it, so a huge line costs no more than one that just fills the table."""
-    room = positions - 1  # one position is EOS's
-    chars = fitting_chars(positions)
-    sources, cut = [], 0
-    for ids, line in zip(tokenizer.encode([line[:chars] for line in lines]), lines):
-        if not line.strip() or not ids:
-            sources.append([])
-            continue
-        if len(ids) > room or len(line) > chars:
-            ids = ids[:room]
-            cut += 1
-        sources.append(ids + [EOS_ID])
-    return sources, cut
-
-
-def fitting_chars(positions: int) -> int:
-    """Characters past which a line cannot fit in `positions` tokens: the pieces of the
-    tokenizers transcli trains are at most 16 characters long (sentencepiece's default),
-    so the first `positions` pieces never reach beyond; 64 leaves room for others."""
-    return 64 * positions
 
 
 def token_batches(lengths: list[int], budget: int) -> list[list[int]]:

@@ -146,8 +146,10 @@ class RunDir:
                             f"a folder of its own")
 
     def inputs(self, checkpoint: str) -> list[Path]:
-        """The files a command reading this run may use: none may be its output."""
-        return run_inputs(self.path, checkpoint)
+        """The files a command reading this run may use, its `decode.glossary` among
+        them: none may be its output."""
+        glossary = self.config.decode.glossary
+        return run_inputs(self.path, checkpoint) + ([Path(glossary)] if glossary else [])
 
     def model(self, weights: Path, device: str | torch.device = "cpu") -> Transformer:
         """The model of this run's config with the weights of `weights`, in eval mode."""

@@ -5,14 +5,19 @@ Every error is `{"error": "one line"}` with a 4xx or 5xx status (LibreTranslate'
 unknown paths and wrong methods included; a request never sees a traceback. One
 access-log line per request goes to stderr (`AccessLog`). With `--cors-origin`, pages of
 that origin ("*": any) may call the API from a browser (Starlette's CORS middleware
-answers their preflight requests); without it no CORS header is sent.
+answers their preflight requests); without it no CORS header is sent. A request whose
+Host header is no host name is refused, and so is, on a server listening on a loopback
+address, one naming a host other than its own names (`host_checked`: a page a browser
+reaches through DNS rebinding names its own host) or those `--allow-host` adds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
+import re
 import sys
 import time
 from typing import Any, Optional
@@ -52,7 +57,7 @@ def create_app(batcher: Batcher, detector: Detector, store: FileStore,
     Routes(batcher, detector, store, settings).add_to(app)
     if settings.web:
         add_web_routes(app)
-    routed = without_trailing_slash(app)
+    routed = host_checked(without_trailing_slash(app), settings)
     if settings.cors_origin is not None:
         routed = Cors(routed, allow_origins=[settings.cors_origin],
                       allow_methods=["GET", "POST"],
@@ -114,6 +119,53 @@ async def bug(request: Request, exc: Exception) -> Response:
 ERROR_HANDLERS: dict[Any, Any] = {
     ApiError: refused, HTTPException: http_error, RequestValidationError: invalid,
     ClientDisconnect: client_left, Exception: bug}
+
+
+# A host name or an address, and a port: what a Host header may hold.
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?)"
+                   r"(?::[0-9]{1,5})?")
+
+
+def host_checked(app: ASGIApp, settings: Settings) -> ASGIApp:
+    """Requests with a Host header the server answers to (`host_problem`); others get a
+    400 in the error shape, before any route: the answers that name the Host (the URL of
+    a translated file) never hold another."""
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            raw = dict(scope.get("headers", [])).get(b"host", b"")
+            if problem := host_problem(raw, settings):
+                await JSONResponse({"error": problem}, 400)(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return route
+
+
+def host_problem(raw: bytes, settings: Settings) -> Optional[str]:
+    """Why a request with Host header `raw` is refused (None: it is not): not a host
+    name and port, or on a server listening on a loopback address, not one of its names
+    (localhost, a loopback address) or of `settings.hosts`. No Host (HTTP/1.0) is fine."""
+    host = raw.decode("latin-1")
+    match = _HOST.fullmatch(host)
+    if not host:
+        return None
+    if match is None:
+        return "Invalid request: the Host header is not a host name"
+    name = match.group(1).strip("[]").lower()
+    if settings.local_only and not (_loopback(name) or name in settings.hosts):
+        shown = name if len(name) <= 64 else name[:64] + "..."
+        return (f"Invalid request: this server listens on a loopback address and answers "
+                f"to localhost, not to {shown} (serve --allow-host adds a name)")
+    return None
+
+
+def _loopback(name: str) -> bool:
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def without_trailing_slash(app: ASGIApp) -> ASGIApp:

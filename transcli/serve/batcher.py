@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from transcli.config.schema import DecodeConfig
+from transcli.inference.checks import Tally
 from transcli.inference.glossary import Glossary
 from transcli.inference.streaming import chunked
 from transcli.inference.translator import Translator
@@ -183,7 +184,7 @@ class Batcher:
         if self._thread.is_alive():
             return False
         if self.translator is not None:
-            self.translator.warn_truncated()
+            self.translator.tally.report()
         return True
 
     def _withdraw(self, job: Job) -> None:
@@ -218,7 +219,7 @@ class Batcher:
             first = self._queue.popleft()
         if not self.merging or first.alone:
             return [first]
-        jobs, tokens = [first], self._tokens(first)
+        jobs, tokens = [first], _tokens(self.translator, first)
         budget = self.translator.decode.batch_tokens  # type: ignore[union-attr]
         deadline = first.arrived + self.limits.max_batch_wait
         while True:
@@ -228,7 +229,8 @@ class Batcher:
                 if not self._queue or self._queue[0].alone:
                     return jobs
                 job = self._queue[0]
-            cost = self._tokens(job)  # outside the lock: requests keep arriving meanwhile
+            # outside the lock: requests keep arriving meanwhile
+            cost = _tokens(self.translator, job)
             if tokens + cost > budget:
                 return jobs
             with self._cond:
@@ -237,23 +239,15 @@ class Batcher:
                     jobs.append(job)
                     tokens += cost
 
-    def _tokens(self, job: Job) -> int:
-        """Source tokens of a job's lines, EOS included, each line cut to the model's
-        positions (as `Translator` counts them)."""
-        translator = self.translator
-        assert translator is not None
-        room = translator.engine.max_positions - 1
-        try:
-            return sum(min(len(ids), room) + 1
-                       for ids in translator.tokenizer.encode(job.lines) if ids)
-        except Exception:  # text the tokenizer refuses: the model call says why, in _run
-            return 1
-
     def _run(self, jobs: list[Job]) -> None:
-        """Translate the jobs and settle each; an error fails these jobs, not the server."""
+        """Translate the jobs and settle each; an error fails these jobs, not the server.
+        Sentences whose translation failed its check are said in the log."""
+        assert self.translator is not None
+        before = replace(self.translator.tally)
         try:
             merged = self.merging and not jobs[0].alone
             results = self._merged(jobs) if merged else [self._alone(jobs[0])]
+            _log_checks(before, self.translator.tally)
         except Exception as exc:  # a bug or out of memory: say it, answer 500, go on
             traceback.print_exc(file=sys.stderr)
             reason = (str(exc).strip().splitlines() or [""])[0]
@@ -295,6 +289,28 @@ class Batcher:
         indices = [index for job in jobs for index in range(len(job.lines))]
         texts = iter(hyps[0][0] for hyps in translator.translate_nbest(lines, indices=indices))
         return [[next(texts) for _ in job.lines] for job in jobs]
+
+
+def _tokens(translator: Optional[Translator], job: Job) -> int:
+    """Source tokens of a job's lines, EOS included, each line cut to the model's
+    positions (as `Translator` counts them)."""
+    assert translator is not None
+    room = translator.engine.max_positions - 1
+    try:
+        return sum(min(len(ids), room) + 1
+                   for ids in translator.tokenizer.encode(job.lines) if ids)
+    except Exception:  # text the tokenizer refuses: the model call says why, in _run
+        return 1
+
+
+def _log_checks(before: Tally, after: Tally) -> None:
+    """One line on stderr for the sentences of a model call whose translation failed
+    its check, and how they ended (`checks.Tally`)."""
+    if after.failed > before.failed:
+        print(f"transcli serve: warning: {after.failed - before.failed} sentence(s) failed "
+              f"the check of their translation: {after.repaired - before.repaired} "
+              f"translated again another way, {after.untranslated - before.untranslated} "
+              f"sent back as their English source ({after.failed} so far)", file=sys.stderr)
 
 
 def _calls(job: Job) -> Iterator[list[str]]:

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
+from urllib.parse import quote
 
 from transcli.documents.formats import FORMATS as DOCUMENTS
 from transcli.documents.formats import DocumentFormat
@@ -47,6 +48,7 @@ MAX_BYTES = 256 << 20  # ... and bytes
 KEEP_SECONDS = 1800.0  # a translated file is kept 30 minutes (LibreTranslate's time)
 MAX_NAME_CHARS = 100  # a file name's characters kept in the download's name
 TOKEN_BYTES = 16  # 128 random bits name a stored file
+FOLDER_PREFIX = "transcli-serve-"
 FILES_AT_ONCE = 4  # files being translated at once: a document read holds tens of bytes
 # per byte of its file in memory; the others wait their turn within --timeout
 MEDIA_TYPES = {  # the download's Content-Type, by format
@@ -109,18 +111,30 @@ async def translated_plain_text(data: bytes, name: str, translate: Translate,
 
 
 def safe_name(name: str) -> str:
-    """A client's file name as a plain one: its last path part, letters, digits and
-    `._-` only (others become `_`), no leading dot, at most `MAX_NAME_CHARS`."""
+    """A client's file name as a plain one: its last path part, letters (of any script),
+    digits and `._-` only (others become `_`), no leading dot ("file" where nothing is
+    left but its extension), at most `MAX_NAME_CHARS`."""
     last = re.split(r"[/\\]", name)[-1]
-    plain = re.sub(r"[^\w.-]", "_", last, flags=re.ASCII).lstrip(".")
-    stem, suffix = Path(plain).stem, Path(plain).suffix
-    return (stem[:MAX_NAME_CHARS - len(suffix)] + suffix) if plain else "file"
+    suffix = re.sub(r"[^\w.-]", "_", Path(last).suffix)
+    stem = re.sub(r"[^\w.-]", "_", last[:len(last) - len(suffix)]).lstrip(".") or "file"
+    return stem[:MAX_NAME_CHARS - len(suffix)] + suffix
 
 
-def translated_name(name: str, target: str) -> str:
-    """`notes.txt` -> `notes.es.txt`: the download's name."""
+def translated_name(name: str, target: str, source: str = "en") -> str:
+    """`notes.txt` -> `notes.es.txt`, `talk.en.vtt` -> `talk.es.vtt`: the download's name
+    (a name that says its language says the target's instead)."""
     path = Path(safe_name(name))
-    return f"{path.stem}.{target}{path.suffix}"
+    stem = path.stem.removesuffix(f".{source}").removesuffix(f".{target}")
+    return f"{stem}.{target}{path.suffix}"
+
+
+def disposition(name: str) -> str:
+    """The Content-Disposition of a download named `name`: an ASCII `filename` for old
+    clients, and the name itself as RFC 6266's `filename*` where it is not ASCII."""
+    plain = name.encode("ascii", "replace").decode().replace("?", "_")
+    if plain == name:
+        return f'attachment; filename="{name}"'
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 @dataclass(frozen=True)
@@ -133,16 +147,32 @@ class Stored:
 
 
 class FileStore:
-    """Translated files awaiting download (module doc); made once per server."""
+    """Translated files awaiting download (module doc); made once per server. A folder
+    removed behind the server's back (a cleaner of /tmp) is replaced by a new one, its
+    files gone; one that cannot be made is said by `problem` (and /health)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="transcli-serve-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         self._clock = clock
         self._files: collections.OrderedDict[str, Stored] = collections.OrderedDict()
         self._bytes = 0
 
+    def problem(self) -> Optional[str]:
+        """Why no file can be kept now (None: one can), the folder made again if it was
+        removed: checked before a file is translated, as a write would fail after."""
+        if self.folder.is_dir():
+            return None
+        self._files.clear()
+        self._bytes = 0
+        try:  # a new folder of its own: the old name may be anyone's now
+            self.folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
+        except OSError as exc:
+            return f"no folder for translated files ({exc.strerror or exc})"
+        return None
+
     def put(self, data: bytes, name: str, media_type: str) -> str:
-        """Keep `data` to be downloaded as `name`; its key (for the download URL)."""
+        """Keep `data` to be downloaded as `name`; its key (for the download URL). An
+        OSError where the folder cannot take it (`problem` was checked before)."""
         self._make_room(len(data))
         token = secrets.token_urlsafe(TOKEN_BYTES)
         path = self.folder / token

@@ -36,6 +36,8 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from transcli.inference.glossary import problem
+from transcli.system.files import parse_json
 from transcli.system.text import lines_of
 
 SOURCE, TARGET = "en", "es"
@@ -217,17 +219,26 @@ def _form_glossary(given: Any) -> Optional[dict[str, str]]:
     ones, as /translate's `glossary` (400 for anything else, or past its bounds)."""
     if given in (None, ""):
         return None
-    try:
-        terms = json.loads(given) if isinstance(given, str) else None
+    try:  # the bounded parser: nesting too deep is a 400, never a RecursionError
+        terms = parse_json(given) if isinstance(given, str) else None
     except ValueError:
         terms = None
     if not isinstance(terms, dict) or not all(
             isinstance(english, str) and isinstance(spanish, str)
-            for english, spanish in terms.items()):
+            and _text(english) and _text(spanish) for english, spanish in terms.items()):
         raise ApiError(400, "Invalid request: glossary must be the JSON text of an object of "
                             "English terms to Spanish ones")
     check_glossary(terms)
     return terms
+
+
+def _text(value: str) -> bool:
+    """Whether `value` is text (JSON's "\\ud800" escape gives half a UTF-16 pair)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _require(fields: dict[str, Any], *names: str) -> None:
@@ -261,6 +272,11 @@ def check_glossary(glossary: Optional[dict[str, str]]) -> None:
     if not all(english.strip() and spanish.strip() for english, spanish in glossary.items()):
         raise ApiError(400, "Invalid request: glossary: every entry needs an English and a "
                             "Spanish side")
+    for english, spanish in glossary.items():
+        for side, text in (("English", english), ("Spanish", spanish)):
+            if why := problem(text):
+                raise ApiError(400, f"Invalid request: glossary: {json.dumps(english)}: "
+                                    f"its {side} side {why}")
 
 
 def check_languages(source: Any, target: Any) -> None:

@@ -18,6 +18,7 @@ from transcli.serve.files import (
     FILES_AT_ONCE,
     FORMATS,
     FileStore,
+    disposition,
     file_format,
     safe_name,
     translated_file,
@@ -149,6 +150,8 @@ class Routes:
         of the translated file, kept for 30 minutes."""
         fields = await self._fields(request, self.limits.file_body_bytes(), files=1)
         checked = file_request(fields)
+        if problem := self.store.problem():  # said before the work, not after it
+            raise ApiError(503, f"The server cannot keep translated files: {problem}")
         upload, source, target = checked.upload, checked.source, checked.target
         glossary = terms_glossary(checked.glossary, self.batcher)
         found = file_format(upload.filename)
@@ -184,7 +187,7 @@ class Routes:
         # A download, never a page of this origin (a translated HTML file is a client's
         # markup): the browser saves it, and would run nothing in it if it showed it.
         return Response(data, media_type=stored.media_type, headers={
-            "Content-Disposition": f'attachment; filename="{stored.name}"',
+            "Content-Disposition": disposition(stored.name),
             "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
 
     async def languages(self) -> JSONResponse:
@@ -201,14 +204,20 @@ class Routes:
         raise ApiError(403, "Suggestions are disabled on this server.")
 
     async def health(self) -> JSONResponse:
-        """Up means ready (the server listens only once the model is loaded) and its model
-        worker alive (else 503, for a supervisor to restart it); the model (its run dir as
-        given to `serve`), requests waiting for it, requests answered in how many model
-        calls, and documents (files, requests' HTML) being read or written or waiting to."""
+        """Up means ready (the server listens only once the model is loaded), its model
+        worker alive and a folder for translated files (else 503, for a supervisor to
+        restart it); the model (its run's name), requests waiting for it, requests
+        answered in how many model calls, documents (files, requests' HTML) being read or
+        written or waiting to, and sentences whose translation failed its check
+        (`inference/checks.py`)."""
         batcher = self.batcher
-        alive = batcher.alive
-        return JSONResponse({"status": "ok" if alive else "model worker stopped",
+        files = self.store.problem()
+        status = ("model worker stopped" if not batcher.alive else
+                  f"cannot keep translated files: {files}" if files else "ok")
+        return JSONResponse({"status": status,
                              "model": self.settings.model, "waiting": batcher.waiting,
                              "answered": batcher.answered, "model_calls": batcher.model_calls,
-                             "documents": self.html.busy + self.documents.busy},
-                            status_code=200 if alive else 503)
+                             "documents": self.html.busy + self.documents.busy,
+                             "checks_failed": batcher.translator.tally.failed
+                             if batcher.translator is not None else 0},
+                            status_code=200 if status == "ok" else 503)

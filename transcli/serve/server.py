@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from transcli.serve.limits import Limits
 from transcli.system.errors import UserError
@@ -48,9 +48,10 @@ SWITCH_INTERVAL = 0.0002
 
 def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, host: str,
           port: int, limits: Limits, api_key: Optional[str], docs: bool = False,
-          web: bool = True, cors_origin: Optional[str] = None) -> None:
+          web: bool = True, cors_origin: Optional[str] = None, hosts: Sequence[str] = ()) -> None:
     """Serve the run's model on host:port until a stop signal (module doc); `overrides`
-    are the config's, as `load_translator` takes them."""
+    are the config's, as `load_translator` takes them; `hosts`: names it answers to
+    besides its own when it listens on a loopback address (`app.host_checked`)."""
     from transcli.rundir.run import open_run_dir
     from transcli.system.runtime import available_cores
 
@@ -83,8 +84,9 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
         from transcli.serve.settings import Settings
 
         weights = run.checkpoint(checkpoint)  # the file the model is loaded from
-        settings = Settings(str(run_dir), checkpoint, weights.name, api_key, docs, web,
-                            cors_origin)
+        local = ipaddress.ip_address(sock.getsockname()[0]).is_loopback
+        settings = Settings(run_dir.resolve().name, checkpoint, weights.name, api_key, docs,
+                            web, cors_origin, local, tuple(name.lower() for name in hosts))
         detector = Detector()
         batcher = Batcher(lambda: load_translator(run, str(weights), device), limits)
         batcher.start()

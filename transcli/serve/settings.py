@@ -15,13 +15,15 @@ FRONTEND_TIMEOUT_MS = 150  # the page waits this long after a keystroke before t
 
 @dataclass(frozen=True)
 class Settings:
-    model: str  # the run dir, as given to -m
+    model: str  # the run's name (its folder's), never the server's path to it
     checkpoint: str  # as given to --checkpoint
-    checkpoint_file: str  # the weights file it names
+    checkpoint_file: str  # the name of the weights file it names
     api_key: Optional[str] = None
     docs: bool = False  # /docs, Swagger UI (loaded by the browser from a CDN)
     web: bool = True  # the page at /
     cors_origin: Optional[str] = None  # the origin whose pages may call the API ("*": any)
+    local_only: bool = False  # listening on a loopback address: answers to its names only
+    hosts: tuple[str, ...] = ()  # more names it answers to (--allow-host), lower case
 
 
 def frontend_settings(settings: Settings, limits: Limits) -> dict[str, Any]:
