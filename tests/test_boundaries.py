@@ -92,7 +92,8 @@ def test_a_file_in_the_way_of_an_output_is_named(run_dir: Path, tmp_path: Path) 
 def test_one_huge_line_is_cut_before_sentencepiece(run_dir: Path, tmp_path: Path) -> None:
     """A 32 MB line of words before a real one: translated within a memory bound that
     does not grow with the line (sentencepiece took ~50x the line). It has no sentence end,
-    so it stays one sentence, cut to fit the model."""
+    so it stays one sentence, too long to translate in pieces: written as its source, and
+    said."""
     source = tmp_path / "huge.en"
     with open(source, "wb") as handle:
         handle.write(b"the dog " * (4 << 20))
@@ -101,7 +102,10 @@ def test_one_huge_line_is_cut_before_sentencepiece(run_dir: Path, tmp_path: Path
                                  "-i", str(source), "--greedy"])
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.decode().split("\n")[1] == SPANISH[0]
-    assert b"1 input line(s) longer than the model's" in result.stderr
+    # as read: a line is cut at MAX_LINE_BYTES, its rest read past (system.text)
+    assert result.stdout.decode().split("\n")[0] == ("the dog " * (4 << 20))[:4 << 20].rstrip()
+    assert b"1 cut by the length limit): 0 translated again another way" in result.stderr
+    assert b"1 written as their English source" in result.stderr
     assert peak < 1024, f"peak RSS {peak:.0f} MiB"
 
 

@@ -130,12 +130,15 @@ def test_greedy_output_identical_line_for_line(exported, sample_spm, tokenizer):
 def test_text_as_a_user_gets_it(exported, sample_spm, tokenizer):
     """Tokenizer in, text out, as `pipeline("translation", model=DIR)` does it: the
     pipeline itself where the installed transformers still has it (it was removed in
-    transformers 5), else its steps by hand; the same text as `transcli translate
-    --no-retry-repeats` (a looping line searched again is transcli's, not the model's)."""
+    transformers 5), else its steps by hand; the same text as transcli's greedy search
+    (`Translator.search_lines`) before what is transcli's, not the model's: a looping line
+    searched again, a translation that fails its check translated again."""
     english = [en for en, _ in PAIRS[:30]]
-    expected = Translator(sample_model(sample_spm), tokenizer,
-                          DecodeConfig(strategy="greedy", max_len_a=0, max_len_b=LIMIT,
-                                       retry_repeats=False), "cpu").translate(english)
+    translator = Translator(sample_model(sample_spm), tokenizer,
+                            DecodeConfig(strategy="greedy", max_len_a=0, max_len_b=LIMIT,
+                                         retry_repeats=False), "cpu")
+    _, found = translator.search_lines(english, range(len(english)))
+    expected = [hyps[0][0] for hyps in translator.texts(found)]
     if "translation" in transformers.pipelines.SUPPORTED_TASKS:
         translate = transformers.pipeline("translation", model=str(exported))
         texts = [out["translation_text"] for out in

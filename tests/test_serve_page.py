@@ -81,7 +81,7 @@ def api(server: Server, text: str, **fields: Any) -> dict[str, Any]:
 
 
 def test_the_translation_follows_the_typing(page, server, run_dir, record_property):
-    assert page.inner_text("#model") == f"Model: {run_dir} · checkpoint last " \
+    assert page.inner_text("#model") == f"Model: {run_dir.name} · checkpoint last " \
                                         f"(step-0000200.safetensors)"
     milliseconds = typed(page, ENGLISH[1])  # how soon: bench.page_latency measures it
     record_property("first_translation_ms", round(milliseconds, 1))
