@@ -9,17 +9,27 @@ import statistics
 
 import numpy as np
 import pytest
+import torch
+from helpers import PAIRS
+from helpers.memorised import UNSEEN, pad
 
+from transcli.config.schema import DecodeConfig
+from transcli.inference.calibrate import calibrate
 from transcli.inference.confidence import (
     FEATURES,
     Calibration,
+    Line,
+    Trust,
     features,
     fit,
     isotonic,
+    joined,
     pearson,
     spearman,
 )
 from transcli.inference.search import Hypothesis
+from transcli.inference.translator import Translator
+from transcli.model.vocab import BOS_ID, EOS_ID
 
 
 def test_features_are_read_from_the_steps():
@@ -94,3 +104,54 @@ def test_a_damaged_calibration_is_one_line_naming_the_file(tmp_path, damage):
     (tmp_path / "confidence.json").write_text(damage)
     with pytest.raises(UserError, match="confidence.json: not a confidence calibration"):
         Calibration.load(tmp_path)
+
+
+UNSEEN_SPANISH = ["El gato come pan.", "¿Dónde está mi libro?", "Nos gusta la playa.",
+                  "Mi abuela abrió la tienda.", "¿Café?"]
+
+
+def test_a_line_s_confidence_is_the_calibration_of_its_forced_log_probs(model, tiny_tokenizer):
+    """`Translator.translate_lines`: each line's confidence is its calibration applied to
+    the features of its translation's tokens as a full forward pass scores them; the
+    calibration, fitted on the lines' chrF, trusts the memorised lines more than the
+    unseen ones."""
+    english, spanish = [en for en, _ in PAIRS] + UNSEEN, [es for _, es in PAIRS] + UNSEEN_SPANISH
+    decode = DecodeConfig(strategy="beam", beam_size=3, max_len_a=1.5, max_len_b=8)
+    calibration = calibrate(Translator(model, tiny_tokenizer, decode, "cpu"), english, spanish)
+    assert calibration.lines == len(english) and calibration.pearson > 0.5
+    translator = Translator(model, tiny_tokenizer, decode, "cpu", calibration=calibration)
+    lines = translator.translate_lines(english)
+    assert translator.tally.failed == 0
+    for line, text, source in zip(lines, english, tiny_tokenizer.encode(english)):
+        if translator.preparer.plan(text).units[0].copied:  # "Coffee?": kept as written
+            assert line.best == text and line.confidence == 1.0
+            continue
+        target = tiny_tokenizer.encode([line.best])[0] + [EOS_ID]
+        with torch.inference_mode():
+            logp = model(pad([source + [EOS_ID]]), pad([[BOS_ID] + target[:-1]]))[0]
+        steps = tuple(logp.gather(1, torch.tensor(target)[:, None])[:, 0].tolist())
+        forced = Hypothesis(target[:-1], sum(steps), 0.0, True, steps)
+        assert line.confidence == pytest.approx(calibration(features(forced, len(source))),
+                                                abs=1e-6)
+    known = statistics.fmean(line.confidence for line in lines[:len(PAIRS)])
+    assert known > statistics.fmean(line.confidence for line in lines[len(PAIRS):-1])
+
+
+def test_a_line_of_sentences_weighs_each_by_its_length():
+    parts = [Line([("A.", 0.0)], 0.9), Line([("Bbbbbbbbb.", 0.0)], 0.3)]
+    assert joined(parts, ["a.", "bbbbbbbbb."]) == pytest.approx((2 * 0.9 + 10 * 0.3) / 12)
+    assert joined([], []) == 1.0 and joined([Line([("A", 0.0)], None)], ["a"]) is None
+
+
+def test_trust_shows_marks_or_keeps_the_source():
+    low, high = Line([("Hola\tmundo.", 0.0)], 0.2), Line([("Adiós.", 0.0)], 0.8)
+    shown = Trust(shown=True)
+    assert [shown.written("x", line) for line in (low, high)] == ["Hola mundo.\t0.20",
+                                                                   "Adiós.\t0.80"]
+    kept = Trust(least=0.5)
+    assert [kept.written("Hello world.", low), kept.written("Bye.", high)] == [
+        "Hello world.", "Adiós."]
+    assert kept.summary() == "1 line(s) below confidence 0.5: written as their source"
+    marked = Trust(least=0.5, below="mark")
+    assert marked.written("Hello world.", low) == "[?] Hola\tmundo."
+    assert marked.written("", Line([("", 0.0)], 0.0)) == ""  # an empty line stays empty

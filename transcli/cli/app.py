@@ -13,7 +13,18 @@ import sys
 
 import typer
 
-from transcli.cli import config, evaluate, explain, export, info, prepare, score, train, translate
+from transcli.cli import (
+    calibrate,
+    config,
+    evaluate,
+    explain,
+    export,
+    info,
+    prepare,
+    score,
+    train,
+    translate,
+)
 from transcli.cli.serve import serve
 
 app = typer.Typer(
@@ -26,7 +37,8 @@ app = typer.Typer(
 )
 
 for command in (prepare.prepare, train.train, translate.translate, evaluate.evaluate,
-                score.score, explain.explain, info.info, config.config, export.export, serve):
+                score.score, explain.explain, calibrate.calibrate, info.info, config.config,
+                export.export, serve):
     app.command(command.__name__)(command)
 
 

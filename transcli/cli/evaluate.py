@@ -49,7 +49,9 @@ def evaluate(
     """Score translations with sacreBLEU (BLEU, chrF and TER, with their signatures),
     translating --src first with --model.
 
-    With --model: a progress bar on stderr, and translate's decoding options.
+    With --model: a progress bar on stderr, and translate's decoding options; where the
+    run has a confidence calibration, how well each line's confidence ranks the lines
+    (its correlation with their sentence chrF, the BLEU of the most confident 80%).
 
     Examples:
 
@@ -82,21 +84,25 @@ def evaluate_cli(ref: list[Path], hyp: Optional[Path], model: Optional[Path],
     total = _check_counts(given, ref)
     terms: Optional[TermUse] = None  # with --model and a glossary
     tally: Optional[Tally] = None  # with --model
+    confidences: Optional[list[float]] = None  # with --model and a calibrated run
     with contextlib.ExitStack() as stack:
         refs = [scored_lines(stack.enter_context(_lines(path))) for path in ref]
         if model is None:
             hyps = scored_lines(stack.enter_context(_lines(given)))
             inputs: dict[str, Any] = {"hyp": str(hyp)}
         else:
-            hyps, terms, tally = stack.enter_context(_translations(
+            hyps, terms, tally, confidences = stack.enter_context(_translations(
                 model, checkpoint, given, ref, hyp_out, total, device, overrides))
             inputs = {"model": str(model), "checkpoint": checkpoint, "src": str(src),
                       "hyp": None if hyp_out is None else str(hyp_out)}
-        scores = _score(hyps, refs, given, ref)
+        scorer = CorpusScorer(per_line=confidences is not None)
+        scores = _score(scorer, hyps, refs, given, ref)
     if terms is not None:
         scores = replace(scores, terms=(terms.used, terms.applicable))
     if tally is not None:
         scores = replace(scores, checks=(tally.failed, tally.repaired, tally.untranslated))
+    if confidences is not None:
+        scores = replace(scores, ranking=scorer.ranking(confidences))
     if as_json:
         print(json.dumps({**scores.to_dict(), **inputs, "refs": [str(p) for p in ref]},
                          ensure_ascii=False, indent=1))
@@ -130,12 +136,14 @@ def _lines(path: Path) -> Iterator[Iterator[str]]:
 def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
                   hyp_out: Optional[str | Path], total: Optional[int], device: str,
                   overrides: list[Override]
-                  ) -> Iterator[tuple[Iterator[str], Optional[TermUse], Tally]]:
+                  ) -> Iterator[tuple[Iterator[str], Optional[TermUse], Tally,
+                                      Optional[list[float]]]]:
     """The translations of `src` with the code `transcli translate` uses (the 1-best),
     chunk by chunk as they are scored, each written to `hyp_out` too, which appears whole
     when scoring ends; a progress bar on stderr. With a glossary, its term use, counted
-    as the chunks are translated (complete once the translations are read through); and
-    the translator's tally of checks (complete then too)."""
+    as the chunks are translated (complete once the translations are read through); the
+    translator's tally of checks, and each line's confidence where the run has a
+    calibration (complete then too)."""
     from transcli.inference.glossary import TermUse
     from transcli.inference.streaming import Output, stream
     from transcli.inference.translator import load_translator
@@ -149,9 +157,13 @@ def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
     translator = load_translator(run, checkpoint, device)
     glossary = translator.preparer.glossary
     terms = TermUse(glossary) if glossary is not None else None
+    confidences: Optional[list[float]] = [] if translator.calibration is not None else None
 
     def work(lines: list[str], first: int) -> list[str]:
-        translations = translator.translate(lines, first)
+        done = translator.translate_lines(lines, first)
+        translations = [line.best for line in done]
+        if confidences is not None:
+            confidences.extend(line.confidence or 0.0 for line in done)
         if terms is not None:
             terms.add(lines, translations)
         return translations
@@ -159,17 +171,16 @@ def _translations(model: Path, checkpoint: str, src: Path, refs: list[Path],
     with open_text(src) as handle, contextlib.closing(stream(
             text_lines(handle, src), work, output, total=total)) as hyps:
         # as sacrebleu reads --hyp-out
-        yield (line.rstrip() for line in hyps), terms, translator.tally
+        yield (line.rstrip() for line in hyps), terms, translator.tally, confidences
     translator.tally.report()
     if note := run.young_note():  # after the scores: an error there stays one line
         print(f"transcli: {note}", file=sys.stderr)
 
 
-def _score(hyps: Iterator[str], refs: list[Iterator[str]], given: Path,
+def _score(scorer: CorpusScorer, hyps: Iterator[str], refs: list[Iterator[str]], given: Path,
            ref_paths: list[Path]) -> Scores:
-    """Scores of the hypotheses against the references, a chunk at a time; files that end
-    at different lines are refused, naming the shorter."""
-    scorer = CorpusScorer()
+    """Scores of the hypotheses against the references by `scorer`, a chunk at a time;
+    files that end at different lines are refused, naming the shorter."""
     while hyp_chunk := list(itertools.islice(hyps, SCORE_CHUNK)):
         ref_chunks = [list(itertools.islice(lines, len(hyp_chunk))) for lines in refs]
         for path, chunk in zip(ref_paths, ref_chunks):

@@ -57,6 +57,15 @@ ModelOpt = typer.Option(..., "--model", "-m", help="Run directory written by `tr
 CheckpointOpt = typer.Option(
     "best", help="best, last, avg, a step number, or a checkpoint path (without best: the "
     "newest there is, and a line says so).")
+ConfidenceOpt = typer.Option(
+    False, "--confidence", help="Write each line's confidence (0-1, how far to trust it) "
+    "after a tab: translation<TAB>confidence.")
+MinConfidenceOpt = typer.Option(
+    None, "--min-confidence", min=0.0, max=1.0, help="A line (or a document's unit) whose "
+    "confidence is below this is written as its source, or marked (--below).")
+BelowOpt = typer.Option(
+    "source", "--below", help="What --min-confidence does to a line below it: source "
+    "(written untranslated) or mark (its translation after [?] ).")
 ForceOpt = typer.Option(
     False, "--force", help="Write into a non-empty output directory: replaces the files this "
     "command wrote there, never others.")

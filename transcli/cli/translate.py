@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 import typer
 
 from transcli.cli.options import (
+    BelowOpt,
     CheckpointOpt,
+    ConfidenceOpt,
     DecodeSetOpt,
     Device,
+    MinConfidenceOpt,
     ModelOpt,
     device_option,
     setting,
@@ -32,6 +35,7 @@ from transcli.system.text import count_lines, open_text, text_lines
 if TYPE_CHECKING:
     from transcli.documents.formats import DocumentFormat
     from transcli.inference.attention import AttentionWriter
+    from transcli.inference.confidence import Trust
     from transcli.inference.streaming import Output
     from transcli.inference.translator import Translator
     from transcli.rundir.run import RunDir
@@ -61,6 +65,9 @@ def translate(
         False, "--force", help="Write into a non-empty --attention directory (replacing "
         "the files translate wrote there, never others); in a PO catalogue, translate the "
         "messages that have a translation too."),
+    confidence: bool = ConfidenceOpt,
+    min_confidence: Optional[float] = MinConfidenceOpt,
+    below: str = BelowOpt,
     device: Device = device_option(),
     sets: Optional[list[str]] = DecodeSetOpt,
 ) -> None:
@@ -82,6 +89,7 @@ def translate(
       transcli translate -m run --checkpoint avg --beam-size 5 -i news.en.gz -o news.es
       transcli translate -m run                      # at a terminal: type, press Enter
       transcli translate -m run -i page.html -o page.es.html     # markup kept as it is
+      transcli translate -m run -i news.en --confidence --min-confidence 0.3
 
     Documents (HTML, Markdown, SRT and WebVTT subtitles, PO catalogues, Word .docx) are
     written back in their format with only their text translated: docs/INFERENCE.md,
@@ -89,26 +97,34 @@ def translate(
     """
     overrides = [*decoding, *([("decode.n_best", n_best)] if n_best is not None else []),
                  *(sets or [])]
+    from transcli.inference.confidence import Trust
+
+    if below not in ("source", "mark"):
+        raise typer.BadParameter(f"'{below}': --below is source or mark")
     translate_file(model, checkpoint, input, output, overrides, device or "auto", attention,
-                   force, fmt)
+                   force, fmt, Trust(confidence, min_confidence, below))
 
 
 def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
                    overrides: list[str], device: str, attention: Path | None = None,
-                   force: bool = False, fmt: Optional[str] = None) -> None:
+                   force: bool = False, fmt: Optional[str] = None,
+                   trust: Optional[Trust] = None) -> None:
     """Translate `input` (a path or - for stdin) into `output` (a path or - for stdout),
     one line per input line. With decode.n_best > 1 each input line gives n_best TSV
     lines: line index (from 0), hypothesis, score. With `attention`, each line's
     cross-attention heatmaps and alignment are written there (`AttentionWriter`).
+    `trust`: each line's confidence shown, or acted on (`confidence.Trust`).
     Stdin at a terminal is translated line by line as it is typed (`translate_typed`).
     A document (`fmt`, or the input's extension) goes to `translate_document`."""
     from transcli.documents.formats import document_format
+    from transcli.inference.confidence import Trust
 
+    trust = trust or Trust()
     document = document_format(input, output, fmt)
     _check_output_name(output, document)
     if document.name != "text":
         return translate_document(model_dir, checkpoint, input, output, overrides, device,
-                                  attention, force, document)
+                                  attention, force, document, trust)
     from transcli.inference.streaming import Output, drain, stream
     from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
@@ -119,17 +135,20 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
             lines, total = stack.enter_context(_open_input(input))
         run = open_run_dir(model_dir, overrides)
         _check_attention(attention, run, force)
+        _check_trust(trust, run, attention)
         target = Output(output, [input, *run.inputs(checkpoint)], "translations")
         if output != "-":  # a wrong output is said before the model loads
             check_output(output, target.inputs, "translations")
         translator = load_translator(run, checkpoint, device)
         writer = stack.enter_context(_attention_writer(attention, translator, force))
-        work = functools.partial(_translated, translator, writer)
+        work = functools.partial(_translated, translator, writer, trust)
         if typed:
             translate_typed(work, target)
         else:
             drain(stream(lines, work, target, total=total, progress=total is not None))
     translator.tally.report()
+    if summary := trust.summary():
+        print(f"transcli: {summary}", file=sys.stderr)
     if note := run.young_note():  # after the work: an error there stays one line
         print(f"transcli: {note}", file=sys.stderr)
 
@@ -153,7 +172,7 @@ def _check_output_name(output: str, document: DocumentFormat) -> None:
 
 def translate_document(model_dir: Path, checkpoint: str, input: str, output: str,
                        overrides: list[str], device: str, attention: Path | None,
-                       force: bool, document: DocumentFormat) -> None:
+                       force: bool, document: DocumentFormat, trust: Trust) -> None:
     """Translate a document into the same format (`documents.translating`): its text
     only, in units, markup kept. The document is read through before the run dir opens
     and the model loads, so that bad input is one line at once, and no output."""
@@ -162,6 +181,9 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
 
     if attention is not None:
         raise UserError(f"--attention works on plain text, not on {document.title}")
+    if trust.shown:
+        raise UserError(f"--confidence writes a column to plain text, not to {document.title}"
+                        f" (--min-confidence works on its units)")
     if input == "-" and sys.stdin.isatty():
         raise UserError(f"--format {document.name} reads a file (-i FILE) or a pipe, not "
                         "the terminal")
@@ -174,12 +196,16 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
     run = open_run_dir(model_dir, overrides)
     if run.config.decode.n_best > 1:
         raise UserError(f"--n-best works on plain text, not on {document.title}")
+    _check_trust(trust, run, None)
     target = Output(output, [input, *run.inputs(checkpoint)], "translation", streamed=False)
     if output != "-":
         check_output(output, target.inputs, "translation")
     translator = load_translator(run, checkpoint, device)
-    counts = opened.translate(target, translator.translate, align=translator.alignments)
+    counts = opened.translate(target, functools.partial(_translated, translator, None, trust),
+                              align=translator.alignments)
     translator.tally.report()
+    if summary := trust.summary():
+        print(f"transcli: {input}: {summary}", file=sys.stderr)
     if summary := counts.summary():  # units whose markup did not survive the model
         print(f"transcli: {input}: {summary}", file=sys.stderr)
     if note := run.young_note():
@@ -214,15 +240,32 @@ def _typed(prompt: str) -> Iterator[bytes]:
         yield line
 
 
-def _translated(translator: Translator, writer: AttentionWriter | None, lines: list[str],
-                first: int) -> list[str]:
-    """The output lines of `lines` (the first is input line `first`): one each, or n-best
-    TSV."""
+def _translated(translator: Translator, writer: AttentionWriter | None, trust: Trust,
+                lines: list[str], first: int) -> list[str]:
+    """The output lines of `lines` (the first is input line `first`): one each (with its
+    confidence, or as `trust` says below its least), or n-best TSV."""
+    if trust.needed:
+        return [trust.written(line, done) for line, done
+                in zip(lines, translator.translate_lines(lines, first))]
     results = (writer.translate(lines, first) if writer is not None
                else translator.translate_nbest(lines, first))
     if translator.decode.n_best > 1:
         return _nbest_tsv(results, first)
     return [hyps[0][0] for hyps in results]
+
+
+def _check_trust(trust: Trust, run: RunDir, attention: Path | None) -> None:
+    """Refuse confidence options the run cannot answer, before the model loads."""
+    if not trust.needed:
+        return
+    from transcli.inference.confidence import CALIBRATION_FILE
+
+    if attention is not None or run.config.decode.n_best > 1:
+        raise UserError("--confidence and --min-confidence give each line's best "
+                        "translation: not with --attention or --n-best")
+    if not (run.path / CALIBRATION_FILE).is_file():
+        raise UserError(f"{run.path}: this run has no confidence calibration "
+                        f"({CALIBRATION_FILE}); fit one with: transcli calibrate {run.path}")
 
 
 def _check_attention(folder: Path | None, run: RunDir, force: bool) -> None:

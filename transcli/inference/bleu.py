@@ -46,6 +46,8 @@ class Scores:
     # sentences whose translation failed its check, translated again another way, written
     # as their source (evaluate --model: `checks.Tally`)
     checks: Optional[tuple[int, int, int]] = None
+    # how the confidence ranks the lines (evaluate --model, a calibrated run: `Ranking`)
+    ranking: Optional[Ranking] = None
 
     @property
     def bleu(self) -> float:
@@ -74,7 +76,23 @@ class Scores:
                 "terms_used": self.terms[0], "terms_applicable": self.terms[1]}),
             **({} if self.checks is None else dict(zip(
                 ("checks_failed", "checks_repaired", "checks_untranslated"), self.checks))),
+            **({} if self.ranking is None else {"confidence": {  # NaN: constant confidences
+                key: None if value != value else value
+                for key, value in self.ranking.__dict__.items()}}),
         }
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How well each line's confidence ranks the lines: Pearson's and Spearman's
+    correlation with their sentence chrF, the BLEU of the most confident `share` of the
+    lines and of all."""
+
+    pearson: float
+    spearman: float
+    share: float
+    bleu_confident: float
+    bleu_all: float
 
 
 class CorpusScorer:
@@ -84,7 +102,8 @@ class CorpusScorer:
     tokenisation, mixed case, exp smoothing; chrF2 with character 6-grams) are those of
     the `sacrebleu` command, so the signatures and figures match it."""
 
-    def __init__(self, ter: bool = True):
+    def __init__(self, ter: bool = True, per_line: bool = False):
+        """`per_line`: keep each line's BLEU and chrF statistics (`ranking`)."""
         from sacrebleu.metrics import BLEU, CHRF, TER
 
         self.metrics: dict[str, Any] = {"bleu": BLEU(), "chrf": CHRF()}
@@ -94,6 +113,8 @@ class CorpusScorer:
         self.lines = 0
         self.nrefs = 0
         self.loops = 0
+        self.per_line: Optional[dict[str, list[list[float]]]] = (
+            {"bleu": [], "chrf": []} if per_line else None)
 
     def add(self, hyps: list[str], refs: list[list[str]]) -> None:
         """One chunk: hypotheses, and per reference set its lines for them."""
@@ -104,6 +125,8 @@ class CorpusScorer:
             return
         for key, metric in self.metrics.items():
             stats = metric._extract_corpus_statistics(hyps, refs)
+            if self.per_line is not None and key in self.per_line:
+                self.per_line[key].extend(stats)
             total = [sum(column) for column in zip(*stats)]
             self.sums[key] = [a + b for a, b in zip(self.sums[key], total)] \
                 if key in self.sums else total
@@ -121,6 +144,26 @@ class CorpusScorer:
                                        text=result.format(width=TEXT_WIDTH),
                                        signature=str(metric.get_signature()))
         return Scores(metrics=results, lines=self.lines, nrefs=self.nrefs, loops=self.loops)
+
+
+    def ranking(self, confidences: list[float], share: float = 0.8) -> Ranking:
+        """How `confidences` (one per line added, `per_line`) rank the lines."""
+        from transcli.inference.confidence import pearson, spearman
+
+        assert self.per_line is not None and len(confidences) == self.lines
+        bleu, chrf = self.metrics["bleu"], self.metrics["chrf"]
+        sentence_chrf = [chrf._compute_score_from_stats(stats).score
+                         for stats in self.per_line["chrf"]]
+        order = sorted(range(self.lines), key=lambda i: -confidences[i])
+        kept = order[:max(1, round(share * self.lines))]
+
+        def corpus_bleu(lines: list[int]) -> float:
+            stats = [self.per_line["bleu"][i] for i in lines]  # type: ignore[index]
+            return float(bleu._compute_score_from_stats(
+                [sum(column) for column in zip(*stats)]).score)
+
+        return Ranking(pearson(confidences, sentence_chrf), spearman(confidences, sentence_chrf),
+                       share, corpus_bleu(kept), corpus_bleu(list(range(self.lines))))
 
 
 def score(hyps: list[str], refs: list[list[str]], ter: bool = True) -> Scores:
@@ -157,4 +200,8 @@ def format_text(scores: Scores) -> str:
         lines.append(f"Checks = {failed} sentence(s) failed the check of their translation: "
                      f"{repaired} translated again another way, {untranslated} written as "
                      f"their English source")
+    if (r := scores.ranking) is not None:
+        lines.append(f"Confidence = Pearson {r.pearson:.3f}, Spearman {r.spearman:.3f} with "
+                     f"the sentence chrF; BLEU {r.bleu_confident:.1f} on the most confident "
+                     f"{100 * r.share:.0f}% of the lines, {r.bleu_all:.1f} on all")
     return "\n".join(lines)

@@ -7,7 +7,7 @@ the source's, and whether it ended. `Calibration` maps them to an estimate of th
 line's quality, the sentence chrF it would get against a reference, divided by 100: a
 least-squares line over the features, then a monotone map of that line's value to the
 mean chrF of the lines with such values (isotonic regression, `isotonic`), both fitted
-on the run's own valid split (`fit`). The fitted numbers are kept in the run dir
+on the run's own valid split (`fit`, by `calibrate.py`). The fitted numbers are kept in the run dir
 (`CALIBRATION_FILE`), so every command that loads the run gives the same confidence.
 """
 
@@ -17,13 +17,17 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
-from transcli.inference.search import Hypothesis
+from transcli.rundir.layout import CALIBRATION_FILE, RUN_RECORD
+from transcli.system.errors import UserError
 
-CALIBRATION_FILE = "confidence.json"
+if TYPE_CHECKING:
+    from transcli.inference.search import Hypothesis
+
+SURE = 1.0  # the confidence of a line or sentence with nothing to translate
 FEATURES = ("mean_logprob", "least_logprob", "spread", "length_ratio", "ended")
 RIDGE = 1e-3  # keeps the least-squares line defined when a feature is constant
 
@@ -37,6 +41,78 @@ def features(hypothesis: Hypothesis, source_tokens: int) -> list[float]:
     spread = math.sqrt(sum((step - mean) ** 2 for step in steps) / len(steps))
     ratio = math.log((len(hypothesis.tokens) + 1) / (max(1, source_tokens) + 1))
     return [mean, min(steps), spread, ratio, float(hypothesis.eos)]
+
+
+def confidence(calibration: Optional[Calibration], hypothesis: Hypothesis, source: list[int]
+               ) -> Optional[float]:
+    """How far to trust `hypothesis` of `source` (ids, EOS last) by `calibration`; None
+    without one."""
+    if calibration is None:
+        return None
+    return calibration(features(hypothesis, len(source) - 1))
+
+
+@dataclass
+class Line:
+    """A line's (or a sentence's) translation: up to `decode.n_best` (text, score) pairs,
+    best first, and how far to trust the best (`Calibration`, in [0, 1]; None
+    where the run has no calibration)."""
+
+    hypotheses: list[tuple[str, float]]
+    confidence: Optional[float]
+
+    @property
+    def best(self) -> str:
+        return self.hypotheses[0][0]
+
+
+def joined(parts: list[Line], texts: list[str]) -> Optional[float]:
+    """The confidence of a line of sentences `parts` (`texts`, as read): their mean,
+    each weighing as many characters as it has."""
+    if not parts:
+        return SURE
+    if any(part.confidence is None for part in parts):
+        return None
+    weights = [max(1, len(text)) for text in texts]
+    return sum(w * part.confidence for w, part in zip(weights, parts)) / sum(weights)  # type: ignore[operator]
+
+
+@dataclass
+class Trust:
+    """What a command does with each line's confidence: show it (`shown`), and below
+    `least`, either write the line as its source (`below` "source") or mark it ("mark":
+    `MARK` before the translation); `low` counts such lines."""
+
+    shown: bool = False
+    least: Optional[float] = None
+    below: str = "source"
+    low: int = 0
+
+    @property
+    def needed(self) -> bool:
+        return self.shown or self.least is not None
+
+    def written(self, source: str, line: Line) -> str:
+        """The text written for `source`, translated as `line`."""
+        text = line.best
+        if self.least is not None and line.confidence is not None \
+                and line.confidence < self.least and source.strip():
+            self.low += 1
+            text = source if self.below == "source" else MARK + text
+        if self.shown:
+            shown = "" if line.confidence is None else f"{line.confidence:.2f}"
+            return f"{text.replace(chr(9), ' ')}\t{shown}"
+        return text
+
+    def summary(self) -> str:
+        """One line on the lines below `least` ("" when none was asked for)."""
+        if self.least is None:
+            return ""
+        done = "written as their source" if self.below == "source" else f"marked {MARK.strip()}"
+        return f"{self.low} line(s) below confidence {self.least:g}: {done}"
+
+
+MARK = "[?] "  # before a translation below --min-confidence, with --below mark
 
 
 @dataclass(frozen=True)
@@ -56,14 +132,15 @@ class Calibration:
     def save(self, run_dir: Path) -> None:
         from transcli.system.outputs import output_file
 
-        with output_file(run_dir / CALIBRATION_FILE, "the confidence calibration") as out:
+        with output_file(run_dir / CALIBRATION_FILE, "the confidence calibration",
+                         record=RUN_RECORD) as out:
             out.write((json.dumps({"features": FEATURES, **asdict(self)}, indent=1) + "\n")
                       .encode())
 
     @classmethod
     def load(cls, run_dir: Path) -> Optional[Calibration]:
         """The run's calibration; None where it has none (a run trained before it)."""
-        from transcli.system.errors import UserError, first_line
+        from transcli.system.errors import first_line
         from transcli.system.files import read_json
 
         path = run_dir / CALIBRATION_FILE

@@ -23,12 +23,14 @@ import regex
 from transcli.config.schema import DecodeConfig
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference.checks import CUT, Tally
+from transcli.inference.confidence import SURE, Calibration, Line, confidence, joined
 from transcli.inference.engines import Engine
-from transcli.inference.positions import source_ids
+from transcli.inference.positions import fitting_chars, source_ids
 from transcli.inference.realtext import Preparer, Unit
 from transcli.inference.search import Hypothesis
 
 WIDE_BEAM = 8  # beams (and hypotheses looked at) of the search again
+NONE = 0.0  # the confidence of a sentence written as its source: nothing was translated
 Hypotheses = list[list[tuple[str, float]]]  # per unit, (text, score) best first
 
 
@@ -40,6 +42,7 @@ class Retranslator(Protocol):
     decode: DecodeConfig
     engine: Engine
     tokenizer: Tokenizer
+    calibration: Optional[Calibration]
 
     def search_lines(self, lines: list[str], indices: Sequence[int], loops: None = None,
                      constraints: None = None, decode: Optional[DecodeConfig] = None
@@ -47,7 +50,17 @@ class Retranslator(Protocol):
 
     def texts(self, found: list[list[Hypothesis]]) -> Hypotheses: ...
 
-    def translate(self, lines: list[str], first: int = 0) -> list[str]: ...
+    def translate_lines(self, lines: list[str], first: int = 0) -> list[Line]: ...
+
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A hypothesis of a repair's search: its text, whether it ended, its confidence."""
+
+    text: str
+    finished: bool
+    confidence: Optional[float]
 
 
 @dataclass
@@ -61,17 +74,18 @@ class Failed:
     truncated: bool  # its source was cut to fit the model (`Tally.truncated`)
 
 
-def review(translator: Retranslator, units: list[Unit], results: list[Hypotheses],
+def review(translator: Retranslator, units: list[Unit], results: list[Line],
            found: list[list[Hypothesis]], sources: list[list[int]], indices: list[int]
            ) -> None:
-    """Each unit's best translation (`results[i][0]`, finished) checked (`Unit.check`);
-    one that fails is counted and replaced by its repair (`repaired`)."""
+    """Each unit's best translation (`results[i]`'s first, finished) checked
+    (`Unit.check`); one that fails is counted and replaced by its repair (`repaired`),
+    with the repair's confidence."""
     positions = translator.engine.max_positions
     failed, where = [], []
     for i, (unit, hyps, source) in enumerate(zip(units, found, sources)):
         full = len(source) >= positions  # perhaps cut to fit: `_cut` says
         truncated = full and _cut(translator, unit.text)
-        verdict = unit.check(results[i][0][0], bool(hyps and hyps[0].eos) and not truncated)
+        verdict = unit.check(results[i].best, bool(hyps and hyps[0].eos) and not truncated)
         if not verdict.ok:
             translator.tally.add(verdict)
             decode = translator.decode
@@ -79,8 +93,9 @@ def review(translator: Retranslator, units: list[Unit], results: list[Hypotheses
             failed.append(Failed(unit, indices[i], CUT in verdict.problems,
                                  not full and limit < positions, truncated))
             where.append(i)
-    for i, text in zip(where, repaired(translator, failed)):
-        results[i][0] = (text, results[i][0][1])
+    for i, (text, trust) in zip(where, repaired(translator, failed)):
+        results[i].hypotheses[0] = (text, results[i].hypotheses[0][1])
+        results[i].confidence = trust
 
 
 def _cut(translator: Retranslator, text: str) -> bool:
@@ -88,8 +103,10 @@ def _cut(translator: Retranslator, text: str) -> bool:
     return source_ids(translator.tokenizer, [text], translator.engine.max_positions)[1][0]
 
 
-def repaired(translator: Retranslator, failed: list[Failed]) -> list[str]:
-    """The translations of `failed` units, each as the module doc says."""
+def repaired(translator: Retranslator, failed: list[Failed]
+             ) -> list[tuple[str, Optional[float]]]:
+    """The translations of `failed` units, each as the module doc says, and their
+    confidence: a sentence written as its source has none to give (0)."""
     decode = wide(translator.decode)
     strict = [translator.preparer.strict(item.unit) for item in failed]
     searched = [i for i, (item, unit) in enumerate(zip(failed, strict))
@@ -100,22 +117,24 @@ def repaired(translator: Retranslator, failed: list[Failed]) -> list[str]:
     results = []
     for i, (item, unit) in enumerate(zip(failed, strict)):
         hyps = found.get(i, [])
-        text = passing(unit, hyps) if not unit.copied else unit.source
+        text, confidence = passing(unit, hyps) if not unit.copied else (unit.source, SURE)
         if text is None and item.cut and not item.roomy:  # no search could fit it
-            text = _in_halves(translator, item)
+            text, confidence = _in_halves(translator, item)
         # in halves, or written as its source: never the translation of a cut source
         translator.tally.truncated -= item.truncated
-        results.append(_ended(translator.tally, text, unit))
+        results.append((_ended(translator.tally, text, unit),
+                        confidence if text is not None else NONE))
     return results
 
 
 def hypotheses(translator: Retranslator, lines: list[str], indices: list[int],
-               decode: DecodeConfig) -> list[list[tuple[str, bool]]]:
-    """Each line's (text, finished) hypotheses by `decode`'s search, best first."""
-    _, found = translator.search_lines(lines, indices, decode=decode)
+               decode: DecodeConfig) -> list[list[Candidate]]:
+    """Each line's hypotheses by `decode`'s search, best first."""
+    sources, found = translator.search_lines(lines, indices, decode=decode)
     texts = translator.texts(found)
-    return [[(text, hyp.eos) for (text, _), hyp in zip(line_texts, hyps)]
-            for line_texts, hyps in zip(texts, found)]
+    return [[Candidate(text, hyp.eos, confidence(translator.calibration, hyp, source))
+             for (text, _), hyp in zip(line_texts, hyps)]
+            for line_texts, hyps, source in zip(texts, found, sources)]
 
 
 def wide(decode: DecodeConfig) -> DecodeConfig:
@@ -126,13 +145,15 @@ def wide(decode: DecodeConfig) -> DecodeConfig:
                    max_len_a=max(2.0, 2 * decode.max_len_a), max_len_b=2 * decode.max_len_b)
 
 
-def passing(unit: Unit, hypotheses: list[tuple[str, bool]]) -> Optional[str]:
-    """The first of `hypotheses` (of `unit.text`) whose finished translation passes."""
-    for text, finished in hypotheses:
-        done = unit.finish(text)
-        if unit.check(done, finished).ok:
-            return done
-    return None
+def passing(unit: Unit, hypotheses: list[Candidate]
+            ) -> tuple[Optional[str], Optional[float]]:
+    """The first of `hypotheses` (of `unit.text`) whose finished translation passes,
+    and its confidence; (None, None) when none does."""
+    for candidate in hypotheses:
+        done = unit.finish(candidate.text)
+        if unit.check(done, candidate.finished).ok:
+            return done, candidate.confidence
+    return None, None
 
 
 def _ended(tally: Tally, text: Optional[str], unit: Unit) -> str:
@@ -146,16 +167,21 @@ def _ended(tally: Tally, text: Optional[str], unit: Unit) -> str:
 _CLAUSE = regex.compile(r"[,;:](?=\s)|\s[-–—](?=\s)")
 
 
-def _in_halves(translator: Retranslator, item: Failed) -> Optional[str]:
+def _in_halves(translator: Retranslator, item: Failed
+               ) -> tuple[Optional[str], Optional[float]]:
     """The unit's sentence translated in two halves, each a line of its own (checked,
-    and repaired in turn); None for a sentence of one word."""
+    and repaired in turn); None for a sentence of one word, or one so long that the model
+    could not read it whole in a few dozen pieces (such a line is cut before it is even
+    tokenized: `fitting_chars`), which is written as its source."""
     text = item.unit.masked.original()
+    if len(text) > fitting_chars(translator.engine.max_positions):
+        return None, None
     cut = halves(text)
     if cut is None:
-        return None
+        return None, None
     left, space, right = cut
-    done = translator.translate([left, right], item.index)
-    return done[0] + space + done[1]
+    done = translator.translate_lines([left, right], item.index)
+    return done[0].best + space + done[1].best, joined(done, [left, right])
 
 
 def halves(text: str) -> Optional[tuple[str, str, str]]:

@@ -22,6 +22,7 @@ from transcli.data.tokenizer import Tokenizer
 from transcli.inference import device_defaults
 from transcli.inference.alignment import Alignment, Translated, alignments, placements
 from transcli.inference.checks import Tally
+from transcli.inference.confidence import SURE, Calibration, Line, confidence, joined
 from transcli.inference.constrained import NO_TERMS, TermEncoder, Terms
 from transcli.inference.cpu_matmul import cpu_linears, use_onednn
 from transcli.inference.engines import Ct2Engine, Engine, TorchEngine
@@ -41,7 +42,6 @@ from transcli.system.runtime import inference_setup
 
 Loops = Callable[[int, str], bool]  # whether line i's translation (text) loops
 
-
 class Translator:
     """An engine (transcli's model, or CTranslate2), its tokenizer and search settings:
     lines in, lines out.
@@ -52,13 +52,14 @@ class Translator:
 
     def __init__(self, model: Transformer | Engine, tokenizer: Tokenizer, decode: DecodeConfig,
                  device: str | torch.device | None = None, *,
-                 glossary: Optional[Glossary] = None, annotated: bool = False):
+                 glossary: Optional[Glossary] = None, annotated: bool = False,
+                 calibration: Optional[Calibration] = None):
         """`model`: a Transformer (searched by `TorchEngine` on `device`) or any other
-        `Engine` (with `decode.batch_tokens`
-        set: `load_translator` chooses it for CTranslate2's device). `glossary`: terms
-        written in Spanish (`realtext.Preparer`; `load_translator` reads
-        `decode.glossary`), by annotation where the model was `annotated` (trained with
-        `train.term_annotation`)."""
+        `Engine` (with `decode.batch_tokens` set: `load_translator` chooses it for
+        CTranslate2's device). `glossary`: terms written in Spanish (`realtext.Preparer`;
+        `load_translator` reads `decode.glossary`), by annotation where the model was
+        `annotated` (`train.term_annotation`). `calibration`: what gives each
+        translation its confidence (`load_translator` reads the run's)."""
         if isinstance(model, torch.nn.Module):
             self.engine: Engine = TorchEngine(model, device)
             decode = device_defaults.fitted(decode, model.cfg, model.vocab_size, self.engine.device)
@@ -72,27 +73,24 @@ class Translator:
         # inputs cut to fit, translations that failed their check (`repair.review`)
         self.tally = Tally(positions=self.engine.max_positions)
         self.term_encoder = TermEncoder(tokenizer.sp)
-
-    @property
-    def batch_invariant(self) -> bool:
-        """Whether a line's translation is the same whatever lines share its batch, so
-        that `serve` may merge requests: float32 search is, on both engines (tested); int8
-        products are not (their rounding depends on the batch), nor is CTranslate2's
-        sampler (one random stream per process)."""
-        if self.decode.quantize != "none":
-            return False
-        return self.decode.engine == "torch" or self.decode.strategy != "sample"
+        self.calibration = calibration
 
     def translate(self, lines: list[str], first: int = 0) -> list[str]:
         """The best translation of each line, in input order."""
-        return [hyps[0][0] for hyps in self.translate_nbest(lines, first)]
+        return [line.best for line in self.translate_lines(lines, first)]
 
     def translate_nbest(self, lines: list[str], first: int = 0,
                         indices: Sequence[int] | None = None) -> list[list[tuple[str, float]]]:
-        """Up to `decode.n_best` (text, score) pairs per line, best first; an empty
-        line gets empty hypotheses with score 0. `first` is the index of `lines[0]` in
-        the whole input: sampling seeds each line by its index (or by `indices[i]` when
-        given: lines of several inputs translated together keep their own).
+        """Up to `decode.n_best` (text, score) pairs per line (`translate_lines`)."""
+        return [line.hypotheses for line in self.translate_lines(lines, first, indices)]
+
+    def translate_lines(self, lines: list[str], first: int = 0,
+                        indices: Sequence[int] | None = None) -> list[Line]:
+        """Each line's translation: up to `decode.n_best` (text, score) pairs, best first,
+        and the confidence of the best (`Line`); an empty line gets empty hypotheses with
+        score 0. `first` is the index of `lines[0]` in the whole input: sampling seeds
+        each line by its index (or by `indices[i]`: lines of several inputs translated
+        together keep their own).
 
         Each line goes through `realtext.Preparer.plan`: spans protected, case
         normalised, split into sentences where `decode` asks (then its sentences are
@@ -106,22 +104,22 @@ class Translator:
         for plan in plans:
             parts = [next(found) for _ in plan.units]
             if len(parts) == 1:
-                results.append([(plan.join([text]), score) for text, score in parts[0]])
+                hyps = [(plan.join([text]), score) for text, score in parts[0].hypotheses]
             elif parts:
-                best = [hyps[0] for hyps in parts]
-                results.append([(plan.join([text for text, _ in best]),
-                                 sum(score for _, score in best))])
+                best = [part.hypotheses[0] for part in parts]
+                hyps = [(plan.join([text for text, _ in best]), sum(score for _, score in best))]
             else:
-                results.append([("", 0.0)] * self.decode.n_best)
+                hyps = [("", 0.0)] * self.decode.n_best
+            results.append(Line(hyps, joined(parts, [unit.text for unit in plan.units])))
         return results
 
-    def translate_units(self, plans: list[Plan], indices: Sequence[int]
-                        ) -> list[list[tuple[str, float]]]:
+    def translate_units(self, plans: list[Plan], indices: Sequence[int]) -> list[Line]:
         """The (text, score) hypotheses of every unit of `plans`, in order, finished
         (`Unit.finish`: case and spans back; a span whose placeholder the best one lacks
-        placed by the attention, `alignment.Alignment.place`): a unit with nothing to
-        translate is its own translation. Every unit of plan i is seeded by `indices[i]`:
-        a line's samples do not depend on others."""
+        placed by the attention, `alignment.Alignment.place`), and the best one's
+        confidence: a unit with nothing to translate is its own translation, sure. Every
+        unit of plan i is seeded by `indices[i]`: a line's samples do not depend on
+        others."""
         units = [unit for plan in plans for unit in plan.units]
         todo = [i for i, unit in enumerate(units) if not unit.copied]
         seeds = [index for index, plan in zip(indices, plans) for _ in plan.units]
@@ -138,12 +136,13 @@ class Translator:
             Translated(units[i].masked, units[i].text, source, self._shown(hyps[0].tokens),
                        text[0][0]) if hyps else None
             for i, source, hyps, text in zip(todo, sources, found, texts)])
-        results = [[(unit.source, 0.0)] * self.decode.n_best for unit in units]
+        results = [Line([(unit.source, 0.0)] * self.decode.n_best, SURE) for unit in units]
         for j, (i, hyps) in enumerate(zip(todo, texts)):
             if self.decode.retry_repeats and found[j] and loops(j, hyps[0][0]):
                 hyps = [(collapsed(hyps[0][0]), hyps[0][1]), *hyps[1:]]  # the last resort
-            results[i] = [(units[i].finish(text, places[j] if k == 0 else relative_place),
-                           score) for k, (text, score) in enumerate(hyps)]
+            sure = confidence(self.calibration, found[j][0], sources[j]) if found[j] else SURE
+            results[i] = Line([(units[i].finish(text, places[j] if k == 0 else relative_place),
+                                score) for k, (text, score) in enumerate(hyps)], sure)
         review(self, [units[i] for i in todo], [results[i] for i in todo], found, sources,
                [seeds[i] for i in todo])
         return results
@@ -279,6 +278,7 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto")
     decode = run.config.decode
     glossary = read_glossary(decode.glossary) if decode.glossary else None
     annotated = trained_with_annotation(run.config)
+    calibration = Calibration.load(run.path)
     if decode.engine == "ct2":
         from transcli.export.ct2 import cached_export
 
@@ -288,6 +288,7 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto")
         model_dir = cached_export(run, run.checkpoint(checkpoint), decode.quantize)
         engine = Ct2Engine(model_dir, run.tokenizer, run.config.model.max_positions, target,
                            compute_type)
-        return Translator(engine, run.tokenizer, decode, glossary=glossary, annotated=annotated)
+        return Translator(engine, run.tokenizer, decode, glossary=glossary, annotated=annotated,
+                          calibration=calibration)
     return Translator(inference_model(run, checkpoint, target), run.tokenizer, decode, target,
-                      glossary=glossary, annotated=annotated)
+                      glossary=glossary, annotated=annotated, calibration=calibration)

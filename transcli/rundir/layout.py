@@ -8,6 +8,7 @@
     checkpoints/step-NNNNNNN.state.pt      optimizer, step, RNG and data position after N
     checkpoints/best.safetensors       weights of the best validation so far
     checkpoints/avg.safetensors        averaged weights (written by train)
+    confidence.json                    the confidence calibration (train's end, `calibrate`)
     ct2-<checkpoint>-<weights>/        CTranslate2 export that `--engine ct2` made of
                                        checkpoints/<checkpoint>.safetensors (float32 or int8)
     .train.lock                        held by the training process (`locks.DirLock`)
@@ -28,10 +29,11 @@ CONFIG_FILE = "config.yaml"
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.jsonl"
 CURVES_FILE = "curves.png"
+CALIBRATION_FILE = "confidence.json"
 CHECKPOINT_DIR = "checkpoints"
 BEST_FILE = "best.safetensors"
 AVG_FILE = "avg.safetensors"
-RUN_FILES = (CONFIG_FILE, TOKENIZER_FILE, RUN_FILE, METRICS_FILE, CURVES_FILE)
+RUN_FILES = (CONFIG_FILE, TOKENIZER_FILE, RUN_FILE, METRICS_FILE, CURVES_FILE, CALIBRATION_FILE)
 LOCK_FILE = ".train.lock"
 TENSORBOARD_DIR = "tensorboard"  # with train.tensorboard: true
 TENSORBOARD_EVENTS = "events.out.tfevents."  # how its files begin

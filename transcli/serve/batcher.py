@@ -15,7 +15,7 @@ was waiting while the model ran is taken at once. The merged lines are one
 Batching never changes a translation. A line's index, which seeds sampling, is its
 index in its own request, so a request is answered as `transcli translate` answers a
 file of its lines. Requests are merged only where a line's translation does not depend
-on its batch-mates (`Translator.batch_invariant`); elsewhere (int8, CTranslate2's
+on its batch-mates (`batch_invariant`); elsewhere (int8, CTranslate2's
 sampler), as with `batching=False`, each request is translated alone, in `translate`'s
 chunks (a document's: the chunks `translate` cuts that document in, `sizes`).
 
@@ -200,7 +200,7 @@ class Batcher:
         try:
             self.translator = self._load()
             self.translator.translate(WARM_UP)
-            self.merging = self.limits.batching and self.translator.batch_invariant
+            self.merging = self.limits.batching and batch_invariant(self.translator.decode)
         except BaseException as exc:  # handed to `start`, in the main thread
             self._load_error = exc
             return
@@ -289,6 +289,16 @@ class Batcher:
         indices = [index for job in jobs for index in range(len(job.lines))]
         texts = iter(hyps[0][0] for hyps in translator.translate_nbest(lines, indices=indices))
         return [[next(texts) for _ in job.lines] for job in jobs]
+
+
+def batch_invariant(decode: DecodeConfig) -> bool:
+    """Whether a line's translation is the same whatever lines share its batch, so that
+    requests may be merged: float32 search is, on both engines (tested); int8 products
+    are not (their rounding depends on the batch), nor is CTranslate2's sampler (one
+    random stream per process)."""
+    if decode.quantize != "none":
+        return False
+    return decode.engine == "torch" or decode.strategy != "sample"
 
 
 def _tokens(translator: Optional[Translator], job: Job) -> int:

@@ -25,6 +25,7 @@ from transcli.config.schema import Config, TrainConfig
 from transcli.data.batching import BackgroundLoader, Batch, BatchStream, StreamPosition
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.train_batches import train_batches
+from transcli.inference.calibrate import fitted_at_the_end
 from transcli.model.transformer import Transformer, count_parameters
 from transcli.model.vocab import PAD_ID
 from transcli.rundir.checkpoints import average_last
@@ -190,14 +191,14 @@ def line_notes(p: Progress, device: torch.device, compiled: Optional[CompiledSta
 
 class Trainer:
     """One session of a training run, this process's part of it: from its start (or
-    resume) to its stop (end of the run, a signal, a time limit), saving as it goes.
-    `progress` carries what a run's sessions share (the step, the data position, the
-    training clock), `session_start` where this one began. What can be refused is
+    resume) to its stop (end of the run, a signal, a time limit), saving as it goes,
+    calibrating the confidence at the end. `progress` carries what a run's sessions
+    share (the step, the data position, the training clock). What can be refused is
     refused before the run dir is written."""
 
     def __init__(self, cfg: Config, data: PreparedDir, run: RunDir, dist: Dist,
                  device: torch.device, options: StartOptions):
-        self.cfg, self.run_dir, self.dist, self.device = cfg, run, dist, device
+        self.cfg, self.data, self.run_dir, self.dist, self.device = cfg, data, run, dist, device
         settings = device_settings(cfg.train, device)  # what of the settings `device` runs
         self.tc, self.precision = settings.tc, settings.precision
         self.autocast = functools.partial(autocast, device, self.precision)
@@ -371,10 +372,10 @@ class Trainer:
         if not self.opt.ema:
             average_last(self.run_dir.path, self.tc.average_last)
         self.log.plot()
-        ending = report.ending(reason, p.step, self.tc, self.run_dir.path,
-                               self.start.resume_line)
+        ending = report.ending(reason, p.step, self.tc, self.run_dir.path, self.start.resume_line)
         compiled = self.compiled.summary() if self.compiled is not None else None
-        for line in filter(None, [compiled, self.run_dir.young_note(p.step), ending]):
+        fitted = report.ended(reason) and fitted_at_the_end(self.run_dir, self.data, self.device)
+        for line in filter(None, [compiled, self.run_dir.young_note(p.step), fitted, ending]):
             self._say(line)
 
     def _say(self, message: str, prefix: bool = True) -> None:

@@ -149,12 +149,17 @@ def saved_steps(run: RunDir) -> str:
     return f"the last good checkpoint (step {steps[-1]}) is intact in {run.path}"
 
 
+def ended(reason: str) -> bool:
+    """Whether a run that stopped for `reason` is over (not stopped to go on later)."""
+    return reason == "finished" or reason.startswith(("end of the", "early stop"))
+
+
 def ending(reason: str, step: int, tc: Any, run_dir: Path, resume: str) -> str:
     """The run's last line: why it stopped, where the checkpoint is, and, when the run is
     not over, the command (`resume`) that continues it."""
     where = (f"checkpoint step {step} saved in {run_dir / CHECKPOINT_DIR}" if step
              else "no update was made, so nothing was saved")
-    if reason == "finished" or reason.startswith(("end of the", "early stop")):
+    if ended(reason):
         done = "finished" if reason == "finished" else reason
         message = f"{done} at step {step}; {where}"
     else:

@@ -1,0 +1,104 @@
+"""The confidence as a user meets it: fitted at a run's end, `transcli calibrate`,
+`translate --confidence`, `--min-confidence` and what is refused."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+import sacrebleu
+from helpers import PAIRS
+from helpers.cli import one_error_line, run_cli
+from helpers.training import prepare_sample, train_cli
+
+ENGLISH = [en for en, _ in PAIRS[:6]]
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny run trained 150 updates on sample data with 60 valid pairs: its end fits
+    the confidence."""
+    folder = tmp_path_factory.mktemp("calibrated")
+    data = prepare_sample(folder, 0, 400, "data.valid_size=60")
+    run = folder / "run"
+    result = run_cli(*train_cli(data, run, "train.max_steps=150"), timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "confidence fitted on 60 valid lines in" in result.stderr
+    return run
+
+
+@pytest.mark.slow
+def test_training_fits_it_and_calibrate_fits_it_again(calibrated, tmp_path):
+    fitted = json.loads((calibrated / "confidence.json").read_text())
+    assert fitted["lines"] == 60 and len(fitted["weights"]) == len(fitted["features"]) + 1
+    result = run_cli("calibrate", "-m", calibrated, "--lines", "55", "--checkpoint", "last")
+    assert result.returncode == 0, result.stderr
+    assert "confidence fitted on 55 valid lines" in result.stderr
+    assert json.loads((calibrated / "confidence.json").read_text())["lines"] == 55
+
+
+@pytest.mark.slow
+def test_translate_writes_it_or_acts_on_it(calibrated, tmp_path):
+    source = tmp_path / "in.en"
+    source.write_text("\n".join(ENGLISH) + "\n\n")
+    shown = run_cli("translate", "-m", calibrated, "-i", source, "--confidence")
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split("\t") for line in shown.stdout.splitlines()]
+    assert len(rows) == len(ENGLISH) + 1 and all(len(row) == 2 for row in rows)
+    assert all(0.0 <= float(value) <= 1.0 for _, value in rows[:-1])
+    plain = run_cli("translate", "-m", calibrated, "-i", source)
+    assert [text for text, _ in rows] == plain.stdout.splitlines()
+    # between the two lowest values shown (rounded to 0.01: their midpoint is on the same
+    # side of both exact values), or above the only one
+    values = sorted({float(value) for _, value in rows[:-1]})
+    least = round((values[0] + values[1]) / 2 if len(values) > 1 else values[0] + 0.01, 3)
+    kept = run_cli("translate", "-m", calibrated, "-i", source, "--min-confidence", str(least))
+    below = [i for i, (_, value) in enumerate(rows[:-1]) if float(value) < least]
+    assert below
+    assert [line for i, line in enumerate(kept.stdout.splitlines()) if i in below] == [
+        ENGLISH[i] for i in below]
+    assert f"{len(below)} line(s) below confidence {least:g}: written as their source" \
+        in kept.stderr
+    marked = run_cli("translate", "-m", calibrated, "-i", source, "--min-confidence",
+                     str(least), "--below", "mark")
+    assert [line.startswith("[?] ") for line in marked.stdout.splitlines()] == [
+        i in below for i in range(len(ENGLISH) + 1)]
+
+
+def test_a_run_without_a_calibration_is_said(run_dir, tmp_path):
+    source = tmp_path / "in.en"
+    source.write_text(ENGLISH[0] + "\n")
+    error = one_error_line(run_cli("translate", "-m", run_dir, "-i", source, "--confidence"))
+    assert "no confidence calibration" in error and f"transcli calibrate {run_dir}" in error
+    error = one_error_line(run_cli("calibrate", "-m", run_dir))
+    assert "its prepared dir (not recorded) is not there" in error
+    error = one_error_line(run_cli("translate", "-m", run_dir, "-i", source, "--confidence",
+                                   "--n-best", "2", "--beam-size", "2"))
+    assert "not with --attention or --n-best" in error
+
+
+@pytest.mark.slow
+def test_evaluate_says_how_the_confidence_ranks_the_lines(calibrated, tmp_path):
+    """Against sacreBLEU's own sentence chrF and corpus BLEU, and the statistics module,
+    from the confidences `translate --confidence` writes."""
+    english, spanish = [en for en, _ in PAIRS], [es for _, es in PAIRS]
+    source, reference = tmp_path / "in.en", tmp_path / "ref.es"
+    source.write_text("\n".join(english) + "\n")
+    reference.write_text("\n".join(spanish) + "\n")
+    shown = run_cli("translate", "-m", calibrated, "-i", source, "--confidence")
+    rows = [line.split("\t") for line in shown.stdout.splitlines()]
+    texts, confidence = [text for text, _ in rows], [float(value) for _, value in rows]
+    result = run_cli("evaluate", "-m", calibrated, "--src", source, "--ref", reference,
+                     "--json")
+    assert result.returncode == 0, result.stderr
+    ranking = json.loads(result.stdout)["confidence"]
+    chrf = [sacrebleu.sentence_chrf(text, [ref]).score for text, ref in zip(texts, spanish)]
+    assert ranking["pearson"] == pytest.approx(statistics.correlation(confidence, chrf),
+                                               abs=0.006)  # confidences rounded to 0.01
+    top = sorted(range(len(texts)), key=lambda i: -confidence[i])[:round(0.8 * len(texts))]
+    if len(set(confidence)) == len(confidence):  # no tie rounded away
+        assert ranking["bleu_confident"] == pytest.approx(sacrebleu.corpus_bleu(
+            [texts[i] for i in top], [[spanish[i] for i in top]]).score)
+    assert ranking["bleu_all"] == pytest.approx(sacrebleu.corpus_bleu(texts, [spanish]).score)
