@@ -11,6 +11,7 @@ import pytest
 import sacrebleu
 from helpers import PAIRS
 from helpers.cli import one_error_line, run_cli
+from helpers.server import Server
 from helpers.training import prepare_sample, train_cli
 
 ENGLISH = [en for en, _ in PAIRS[:6]]
@@ -102,3 +103,34 @@ def test_evaluate_says_how_the_confidence_ranks_the_lines(calibrated, tmp_path):
         assert ranking["bleu_confident"] == pytest.approx(sacrebleu.corpus_bleu(
             [texts[i] for i in top], [[spanish[i] for i in top]]).score)
     assert ranking["bleu_all"] == pytest.approx(sacrebleu.corpus_bleu(texts, [spanish]).score)
+
+
+@pytest.mark.slow
+def test_serve_answers_each_text_s_confidence_and_its_alternatives(calibrated, run_dir,
+                                                                    tmp_path):
+    """transcli's fields beside LibreTranslate's: `confidence` (as translate gives it) and
+    `alternativesConfidence`, one per alternative; a run without a calibration gives
+    neither."""
+    source = tmp_path / "in.en"
+    source.write_text("\n".join(ENGLISH) + "\n")
+    shown = run_cli("translate", "-m", calibrated, "--checkpoint", "last", "-i", source,
+                    "--confidence")
+    expected = [float(line.split("\t")[1]) for line in shown.stdout.splitlines()]
+    server = Server(calibrated, tmp_path)
+    try:
+        status, body = server.translate(ENGLISH, source="en", target="es")
+        assert status == 200, body
+        assert body["confidence"] == pytest.approx(expected, abs=0.006)
+        status, body = server.translate(ENGLISH[0], source="en", target="es", alternatives=2)
+        assert status == 200 and isinstance(body["confidence"], float), body
+        assert len(body["alternativesConfidence"]) == len(body["alternatives"])
+        assert all(0.0 <= value <= 1.0 for value in body["alternativesConfidence"])
+    finally:
+        server.stop()
+    (tmp_path / "plain").mkdir()
+    plain = Server(run_dir, tmp_path / "plain")
+    try:
+        status, body = plain.translate(ENGLISH[0], source="en", target="es", alternatives=1)
+        assert status == 200 and "confidence" not in body and "alternatives" in body
+    finally:
+        plain.stop()

@@ -197,6 +197,30 @@ def test_explain_explains_each_line_of_an_argument_as_translate_does(run_dir, tm
     assert len(alignments) == 5 and alignments[2] == ""  # one line per line, as translate
 
 
+def test_explain_prints_translate_s_translation_of_every_line(run_dir, tmp_path):
+    """One path: the Spanish each description shows is what `translate` writes for the
+    line, a paragraph of two sentences, a looping unseen line and a line cut by a short
+    length limit included; a line of a URL alone is copied by both."""
+    from helpers.memorised import UNSEEN
+
+    lines = [ENGLISH[0], f"{ENGLISH[1]} {ENGLISH[2]}", "https://example.com/a", *UNSEEN[:3],
+             ENGLISH[3]]
+    source = tmp_path / "in.en"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    limits = ["--set", "decode.max_len_b=6"]
+    translated = run_cli("translate", "-m", run_dir, "--checkpoint", "last", "-i", source,
+                         *limits)
+    assert translated.returncode == 0, translated.stderr
+    explained = run_cli("explain", "-m", run_dir, "--checkpoint", "last", *lines, "-o",
+                        tmp_path / "pictures", *limits)
+    assert explained.returncode == 0, explained.stderr
+    spanish = [line.removeprefix("Spanish: ") for line in explained.stdout.splitlines()
+               if line.startswith("Spanish: ")]
+    written = translated.stdout.splitlines()
+    assert spanish == [text for index, text in enumerate(written) if index != 2]
+    assert written[2] == lines[2] and "(line 3 has no words to translate" in explained.stdout
+
+
 @pytest.mark.slow
 def test_explain_and_attention_into_the_run_dir_are_refused(run_dir, tmp_path):
     """--out / --attention inside the run dir, even with --force: one line, nothing

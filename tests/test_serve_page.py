@@ -13,6 +13,7 @@ spent last.
 from __future__ import annotations
 
 import re
+import shutil
 import threading
 from pathlib import Path
 from typing import Any, Iterator
@@ -39,9 +40,26 @@ REQ_LIMIT = 40  # a minute: more than the page's requests before the last test s
 
 
 @pytest.fixture(scope="module")
-def server(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    started = Server(run_dir, tmp_path_factory.mktemp("page"), "--max-chars", str(MAX_CHARS),
-                     "--req-limit", str(REQ_LIMIT))
+def calibrated_run(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The memorised run with a confidence fitted on its sentences and unseen ones (sure
+    of the first, not of the others), as `transcli calibrate` fits it."""
+    from test_confidence import UNSEEN_SPANISH
+
+    from transcli.inference.calibrate import calibrate
+    from transcli.inference.translator import load_translator
+    from transcli.rundir.run import open_run_dir
+
+    run = tmp_path_factory.mktemp("calibrated") / run_dir.name
+    shutil.copytree(run_dir, run)
+    translator = load_translator(open_run_dir(run), "last", "cpu")
+    calibrate(translator, ENGLISH + UNSEEN, SPANISH + UNSEEN_SPANISH).save(run)
+    return run
+
+
+@pytest.fixture(scope="module")
+def server(calibrated_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    started = Server(calibrated_run, tmp_path_factory.mktemp("page"), "--max-chars",
+                     str(MAX_CHARS), "--req-limit", str(REQ_LIMIT))
     yield started
     started.stop()
 
@@ -80,8 +98,8 @@ def api(server: Server, text: str, **fields: Any) -> dict[str, Any]:
     return body
 
 
-def test_the_translation_follows_the_typing(page, server, run_dir, record_property):
-    assert page.inner_text("#model") == f"Model: {run_dir.name} · checkpoint last " \
+def test_the_translation_follows_the_typing(page, server, calibrated_run, record_property):
+    assert page.inner_text("#model") == f"Model: {calibrated_run.name} · checkpoint last " \
                                         f"(step-0000200.safetensors)"
     milliseconds = typed(page, ENGLISH[1])  # how soon: bench.page_latency measures it
     record_property("first_translation_ms", round(milliseconds, 1))
@@ -90,6 +108,19 @@ def test_the_translation_follows_the_typing(page, server, run_dir, record_proper
     assert page.inner_text("#counter") == f"{len(ENGLISH[1])} / {MAX_CHARS} characters"
     page.fill("#source", "")  # an empty box: nothing to translate, nothing shown
     assert page.inner_text("#translation") == "" and page.is_disabled("#copy")
+
+
+def test_a_translation_the_model_is_unsure_of_is_said_in_words(page, server):
+    """The API's confidence, in words beside the translation when it is low; none for a
+    sentence the model knows by heart."""
+    typed(page, ENGLISH[2])
+    assert api(server, ENGLISH[2])["confidence"] > 0.9 and page.is_hidden("#trust")
+    typed(page, UNSEEN[2])
+    confidence = api(server, UNSEEN[2])["confidence"]
+    assert confidence < 0.55, confidence  # fitted on it: an unseen line is not trusted
+    page.wait_for_selector("#trust:visible")
+    words = "Likely wrong" if confidence < 0.35 else "Rough: parts"
+    assert page.inner_text("#trust").startswith(words)
 
 
 def test_an_alternative_is_picked_by_keyboard_and_copied(page, server, context):

@@ -1,8 +1,8 @@
 """Where the model looks while it translates: encoder-decoder attention as pictures and
 as an alignment (`translate --attention DIR`, `transcli explain`).
 
-Each line is translated as `translate` does it (the run's search and settings); then the
-decoder runs teacher-forced over the chosen translation with every layer's
+Each line is translated as `translate` translates it (its one path, the run's search
+and settings); then the decoder runs teacher-forced over that translation with every layer's
 cross-attention keeping its weights (`model.CrossAttention.keep_weights`, off
 everywhere else, so training and plain translation do not pay for it). That gives,
 per decoder layer and head, how much each target piece (row) attended to each source
@@ -31,6 +31,7 @@ from torch import Tensor
 from transcli.config.schema import DecodeConfig
 from transcli.inference.alignment import cross_attention
 from transcli.inference.engines import TorchEngine
+from transcli.inference.positions import source_ids
 from transcli.inference.search import Hypothesis
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID
@@ -230,9 +231,8 @@ def check_folder(folder: Path, force: bool, option: str) -> FolderContents:
 
 
 class AttentionWriter:
-    """Translates lines like `Translator.translate_nbest` (each line whole: never split
-    into sentences) and writes each line's pictures, description and alignment into
-    `folder` (see the module doc)."""
+    """Translates lines by `Translator.translate_nbest` and writes each line's pictures,
+    description and alignment into `folder` (see the module doc)."""
 
     def __init__(self, folder: Path, translator: Any, force: bool = False,
                  option: str = "--attention"):
@@ -263,25 +263,23 @@ class AttentionWriter:
                            streamed=streamed)
 
     def translate(self, lines: list[str], first: int) -> list[list[tuple[str, float]]]:
-        """Translations of `lines` (input lines first, first + 1, ...), as
-        `Translator.translate_nbest`; the best one of each line is explained."""
+        """Translations of `lines` (input lines first, first + 1, ...) by
+        `Translator.translate_nbest`, `translate`'s own path; the best one of each line is
+        explained: forced through the decoder after the line whole as the model reads it
+        (spans masked, case normalised). A line with nothing to translate (a URL, a
+        number, an emoji alone) is copied, as `translate` copies it: no pictures, as for
+        a blank line."""
         translator = self.translator
-        # Each line whole, as the model reads it (spans masked, case normalised): the
-        # pictures show what it saw, the titles the translation given back.
-        # A line with nothing to translate (a URL, a number, an emoji alone) is copied, as
-        # `translate` without --attention copies it: the model is not asked (it made
-        # words of the placeholder), and it gets no pictures, as a blank line.
+        results = translator.translate_nbest(lines, first)
         plans = [translator.preparer.plan(line, split=False) for line in lines]
-        searched = [None if not plan.units or plan.units[0].copied else plan.units[0]
-                    for plan in plans]
-        sources, found = translator.search_lines(
-            [unit.text if unit else "" for unit in searched], range(first, first + len(lines)),
-            constraints=translator.constraints(searched))
-        results = [hyps if not plan.units
-                   else [(plan.join([plan.units[0].source]), 0.0)] * len(hyps)
-                   if plan.units[0].copied
-                   else [(plan.join([plan.units[0].finish(text)]), score) for text, score in hyps]
-                   for plan, hyps in zip(plans, translator.texts(found))]
+        read = [plan.units[0].text if plan.units and not plan.units[0].copied else ""
+                for plan in plans]
+        positions = translator.engine.max_positions
+        sources, _ = source_ids(translator.tokenizer, read, positions)
+        targets, _ = source_ids(translator.tokenizer, [hyps[0][0] for hyps in results],
+                                positions)
+        found = [[Hypothesis(target[:-1], 0.0, 0.0, True)] if source and target[:-1] else []
+                 for source, target in zip(sources, targets)]
         model = translator.engine.model
         self.written = []
         for index, (line, source, hyps, texts) in enumerate(zip(lines, sources, found, results)):

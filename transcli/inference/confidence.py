@@ -60,6 +60,7 @@ class Line:
 
     hypotheses: list[tuple[str, float]]
     confidence: Optional[float]
+    others: tuple[Optional[float], ...] = ()  # the confidence of each of hypotheses[1:]
 
     @property
     def best(self) -> str:

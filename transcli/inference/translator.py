@@ -100,18 +100,8 @@ class Translator:
             indices = range(first, first + len(lines))
         plans = [self.preparer.plan(line) for line in lines]
         found = iter(self.translate_units(plans, indices))
-        results = []
-        for plan in plans:
-            parts = [next(found) for _ in plan.units]
-            if len(parts) == 1:
-                hyps = [(plan.join([text]), score) for text, score in parts[0].hypotheses]
-            elif parts:
-                best = [part.hypotheses[0] for part in parts]
-                hyps = [(plan.join([text for text, _ in best]), sum(score for _, score in best))]
-            else:
-                hyps = [("", 0.0)] * self.decode.n_best
-            results.append(Line(hyps, joined(parts, [unit.text for unit in plan.units])))
-        return results
+        return [line_of(plan, [next(found) for _ in plan.units], self.decode.n_best)
+                for plan in plans]
 
     def translate_units(self, plans: list[Plan], indices: Sequence[int]) -> list[Line]:
         """The (text, score) hypotheses of every unit of `plans`, in order, finished
@@ -140,9 +130,10 @@ class Translator:
         for j, (i, hyps) in enumerate(zip(todo, texts)):
             if self.decode.retry_repeats and found[j] and loops(j, hyps[0][0]):
                 hyps = [(collapsed(hyps[0][0]), hyps[0][1]), *hyps[1:]]  # the last resort
-            sure = confidence(self.calibration, found[j][0], sources[j]) if found[j] else SURE
+            sure = [confidence(self.calibration, h, sources[j]) for h in found[j]] or [SURE]
             results[i] = Line([(units[i].finish(text, places[j] if k == 0 else relative_place),
-                                score) for k, (text, score) in enumerate(hyps)], sure)
+                                score) for k, (text, score) in enumerate(hyps)], sure[0],
+                              tuple(sure[1:]))
         review(self, [units[i] for i in todo], [results[i] for i in todo], found, sources,
                [seeds[i] for i in todo])
         return results
@@ -239,6 +230,20 @@ class Translator:
         found = self.engine.search(sources, max_len, indices, decode or d, constraints)
         self.target_tokens += sum(len(hyps[0].tokens) for hyps in found)
         return found
+
+
+def line_of(plan: Plan, parts: list[Line], n_best: int) -> Line:
+    """A line's translation from its units' (`parts`): a line of one sentence keeps its
+    n-best, a line of several their best ones joined; an empty line gets `n_best` empty
+    hypotheses."""
+    if len(parts) == 1:
+        return Line([(plan.join([text]), score) for text, score in parts[0].hypotheses],
+                    parts[0].confidence, parts[0].others)
+    if parts:
+        best = [part.hypotheses[0] for part in parts]
+        return Line([(plan.join([text for text, _ in best]), sum(score for _, score in best))],
+                    joined(parts, [unit.text for unit in plan.units]))
+    return Line([("", 0.0)] * n_best, SURE)
 
 
 def token_batches(lengths: list[int], budget: int) -> list[list[int]]:

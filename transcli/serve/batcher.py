@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from transcli.config.schema import DecodeConfig
 from transcli.inference.checks import Tally
+from transcli.inference.confidence import Line
 from transcli.inference.glossary import Glossary
 from transcli.inference.streaming import chunked
 from transcli.inference.translator import Translator
@@ -143,12 +144,12 @@ class Batcher:
         seconds (the job then leaves the queue, or its result is dropped). `sizes`: the
         lines are those of `translate`'s calls of these many lines each (a document's
         chunks), which a request translated alone keeps. `glossary`: the request's."""
-        return await self._queued(lines, 1, sizes, glossary)
+        return [line.best for line in await self._queued(lines, 1, sizes, glossary)]
 
-    async def translate_nbest(self, lines: list[str], n: int,
-                              glossary: Optional[Glossary] = None) -> list[list[str]]:
-        """Each line's `n` best translations, best first (module doc); raises as
-        `translate` does."""
+    async def translate_lines(self, lines: list[str], n: int = 1,
+                              glossary: Optional[Glossary] = None) -> list[Line]:
+        """Each line's translation (`Translator.translate_lines`): its `n` best, best
+        first (module doc), and their confidences; raises as `translate` does."""
         return await self._queued(lines, n, glossary=glossary)
 
     async def align(self, lines: list[str], done: list[str]) -> list[Any]:
@@ -266,29 +267,23 @@ class Batcher:
         assert translator is not None
         if job.done is not None:
             return translator.alignments(job.lines, job.done)
-        if job.n_best > 1:
-            found: list[list[str]] = []
-            with translator.searching(nbest_decode(translator.decode, job.n_best)), \
-                    with_glossary(translator, job.glossary):
-                for chunk in chunked(iter(job.lines)):
-                    found += [[text for text, _ in hyps]
-                              for hyps in translator.translate_nbest(chunk, len(found))]
-            return found
-        texts: list[str] = []
-        with with_glossary(translator, job.glossary):
+        found: list[Line] = []
+        with translator.searching(nbest_decode(translator.decode, job.n_best)) \
+                if job.n_best > 1 else contextlib.nullcontext(), \
+                with_glossary(translator, job.glossary):
             for chunk in _calls(job):
-                texts += translator.translate(chunk, len(texts))
-        return texts
+                found += translator.translate_lines(chunk, len(found))
+        return found
 
-    def _merged(self, jobs: list[Job]) -> list[list[str]]:
-        """All jobs' lines in one `Translator.translate_nbest` call, each line seeded by
+    def _merged(self, jobs: list[Job]) -> list[list[Line]]:
+        """All jobs' lines in one `Translator.translate_lines` call, each line seeded by
         its index in its own request."""
         translator = self.translator
         assert translator is not None
         lines = [line for job in jobs for line in job.lines]
         indices = [index for job in jobs for index in range(len(job.lines))]
-        texts = iter(hyps[0][0] for hyps in translator.translate_nbest(lines, indices=indices))
-        return [[next(texts) for _ in job.lines] for job in jobs]
+        found = iter(translator.translate_lines(lines, indices=indices))
+        return [[next(found) for _ in job.lines] for job in jobs]
 
 
 def batch_invariant(decode: DecodeConfig) -> bool:

@@ -132,6 +132,8 @@ class TranslateAnswer:
     translations: list[str]  # one per text
     detected: Optional[list[dict[str, Any]]] = None  # with source "auto": one per text
     alternatives: Optional[list[list[str]]] = None  # with alternatives > 0: one per text
+    # transcli's: each text's confidence and its alternatives' (a calibrated run)
+    confidence: Optional[list[tuple[Optional[float], list[Optional[float]]]]] = None
 
     def body(self) -> dict[str, Any]:
         def shaped(values: list[Any]) -> Any:
@@ -142,7 +144,16 @@ class TranslateAnswer:
             body["detectedLanguage"] = shaped(self.detected)
         if self.alternatives is not None:
             body["alternatives"] = shaped(self.alternatives)
+        if self.confidence is not None:
+            body["confidence"] = shaped([_rounded(sure) for sure, _ in self.confidence])
+            if self.alternatives is not None:
+                body["alternativesConfidence"] = shaped(
+                    [[_rounded(value) for value in others] for _, others in self.confidence])
         return body
+
+
+def _rounded(value: Optional[float]) -> Optional[float]:
+    return None if value is None else round(value, 3)
 
 
 # ----------------------------------------------------------------------------- checking

@@ -14,6 +14,10 @@ request. Its language is detected on its text, not its markup; it has no alterna
 
 A request's own `glossary` ({english: spanish}) extends the server's (`terms_glossary`)
 for its texts, HTML or not, and its alternatives; so does a file's.
+
+Where the run has a confidence calibration, each text (not HTML) gets its confidence and
+each alternative its own: a text's is its lines', each weighing as many characters as it
+has; a text answered as it is gets 1.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import asyncio
 from typing import Any, Awaitable, Optional, Sequence, TypeVar
 
 from transcli.documents.formats import FORMATS as DOCUMENTS
+from transcli.inference.confidence import SURE, Line, joined
 from transcli.inference.glossary import Glossary
 from transcli.serve.batcher import Batcher, QueueFull, TranslationFailed
 from transcli.serve.detection import Detector
@@ -38,6 +43,7 @@ from transcli.serve.protocol import (
 )
 
 T = TypeVar("T")
+Sure = tuple[Optional[float], list[Optional[float]]]  # a text's confidence, its alternatives'
 
 
 async def answer(request: TranslateRequest, batcher: Batcher, detector: Detector,
@@ -50,29 +56,43 @@ async def answer(request: TranslateRequest, batcher: Batcher, detector: Detector
     detected, todo = await _languages(request, texts, detector)
     translations = list(texts)  # as they are, unless translated below
     alternatives: list[list[str]] | None = [[] for _ in texts] if request.alternatives else None
+    sure: list[Sure] = [(SURE, [])] * len(texts)  # a text answered as it is
     if todo:
         lines, counts = split_lines([texts[index] for index in todo])
-        best, others = await _translations(batcher, lines, request.alternatives,
-                                           request_glossary(request, batcher))
-        other_texts = [join_lines(other, counts) for other in others]
-        for position, (index, text) in enumerate(zip(todo, join_lines(best, counts))):
-            translations[index] = text
+        found = await model_call(batcher, batcher.translate_lines(
+            lines, request.alternatives + 1, request_glossary(request, batcher)))
+        ranks = [_texts([_ranked(line, rank) for line in found], counts)
+                 for rank in range(request.alternatives + 1)]
+        for position, index in enumerate(todo):
+            (translations[index], best), *others = [rank[position] for rank in ranks]
+            kept = _unique([text for text, _ in others], translations[index])
             if alternatives is not None:
-                alternatives[index] = _unique([other[position] for other in other_texts], text)
-    return TranslateAnswer(request, translations, detected, alternatives)
+                alternatives[index] = kept
+            sure[index] = (best, [dict(others)[text] for text in kept])
+    calibrated = batcher.translator is not None and batcher.translator.calibration is not None
+    return TranslateAnswer(request, translations, detected, alternatives,
+                           sure if calibrated else None)
 
 
-async def _translations(batcher: Batcher, lines: list[str], alternatives: int,
-                        glossary: Optional[Glossary]) -> tuple[list[str], list[list[str]]]:
-    """Each line's best translation, and its next `alternatives` ones (one list per rank,
-    a translation per line)."""
-    if not alternatives:
-        return await model_call(batcher, batcher.translate(lines, glossary=glossary)), []
-    found = await model_call(batcher, batcher.translate_nbest(lines, alternatives + 1,
-                                                              glossary))
-    ranks = [[hyps[min(rank, len(hyps) - 1)] for hyps in found]
-             for rank in range(alternatives + 1)]
-    return ranks[0], ranks[1:]
+def _ranked(line: Line, rank: int) -> tuple[str, Optional[float]]:
+    """A line's translation of `rank` (its last when it has fewer) and its confidence."""
+    at = min(rank, len(line.hypotheses) - 1)
+    confidences = (line.confidence, *line.others)
+    return line.hypotheses[at][0], (confidences[at] if at < len(confidences) else None)
+
+
+def _texts(lines: list[tuple[str, Optional[float]]], counts: list[int]
+           ) -> list[tuple[str, Optional[float]]]:
+    """Lines back into the texts they were split from (`join_lines`), each text's
+    confidence that of its lines, each weighing as many characters as it has."""
+    texts = join_lines([text for text, _ in lines], counts)
+    found, start = [], 0
+    for text, count in zip(texts, counts):
+        part = lines[start:start + count]
+        found.append((text, joined([Line([(line, 0.0)], value) for line, value in part],
+                                   [line for line, _ in part])))
+        start += count
+    return found
 
 
 async def _languages(request: TranslateRequest, texts: list[str], detector: Detector

@@ -157,7 +157,8 @@
       if (asked !== state.asked) return;
       clearError();
       showTranslation(answer.translatedText, answer.alternatives || [],
-                      answer.detectedLanguage || null);
+                      answer.detectedLanguage || null, answer.confidence,
+                      answer.alternativesConfidence || []);
     } catch (error) {
       if (error.name === "AbortError" || asked !== state.asked) return;
       showError(describe(error));
@@ -171,24 +172,44 @@
 
   // ------------------------------------------------------------------ the translation
 
-  function showTranslation(text, alternatives, detected) {
+  function showTranslation(text, alternatives, detected, confidence, confidences) {
     state.shown = text;
+    showTrust(confidence);
     translation.textContent = text;
     $("copy").disabled = !text;
     $("copied").textContent = "";
     showDetected(detected);
     const list = $("alternatives");
     list.replaceChildren();
-    alternatives.forEach((other) => {
+    alternatives.forEach((other, index) => {
       const item = document.createElement("li");
       const button = document.createElement("button");
       button.type = "button";
       button.textContent = other;
+      button.dataset.confidence = confidences && typeof confidences[index] === "number"
+        ? confidences[index] : "";
       button.addEventListener("click", () => pickAlternative(button));
       item.appendChild(button);
       list.appendChild(item);
     });
     $("alternatives-box").hidden = alternatives.length === 0;
+  }
+
+  // The server's confidence (0-1, an estimate of how close the translation is to a
+  // good one: docs/INFERENCE.md, "Confidence"), said in words when it is low.
+  const TRUST = [
+    [0.35, "low", "Likely wrong: the model is unsure of this translation. Check it before you use it."],
+    [0.55, "rough", "Rough: parts of this translation may be wrong."],
+  ];
+
+  function showTrust(confidence) {
+    const trust = $("trust");
+    state.confidence = typeof confidence === "number" ? confidence : undefined;
+    const band = state.confidence !== undefined && state.shown
+      ? TRUST.find(([below]) => confidence < below) : undefined;
+    trust.hidden = !band;
+    trust.textContent = band ? band[2] : "";
+    trust.className = band ? `trust ${band[1]}` : "trust";
   }
 
   function showDetected(detected) {
@@ -205,10 +226,12 @@
 
   // The picked alternative is shown; the translation it replaces takes its place.
   function pickAlternative(button) {
-    const picked = button.textContent;
+    const picked = button.textContent, confidence = button.dataset.confidence;
     button.textContent = state.shown;
+    button.dataset.confidence = state.confidence === undefined ? "" : state.confidence;
     state.shown = picked;
     translation.textContent = picked;
+    showTrust(confidence === "" ? undefined : Number(confidence));
     $("copied").textContent = "";
     button.focus();
   }
