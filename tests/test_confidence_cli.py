@@ -134,3 +134,29 @@ def test_serve_answers_each_text_s_confidence_and_its_alternatives(calibrated, r
         assert status == 200 and "confidence" not in body and "alternatives" in body
     finally:
         plain.stop()
+
+
+@pytest.mark.slow
+def test_the_benchmark_reports_each_set_and_the_speed(calibrated, tmp_path):
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "dev.toy.en").write_text("\n".join(en for en, _ in PAIRS) + "\n")
+    (corpus / "dev.toy.es").write_text("\n".join(es for _, es in PAIRS) + "\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.confidence", "--model", str(calibrated), "--checkpoint",
+         "best", "--lines", "12", "--sets", "dev.toy", "--corpus", str(corpus), "--work",
+         str(tmp_path / "work"), "--speed-lines", "4"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = json.loads(result.stdout.split("RESULT ", 1)[1])
+    toy = figures["dev.toy"]
+    assert toy["lines"] == 12 and 0 <= toy["mean_confidence"] <= 1
+    assert toy["bleu_all"] == pytest.approx(sacrebleu.corpus_bleu(
+        (tmp_path / "work" / "dev.toy.hyp.es").read_text().splitlines(),
+        [[es for _, es in PAIRS[:12]]]).score)
+    assert figures["speed"]["speed_ratio"] > 0

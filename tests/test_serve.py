@@ -893,7 +893,7 @@ def test_alternatives_are_a_search_of_their_own(run_dir):
 
     async def send_all() -> list[Any]:
         return list(await asyncio.gather(batcher.translate(REQUESTS[0]),
-                                         batcher.translate_nbest(REQUESTS[1], 3),
+                                         batcher.translate_lines(REQUESTS[1], 3),
                                          batcher.translate(REQUESTS[2])))
 
     try:
@@ -903,9 +903,11 @@ def test_alternatives_are_a_search_of_their_own(run_dir):
     translator = batcher.translator
     assert translator is not None and batcher.model_calls == 3
     assert [first, last] == [translator.translate(REQUESTS[0]), translator.translate(REQUESTS[2])]
-    with translator.searching(nbest_decode(translator.decode, 3)):
-        expected = [[text for text, _ in hyps] for hyps in translator.translate_nbest(REQUESTS[1])]
-    assert alternatives == expected and all(len(hyps) == 3 for hyps in alternatives)
+    asked = translator.derived(nbest_decode(translator.decode, 3))
+    expected = [[text for text, _ in line.hypotheses]
+                for line in asked.translate_lines(REQUESTS[1])]
+    assert [[text for text, _ in line.hypotheses] for line in alternatives] == expected
+    assert all(len(hyps) == 3 for hyps in expected)
     assert translator.decode.n_best == 1  # the server's own settings again
 
 

@@ -43,7 +43,7 @@ from typing import Any, BinaryIO, Iterable, Optional, Sequence
 
 import numpy as np
 
-from transcli.system.errors import UserError
+from transcli.system.errors import UserError, first_line
 from transcli.system.files import read_json
 
 SPLITS = ("train", "valid", "test")
@@ -284,8 +284,8 @@ def _load(path: Path, ndim: int) -> np.ndarray:
         with open(path, "rb") as handle:
             array = _map_npy(handle)
     except (OSError, ValueError, EOFError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UserError(f"{path}: corrupt or truncated encoded split file ({reason})") from None
+        raise UserError(f"{path}: corrupt or truncated encoded split file "
+                        f"({first_line(exc)})") from None
     if array.ndim != ndim or array.dtype.kind not in "iu" or (ndim == 2 and array.shape[1] != 2):
         raise UserError(f"{path}: corrupt encoded split file "
                         f"(unexpected shape {array.shape} / dtype {array.dtype})")

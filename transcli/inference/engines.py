@@ -30,7 +30,7 @@ from transcli.inference.constrained import Terms, constrained_beam_search
 from transcli.inference.search import Hypothesis, hypothesis_score, search
 from transcli.model.transformer import Transformer
 from transcli.model.vocab import EOS_ID, PAD_ID
-from transcli.system.errors import UserError
+from transcli.system.errors import UserError, first_line
 
 
 class Engine(Protocol):
@@ -98,8 +98,8 @@ class Ct2Engine:
                 str(model_dir), device=torch.device(device).type, compute_type=compute_type,
                 intra_threads=torch.get_num_threads())
         except (RuntimeError, ValueError) as exc:  # e.g. a CTranslate2 build without CUDA
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UserError(f"{model_dir}: CTranslate2 cannot load the model ({reason})") from None
+            raise UserError(f"{model_dir}: CTranslate2 cannot load the model "
+                            f"({first_line(exc)})") from None
 
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
                decode: DecodeConfig,

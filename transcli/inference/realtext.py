@@ -14,6 +14,7 @@ with all of them off the model reads the line as it is. A unit with no letter le
 
 from __future__ import annotations
 
+import copy
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -113,6 +114,13 @@ class Preparer:
         pieces = [sp.IdToPiece(i) for i in range(sp.GetPieceSize())]
         self.known = frozenset(piece for piece in pieces if len(piece) == 1)
         self.pool = placeholder_pool(sp)
+
+    def derived(self, decode: DecodeConfig, glossary: Optional[Glossary]) -> Preparer:
+        """This preparer with other settings and glossary (what it knows of the
+        tokenizer shared)."""
+        other = copy.copy(self)
+        other.decode, other.glossary = decode, glossary
+        return other
 
     def unknown(self, char: str) -> bool:
         """Whether the vocabulary lacks a piece for a character."""

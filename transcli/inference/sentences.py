@@ -2,11 +2,11 @@
 a multi-sentence line one sentence at a time (the model was trained on sentences and
 tends to drop or repeat text when fed several at once).
 
-A small rule-based splitter, enough for ordinary English prose: a sentence ends at
+A small rule-based splitter, enough for ordinary English and Spanish prose: a sentence ends at
 `.`, `!`, `?` or `…` (a run of them, then closing quotes or brackets), followed by
 whitespace and a sentence start (an upper-case letter or a digit, possibly after
 opening quotes, brackets, `¿` or `¡`). A period does not end a sentence after a known
-abbreviation ("Dr.", "e.g."), a single letter ("J. R. R. Tolkien") or "No." before a
+abbreviation ("Dr.", "e.g.", "Sra.", "pág."), a single letter ("J. R. R. Tolkien") or "No." before a
 number. Text that breaks these rules stays in one piece: a missed split costs little,
 a wrong one cuts a sentence in two.
 """
@@ -21,7 +21,9 @@ ABBREVIATIONS = frozenset("""
     mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e a.k.a cf al approx dept est fig jan feb mar
     apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun inc ltd co corp gen
     col lt sgt capt cmdr rev hon gov sen rep pres u.s u.k a.m p.m ph.d vol pp ed eds
-""".split())
+    sra srta sres sras dra dras dres dña ud uds vd vds lic ing arq av avda pág págs núm
+    tel aprox cía atte depto ee
+""".split())  # the last two rows: Spanish ("la Sra.", "EE. UU.", "pág. 12")
 
 # A run of terminal punctuation (from its first mark: a run of thousands is read once),
 # closing quotes/brackets, then the whitespace after it.

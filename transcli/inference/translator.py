@@ -10,9 +10,9 @@ the training loop from the model it trains.
 
 from __future__ import annotations
 
-import contextlib
+import copy
 from dataclasses import replace
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -208,16 +208,17 @@ class Translator:
         """The pieces of a hypothesis that its text shows (`texts`)."""
         return [i for i in tokens if i != UNK_ID] if self.decode.protect else tokens
 
-    @contextlib.contextmanager
-    def searching(self, decode: DecodeConfig) -> Iterator[None]:
-        """Search with `decode`'s settings (this translator's batch budget kept) until the
-        block ends: `serve` answers a request for alternatives with an n-best search."""
-        saved = self.decode, self.preparer.decode
-        self.decode = self.preparer.decode = replace(decode, batch_tokens=self.decode.batch_tokens)
-        try:
-            yield
-        finally:
-            self.decode, self.preparer.decode = saved
+    def derived(self, decode: Optional[DecodeConfig] = None,
+                glossary: Optional[Glossary] = None) -> Translator:
+        """This translator with other search settings (`decode`, this one's batch budget
+        kept) or another glossary, sharing its engine, tokenizer, calibration and tally:
+        what a request that asks for them (`serve`'s alternatives, its own terms) is
+        translated by. This one is left as it is."""
+        other = copy.copy(self)
+        if decode is not None:
+            other.decode = replace(decode, batch_tokens=self.decode.batch_tokens)
+        other.preparer = self.preparer.derived(other.decode, glossary or self.preparer.glossary)
+        return other
 
     def _search(self, sources: list[list[int]], indices: list[int],
                 decode: DecodeConfig | None = None,

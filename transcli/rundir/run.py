@@ -43,7 +43,7 @@ from transcli.rundir.layout import (
     run_inputs,
     step_checkpoints,
 )
-from transcli.system.errors import UserError
+from transcli.system.errors import UserError, first_line
 from transcli.system.files import cannot_write, read_json
 from transcli.system.outputs import output_file
 from transcli.system.replacing import remove_leftovers
@@ -102,7 +102,7 @@ class RunDir:
         try:
             record = read_json(path)
         except (OSError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+            reason = getattr(exc, "strerror", None) or first_line(exc)
             raise UserError(f"{path}: unreadable ({reason})") from None
         missing = [key for key in RUN_KEYS if key not in record] if isinstance(record, dict) else 0
         if not isinstance(record, dict) or missing:

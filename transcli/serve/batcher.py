@@ -19,10 +19,10 @@ on its batch-mates (`batch_invariant`); elsewhere (int8, CTranslate2's
 sampler), as with `batching=False`, each request is translated alone, in `translate`'s
 chunks (a document's: the chunks `translate` cuts that document in, `sizes`).
 
-A request for alternatives (`translate_nbest`) is a search of its own, never merged: each
+A request for alternatives (`translate_lines` with n > 1) is a search of its own, never merged: each
 line's n best translations, as `transcli translate --n-best n` gives them with the
 server's settings (`nbest_decode`: greedy search becomes a beam search of n beams). So is
-a request with a glossary of its own (the server's and its terms: `with_glossary`), as
+a request with a glossary of its own (the server's and its terms: `Translator.derived`), as
 `transcli translate --glossary` gives it, and a document's request for the alignments that
 place its inline tags (`align`).
 """
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import sys
 import threading
 import time
@@ -46,6 +45,7 @@ from transcli.inference.glossary import Glossary
 from transcli.inference.streaming import chunked
 from transcli.inference.translator import Translator
 from transcli.serve.limits import Limits
+from transcli.system.errors import first_line
 
 WARM_UP = ["Hello."]  # translated once after loading: the first request is not slower
 
@@ -251,9 +251,8 @@ class Batcher:
             _log_checks(before, self.translator.tally)
         except Exception as exc:  # a bug or out of memory: say it, answer 500, go on
             traceback.print_exc(file=sys.stderr)
-            reason = (str(exc).strip().splitlines() or [""])[0]
             for job in jobs:
-                job.settle(TranslationFailed(f"{type(exc).__name__}: {reason}"))
+                job.settle(TranslationFailed(f"{type(exc).__name__}: {first_line(exc)}"))
             return
         self.model_calls += 1
         self.answered += len(jobs)
@@ -267,12 +266,11 @@ class Batcher:
         assert translator is not None
         if job.done is not None:
             return translator.alignments(job.lines, job.done)
+        asked = translator.derived(nbest_decode(translator.decode, job.n_best)
+                                   if job.n_best > 1 else None, job.glossary)
         found: list[Line] = []
-        with translator.searching(nbest_decode(translator.decode, job.n_best)) \
-                if job.n_best > 1 else contextlib.nullcontext(), \
-                with_glossary(translator, job.glossary):
-            for chunk in _calls(job):
-                found += translator.translate_lines(chunk, len(found))
+        for chunk in _calls(job):
+            found += asked.translate_lines(chunk, len(found))
         return found
 
     def _merged(self, jobs: list[Job]) -> list[list[Line]]:
@@ -329,20 +327,6 @@ def _calls(job: Job) -> Iterator[list[str]]:
         if size:
             yield job.lines[start:start + size]
         start += size
-
-
-@contextlib.contextmanager
-def with_glossary(translator: Translator, glossary: Optional[Glossary]) -> Iterator[None]:
-    """`translator` with `glossary` (when one is given) in place of its own until the
-    block ends."""
-    if glossary is None:
-        yield
-        return
-    saved, translator.preparer.glossary = translator.preparer.glossary, glossary
-    try:
-        yield
-    finally:
-        translator.preparer.glossary = saved
 
 
 def nbest_decode(decode: DecodeConfig, n: int) -> DecodeConfig:

@@ -56,11 +56,12 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     from transcli.system.runtime import available_cores
 
     run = open_run_dir(run_dir, overrides)
+    if not run.config.decode.threads:  # the HTTP side needs a core of its own for requests
+        threads = ("decode.threads", max(1, available_cores() - 1))
+        run = open_run_dir(run_dir, [*overrides, threads])
     sys.setswitchinterval(SWITCH_INTERVAL)
     decode = run.config.decode
     check_decode(decode)
-    if not decode.threads:  # the HTTP side needs a core of its own to take requests
-        decode.threads = max(1, available_cores() - 1)
     if decode.split_sentences:  # its translations are 1-best only (`translate` says so too)
         limits = replace(limits, max_alternatives=0)
     check_key_option(api_key)

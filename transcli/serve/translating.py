@@ -3,7 +3,7 @@ model's translations of the texts that need it, and alternatives (an n-best sear
 
 A text whose language is the target (a Spanish text for an en -> es server) is answered
 as it is, without a model call, as LibreTranslate answers it. Alternatives are a text's
-2nd to (N+1)th translations, line by line (`Batcher.translate_nbest`), without the best
+2nd to (N+1)th translations, line by line (`Batcher.translate_lines`), without the best
 one, empty ones or repeats, as LibreTranslate filters them: a text may get fewer than N.
 
 With `format: "html"` each text is an HTML fragment, translated as `transcli translate
