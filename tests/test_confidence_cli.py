@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import statistics
 from pathlib import Path
@@ -160,3 +161,27 @@ def test_the_benchmark_reports_each_set_and_the_speed(calibrated, tmp_path):
         (tmp_path / "work" / "dev.toy.hyp.es").read_text().splitlines(),
         [[es for _, es in PAIRS[:12]]]).score)
     assert figures["speed"]["speed_ratio"] > 0
+
+
+@pytest.mark.slow
+def test_documents_int8_and_ctranslate2_get_it_too(calibrated, tmp_path):
+    """--min-confidence acts on a document's units (above every confidence: each unit
+    written as its source, so the page comes back as it was); --int8 and --engine ct2
+    give each line a confidence (CTranslate2's from its total log-prob alone)."""
+    page = tmp_path / "page.md"
+    page.write_text(f"# {ENGLISH[0]}\n\n{ENGLISH[1]} *{ENGLISH[2]}*\n\n- {ENGLISH[3]}\n")
+    out = tmp_path / "page.es.md"
+    kept = run_cli("translate", "-m", calibrated, "-i", page, "-o", out, "--min-confidence", "1")
+    assert kept.returncode == 0, kept.stderr
+    assert out.read_text() == page.read_text()
+    assert "below confidence 1: written as their source" in kept.stderr
+    source = tmp_path / "in.en"
+    source.write_text("\n".join(ENGLISH) + "\n")
+    engines = [["--int8"]]
+    if importlib.util.find_spec("ctranslate2") is not None:
+        engines.append(["--engine", "ct2"])
+    for flags in engines:
+        shown = run_cli("translate", "-m", calibrated, "-i", source, "--confidence", *flags)
+        assert shown.returncode == 0, shown.stderr
+        values = [float(line.split("\t")[1]) for line in shown.stdout.splitlines()]
+        assert len(values) == len(ENGLISH) and all(0 <= value <= 1 for value in values), flags
