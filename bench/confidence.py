@@ -15,11 +15,12 @@ With --speed-lines N, the first N lines of the first set are translated with and
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import sacrebleu
 
@@ -29,11 +30,15 @@ from transcli.inference.confidence import pearson, spearman
 SHARE = 0.8  # the most confident share of the lines whose BLEU is reported
 
 
-def main() -> None:
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = dev_sets_parser(__doc__)
     parser.add_argument("--speed-lines", type=int, default=0,
                         help="Lines of the first set timed with and without --confidence.")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    args = parse_args(argv)
     work = args.work or Path("confidence-bench")
     work.mkdir(parents=True, exist_ok=True)
     results = {name: one_set(args, name, work) for name in args.sets}
@@ -42,7 +47,7 @@ def main() -> None:
     print(RESULT + json.dumps(results))
 
 
-def one_set(args, name: str, work: Path) -> dict[str, float]:
+def one_set(args: argparse.Namespace, name: str, work: Path) -> dict[str, float]:
     """The figures of one dev set (module doc)."""
     sources = read_lines(args.corpus / f"{name}.en", args.lines)
     references = read_lines(args.corpus / f"{name}.es", args.lines)
@@ -77,7 +82,7 @@ def one_set(args, name: str, work: Path) -> dict[str, float]:
     return figures
 
 
-def speed(args, name: str, work: Path) -> dict[str, float]:
+def speed(args: argparse.Namespace, name: str, work: Path) -> dict[str, float]:
     """Seconds to translate the first --speed-lines of `name` with and without
     --confidence (the medians of three alternating runs each), and their ratio."""
     source = work / f"{name}.speed.en"
@@ -98,4 +103,4 @@ def speed(args, name: str, work: Path) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

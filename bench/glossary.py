@@ -131,8 +131,8 @@ def run_set(args: argparse.Namespace, translator: Any, name: str, work: Path
               "lines_with_a_term": len(src) - len(untouched), "changed_without_a_term": 0,
               "without": measured(glossary, src, ref, plain, plain_s)}
     for method in args.methods:
-        with translator.searching(replace(translator.decode, glossary_method=method)):
-            forced, forced_s = timed(translator, src)
+        forced, forced_s = timed(translator.derived(
+            replace(translator.decode, glossary_method=method)), src)
         (work / f"{name}.{method}.es").write_text("".join(f"{line}\n" for line in forced),
                                                   encoding="utf-8")
         result["changed_without_a_term"] += sum(plain[i] != forced[i] for i in untouched)

@@ -260,11 +260,12 @@ def token_batches(lengths: list[int], budget: int) -> list[list[int]]:
     return batches
 
 
-def inference_model(run: RunDir, checkpoint: str, device: torch.device) -> Transformer:
-    """A run's checkpoint as a model on `device`, set up for inference (torch's threads
-    on the CPU from `decode.threads`; int8 or CPU products as `decode` asks; on CUDA in
-    `decode.precision`, `device_defaults.precision`)."""
-    decode = run.config.decode
+def inference_model(run: RunDir, checkpoint: str, device: torch.device,
+                    decode: Optional[DecodeConfig] = None) -> Transformer:
+    """A run's checkpoint as a model on `device`, set up for inference as `decode` (the
+    run's by default) asks: torch's threads on the CPU from `decode.threads`; int8 or CPU
+    products; on CUDA in `decode.precision` (`device_defaults.precision`)."""
+    decode = decode or run.config.decode
     # A precision the device lacks is refused here, before the weights are read.
     dtype = device_defaults.model_dtype(decode, device)
     inference_setup(device, decode.threads)
@@ -276,12 +277,13 @@ def inference_model(run: RunDir, checkpoint: str, device: torch.device) -> Trans
     return model.to(dtype)
 
 
-def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto") -> Translator:
-    """A Translator for a run's checkpoint, with the run's `decode` settings, the
-    engine `decode.engine` names and the glossary `decode.glossary` names (read once,
-    before the model loads: a bad line is said at once)."""
+def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto",
+                    decode: Optional[DecodeConfig] = None) -> Translator:
+    """A Translator for a run's checkpoint, with `decode` (the run's settings by
+    default), the engine `decode.engine` names and the glossary `decode.glossary` names
+    (read once, before the model loads: a bad line is said at once)."""
     target = pick_device(device)
-    decode = run.config.decode
+    decode = decode or run.config.decode
     glossary = read_glossary(decode.glossary) if decode.glossary else None
     annotated = trained_with_annotation(run.config)
     calibration = Calibration.load(run.path)
@@ -296,5 +298,6 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto")
                            compute_type)
         return Translator(engine, run.tokenizer, decode, glossary=glossary, annotated=annotated,
                           calibration=calibration)
-    return Translator(inference_model(run, checkpoint, target), run.tokenizer, decode, target,
+    return Translator(inference_model(run, checkpoint, target, decode), run.tokenizer, decode,
+                      target,
                       glossary=glossary, annotated=annotated, calibration=calibration)

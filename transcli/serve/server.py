@@ -56,11 +56,9 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     from transcli.system.runtime import available_cores
 
     run = open_run_dir(run_dir, overrides)
-    if not run.config.decode.threads:  # the HTTP side needs a core of its own for requests
-        threads = ("decode.threads", max(1, available_cores() - 1))
-        run = open_run_dir(run_dir, [*overrides, threads])
     sys.setswitchinterval(SWITCH_INTERVAL)
-    decode = run.config.decode
+    decode = run.config.decode  # the HTTP side needs a core of its own for requests:
+    decode = replace(decode, threads=decode.threads or max(1, available_cores() - 1))
     check_decode(decode)
     if decode.split_sentences:  # its translations are 1-best only (`translate` says so too)
         limits = replace(limits, max_alternatives=0)
@@ -89,7 +87,7 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
         settings = Settings(run_dir.resolve().name, checkpoint, weights.name, api_key, docs,
                             web, cors_origin, local, tuple(name.lower() for name in hosts))
         detector = Detector()
-        batcher = Batcher(lambda: load_translator(run, str(weights), device), limits)
+        batcher = Batcher(lambda: load_translator(run, str(weights), device, decode), limits)
         batcher.start()
         store = FileStore()
         app = create_app(batcher, detector, store, settings)
