@@ -69,6 +69,7 @@ def test_translate_writes_it_or_acts_on_it(calibrated, tmp_path):
         i in below for i in range(len(ENGLISH) + 1)]
 
 
+@pytest.mark.slow
 def test_a_run_without_a_calibration_is_said(run_dir, tmp_path):
     source = tmp_path / "in.en"
     source.write_text(ENGLISH[0] + "\n")

@@ -197,6 +197,7 @@ def test_explain_explains_each_line_of_an_argument_as_translate_does(run_dir, tm
     assert len(alignments) == 5 and alignments[2] == ""  # one line per line, as translate
 
 
+@pytest.mark.slow
 def test_explain_prints_translate_s_translation_of_every_line(run_dir, tmp_path):
     """One path: the Spanish each description shows is what `translate` writes for the
     line, a paragraph of two sentences, a looping unseen line and a line cut by a short
