@@ -104,6 +104,8 @@ def test_one_huge_line_is_cut_before_sentencepiece(run_dir: Path, tmp_path: Path
     assert result.stdout.decode().split("\n")[1] == SPANISH[0]
     # as read: a line is cut at MAX_LINE_BYTES, its rest read past (system.text)
     assert result.stdout.decode().split("\n")[0] == ("the dog " * (4 << 20))[:4 << 20].rstrip()
+    assert b"huge.en: line 1 is longer than 4 MiB: only its first 4 MiB were read" \
+        in result.stderr
     assert b"1 cut by the length limit" in result.stderr
     assert b"0 translated again another way" in result.stderr
     assert b"1 written as their English source" in result.stderr

@@ -11,7 +11,7 @@ evaluate, validation).
   for it from `decoded` and say the same with `invalid_utf8`.
 - A line longer than `MAX_LINE_BYTES` is cut there as it is read (`raw_lines` yields
   its start as a `CutLine` and reads past the rest), so memory stays bounded whatever one
-  line holds; each command says what it does with a cut line.
+  line holds; `text_lines` says so on stderr, and each command says what it does with it.
 - Line counts (`count_lines`, for progress bars) come from plain files only: a pipe or a
   compressed file would have to be read twice.
 """
@@ -24,6 +24,7 @@ import gzip
 import itertools
 import lzma
 import stat
+import sys
 import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, Optional
@@ -132,6 +133,10 @@ def text_lines(handle: BinaryIO | Iterable[bytes], name: str | Path, keep_bom: b
         line = decoded(raw, number == 1 and not keep_bom)
         if line is None:
             raise UserError(invalid_utf8(raw, name, number))
+        if isinstance(raw, CutLine):  # never a line shortened without a word
+            print(f"transcli: warning: {name}: line {number} is longer than "
+                  f"{MAX_LINE_BYTES >> 20} MiB: only its first {MAX_LINE_BYTES >> 20} MiB "
+                  f"were read", file=sys.stderr)
         yield line
 
 
