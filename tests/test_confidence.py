@@ -139,8 +139,9 @@ def test_a_line_s_confidence_is_the_calibration_of_its_forced_log_probs(model, t
 
 def test_a_line_of_sentences_weighs_each_by_its_length():
     parts = [Line([("A.", 0.0)], 0.9), Line([("Bbbbbbbbb.", 0.0)], 0.3)]
-    assert joined(parts, ["a.", "bbbbbbbbb."]) == pytest.approx((2 * 0.9 + 10 * 0.3) / 12)
-    assert joined([], []) == 1.0 and joined([Line([("A", 0.0)], None)], ["a"]) is None
+    assert joined([part.confidence for part in parts], ["a.", "bbbbbbbbb."]) == pytest.approx(
+        (2 * 0.9 + 10 * 0.3) / 12)
+    assert joined([], []) == 1.0 and joined([Line([("A", 0.0)], None).confidence], ["a"]) is None
 
 
 def test_trust_shows_marks_or_keeps_the_source():

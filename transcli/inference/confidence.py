@@ -7,8 +7,9 @@ the source's, and whether it ended. `Calibration` maps them to an estimate of th
 line's quality, the sentence chrF it would get against a reference, divided by 100: a
 least-squares line over the features, then a monotone map of that line's value to the
 mean chrF of the lines with such values (isotonic regression, `isotonic`), both fitted
-on the run's own valid split (`fit`, by `calibrate.py`). The fitted numbers are kept in the run dir
-(`CALIBRATION_FILE`), so every command that loads the run gives the same confidence.
+on the run's own valid split (`fit`, by `calibrate.py`). The fitted numbers are kept in
+the run dir (`CALIBRATION_FILE`), so every command that loads the run gives the same
+confidence.
 """
 
 from __future__ import annotations
@@ -67,15 +68,18 @@ class Line:
         return self.hypotheses[0][0]
 
 
-def joined(parts: list[Line], texts: list[str]) -> Optional[float]:
-    """The confidence of a line of sentences `parts` (`texts`, as read): their mean,
-    each weighing as many characters as it has."""
-    if not parts:
+def joined(values: Sequence[Optional[float]], texts: Sequence[str]) -> Optional[float]:
+    """The confidence of a line of sentences (or of a text of lines) `texts` whose own
+    are `values`: their mean, each weighing as many characters as it has."""
+    if not values:
         return SURE
-    if any(part.confidence is None for part in parts):
+    if any(value is None for value in values):
         return None
     weights = [max(1, len(text)) for text in texts]
-    return sum(w * part.confidence for w, part in zip(weights, parts)) / sum(weights)  # type: ignore[operator]
+    return sum(w * v for w, v in zip(weights, values) if v is not None) / sum(weights)
+
+
+MARK = "[?] "  # before a translation below --min-confidence, with --below mark
 
 
 @dataclass
@@ -111,9 +115,6 @@ class Trust:
             return ""
         done = "written as their source" if self.below == "source" else f"marked {MARK.strip()}"
         return f"{self.low} line(s) below confidence {self.least:g}: {done}"
-
-
-MARK = "[?] "  # before a translation below --min-confidence, with --below mark
 
 
 @dataclass(frozen=True)

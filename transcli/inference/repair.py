@@ -181,7 +181,8 @@ def _in_halves(translator: Retranslator, item: Failed
         return None, None
     left, space, right = cut
     done = translator.translate_lines([left, right], item.index)
-    return done[0].best + space + done[1].best, joined(done, [left, right])
+    return (done[0].best + space + done[1].best,
+            joined([line.confidence for line in done], [left, right]))
 
 
 def halves(text: str) -> Optional[tuple[str, str, str]]:

@@ -243,7 +243,8 @@ def line_of(plan: Plan, parts: list[Line], n_best: int) -> Line:
     if parts:
         best = [part.hypotheses[0] for part in parts]
         return Line([(plan.join([text for text, _ in best]), sum(score for _, score in best))],
-                    joined(parts, [unit.text for unit in plan.units]))
+                    joined([part.confidence for part in parts],
+                           [unit.text for unit in plan.units]))
     return Line([("", 0.0)] * n_best, SURE)
 
 

@@ -89,8 +89,7 @@ def _texts(lines: list[tuple[str, Optional[float]]], counts: list[int]
     found, start = [], 0
     for text, count in zip(texts, counts):
         part = lines[start:start + count]
-        found.append((text, joined([Line([(line, 0.0)], value) for line, value in part],
-                                   [line for line, _ in part])))
+        found.append((text, joined([value for _, value in part], [line for line, _ in part])))
         start += count
     return found
 
