@@ -412,7 +412,8 @@ def _text_and_tags(items: Sequence[Item]) -> tuple[str, list[Tag]]:
     its name is kept as an `Atom`; markup left open at the end closes with nothing (as
     the source had it). A tag that holds no words notes whether the source had
     whitespace right before and right after it (`Tag.spaced`)."""
-    text = ""
+    pieces: list[str] = []  # the text, joined once at the end (`+=` on a long str copies)
+    length, last = 0, ""  # the text's length and its last character so far
     tags: list[dict] = []
     stack: list[int] = []  # indices of the tags open here
     waiting: list[int] = []  # tags of no words waiting to know whether a space follows
@@ -420,9 +421,11 @@ def _text_and_tags(items: Sequence[Item]) -> tuple[str, list[Tag]]:
     for item in items:
         if isinstance(item, Text):
             piece = _SPACES.sub(" ", item.text)
-            if piece[:1] == " " and (not text or text[-1] == " "):
+            if piece[:1] == " " and last in ("", " "):
                 piece = piece[1:]
-            text += piece
+            if piece:
+                pieces.append(piece)
+                length, last = length + len(piece), piece[-1]
             if item.raw:  # (a space the reader adds for the model is no source's)
                 _resolve(tags, waiting, item.raw[:1].isspace())
                 waiting, spaced = [], item.raw[-1].isspace()
@@ -432,23 +435,24 @@ def _text_and_tags(items: Sequence[Item]) -> tuple[str, list[Tag]]:
         if isinstance(item, Close) and any(tags[i]["name"] == item.name for i in stack):
             while stack:
                 i = stack.pop()
-                tags[i]["end"] = len(text)
-                waiting += [i] if tags[i]["start"] == len(text) else []
+                tags[i]["end"] = length
+                waiting += [i] if tags[i]["start"] == length else []
                 if tags[i]["name"] == item.name:
                     tags[i]["close"] = item.raw
                     break
             continue
         parts = item.parts if not isinstance(item, Close) else (item.raw,)
-        tags.append({"start": len(text), "end": None, "open": parts, "close": "",
+        tags.append({"start": length, "end": None, "open": parts, "close": "",
                      "parent": stack[-1] if stack else -1, "spaced": (before, False),
                      "name": item.name if isinstance(item, Open) else ""})
         if isinstance(item, Open):
             stack.append(len(tags) - 1)
         else:
-            tags[-1]["end"] = len(text)
+            tags[-1]["end"] = length
             waiting.append(len(tags) - 1)
     for i in stack:
-        tags[i]["end"] = len(text)
+        tags[i]["end"] = length
+    text = "".join(pieces)
     if text.endswith(" "):
         text = text[:-1]
     return text, [Tag(min(t["start"], len(text)), min(t["end"], len(text)), t["open"],
