@@ -297,6 +297,15 @@ def run_summary(run: Path) -> dict[str, Any]:
             "last_valid": valid[-1] if valid else None}
 
 
+def run_languages(run: Path) -> tuple[str, str]:
+    """The (source, target) languages a run translates (its config's data section)."""
+    from transcli.config.loading import load_config
+    from transcli.rundir.layout import CONFIG_FILE
+
+    data = load_config(run / CONFIG_FILE).data
+    return data.src_lang, data.tgt_lang
+
+
 def export_tree(revision: str, folder: Path) -> Path:
     """The source tree of a git revision, without touching this checkout."""
     folder.mkdir(parents=True)

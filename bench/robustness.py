@@ -5,8 +5,9 @@
     python -m bench.robustness --model RUN --set decode.engine=ct2 --set decode.word_reward=0
 
 From the first --lines lines of each dev set (dev.tatoeba, dev.newstest2012 in
-../shared/corpora/en-es; --sets and --corpus choose) it builds variant sets (--variants
-chooses; clean always runs):
+../shared/corpora/en-es; --sets and --corpus choose), its side in the run's source
+language (a Spanish to English run reads the Spanish side), it builds variant sets
+(--variants chooses; clean always runs):
 
     clean       the set as it is
     caps        source and reference in ALL CAPS (scored case-insensitively)
@@ -20,8 +21,8 @@ chooses; clean always runs):
     identifiers a name a translation keeps (Node.js, C++, COVID-19, iPhone 15 Pro) inserted
     versions    a version (v1.4.2-rc1, 10.2.154.26, Python 3.12) inserted
     prices      an amount with its currency (€5, US$5.40, 1.234,56 €, 20 USD) inserted
-    long        10 consecutive lines joined into one sentence by ", and" (references by
-                ", y"): a sentence longer than the model's length limit allows for
+    long        10 consecutive lines joined into one sentence by ", and" (", y" in
+                Spanish): a sentence longer than the model's length limit allows for
     oneword     one word of each line alone (no reference: only empty lines count)
     heldout     real lines of release notes, READMEs and pricing pages
                 (bench/data/heldout.tsv, which the protection code never reads), each
@@ -59,7 +60,14 @@ from typing import Any, Callable, Optional
 
 import regex
 
-from bench.common import dev_sets_parser, read_lines, run_summary, set_flags, transcli
+from bench.common import (
+    dev_sets_parser,
+    read_lines,
+    run_languages,
+    run_summary,
+    set_flags,
+    transcli,
+)
 
 OFF = ("decode.protect=false", "decode.truecase=false", "decode.split=false",
        "decode.retry_repeats=false")
@@ -67,6 +75,7 @@ PARAGRAPH = 5  # sentences per paragraph
 VARIANTS = ["caps", "title", "emoji", "spans", "scripts", "paragraphs", "identifiers",
             "versions", "prices", "long", "oneword", "heldout"]
 LONG = 10  # lines per long sentence
+AND = {"en": "and", "es": "y"}  # what joins the clauses of a long sentence
 HELDOUT = Path(__file__).resolve().parent / "data" / "heldout.tsv"
 INSERTED: dict[str, list[str]] = {
     "url": ["https://example.com/docs/install?lang=en", "http://www.test.org/a/b.html",
@@ -128,7 +137,8 @@ def inserted_variant(name: str, src: list[str], ref: list[str], pick: Callable[[
     return Variant(name, lines, ref, pieces)
 
 
-def variants(src: list[str], ref: list[str], seed: int = 1) -> list[Variant]:
+def variants(src: list[str], ref: list[str], seed: int = 1,
+             languages: tuple[str, str] = ("en", "es")) -> list[Variant]:
     kinds = list(INSERTED)
 
     def span(i: int) -> str:
@@ -150,8 +160,8 @@ def variants(src: list[str], ref: list[str], seed: int = 1) -> list[Variant]:
         *(inserted_variant(name, src, ref, lambda i, pool=pool: pool[i % len(pool)], seed)
           for name, pool in (("identifiers", IDENTIFIERS), ("versions", VERSIONS),
                              ("prices", PRICES))),
-        Variant("long", *(joined_sentences(lines, LONG, word) for lines, word
-                          in ((src, "and"), (ref, "y")))),
+        Variant("long", *(joined_sentences(lines, LONG, AND[language]) for lines, language
+                          in zip((src, ref), languages))),
         Variant("oneword", [one_word(line, i) for i, line in enumerate(src)], None),
         heldout(),
     ]
@@ -269,14 +279,14 @@ def short(src: str, hyp: str) -> bool:
 
 
 def compared(name: str, results: dict[str, dict[str, Any]], clean_hyps: list[str],
-             variant: Variant, clean: Variant) -> Optional[float]:
+             variant: Variant, clean: Variant, target: str = "es") -> Optional[float]:
     """The BLEU a variant is held against: the clean set's (case-insensitive for caps and
     title), or for paragraphs and long sentences the clean translations joined as they
     are; none for a variant without references."""
     if variant.ref is None:
         return None
     if name == "long":
-        return scores(joined_sentences(clean_hyps, LONG, "y"), variant.ref, False)[0]
+        return scores(joined_sentences(clean_hyps, LONG, AND[target]), variant.ref, False)[0]
     if name == "paragraphs":
         joined = [" ".join(clean_hyps[i:i + PARAGRAPH])
                   for i in range(0, len(variant.src) * PARAGRAPH, PARAGRAPH)]
@@ -292,10 +302,11 @@ def compared(name: str, results: dict[str, dict[str, Any]], clean_hyps: list[str
 def translate(args: argparse.Namespace, source: list[str], work: Path, stem: str,
               settings: list[str]) -> tuple[list[str], float]:
     """The translations of `source` by `transcli translate` (one process), and its seconds."""
-    (work / f"{stem}.en").write_text("".join(line + "\n" for line in source), encoding="utf-8")
+    given = work / f"{stem}.src"
+    given.write_text("".join(line + "\n" for line in source), encoding="utf-8")
     start = time.monotonic()
     problem = transcli(["translate", "--model", args.model, "--checkpoint", args.checkpoint,
-                        "-i", work / f"{stem}.en", "-o", work / f"{stem}.hyp",
+                        "-i", given, "-o", work / f"{stem}.hyp",
                         *set_flags(settings)], work / f"{stem}.log")
     seconds = time.monotonic() - start
     if problem:
@@ -305,10 +316,11 @@ def translate(args: argparse.Namespace, source: list[str], work: Path, stem: str
 
 def run_set(args: argparse.Namespace, name: str, work: Path, features: str
             ) -> dict[str, dict[str, Any]]:
-    src = read_lines(args.corpus / f"{name}.en", args.lines)
-    ref = read_lines(args.corpus / f"{name}.es", args.lines)
+    languages = run_languages(Path(args.model))
+    src, ref = (read_lines(args.corpus / f"{name}.{language}", args.lines)
+                for language in languages)
     settings = [*(OFF if features == "off" else ()), *args.set]
-    sets = variants(src, ref)
+    sets = variants(src, ref, languages=languages)
     results: dict[str, dict[str, Any]] = {}
     clean_hyps: list[str] = []
     for variant in sets:
@@ -319,7 +331,7 @@ def run_set(args: argparse.Namespace, name: str, work: Path, features: str
         clean_hyps = hyps if variant.name == "clean" else clean_hyps
         results[variant.name] = {**measure(variant, hyps), "seconds": seconds,
                                  "against": compared(variant.name, results, clean_hyps,
-                                                     variant, sets[0])}
+                                                     variant, sets[0], languages[1])}
     return results
 
 
@@ -367,7 +379,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="robustness-"))
     work.mkdir(parents=True, exist_ok=True)
     summary = run_summary(Path(args.model))
-    print(f"run {args.model} (checkpoint {args.checkpoint}, {summary['updates']} updates); "
+    source, target = run_languages(Path(args.model))
+    print(f"run {args.model} ({source} to {target}, checkpoint {args.checkpoint}, "
+          f"{summary['updates']} updates); "
           f"settings: {' '.join(args.set) or 'the run config'}\nmachine {machine()}\n"
           f"work {work}", flush=True)
     features = ["off", "on"] if args.features == "both" else [args.features]

@@ -140,6 +140,22 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_spm: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def reverse_run(tmp_path_factory: pytest.TempPathFactory, tiny_spm: Path) -> Path:
+    """A run dir of the tiny model memorising `PAIRS` the other way: Spanish to English
+    (its config's data.src_lang es, data.tgt_lang en), as a user trains one."""
+    from helpers.memorised import memorised_model
+
+    run = tmp_path_factory.mktemp("reverse") / "run-es-en"
+    run.mkdir()
+    save_config(load_config(TINY_CONFIG, ["data.src_lang=es", "data.tgt_lang=en"]),
+                run / CONFIG_FILE)
+    (run / TOKENIZER_FILE).write_bytes(tiny_spm.read_bytes())
+    reversed_pairs = tuple((es, en) for en, es in PAIRS)
+    save_weights(memorised_model(tiny_spm, reversed_pairs), step_path(run, 200))
+    return run
+
+
+@pytest.fixture(scope="session")
 def sample_spm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 400-piece joint sentencepiece model of data/sample's training text without byte
     fallback: the kind of tokenizer runs prepared before it have, which must keep

@@ -62,7 +62,7 @@ def test_the_tally_says_what_failed_in_one_line():
     assert tally.summary() == (
         "1 translated sentence(s) failed their check (1 empty): 1 translated again another "
         "way (numbers and glossary terms as placeholders, a wider search, or in halves), 0 "
-        "written as their English source")
+        "written as their source")
 
 
 # ----------------------------------------------------------------------------- the model

@@ -136,7 +136,7 @@ def test_explain_command_prints_the_alignment(run_dir, tmp_path):
     run = run_dir
     result = run_cli("explain", "-m", run, ENGLISH[0], "-o", tmp_path / "pictures")
     assert result.returncode == 0, result.stderr
-    assert f"Spanish: {SPANISH[0]}" in result.stdout
+    assert f"Translation: {SPANISH[0]}" in result.stdout
     assert "alignment (source-target): " in result.stdout
     assert (tmp_path / "pictures" / "line-00001.png").is_file()
 
@@ -172,7 +172,7 @@ def test_explain_draws_emoji_control_characters_and_dollars_without_noise(run_di
     result = run_cli("explain", "-m", run_dir, english, "-o", folder)
     assert result.returncode == 0, result.stderr
     assert "Warning" not in result.stderr and "Traceback" not in result.stderr, result.stderr
-    assert f"English: {english}\n" in result.stdout  # the text itself, beside the pictures
+    assert f"Source: {english}\n" in result.stdout  # the text itself, beside the pictures
     for name in ("line-00001.png", "line-00001-layers.png"):
         assert (folder / name).read_bytes().startswith(PNG_MAGIC)
 
@@ -185,12 +185,12 @@ def test_explain_explains_each_line_of_an_argument_as_translate_does(run_dir, tm
     result = run_cli("explain", "-m", run_dir, f"{ENGLISH[0]}\r\n{ENGLISH[1]}", "",
                      ENGLISH[2], "-o", folder)
     assert result.returncode == 0, result.stderr
-    spanish = [line.removeprefix("Spanish: ") for line in result.stdout.splitlines()
-               if line.startswith("Spanish: ")]
+    spanish = [line.removeprefix("Translation: ") for line in result.stdout.splitlines()
+               if line.startswith("Translation: ")]
     assert spanish == SPANISH[:3]
     assert "(line 3 is empty: nothing to explain)" in result.stdout
-    assert [line.removeprefix("English: ") for line in result.stdout.splitlines()
-            if line.startswith("English: ")] == ENGLISH[:3]
+    assert [line.removeprefix("Source: ") for line in result.stdout.splitlines()
+            if line.startswith("Source: ")] == ENGLISH[:3]
     assert {path.name for path in folder.glob("line-*.png")} == {
         f"line-{n:05d}{kind}.png" for n in (1, 2, 4) for kind in ("", "-layers")}
     alignments = (folder / ALIGNMENTS_FILE).read_text(encoding="utf-8").split("\n")
@@ -215,8 +215,8 @@ def test_explain_prints_translate_s_translation_of_every_line(run_dir, tmp_path)
     explained = run_cli("explain", "-m", run_dir, "--checkpoint", "last", *lines, "-o",
                         tmp_path / "pictures", *limits)
     assert explained.returncode == 0, explained.stderr
-    spanish = [line.removeprefix("Spanish: ") for line in explained.stdout.splitlines()
-               if line.startswith("Spanish: ")]
+    spanish = [line.removeprefix("Translation: ") for line in explained.stdout.splitlines()
+               if line.startswith("Translation: ")]
     written = translated.stdout.splitlines()
     assert spanish == [text for index, text in enumerate(written) if index != 2]
     assert written[2] == lines[2] and "(line 3 has no words to translate" in explained.stdout

@@ -54,8 +54,8 @@ def test_a_glossary_file_is_read(tmp_path):
 
 @pytest.mark.parametrize("text, problem", [
     ("tom\tTomás\nno tab here\n", "line 2: no tab"),
-    ("\tTomás\n", "line 1: English side is empty"),
-    ("tom\t \n", "line 1: a Spanish side is empty"),
+    ("\tTomás\n", "line 1: the source side is empty"),
+    ("tom\t \n", "line 1: a target side is empty"),
     ("tom\tTomás\n# again\nTOM\tTomasito\n", "line 3: 'TOM' is already in the glossary (line 1)"),
 ])
 def test_a_bad_line_is_one_error_naming_file_and_line(tmp_path, text, problem):
@@ -204,7 +204,7 @@ def test_explain_shows_the_term_in_its_translation(glossary_run, tmp_path):
                      glossary_run.parent / "terms.tsv", "--out", tmp_path / "pictures",
                      "Visit Tom today.")
     assert result.returncode == 0, result.stderr
-    assert "Spanish: Visita Tomás hoy." in result.stdout
+    assert "Translation: Visita Tomás hoy." in result.stdout
 
 
 @pytest.mark.slow
@@ -214,7 +214,7 @@ def test_a_bad_glossary_is_one_line_before_the_model_loads(glossary_run, tmp_pat
     result = run_cli("translate", "-m", glossary_run, "--checkpoint", "last",
                      "--glossary", bad, stdin="Visit Tom today.\n")
     assert one_error_line(result) == f"transcli: error: {bad}: line 2: no tab: an entry is " \
-                                     "english<TAB>spanish[<TAB>more forms]"
+                                     "source<TAB>target[<TAB>more forms]"
 
 
 @pytest.mark.slow
@@ -247,7 +247,7 @@ def test_serve_applies_its_glossary(glossary_run, tmp_path):
     # A file's own terms, as a form field of JSON, besides the server's.
     assert translated == "Visita Tomás hoy.\nVisita Anita hoy.\n".encode()
     assert files[1] == (400, {"error": "Invalid request: glossary must be the JSON text of an "
-                                       "object of English terms to Spanish ones"})
+                                       "object of source terms to target ones"})
     assert files[2][0] == 400 and "entries (at most" in files[2][1]["error"]
     assert answers[0] == (200, {"translatedText": [
         "Visita Tomás hoy.", "Me gustan los árboles.", "Visita Ana hoy."]})
@@ -258,11 +258,11 @@ def test_serve_applies_its_glossary(glossary_run, tmp_path):
                                          f"{MAX_GLOSSARY_ENTRIES + 1} entries (at most "
                                          f"{MAX_GLOSSARY_ENTRIES})"})
     assert answers[3] == (400, {"error": "Invalid request: glossary must be an object of "
-                                         "English terms to Spanish ones"})
-    assert answers[4][0] == 400 and "needs an English and a Spanish side" in answers[4][1]["error"]
+                                         "source terms to target ones"})
+    assert answers[4][0] == 400 and "needs a source and a target side" in answers[4][1]["error"]
     # A form that would change the lines of what is translated, nested JSON too deep for
     # the parser: one line each, 400, never a 500.
-    assert answers[5] == (400, {"error": 'Invalid request: glossary: "ana": its Spanish side '
+    assert answers[5] == (400, {"error": 'Invalid request: glossary: "ana": its target side '
                                          'holds a line break, a tab or another control '
                                          'character'})
     assert files[3] == files[1] and files[4][0] == 400 and "line break" in files[4][1]["error"]

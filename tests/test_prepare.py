@@ -703,7 +703,7 @@ def test_the_summary_says_why_pairs_were_dropped_in_words() -> None:
     from transcli.data.prepare import _drop_summary
 
     said = _drop_summary(Counter({"decontaminated": 4, "duplicate": 1200, "empty": 0}))
-    assert said == ("1,200 duplicates, 4 whose English is also in valid or test (left out of "
+    assert said == ("1,200 duplicates, 4 whose source is also in valid or test (left out of "
                     "train so that those scores stay honest)")
     assert _drop_summary(Counter()) == "none"
 

@@ -257,7 +257,7 @@ def test_detection_is_py3langids_between_english_and_spanish():
 
     reference = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
     reference.set_languages(["en", "es"])
-    detector = Detector()
+    detector = Detector(["en", "es"])
     try:
         for text in ("Where is the station?", "¿Dónde está la estación?", "Bonjour à tous",
                      "The dog sleeps under the table.\nEl perro duerme."):

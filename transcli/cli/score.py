@@ -19,8 +19,8 @@ from transcli.system.text import count_lines, open_text, text_lines
 
 def score(
     model: Path = ModelOpt,
-    src: Path = typer.Option(..., help="English sentences, one per line."),
-    tgt: Path = typer.Option(..., help="Their Spanish translations, line by line."),
+    src: Path = typer.Option(..., help="Source sentences, one per line."),
+    tgt: Path = typer.Option(..., help="Their translations, line by line."),
     output: str = typer.Option("-", "--output", "-o", help="Output TSV file, or - for stdout."),
     checkpoint: str = CheckpointOpt,
     batch_tokens: Optional[int] = setting(

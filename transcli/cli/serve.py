@@ -11,7 +11,6 @@ from transcli.cli.options import (
     CheckpointOpt,
     DecodeSetOpt,
     Device,
-    ModelOpt,
     device_option,
     with_decoding,
 )
@@ -38,6 +37,9 @@ ReqLimitOpt = typer.Option(0, help="Requests per client per minute to translate,
                            "translate a file (429 above; 0: no limit).")
 MaxAlternativesOpt = typer.Option(
     3, help="Alternative translations a request may ask for (an n-best search).")
+ModelsOpt = typer.Option(
+    ..., "--model", "-m", help="Run directory written by `train`; twice to serve two "
+    "directions, one run each (en to es and es to en).")
 MaxFileCharsOpt = typer.Option(
     100_000, help="Characters of text in a file sent to /translate_file (400 above).")
 
@@ -45,7 +47,7 @@ MaxFileCharsOpt = typer.Option(
 @with_decoding
 def serve(
     *,
-    model: Path = ModelOpt,
+    model: list[Path] = ModelsOpt,
     checkpoint: str = CheckpointOpt,
     host: str = typer.Option(
         "127.0.0.1", help="Address to listen on; 0.0.0.0 (or ::) opens it to the network."),
@@ -81,15 +83,18 @@ def serve(
     """Serve the model over HTTP with LibreTranslate's API (POST /translate, /detect,
     /translate_file, GET /languages), and a web page to type into at /.
 
-    Concurrent requests share model batches; every answer is what `transcli translate`
-    gives for the same lines and options. The model loads before the server listens, so
-    GET /health answering means ready. SIGINT or SIGTERM finishes the requests in flight
-    (for up to --drain-timeout seconds), then exits 0.
+    Each run translates its own direction (its data.src_lang to data.tgt_lang): give a
+    run per direction to serve both. Concurrent requests share model batches; every
+    answer is what `transcli translate` gives for the same lines and options. The models
+    load before the server listens, so GET /health answering means ready. SIGINT or
+    SIGTERM finishes the requests in flight (for up to --drain-timeout seconds), then
+    exits 0.
 
     Examples:
 
     \b
       transcli serve -m run --greedy
+      transcli serve -m run -m run-es-en    # English to Spanish and back
       curl -s localhost:5000/translate -H 'Content-Type: application/json' \\
            -d '{"q": "Where is the station?", "source": "en", "target": "es"}'
     """

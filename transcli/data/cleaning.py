@@ -36,7 +36,7 @@ DROP_WORDS = {
     EMPTY: "with an empty side", TOO_LONG_CHARS: "over data.max_chars",
     TOO_LONG_TOKENS: "over data.max_tokens", RATIO: "with a length ratio over data.max_ratio",
     DUPLICATE: "duplicates",
-    DECONTAMINATED: "whose English is also in valid or test (left out of train so that "
+    DECONTAMINATED: "whose source is also in valid or test (left out of train so that "
                     "those scores stay honest)",
 }
 

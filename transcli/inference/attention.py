@@ -135,8 +135,8 @@ def _heatmap(ax: Any, matrix: Tensor, attention: Attention, labels: bool = True)
     ax.set_yticks(range(len(attention.target)), list(map(drawable, attention.target)),
                   fontsize=9, parse_math=False)
     if labels:
-        ax.set_xlabel("source pieces (English)")
-        ax.set_ylabel("translation pieces (Spanish)")
+        ax.set_xlabel("source pieces")
+        ax.set_ylabel("translation pieces")
     return image
 
 
@@ -198,7 +198,7 @@ def _save(fig: Any, path: Path | BinaryIO) -> None:
 def describe(attention: Attention, english: str, spanish: str) -> str:
     """The text beside the pictures: pieces with their indices, then the aligned pairs."""
     pairs = attention.alignment()
-    lines = [f"English: {english}", f"Spanish: {spanish}",
+    lines = [f"Source: {english}", f"Translation: {spanish}",
              "source pieces: " + " ".join(f"{i}:{p}" for i, p in enumerate(attention.source)),
              "target pieces: " + " ".join(f"{j}:{p}" for j, p in enumerate(attention.target)),
              f"alignment (source-target): {pharaoh(pairs)}"]

@@ -194,12 +194,12 @@ def format_text(scores: Scores) -> str:
         used, applicable = scores.terms
         rate = f"{100 * used / applicable:.1f}%" if applicable else "n/a"
         lines.append(f"Term use = {rate}: {used} of {applicable} glossary entries found in "
-                     f"a source line have a Spanish form in its translation")
+                     f"a source line have a target form in its translation")
     if scores.checks is not None:
         failed, repaired, untranslated = scores.checks
         lines.append(f"Checks = {failed} sentence(s) failed the check of their translation: "
                      f"{repaired} translated again another way, {untranslated} written as "
-                     f"their English source")
+                     f"their source")
     if (r := scores.ranking) is not None:
         lines.append(f"Confidence = Pearson {r.pearson:.3f}, Spearman {r.spearman:.3f} with "
                      f"the sentence chrF; BLEU {r.bleu_confident:.1f} on the most confident "

@@ -120,7 +120,7 @@ class Tally:
         return (f"{self.failed} translated sentence(s) failed their check ({why}): "
                 f"{self.repaired} translated again another way (numbers and glossary terms "
                 f"as placeholders, a wider search, or in halves), {self.untranslated} "
-                f"written as their English source")
+                f"written as their source")
 
     def report(self, stream: Optional[TextIO] = None) -> None:
         """transcli's warning lines (on `stream`, stderr by default): inputs cut to fit,

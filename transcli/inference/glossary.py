@@ -246,12 +246,12 @@ def _entry(line: str, where: str) -> Optional[Entry]:
     while len(fields) > 2 and not fields[-1]:  # trailing tabs, as spreadsheets write them
         fields.pop()
     if len(fields) < 2:
-        raise UserError(f"{where}: no tab: an entry is english<TAB>spanish[<TAB>more forms]")
+        raise UserError(f"{where}: no tab: an entry is source<TAB>target[<TAB>more forms]")
     if not all(fields):
-        side = "English" if not fields[0] else "a Spanish"
+        side = "the source" if not fields[0] else "a target"
         raise UserError(f"{where}: {side} side is empty")
     for i, field in enumerate(fields):
         if why := problem(field):
-            side = "English" if i == 0 else "a Spanish"
+            side = "the source" if i == 0 else "a target"
             raise UserError(f"{where}: {side} side {why}")
     return Entry(normalized(fields[0]), tuple(map(normalized, fields[1:])))

@@ -32,11 +32,11 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from transcli import __version__
-from transcli.serve.batcher import Batcher
 from transcli.serve.connections import CLOSED_WITH
 from transcli.serve.detection import Detector
 from transcli.serve.files import FileStore
-from transcli.serve.protocol import ApiError
+from transcli.serve.models import Models
+from transcli.serve.protocol import ApiError, Pairs, name
 from transcli.serve.ratelimit import RateLimited
 from transcli.serve.routes import Routes
 from transcli.serve.settings import Settings
@@ -45,16 +45,17 @@ from transcli.serve.web import add_web_routes
 CORS_MAX_AGE = 86_400  # seconds a browser may keep a preflight's answer
 
 
-def create_app(batcher: Batcher, detector: Detector, store: FileStore,
+def create_app(models: Models, detector: Detector, store: FileStore,
                settings: Settings) -> ASGIApp:
-    """The routes over `batcher`'s model, the page unless `settings.web` is off, wrapped in
+    """The routes over the `models`, the page unless `settings.web` is off, wrapped in
     the access log (and CORS with `settings.cors_origin`); `/docs` (Swagger UI, which the
     browser loads from a CDN) only with `settings.docs`."""
     app = FastAPI(title="transcli", version=__version__,
-                  description=f"English to Spanish with the transcli model {settings.model}, "
-                  "through LibreTranslate's API.", docs_url="/docs" if settings.docs else None,
+                  description=f"{directions(models.pairs)} with the transcli model "
+                  f"{settings.model}, through LibreTranslate's API.",
+                  docs_url="/docs" if settings.docs else None,
                   redoc_url=None, redirect_slashes=False, exception_handlers=ERROR_HANDLERS)
-    Routes(batcher, detector, store, settings).add_to(app)
+    Routes(models, detector, store, settings).add_to(app)
     if settings.web:
         add_web_routes(app)
     routed = host_checked(without_trailing_slash(app), settings)
@@ -63,6 +64,11 @@ def create_app(batcher: Batcher, detector: Detector, store: FileStore,
                       allow_methods=["GET", "POST"],
                       allow_headers=["Authorization", "Content-Type"], max_age=CORS_MAX_AGE)
     return AccessLog(routed)
+
+
+def directions(pairs: Pairs) -> str:
+    """"English to Spanish and Spanish to English"."""
+    return " and ".join(f"{name(source)} to {name(target)}" for source, target in pairs.pairs)
 
 
 class Cors(CORSMiddleware):

@@ -1,11 +1,11 @@
-"""Which of the server's two languages a text is in, for `POST /detect` and `source: "auto"`.
+"""Which of the server's languages a text is in, for `POST /detect` and `source: "auto"`.
 
 py3langid (a naive Bayes classifier over byte n-grams, its model in the package: it works
-offline) chooses between English and Spanish only, as LibreTranslate chooses among the
-languages it has models for. It was chosen by `python -m bench.language_id`: on the dev
-sets' lines of three words or more it identified 99.96% of both sides, in under 0.1 ms a
-line at p95 (docs/SERVE.md has the table). A text in a third language is reported as the
-nearer of the two.
+offline) chooses among the languages of the server's models only (English and Spanish), as
+LibreTranslate chooses among the languages it has models for. It was chosen by `python -m
+bench.language_id`: on the dev sets' lines of three words or more it identified 99.96% of
+both sides, in under 0.1 ms a line at p95 (docs/SERVE.md has the table). A text in a third
+language is reported as the nearest of them.
 
 Identification runs on a thread of its own, one text after another, so a request of many
 texts never holds the event loop; each text is read up to `READ_CHARS` characters, enough
@@ -21,17 +21,17 @@ import concurrent.futures
 import threading
 from typing import Any
 
-from transcli.serve.protocol import SOURCE, TARGET
 from transcli.system.extras import require
 
 READ_CHARS = 2000  # characters of a text the identifier reads
-UNKNOWN = {"confidence": 0.0, "language": SOURCE}  # LibreTranslate's answer: nothing to go by
 
 
 class Detector:
-    """py3langid's identifier, restricted to the server's languages, and its thread."""
+    """py3langid's identifier, restricted to the server's languages (`codes`, the first
+    what a text without evidence is said to be: LibreTranslate's answer), and its thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, codes: list[str]) -> None:
+        self.codes = codes
         self._langid = require("py3langid.langid", "serve")  # missing: one line, at start
         self._identifier: Any = None
         self._loading = threading.Lock()
@@ -43,19 +43,21 @@ class Detector:
             if self._identifier is None:
                 identifier = self._langid.LanguageIdentifier.from_model_file(
                     self._langid.MODEL_FILE, norm_probs=True)
-                identifier.set_languages([SOURCE, TARGET])
+                identifier.set_languages(self.codes)
                 self._identifier = identifier
         return self._identifier
 
     def detect(self, text: str) -> list[dict[str, Any]]:
         """The server's languages, most likely first, each with a confidence in percent
-        (LibreTranslate's shape); a text without letters gives `UNKNOWN` alone."""
+        (LibreTranslate's shape); a text without letters gives the first language alone,
+        with a confidence of 0."""
+        unknown = [{"confidence": 0.0, "language": self.codes[0]}]
         text = text[:READ_CHARS]
         if not any(char.isalpha() for char in text):
-            return [dict(UNKNOWN)]
+            return unknown
         ranked = self._loaded().rank(text)
         if ranked[0][1] == ranked[1][1]:  # no feature of either language: no evidence
-            return [dict(UNKNOWN)]
+            return unknown
         return [{"confidence": float(round(100 * probability)), "language": language}
                 for language, probability in ranked]
 

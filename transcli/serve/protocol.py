@@ -4,24 +4,26 @@ and errors, and the answers' shapes.
 `POST /translate` takes (a JSON object or a form, `bodies.py` reads it)
 
 - `q`: the text, a string; or (JSON) a list of strings, answered by a list;
-- `source`: "en", or "auto" (each text's language is detected: `detection.py`);
-- `target`: "es";
+- `source`: a language code the server translates from ("en"), or "auto" (each text's
+  language is detected: `detection.py`);
+- `target`: a language code it translates that source to ("es");
 - `format`: "text" (the default), or "html": each text is an HTML fragment, its markup
   kept and its text translated (`translating.py`); anything else is refused;
 - `api_key`: the server's key, when it was started with `--api-key`;
 - `alternatives`: how many other translations to give besides the best (at most
   `--max-alternatives`);
-- `glossary` (a transcli extension, JSON only): {english: spanish} terms for this request,
+- `glossary` (a transcli extension, JSON only): {source: target} terms for this request,
   besides (and before) the server's `--glossary`; at most `MAX_GLOSSARY_ENTRIES` entries
   and `MAX_GLOSSARY_CHARS` characters.
 
-Other fields are ignored, as LibreTranslate ignores them. A text whose source language is
-its target (`source: "es"`, or a Spanish text with `source: "auto"`) is answered as it is,
-as LibreTranslate answers it. `POST /detect` takes `q` (and `api_key`); `POST
-/translate_file` a multipart form with `file`, `source`, `target` (and `api_key`, and
-`glossary` as the JSON text of the same object). Every
-refusal is an `ApiError`: a status and one line, sent as `{"error": "..."}`, in
-LibreTranslate's words where it has them.
+Other fields are ignored, as LibreTranslate ignores them. The server's languages are its
+models' directions (`Pairs`): a pair it has no model for is LibreTranslate's 400. A text
+whose source language is its target (`source: "es"` with `target: "es"`, or a Spanish text
+with `source: "auto"` and `target: "es"`) is answered as it is, as LibreTranslate answers
+it. `POST /detect` takes `q` (and `api_key`); `POST /translate_file` a multipart form with
+`file`, `source`, `target` (and `api_key`, and `glossary` as the JSON text of the same
+object). Every refusal is an `ApiError`: a status and one line, sent as `{"error": "..."}`,
+in LibreTranslate's words where it has them.
 
 A text is translated line by line, as `transcli translate` reads a file: only "\\n" ends a
 line and a "\\r" before it is dropped; the translated lines are joined by "\\n".
@@ -40,17 +42,16 @@ from transcli.inference.glossary import problem
 from transcli.system.files import parse_json
 from transcli.system.text import lines_of
 
-SOURCE, TARGET = "en", "es"
-NAMES = {SOURCE: "English", TARGET: "Spanish"}
-LANGUAGES = [  # GET /languages: LibreTranslate's shape, one entry per language
-    {"code": SOURCE, "name": NAMES[SOURCE], "targets": [TARGET]},
-    {"code": TARGET, "name": NAMES[TARGET], "targets": []},
-]
+NAMES = {"en": "English", "es": "Spanish"}  # languages by code; another is named by its code
 AUTO = "auto"
 # A request's own glossary: enough for a document's terms, small enough that matching
 # it (a regex compiled per request) costs nothing beside the model.
 MAX_GLOSSARY_ENTRIES = 100
 MAX_GLOSSARY_CHARS = 5000
+
+
+def name(code: str) -> str:
+    return NAMES.get(code, code)
 
 
 class ApiError(Exception):
@@ -62,23 +63,55 @@ class ApiError(Exception):
         self.message = message
 
 
+@dataclass(frozen=True)
+class Pairs:
+    """The (source, target) languages a server translates, its first the page's default."""
+
+    pairs: tuple[tuple[str, str], ...]
+
+    @property
+    def codes(self) -> list[str]:
+        """Every language of the pairs, in the order they first appear."""
+        return list(dict.fromkeys(code for pair in self.pairs for code in pair))
+
+    def listing(self) -> list[dict[str, Any]]:
+        """`GET /languages`: LibreTranslate's shape, each language with its targets."""
+        return [{"code": code, "name": name(code),
+                 "targets": [target for source, target in self.pairs if source == code]}
+                for code in self.codes]
+
+    def check(self, source: Any, target: Any) -> None:
+        """Codes this server knows, and a pair it translates (a language into itself is
+        answered as it is); `source` may be "auto"."""
+        for code, known in ((source, (*self.codes, AUTO)), (target, self.codes)):
+            if code not in known:
+                raise ApiError(400, f"{code} is not supported")
+        if source != AUTO:
+            self.check_pair(source, target)
+
+    def check_pair(self, source: str, target: str) -> None:
+        if source != target and (source, target) not in self.pairs:
+            raise ApiError(400, f"{name(target)} ({target}) is not available as a target "
+                                f"language from {name(source)} ({source})")
+
+
 class TranslateRequest(BaseModel):
     """The fields of `POST /translate` (the module doc says what each may hold)."""
 
     model_config = ConfigDict(extra="ignore")
 
     q: Union[str, list[str]] = Field(
-        description="The English text, or (JSON) a list of texts.", examples=["Hello!"])
-    source: str = Field(description='"en", or "auto" (detected, text by text).',
-                        examples=["en"])
-    target: str = Field(description='"es".', examples=["es"])
+        description="The text, or (JSON) a list of texts.", examples=["Hello!"])
+    source: str = Field(description='The text\'s language ("en"), or "auto" (detected, '
+                        'text by text).', examples=["en"])
+    target: str = Field(description='The language to translate to ("es").', examples=["es"])
     format: Optional[str] = Field("text", description='"text", or "html": the text is an '
                                   'HTML fragment, its markup kept and its text translated.')
     api_key: Optional[str] = Field(None, description="The key the server was started with.")
     alternatives: int = Field(0, description="Other translations to give besides the best "
                               "(at most the server's --max-alternatives).")
     glossary: Optional[dict[str, str]] = Field(
-        None, description="transcli's extension: {english: spanish} terms to use in this "
+        None, description="transcli's extension: {source: target} terms to use in this "
         "request's translations, besides the server's --glossary.",
         examples=[{"station": "estación de tren"}])
 
@@ -168,8 +201,8 @@ def check_api_key(fields: dict[str, Any], key: Optional[str]) -> None:
         raise ApiError(403, "Invalid API key")
 
 
-def translate_request(fields: dict[str, Any], max_chars: int,
-                      max_alternatives: int) -> TranslateRequest:
+def translate_request(fields: dict[str, Any], max_chars: int, max_alternatives: int,
+                      pairs: Pairs) -> TranslateRequest:
     """The checked request, in LibreTranslate's order: missing fields, types, alternatives,
     size, then languages and format."""
     _require(fields, "q", "source", "target")
@@ -183,7 +216,7 @@ def translate_request(fields: dict[str, Any], max_chars: int,
                             f"{max_alternatives}")
     check_size(request.texts, max_chars)
     check_glossary(request.glossary)
-    check_languages(request.source, request.target)
+    pairs.check(request.source, request.target)
     if request.format not in (None, "", "text", "html"):
         raise ApiError(400, f"{request.format} format is not supported")
     request.format = request.format or "text"
@@ -213,7 +246,7 @@ class FileRequest:
     glossary: Optional[dict[str, str]]  # the request's own terms (a form field of JSON)
 
 
-def file_request(fields: dict[str, Any]) -> FileRequest:
+def file_request(fields: dict[str, Any], pairs: Pairs) -> FileRequest:
     """The file part, languages and glossary of a checked `POST /translate_file`."""
     _require(fields, "file", "source", "target")
     upload, source, target = fields["file"], fields["source"], fields["target"]
@@ -221,12 +254,12 @@ def file_request(fields: dict[str, Any]) -> FileRequest:
         raise ApiError(400, "Invalid request: file must be a file part of a multipart form, "
                             "with a file name")
     glossary = _form_glossary(fields.get("glossary"))
-    check_languages(source, target)
+    pairs.check(source, target)
     return FileRequest(upload, source, target, glossary)
 
 
 def _form_glossary(given: Any) -> Optional[dict[str, str]]:
-    """A form's `glossary` field: the JSON text of an object of English terms to Spanish
+    """A form's `glossary` field: the JSON text of an object of source terms to target
     ones, as /translate's `glossary` (400 for anything else, or past its bounds)."""
     if given in (None, ""):
         return None
@@ -238,7 +271,7 @@ def _form_glossary(given: Any) -> Optional[dict[str, str]]:
             isinstance(english, str) and isinstance(spanish, str)
             and _text(english) and _text(spanish) for english, spanish in terms.items()):
         raise ApiError(400, "Invalid request: glossary must be the JSON text of an object of "
-                            "English terms to Spanish ones")
+                            "source terms to target ones")
     check_glossary(terms)
     return terms
 
@@ -281,29 +314,13 @@ def check_glossary(glossary: Optional[dict[str, str]]) -> None:
         raise ApiError(400, f"Invalid request: glossary ({chars} characters) exceeds its "
                             f"limit ({MAX_GLOSSARY_CHARS})")
     if not all(english.strip() and spanish.strip() for english, spanish in glossary.items()):
-        raise ApiError(400, "Invalid request: glossary: every entry needs an English and a "
-                            "Spanish side")
+        raise ApiError(400, "Invalid request: glossary: every entry needs a source and a "
+                            "target side")
     for english, spanish in glossary.items():
-        for side, text in (("English", english), ("Spanish", spanish)):
+        for side, text in (("source", english), ("target", spanish)):
             if why := problem(text):
                 raise ApiError(400, f"Invalid request: glossary: {json.dumps(english)}: "
                                     f"its {side} side {why}")
-
-
-def check_languages(source: Any, target: Any) -> None:
-    """Codes this server knows, and a pair it translates (a language into itself is
-    answered as it is); `source` may be "auto"."""
-    for code, known in ((source, (*NAMES, AUTO)), (target, tuple(NAMES))):
-        if code not in known:
-            raise ApiError(400, f"{code} is not supported")
-    if source != AUTO:
-        check_pair(source, target)
-
-
-def check_pair(source: str, target: str) -> None:
-    if source != target and (source, target) != (SOURCE, TARGET):
-        raise ApiError(400, f"{NAMES[target]} ({target}) is not available as a target "
-                            f"language from {NAMES[source]} ({source})")
 
 
 def _one_line(error: ValidationError) -> str:
@@ -315,7 +332,7 @@ def _one_line(error: ValidationError) -> str:
     if field == "alternatives":
         return "Invalid request: alternatives parameter is not a number"
     if field == "glossary":
-        return "Invalid request: glossary must be an object of English terms to Spanish ones"
+        return "Invalid request: glossary must be an object of source terms to target ones"
     return f"Invalid request: {field}: {first['msg']}"
 
 

@@ -25,8 +25,9 @@ from transcli.serve.files import (
     translated_name,
 )
 from transcli.serve.limits import Limits
+from transcli.serve.models import Models
 from transcli.serve.protocol import (
-    LANGUAGES,
+    AUTO,
     ApiError,
     Detection,
     ErrorResponse,
@@ -41,13 +42,7 @@ from transcli.serve.protocol import (
 )
 from transcli.serve.ratelimit import RateLimit
 from transcli.serve.settings import Settings, frontend_settings
-from transcli.serve.translating import (
-    answer,
-    model_call,
-    terms_glossary,
-    translate_file_lines,
-    within_timeout,
-)
+from transcli.serve.translating import answer, model_call, translate_file_lines, within_timeout
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": meaning} for status, meaning in (
@@ -78,18 +73,18 @@ FILE_BODY = {"type": "object", "required": ["file", "source", "target"], "proper
     "source": {"type": "string", "example": "en"}, "target": {"type": "string", "example": "es"},
     "api_key": {"type": "string", "description": "The key the server was started with."},
     "glossary": {"type": "string", "example": '{"station": "terminal"}',
-                 "description": "A transcli extension: the JSON text of an object of English "
-                                "terms to Spanish ones, for this file besides the server's "
+                 "description": "A transcli extension: the JSON text of an object of source "
+                                "terms to target ones, for this file besides the server's "
                                 "--glossary."}}}
 
 
 class Routes:
-    """The endpoints over one server's model, detector and file store."""
+    """The endpoints over one server's models, detector and file store."""
 
-    def __init__(self, batcher: Batcher, detector: Detector, store: FileStore,
+    def __init__(self, models: Models, detector: Detector, store: FileStore,
                  settings: Settings):
-        self.batcher, self.detector, self.store = batcher, detector, store
-        self.limits: Limits = batcher.limits
+        self.models, self.detector, self.store = models, detector, store
+        self.limits: Limits = models.limits
         self.settings = settings
         self.rate = RateLimit(self.limits.req_limit) if self.limits.req_limit else None
         # Requests' HTML and files are read on threads of their own (documents.py), and
@@ -131,15 +126,16 @@ class Routes:
         return fields
 
     async def translate(self, request: Request) -> JSONResponse:
-        """Translate English text (or a list of texts; with format "html", HTML fragments)
-        to Spanish, line by line."""
+        """Translate a text (or a list of texts; with format "html", HTML fragments) from
+        the source language to the target, line by line."""
         fields = await self._fields(request, self.limits.body_bytes())
-        checked = translate_request(fields, self.limits.max_chars, self.limits.max_alternatives)
-        found = await answer(checked, self.batcher, self.detector, self.html)
+        checked = translate_request(fields, self.limits.max_chars,
+                                    self.limits.max_alternatives, self.models.pairs)
+        found = await answer(checked, self.models, self.detector, self.html)
         return JSONResponse(found.body())
 
     async def detect(self, request: Request) -> JSONResponse:
-        """The language of a text: English or Spanish, most likely first, with a
+        """The language of a text, among the server's, most likely first, with a
         confidence in percent."""
         fields = await self._fields(request, self.limits.body_bytes())
         text = detect_request(fields, self.limits.max_chars)
@@ -149,31 +145,33 @@ class Routes:
         """Translate a file (multipart form: file, source, target); the answer is the URL
         of the translated file, kept for 30 minutes."""
         fields = await self._fields(request, self.limits.file_body_bytes(), files=1)
-        checked = file_request(fields)
+        checked = file_request(fields, self.models.pairs)
         if problem := self.store.problem():  # said before the work, not after it
             raise ApiError(503, f"The server cannot keep translated files: {problem}")
         upload, source, target = checked.upload, checked.source, checked.target
-        glossary = terms_glossary(checked.glossary, self.batcher)
         found = file_format(upload.filename)
         try:
             data = await upload.read()
         finally:
             await upload.close()  # a large part was spooled to a temporary file
+        used: list[Batcher] = []  # the pair's, once the file's language is known
 
         async def translate(lines: list[str], sizes: Optional[list[int]]) -> list[str]:
-            return await translate_file_lines(lines, sizes, source, target, self.batcher,
-                                              self.detector, glossary)
+            return await translate_file_lines(lines, sizes, source, target, self.models,
+                                              self.detector, checked.glossary, used)
+
+        async def align(lines: list[str], done: list[str]) -> list[Any]:
+            return await model_call(used[0], used[0].align(lines, done))
 
         async def work() -> bytes:
             async with self.file_places:
                 return await translated_file(
                     found, data, safe_name(upload.filename), translate, self.documents,
-                    self.limits.max_file_chars,
-                    lambda lines, done: model_call(self.batcher, self.batcher.align(lines, done)))
+                    self.limits.max_file_chars, align)
 
         translated = await within_timeout(self.limits, work())
-        key = self.store.put(translated, translated_name(upload.filename, target),
-                             found.media_type)
+        key = self.store.put(translated, translated_name(
+            upload.filename, target, *([source] if source != AUTO else [])), found.media_type)
         return JSONResponse({"translatedFileUrl": str(request.url_for("download_file",
                                                                       key=key))})
 
@@ -192,12 +190,12 @@ class Routes:
 
     async def languages(self) -> JSONResponse:
         """The languages, each with the targets it translates to (LibreTranslate's shape)."""
-        return JSONResponse(LANGUAGES)
+        return JSONResponse(self.models.pairs.listing())
 
     async def frontend_settings(self) -> JSONResponse:
         """What a client shows: the character limit, the languages, whether a key is
         needed, the file formats (LibreTranslate's fields), and the model."""
-        return JSONResponse(frontend_settings(self.settings, self.limits))
+        return JSONResponse(frontend_settings(self.settings, self.limits, self.models.pairs))
 
     async def suggest(self) -> JSONResponse:
         """Suggestions are not taken (as a LibreTranslate server without --suggestions)."""
@@ -210,14 +208,13 @@ class Routes:
         answered in how many model calls, documents (files, requests' HTML) being read or
         written or waiting to, and sentences whose translation failed its check
         (`inference/checks.py`)."""
-        batcher = self.batcher
+        models = self.models
         files = self.store.problem()
-        status = ("model worker stopped" if not batcher.alive else
+        status = ("model worker stopped" if not models.alive else
                   f"cannot keep translated files: {files}" if files else "ok")
         return JSONResponse({"status": status,
-                             "model": self.settings.model, "waiting": batcher.waiting,
-                             "answered": batcher.answered, "model_calls": batcher.model_calls,
+                             "model": self.settings.model, "waiting": models.waiting,
+                             "answered": models.answered, "model_calls": models.model_calls,
                              "documents": self.html.busy + self.documents.busy,
-                             "checks_failed": batcher.translator.tally.failed
-                             if batcher.translator is not None else 0},
+                             "checks_failed": models.checks_failed},
                             status_code=200 if status == "ok" else 503)

@@ -1,8 +1,9 @@
 """Starting and stopping `transcli serve`.
 
-In order: the run's config is checked and the port taken (a bad run dir, host or port
-is a one-line error before anything slow); the worker thread loads the model and
-translates once; only then does uvicorn listen, so `/health` answering means ready.
+In order: the runs' configs are checked and the port taken (a bad run dir, host or port
+is a one-line error before anything slow); each run's worker thread loads its model and
+translates once; only then does uvicorn listen, so `/health` answering means ready. Each
+run serves its direction (`data.src_lang` to `data.tgt_lang`, `models.py`).
 
 Uvicorn runs its event loop in a thread of its own; the main thread waits and takes the
 stop signals (`transcli.cli.exits` turns them into `Interrupted`). The first SIGINT or
@@ -25,7 +26,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from transcli.serve.limits import Limits
 from transcli.system.errors import UserError
@@ -35,7 +36,9 @@ if TYPE_CHECKING:
     from uvicorn import Server
 
     from transcli.config.schema import DecodeConfig
-    from transcli.serve.batcher import Batcher
+    from transcli.inference.translator import Translator
+    from transcli.rundir.run import RunDir
+    from transcli.serve.models import Models
 
 BACKLOG = 128  # connections the kernel holds while the server is busy
 SPARE_FILES = 64  # open files besides connections: the model's, logs, the listening socket
@@ -46,21 +49,25 @@ STOP_GRACE = 5.0  # seconds past --drain-timeout to close up, before exiting reg
 SWITCH_INTERVAL = 0.0002
 
 
-def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, host: str,
-          port: int, limits: Limits, api_key: Optional[str], docs: bool = False,
+def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], device: str,
+          host: str, port: int, limits: Limits, api_key: Optional[str], docs: bool = False,
           web: bool = True, cors_origin: Optional[str] = None, hosts: Sequence[str] = ()) -> None:
-    """Serve the run's model on host:port until a stop signal (module doc); `overrides`
+    """Serve the runs' models on host:port until a stop signal (module doc); `overrides`
     are the config's, as `load_translator` takes them; `hosts`: names it answers to
     besides its own when it listens on a loopback address (`app.host_checked`)."""
     from transcli.rundir.run import open_run_dir
     from transcli.system.runtime import available_cores
 
-    run = open_run_dir(run_dir, overrides)
+    runs = [open_run_dir(run_dir, overrides) for run_dir in run_dirs]
+    pairs = directions(run_dirs, runs)
     sys.setswitchinterval(SWITCH_INTERVAL)
-    decode = run.config.decode  # the HTTP side needs a core of its own for requests:
-    decode = replace(decode, threads=decode.threads or max(1, available_cores() - 1))
-    check_decode(decode)
-    if decode.split_sentences:  # its translations are 1-best only (`translate` says so too)
+    # The HTTP side needs a core of its own for requests; the models share the others.
+    threads = max(1, (available_cores() - 1) // len(runs))
+    decodes = [replace(run.config.decode, threads=run.config.decode.threads or threads)
+               for run in runs]
+    for decode in decodes:
+        check_decode(decode)
+    if any(decode.split_sentences for decode in decodes):  # 1-best only (`translate` says so)
         limits = replace(limits, max_alternatives=0)
     check_key_option(api_key)
     check_cors_origin(cors_origin)
@@ -72,39 +79,67 @@ def serve(run_dir: Path, checkpoint: str, overrides: list[Any], device: str, hos
     if api_key is None and not ipaddress.ip_address(sock.getsockname()[0]).is_loopback:
         say(f"warning: listening on {host} without --api-key: anyone who can reach this "
             f"port can use the model (docs/SERVE.md)")
-    store = None
+    store = models = None
     try:
-        from transcli.inference.translator import load_translator  # torch loads here
         from transcli.serve.app import create_app
-        from transcli.serve.batcher import Batcher
         from transcli.serve.connections import Connection
         from transcli.serve.detection import Detector
         from transcli.serve.files import FileStore
         from transcli.serve.settings import Settings
 
-        weights = run.checkpoint(checkpoint)  # the file the model is loaded from
+        models = loaded_models(runs, pairs, checkpoint, device, decodes, limits)
+        weights = runs[0].checkpoint(checkpoint)  # the file the (first) model is loaded from
         local = ipaddress.ip_address(sock.getsockname()[0]).is_loopback
-        settings = Settings(run_dir.resolve().name, checkpoint, weights.name, api_key, docs,
-                            web, cors_origin, local, tuple(name.lower() for name in hosts))
-        detector = Detector()
-        batcher = Batcher(lambda: load_translator(run, str(weights), device, decode), limits)
-        batcher.start()
+        settings = Settings(" + ".join(run_dir.resolve().name for run_dir in run_dirs),
+                            checkpoint, weights.name, api_key, docs, web, cors_origin, local,
+                            tuple(name.lower() for name in hosts))
         store = FileStore()
-        app = create_app(batcher, detector, store, settings)
+        app = create_app(models, Detector(models.pairs.codes), store, settings)
         config = uvicorn.Config(app, access_log=False, log_level="warning", backlog=BACKLOG,
                                 http=functools.partial(Connection, limits=limits),
                                 timeout_keep_alive=5,
                                 timeout_graceful_shutdown=limits.drain_timeout)
-        stop_by = run_until_stopped(uvicorn.Server(config), sock, batcher)
+        stop_by = run_until_stopped(uvicorn.Server(config), sock, models)
     finally:
         sock.close()
         if store is not None:
             store.close()
     # Only after a stop on a signal: an error or a second signal ends the process at once,
-    # and the worker thread with it.
-    if not batcher.stop(wait=max(0.5, stop_by - time.monotonic())):
+    # and the worker threads with it.
+    if not models.stop(wait=max(0.5, stop_by - time.monotonic())):
         say("the model call in progress did not end within --drain-timeout: not waiting")
     say("stopped")
+
+
+def directions(run_dirs: Sequence[Path], runs: Sequence[RunDir]) -> list[tuple[str, str]]:
+    """Each run's (source, target) languages; two runs of one direction are refused."""
+    pairs: list[tuple[str, str]] = []
+    for run_dir, run in zip(run_dirs, runs):
+        pair = (run.config.data.src_lang, run.config.data.tgt_lang)
+        if pair in pairs:
+            other = run_dirs[pairs.index(pair)]
+            raise UserError(f"--model {run_dir} and --model {other} both translate "
+                            f"{pair[0]} to {pair[1]}: give one run per direction")
+        pairs.append(pair)
+    return pairs
+
+
+def loaded_models(runs: Sequence[RunDir], pairs: Sequence[tuple[str, str]], checkpoint: str,
+                  device: str, decodes: Sequence[DecodeConfig], limits: Limits) -> Models:
+    """Each run's model loaded by its own worker thread (`Batcher`), which has translated
+    once."""
+    from transcli.inference.translator import load_translator  # torch loads here
+    from transcli.serve.batcher import Batcher
+    from transcli.serve.models import Models
+
+    def loader(run: RunDir, decode: DecodeConfig) -> Callable[[], Translator]:
+        weights = str(run.checkpoint(checkpoint))
+        return lambda: load_translator(run, weights, device, decode)
+
+    models = Models({pair: Batcher(loader(run, decode), limits)
+                     for pair, run, decode in zip(pairs, runs, decodes)})
+    models.start()
+    return models
 
 
 def check_formats() -> None:
@@ -198,7 +233,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_until_stopped(server: Server, sock: socket.socket, batcher: Batcher) -> float:
+def run_until_stopped(server: Server, sock: socket.socket, models: Models) -> float:
     """Run uvicorn's `server` on `sock` in a thread until a stop signal, then let it finish
     the requests in flight for up to `Limits.drain_timeout` seconds (uvicorn then cancels
     what still runs, and `AccessLog` answers 503); a second signal stops at once. Returns
@@ -221,11 +256,11 @@ def run_until_stopped(server: Server, sock: socket.socket, batcher: Batcher) -> 
     try:
         while not finished.wait(0.1):
             if not announced and server.started:
-                announce(sock, batcher)
+                announce(sock, models)
                 announced = True
     except KeyboardInterrupt as exc:  # `Interrupted` for SIGTERM and SIGHUP too
-        drain = batcher.limits.drain_timeout
-        say(f"{exc or 'SIGINT'}: finishing {batcher.waiting} queued request(s) and those "
+        drain = models.limits.drain_timeout
+        say(f"{exc or 'SIGINT'}: finishing {models.waiting} queued request(s) and those "
             f"being answered for up to {drain:g} s, then stopping (again to stop at once)")
         server.should_exit = True
         deadline = time.monotonic() + drain + STOP_GRACE
@@ -241,14 +276,15 @@ def run_until_stopped(server: Server, sock: socket.socket, batcher: Batcher) -> 
         return deadline
     if failed:
         raise UserError(f"the HTTP server stopped: {failed[0]!r}")
-    return time.monotonic() + batcher.limits.drain_timeout + STOP_GRACE
+    return time.monotonic() + models.limits.drain_timeout + STOP_GRACE
 
 
-def announce(sock: socket.socket, batcher: Batcher) -> None:
+def announce(sock: socket.socket, models: Models) -> None:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    mode = "batching" if batcher.merging else "one request per model call"
-    say(f"serving on http://{shown}:{port} ({mode}; Ctrl-C stops)")
+    mode = "batching" if models.merging else "one request per model call"
+    pairs = ", ".join(f"{source} to {target}" for source, target in models.pairs.pairs)
+    say(f"serving on http://{shown}:{port} ({pairs}; {mode}; Ctrl-C stops)")
 
 
 def say(message: str) -> None:

@@ -8,14 +8,14 @@ from typing import Any, Optional
 
 from transcli.serve.files import FORMATS
 from transcli.serve.limits import Limits
-from transcli.serve.protocol import NAMES, SOURCE, TARGET
+from transcli.serve.protocol import Pairs, name
 
 FRONTEND_TIMEOUT_MS = 150  # the page waits this long after a keystroke before translating
 
 
 @dataclass(frozen=True)
 class Settings:
-    model: str  # the run's name (its folder's), never the server's path to it
+    model: str  # the runs' names (their folders'), never the server's paths to them
     checkpoint: str  # as given to --checkpoint
     checkpoint_file: str  # the name of the weights file it names
     api_key: Optional[str] = None
@@ -26,9 +26,11 @@ class Settings:
     hosts: tuple[str, ...] = ()  # more names it answers to (--allow-host), lower case
 
 
-def frontend_settings(settings: Settings, limits: Limits) -> dict[str, Any]:
-    """LibreTranslate's fields (Dialect and LibreTranslate's page read them at start-up),
-    then transcli's own: the model, and the limits the page shows."""
+def frontend_settings(settings: Settings, limits: Limits, pairs: Pairs) -> dict[str, Any]:
+    """LibreTranslate's fields (Dialect and LibreTranslate's page read them at start-up;
+    `language` is the pair shown first), then transcli's own: the model, and the limits
+    the page shows."""
+    source, target = pairs.pairs[0]
     return {
         "charLimit": limits.max_chars,
         "frontendTimeout": FRONTEND_TIMEOUT_MS,
@@ -37,8 +39,8 @@ def frontend_settings(settings: Settings, limits: Limits) -> dict[str, Any]:
         "suggestions": False,
         "filesTranslation": True,
         "supportedFilesFormat": list(FORMATS),
-        "language": {"source": {"code": SOURCE, "name": NAMES[SOURCE]},
-                     "target": {"code": TARGET, "name": NAMES[TARGET]}},
+        "language": {"source": {"code": source, "name": name(source)},
+                     "target": {"code": target, "name": name(target)}},
         "model": {"name": settings.model, "checkpoint": settings.checkpoint,
                   "checkpointFile": settings.checkpoint_file},
         "alternativesLimit": limits.max_alternatives,

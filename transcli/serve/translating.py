@@ -1,8 +1,9 @@
 """From a checked request to its answer: each text's language (with source "auto"), the
 model's translations of the texts that need it, and alternatives (an n-best search).
 
-A text whose language is the target (a Spanish text for an en -> es server) is answered
-as it is, without a model call, as LibreTranslate answers it. Alternatives are a text's
+Each text goes to the model of its (source, target) pair (`Models`); one whose language
+is the target (a Spanish text with target "es") is answered as it is, without a model
+call, as LibreTranslate answers it. Alternatives are a text's
 2nd to (N+1)th translations, line by line (`Batcher.translate_lines`), without the best
 one, empty ones or repeats, as LibreTranslate filters them: a text may get fewer than N.
 
@@ -12,7 +13,7 @@ and the attribute values people read translated, all the request's lines in one 
 request. Its language is detected on its text, not its markup; it has no alternatives
 (LibreTranslate gives none for HTML either: an empty list each).
 
-A request's own `glossary` ({english: spanish}) extends the server's (`terms_glossary`)
+A request's own `glossary` ({source: target} terms) extends the server's (`terms_glossary`)
 for its texts, HTML or not, and its alternatives; so does a file's.
 
 Where the run has a confidence calibration, each text (not HTML) gets its confidence and
@@ -32,12 +33,12 @@ from transcli.serve.batcher import Batcher, QueueFull, TranslationFailed
 from transcli.serve.detection import Detector
 from transcli.serve.documents import DocumentThread, read_documents, translated_documents
 from transcli.serve.limits import Limits
+from transcli.serve.models import Models
 from transcli.serve.protocol import (
     AUTO,
     ApiError,
     TranslateAnswer,
     TranslateRequest,
-    check_pair,
     join_lines,
     split_lines,
 )
@@ -46,32 +47,39 @@ T = TypeVar("T")
 Sure = tuple[Optional[float], list[Optional[float]]]  # a text's confidence, its alternatives'
 
 
-async def answer(request: TranslateRequest, batcher: Batcher, detector: Detector,
+async def answer(request: TranslateRequest, models: Models, detector: Detector,
                  thread: DocumentThread) -> TranslateAnswer:
     """The answer to a checked `POST /translate` (HTML's read and written on `thread`)."""
     if request.format == "html":
-        return await within_timeout(batcher.limits,
-                                    _html_answer(request, batcher, detector, thread))
+        return await within_timeout(models.limits,
+                                    _html_answer(request, models, detector, thread))
     texts = request.texts
-    detected, todo = await _languages(request, texts, detector)
+    detected, groups = await _languages(request, texts, models, detector)
     translations = list(texts)  # as they are, unless translated below
     alternatives: list[list[str]] | None = [[] for _ in texts] if request.alternatives else None
     sure: list[Sure] = [(SURE, [])] * len(texts)  # a text answered as it is
-    if todo:
-        lines, counts = split_lines([texts[index] for index in todo])
-        found = await model_call(batcher, batcher.translate_lines(
-            lines, request.alternatives + 1, request_glossary(request, batcher)))
-        ranks = [_texts([_ranked(line, rank) for line in found], counts)
-                 for rank in range(request.alternatives + 1)]
+    found = await asyncio.gather(*(_ranks(request, batcher, [texts[i] for i in todo])
+                                   for batcher, todo in groups))
+    for (_, todo), ranks in zip(groups, found):
         for position, index in enumerate(todo):
             (translations[index], best), *others = [rank[position] for rank in ranks]
             kept = _unique([text for text, _ in others], translations[index])
             if alternatives is not None:
                 alternatives[index] = kept
             sure[index] = (best, [dict(others)[text] for text in kept])
-    calibrated = batcher.translator is not None and batcher.translator.calibration is not None
     return TranslateAnswer(request, translations, detected, alternatives,
-                           sure if calibrated else None)
+                           sure if models.calibrated else None)
+
+
+async def _ranks(request: TranslateRequest, batcher: Batcher, texts: list[str]
+                 ) -> list[list[tuple[str, Optional[float]]]]:
+    """Each rank's (best first, then the alternatives') translation of each of `texts`,
+    with its confidence."""
+    lines, counts = split_lines(texts)
+    found = await model_call(batcher, batcher.translate_lines(
+        lines, request.alternatives + 1, terms_glossary(request.glossary, batcher)))
+    return [_texts([_ranked(line, rank) for line in found], counts)
+            for rank in range(request.alternatives + 1)]
 
 
 def _ranked(line: Line, rank: int) -> tuple[str, Optional[float]]:
@@ -94,43 +102,49 @@ def _texts(lines: list[tuple[str, Optional[float]]], counts: list[int]
     return found
 
 
-async def _languages(request: TranslateRequest, texts: list[str], detector: Detector
-                     ) -> tuple[Optional[list[dict[str, Any]]], list[int]]:
+async def _languages(request: TranslateRequest, texts: list[str], models: Models,
+                     detector: Detector
+                     ) -> tuple[Optional[list[dict[str, Any]]], list[tuple[Batcher, list[int]]]]:
     """With source "auto", each text's language as detected; and the texts to translate
-    (those not in the target language already)."""
+    (those not in the target language already), by the batcher of their pair."""
     detected = await detector.detect_each(texts) if request.source == AUTO else None
     sources = [found["language"] for found in detected] if detected else \
         [request.source] * len(texts)
-    for source in set(sources):
-        check_pair(source, request.target)
-    return detected, [index for index, source in enumerate(sources) if source != request.target]
+    groups: dict[str, list[int]] = {}
+    for index, source in enumerate(sources):
+        if source != request.target:
+            groups.setdefault(source, []).append(index)
+    return detected, [(models.batcher(source, request.target), todo)
+                      for source, todo in groups.items()]
 
 
-async def _html_answer(request: TranslateRequest, batcher: Batcher, detector: Detector,
+async def _html_answer(request: TranslateRequest, models: Models, detector: Detector,
                        thread: DocumentThread) -> TranslateAnswer:
     """The answer to a request of HTML fragments (module doc)."""
     names = [f"q[{index}]" for index in range(len(request.texts))] \
         if isinstance(request.q, list) else ["q"]
     documents = await read_documents(thread, list(zip(request.texts, names)),
-                                     DOCUMENTS["html"], batcher.limits.max_chars)
-    detected, todo = await _languages(
+                                     DOCUMENTS["html"], models.limits.max_chars)
+    detected, groups = await _languages(
         request, ["\n".join(line for chunk in document.lines for line in chunk)
-                  for document in documents], detector)
+                  for document in documents], models, detector)
     translations = list(request.texts)
-    glossary = request_glossary(request, batcher)
-    written = await translated_documents(
-        [documents[index] for index in todo],
-        lambda lines, sizes: model_call(batcher, batcher.translate(lines, sizes, glossary)),
-        thread, lambda lines, done: model_call(batcher, batcher.align(lines, done)))
-    for index, data in zip(todo, written):
-        translations[index] = data.decode()
+    for batcher, todo in groups:
+        written = await _html_written([documents[index] for index in todo], batcher,
+                                      terms_glossary(request.glossary, batcher), thread)
+        for index, data in zip(todo, written):
+            translations[index] = data.decode()
     alternatives = [[] for _ in translations] if request.alternatives else None
     return TranslateAnswer(request, translations, detected, alternatives)
 
 
-def request_glossary(request: TranslateRequest, batcher: Batcher) -> Optional[Glossary]:
-    """The server's glossary with the request's own terms (`terms_glossary`)."""
-    return terms_glossary(request.glossary, batcher)
+async def _html_written(documents: list[Any], batcher: Batcher, glossary: Optional[Glossary],
+                        thread: DocumentThread) -> list[bytes]:
+    """HTML fragments of one language translated by `batcher`, written on `thread`."""
+    return await translated_documents(
+        documents,
+        lambda lines, sizes: model_call(batcher, batcher.translate(lines, sizes, glossary)),
+        thread, lambda lines, done: model_call(batcher, batcher.align(lines, done)))
 
 
 def terms_glossary(terms: Optional[dict[str, str]], batcher: Batcher) -> Optional[Glossary]:
@@ -149,16 +163,21 @@ def _unique(texts: list[str], best: str) -> list[str]:
 
 
 async def translate_file_lines(lines: list[str], sizes: Optional[Sequence[int]], source: str,
-                               target: str, batcher: Batcher, detector: Detector,
-                               glossary: Optional[Glossary] = None) -> list[str]:
-    """A file's lines translated (`sizes`: a document's chunks; `glossary`: the request's,
-    `terms_glossary`), or as they are when the file's language is the target (with
-    source "auto": of its text as a whole)."""
+                               target: str, models: Models, detector: Detector,
+                               terms: Optional[dict[str, str]] = None,
+                               used: Optional[list[Batcher]] = None) -> list[str]:
+    """A file's lines translated (`sizes`: a document's chunks; `terms`: the request's
+    glossary, `terms_glossary`), or as they are when the file's language is the target
+    (with source "auto": of its text as a whole). The batcher of its pair is appended to
+    `used` (for the alignments of its tags)."""
     if source == AUTO:
         source = (await detector.detect_each(["\n".join(lines)]))[0]["language"]
-        check_pair(source, target)
     if source == target or not lines:
         return lines
+    batcher = models.batcher(source, target)
+    if used is not None:
+        used.append(batcher)
+    glossary = terms_glossary(terms, batcher)
     return await model_call(batcher, batcher.translate(lines, sizes, glossary))
 
 

@@ -14,6 +14,8 @@
     inFlight: null,    // the AbortController of the translation request in flight
     asked: 0,          // requests sent so far: an answer to an older one is dropped
     shown: "",         // the translation shown
+    languages: [],     // GET /languages: each language with the targets it translates to
+    detected: null,    // the language detected in the text last translated ("auto")
   };
 
   // ------------------------------------------------------------------ errors, in words
@@ -80,8 +82,84 @@
     $("key-row").hidden = !s.keyRequired;
     $("formats").textContent = `(${s.supportedFilesFormat.join(", ")})`;
     $("file").accept = s.supportedFilesFormat.join(",");
+    try {
+      state.languages = await answerOf(await fetch("/languages"));
+    } catch (error) {
+      showError(describe(error));
+      return;
+    }
+    fillLanguages(s.language.source.code, s.language.target.code);
     updateCounter();
     if (source.value.trim()) scheduleTranslation();
+  }
+
+  // ------------------------------------------------------------------ languages
+
+  function languageName(code) {
+    const found = state.languages.find((language) => language.code === code);
+    return found ? found.name : code;
+  }
+
+  // The targets a source translates to ("auto": any language's).
+  function targetsOf(code) {
+    const sources = code === "auto" ? state.languages :
+      state.languages.filter((language) => language.code === code);
+    return [...new Set(sources.flatMap((language) => language.targets))];
+  }
+
+  function option(code, name) {
+    const item = document.createElement("option");
+    item.value = code;
+    item.textContent = name;
+    return item;
+  }
+
+  // Both pickers: the sources the server translates from (and "auto"), then the targets
+  // of the chosen one; `sourceCode` and `targetCode` chosen where they are offered.
+  function fillLanguages(sourceCode, targetCode) {
+    const sources = $("source-language");
+    sources.replaceChildren(
+      ...state.languages.filter((language) => language.targets.length)
+        .map((language) => option(language.code, language.name)),
+      option("auto", "Detect the language"));
+    sources.value = sourceCode;
+    fillTargets(targetCode);
+  }
+
+  function fillTargets(wanted) {
+    const targets = $("target-language");
+    const codes = targetsOf($("source-language").value);
+    targets.replaceChildren(...codes.map((code) => option(code, languageName(code))));
+    targets.value = codes.includes(wanted) ? wanted : codes[0];
+    showPair();
+  }
+
+  function showPair() {
+    const from = $("source-language").value, to = $("target-language").value;
+    $("pair").textContent = from === "auto" ? `to ${languageName(to)}` :
+      `${languageName(from)} → ${languageName(to)}`;
+    source.lang = from === "auto" ? "" : from;
+    translation.lang = to;
+    $("swap").disabled = !swapped();
+  }
+
+  // The pair the swap button turns to (the detected language for "auto"), if the server
+  // translates it.
+  function swapped() {
+    const chosen = $("source-language").value;
+    const from = chosen === "auto" ? state.detected : chosen;
+    const to = $("target-language").value;
+    return from && from !== to && targetsOf(to).includes(from) ? [to, from] : null;
+  }
+
+  function swapLanguages() {
+    const pair = swapped();
+    if (!pair) return;
+    const text = state.shown;
+    fillLanguages(pair[0], pair[1]);
+    if (text) source.value = text;
+    state.detected = null;
+    scheduleTranslation();
   }
 
   function apiKey() {
@@ -143,7 +221,7 @@
     const body = {
       q: source.value,
       source: $("source-language").value,
-      target: state.settings.language.target.code,
+      target: $("target-language").value,
       format: "text",
       alternatives: Math.min(3, state.settings.alternativesLimit || 0),
       ...apiKey(),
@@ -213,15 +291,15 @@
   }
 
   function showDetected(detected) {
+    state.detected = detected ? detected.language : null;
+    $("swap").disabled = !swapped();
     if (!detected) {
       $("detected").textContent = "";
       return;
     }
-    const names = { en: "English", es: "Spanish" };
-    const name = names[detected.language] || detected.language;
-    const target = state.settings.language.target.code;
-    $("detected").textContent = `Detected: ${name} (${detected.confidence}%)` +
-      (detected.language === target ? ", shown as it is" : "");
+    const target = $("target-language").value;
+    $("detected").textContent = `Detected: ${languageName(detected.language)} ` +
+      `(${detected.confidence}%)` + (detected.language === target ? ", shown as it is" : "");
   }
 
   // The picked alternative is shown; the translation it replaces takes its place.
@@ -270,7 +348,7 @@
     const form = new FormData();
     form.append("file", file);
     form.append("source", $("source-language").value);
-    form.append("target", state.settings.language.target.code);
+    form.append("target", $("target-language").value);
     const key = apiKey();
     if (key.api_key) form.append("api_key", key.api_key);
     status.textContent = `Translating ${file.name}…`;
@@ -303,7 +381,16 @@
       translateNow();
     }
   });
-  $("source-language").addEventListener("change", scheduleTranslation);
+  $("source-language").addEventListener("change", () => {
+    state.detected = null;
+    fillTargets($("target-language").value);
+    scheduleTranslation();
+  });
+  $("target-language").addEventListener("change", () => {
+    showPair();
+    scheduleTranslation();
+  });
+  $("swap").addEventListener("click", swapLanguages);
   $("api-key").addEventListener("change", scheduleTranslation);
   $("copy").addEventListener("click", copyTranslation);
   $("file-form").addEventListener("submit", translateFile);

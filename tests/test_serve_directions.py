@@ -1,0 +1,155 @@
+"""`transcli serve` with a run per direction: English to Spanish and Spanish to English
+from one server, as LibreTranslate serves both directions of a pair. The runs are the tiny
+memorised model and the same sentences memorised the other way (`reverse_run`, its
+config's data.src_lang es); the client is LibreTranslate's own Python client where it
+has the call."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from helpers import PAIRS, ROOT
+from helpers.server import Server, assert_error
+
+for needed in ("fastapi", "uvicorn", "libretranslatepy"):
+    pytest.importorskip(needed, reason="the serve extra and the dev extra")
+pytestmark = pytest.mark.slow
+
+ENGLISH = [en for en, _ in PAIRS]
+SPANISH = [es for _, es in PAIRS]
+
+
+@pytest.fixture(scope="module")
+def both(run_dir: Path, reverse_run: Path, tmp_path_factory: pytest.TempPathFactory
+         ) -> Iterator[Server]:
+    started = Server(run_dir, tmp_path_factory.mktemp("both"), "-m", str(reverse_run),
+                     "--max-alternatives", "2")
+    yield started
+    started.stop()
+
+
+def test_languages_lists_each_direction_as_libretranslate_does(both):
+    from libretranslatepy import LibreTranslateAPI
+
+    assert LibreTranslateAPI(both.url + "/").languages() == [
+        {"code": "en", "name": "English", "targets": ["es"]},
+        {"code": "es", "name": "Spanish", "targets": ["en"]}]
+    assert "(en to es, es to en; " in both.stderr()
+
+
+def test_each_direction_is_translated_by_its_run(both):
+    from libretranslatepy import LibreTranslateAPI
+
+    client = LibreTranslateAPI(both.url + "/")
+    assert client.translate(ENGLISH[0], "en", "es") == SPANISH[0]
+    assert client.translate(SPANISH[0], "es", "en") == ENGLISH[0]
+    assert client.translate(ENGLISH[1], "en", "en") == ENGLISH[1]  # its own target
+    status, body = both.translate([SPANISH[2], SPANISH[3]], source="es", target="en",
+                                  alternatives=2)
+    assert status == 200 and body["translatedText"] == [ENGLISH[2], ENGLISH[3]]
+    assert len(body["alternatives"]) == 2
+
+
+def test_auto_routes_each_text_by_its_language(both):
+    """A Spanish text with source "auto" and target "en" is translated, not echoed; in a
+    list, each text goes to the model of its own language."""
+    status, body = both.translate(SPANISH[4], source="auto", target="en")
+    assert status == 200 and body["translatedText"] == ENGLISH[4]
+    assert body["detectedLanguage"]["language"] == "es"
+    status, body = both.translate([SPANISH[5], ENGLISH[5]], source="auto", target="es")
+    assert status == 200 and body["translatedText"] == [SPANISH[5], SPANISH[5]]
+    assert [found["language"] for found in body["detectedLanguage"]] == ["es", "en"]
+
+
+def test_html_and_files_go_to_their_direction(both):
+    status, body = both.translate(f"<p><b>{SPANISH[6]}</b></p>", source="es", target="en",
+                                  format="html")
+    assert status == 200 and body["translatedText"] == f"<p><b>{ENGLISH[6]}</b></p>"
+    data = f"1\n00:00:01,000 --> 00:00:02,000\n{SPANISH[7]}\n".encode()
+    status, answer, _ = both.upload("notas.es.srt", data, source="es", target="en")
+    assert status == 200
+    url = urlsplit(answer["translatedFileUrl"]).path
+    assert url.endswith("notas.en.srt")
+    assert both.request("GET", url, raw=True)[1] == \
+        f"1\n00:00:01,000 --> 00:00:02,000\n{ENGLISH[7]}\n".encode()
+    status, answer, _ = both.upload("notas.txt", SPANISH[8].encode(), source="auto",
+                                    target="en")
+    assert status == 200
+    assert both.request("GET", urlsplit(answer["translatedFileUrl"]).path, raw=True)[1] == \
+        f"{ENGLISH[8]}\n".encode()
+
+
+def test_a_server_of_one_direction_refuses_the_other_in_libretranslates_words(
+        run_dir: Path, tmp_path: Path) -> None:
+    one = Server(run_dir, tmp_path)
+    try:
+        assert one.request("GET", "/languages")[1] == [
+            {"code": "en", "name": "English", "targets": ["es"]},
+            {"code": "es", "name": "Spanish", "targets": []}]
+        status, body = one.translate(SPANISH[0], source="es", target="en")
+        assert_error(status, body, 400)
+        assert body["error"] == "English (en) is not available as a target language from " \
+                                "Spanish (es)"
+        status, body = one.translate(SPANISH[0], source="auto", target="en")
+        assert_error(status, body, 400)
+    finally:
+        one.stop()
+
+
+def test_two_runs_of_one_direction_are_one_line(run_dir: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "transcli", "serve", "-m", str(run_dir),
+                           "-m", str(run_dir), "--port", "0"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.strip() == f"transcli: error: --model {run_dir} and --model {run_dir} " \
+                                  f"both translate en to es: give one run per direction"
+
+
+# ----------------------------------------------------------------------------- the page
+
+
+def test_the_page_translates_both_ways_and_swaps(both, tmp_path: Path) -> None:
+    """In Chromium: Spanish typed with the language detected comes out in English; the
+    swap button turns the pair round (the translation becomes the text); a Spanish file
+    comes back in English."""
+    from bench.page_latency import browser, chromium, type_and_time
+
+    if chromium() is None:
+        pytest.skip("needs Chromium: apt-get install chromium chromium-driver")
+    pytest.importorskip("playwright", reason="the dev extra")
+    with browser() as context:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(both.url + "/")
+        page.wait_for_selector("#model:has-text('checkpoint')")
+        assert page.inner_text("#pair") == "English → Spanish"
+        assert page.eval_on_selector_all("#source-language option", "o => o.map(e => e.value)") \
+            == ["en", "es", "auto"]
+        page.select_option("#source-language", "auto")
+        page.select_option("#target-language", "en")
+        type_and_time(page, SPANISH[1], timeout_ms=120_000)
+        assert page.inner_text("#translation") == ENGLISH[1]
+        assert page.inner_text("#detected").startswith("Detected: Spanish (")
+        page.click("#swap")  # English to Spanish now, the English the text
+        assert page.input_value("#source-language") == "en"
+        assert page.input_value("#target-language") == "es"
+        assert page.input_value("#source") == ENGLISH[1]
+        page.wait_for_selector(f"#translation:has-text('{SPANISH[1]}')")
+        page.select_option("#source-language", "es")
+        assert page.input_value("#target-language") == "en"
+        page.set_input_files("#file", files=[{"name": "notas.txt", "mimeType": "text/plain",
+                                             "buffer": SPANISH[9].encode()}])
+        page.click("#file-button")
+        link = page.locator("#download")
+        link.wait_for()
+        with page.expect_download() as download:
+            link.click()
+        assert download.value.suggested_filename == "notas.en.txt"
+        assert Path(download.value.path()).read_bytes() == f"{ENGLISH[9]}\n".encode()
+        assert not errors
