@@ -1,6 +1,7 @@
 """`train.guided_alignment`: the cost against a formula written out, the loss of an update,
-the config's checks, exact resume with it on, and a tiny model whose guided head learns
-to point at the words the prepared alignments link."""
+the config's checks, exact resume with it on, a tiny model whose guided head learns
+to point at the words the prepared alignments link, and placement (tags, dropped spans,
+emoji, explain's alignments) read from that head alone."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import TINY_CONFIG
 from helpers.training import (
     assert_training_resumes_exactly,
     fast_config,
@@ -17,12 +19,20 @@ from helpers.training import (
 )
 
 from transcli.config.loading import load_config
+from transcli.config.schema import guided_head
 from transcli.data.batching import AlignTargets, collate
 from transcli.data.prepared_dir import open_prepared_dir
+from transcli.inference.alignment import cross_attention
+from transcli.inference.attention import explain
+from transcli.inference.engines import TorchEngine
+from transcli.inference.search import Hypothesis
+from transcli.inference.translator import load_translator
 from transcli.model.transformer import Transformer
+from transcli.model.vocab import BOS_ID, EOS_ID
 from transcli.rundir.checkpoints import load_weights
 from transcli.rundir.layout import METRICS_FILE, step_path
 from transcli.rundir.metrics import read_metrics
+from transcli.rundir.run import open_run_dir
 from transcli.system.errors import UserError
 from transcli.training.objective import (
     EPSILON,
@@ -151,10 +161,35 @@ SHAPE = ["model.dec_layers=2", "model.heads=2", "train.max_steps=300", "train.sa
          "train.valid_every=1000", "train.log_every=50"]
 
 
+def test_the_engine_places_by_the_aligning_head_and_averages_without_one() -> None:
+    """`TorchEngine.attention` (what places tags, dropped spans and emoji) is the head's
+    weights as training's `decode_watching` computes them, else the average of all."""
+    cfg = load_config(TINY_CONFIG, ["model.dec_layers=2", "model.heads=2"])
+    torch.manual_seed(0)
+    model = Transformer(cfg.model, 64).eval()
+    source, target = [5, 9, 12, 7, EOS_ID], [11, 4, 30]
+    with torch.no_grad():
+        _, watched = model.decode_watching(torch.tensor([[BOS_ID, *target]]),
+                                           model.encode(torch.tensor([source])), 1, 0)
+    found = TorchEngine(model, "cpu", (1, 0)).attention([source], [target])[0]
+    torch.testing.assert_close(found, watched[0].float())
+    every = cross_attention(model, source, target + [EOS_ID])
+    torch.testing.assert_close(TorchEngine(model, "cpu").attention([source], [target])[0],
+                               every.mean(dim=(0, 1)))
+    assert not torch.allclose(found, every.mean(dim=(0, 1)))
+    # explain's (and --attention's) Pharaoh alignment: the head's strongest source piece
+    piece = {EOS_ID: "</s>"}.get
+    drawn = explain(model, lambda i: piece(i, f"p{i}"), source,
+                    Hypothesis(target, 0.0, 0.0, True), (1, 0))
+    assert drawn.alignment() == [(int(i), j) for j, i in
+                                 enumerate(found[:len(target), :len(source) - 1].argmax(1))]
+
+
 @pytest.mark.slow
 def test_the_guided_head_learns_where_words_went(aligned: Path, tmp_path: Path) -> None:
     """300 updates of the tiny model with and without guided alignment (same seed): the
-    guided head's strongest source piece is a linked one far more often."""
+    guided head's strongest source piece is a linked one far more often; the guided run's
+    translator places by that head, the other by the average."""
     guided_cfg = fast_config(GUIDED, *SHAPE)
     plain_cfg = fast_config(*SHAPE)
     train_dirs(guided_cfg, aligned, tmp_path / "guided")
@@ -165,6 +200,11 @@ def test_the_guided_head_learns_where_words_went(aligned: Path, tmp_path: Path) 
     losses = [r["align_loss"] for r in read_metrics(tmp_path / "guided" / METRICS_FILE,
                                                     "train")]
     assert losses[-1] < losses[0] * 0.7
+    engines = [load_translator(open_run_dir(tmp_path / run), "last", "cpu").engine
+               for run in ("guided", "plain")]
+    assert [engine.head for engine in engines] == [guided_head(guided_cfg.train,
+                                                               guided_cfg.model), None]
+    assert engines[0].head == (1, 0)
 
 
 @pytest.mark.slow  # compiling, even without code generation, takes tens of seconds here

@@ -51,6 +51,7 @@ class Attention:
     source: list[str]  # source pieces, then "</s>"
     target: list[str]  # target pieces, then "</s>" when the translation ended
     layers: Tensor  # [layers, len(target), len(source)], heads averaged; rows sum to 1
+    aligning: Optional[Tensor] = None  # the head trained to align, where the run has one
 
     @property
     def mean(self) -> Tensor:
@@ -59,14 +60,16 @@ class Attention:
 
     def alignment(self) -> list[tuple[int, int]]:
         """Pharaoh pairs (source piece i, target piece j), indices from 0, one per target
-        piece: the source piece it attended to most (`mean`'s row argmax). The
+        piece: the source piece it attended to most (the aligning head's row argmax,
+        else `mean`'s). The
         end-of-sentence token is left out on both sides: models park attention on the
         source `</s>`, which stands for no text."""
         text_rows = [j for j, piece in enumerate(self.target) if piece != "</s>"]
         columns = len(self.source) - 1  # the source always ends with </s>
         if not columns:
             return []
-        best = self.mean[:, :columns].argmax(dim=1).tolist()
+        weights = self.aligning if self.aligning is not None else self.mean
+        best = weights[:, :columns].argmax(dim=1).tolist()
         return [(best[j], j) for j in text_rows]
 
 
@@ -74,13 +77,14 @@ def pharaoh(pairs: list[tuple[int, int]]) -> str:
     return " ".join(f"{i}-{j}" for i, j in pairs)
 
 
-def explain(model: Transformer, piece: Any, source: list[int], hypothesis: Hypothesis
-            ) -> Attention:
-    """The `Attention` of one translation; `piece` maps an id to its piece."""
+def explain(model: Transformer, piece: Any, source: list[int], hypothesis: Hypothesis,
+            head: Optional[tuple[int, int]] = None) -> Attention:
+    """The `Attention` of one translation; `piece` maps an id to its piece; `head`: the
+    (layer, head) trained to align, if any."""
     target = hypothesis.tokens + ([EOS_ID] if hypothesis.eos else [])  # never empty
     weights = cross_attention(model, source, target)
     return Attention([piece(i) for i in source], [piece(i) for i in target],
-                     weights.mean(dim=1))
+                     weights.mean(dim=1), weights[head] if head else None)
 
 
 # ----------------------------------------------------------------------------- pictures
@@ -287,7 +291,8 @@ class AttentionWriter:
                 self._alignments.write(b"\n")
                 self.written.append(None)
                 continue
-            attention = explain(model, translator.tokenizer.sp.IdToPiece, source, hyps[0])
+            attention = explain(model, translator.tokenizer.sp.IdToPiece, source, hyps[0],
+                                translator.engine.head)
             stem = f"line-{first + index + 1:05d}"
             title = _title(line.strip(), texts[0][0])
             with self._file(f"{stem}.png", "picture") as out:

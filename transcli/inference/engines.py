@@ -51,10 +51,14 @@ class Engine(Protocol):
 class TorchEngine:
     """The torch model and the registered search strategies."""
 
-    def __init__(self, model: Transformer, device: str | torch.device | None = None):
+    def __init__(self, model: Transformer, device: str | torch.device | None = None,
+                 head: Optional[tuple[int, int]] = None):
+        """`head`: the (decoder layer, head) trained to align (`config.schema.guided_head`),
+        whose weights alone are the attention; without one, every head's averaged."""
         self.model = model
         self.device = torch.device(device) if device else next(model.parameters()).device
         self.max_positions = model.cfg.max_positions
+        self.head = head
 
     @torch.inference_mode()
     def search(self, sources: list[list[int]], max_len: list[int], indices: Sequence[int],
@@ -76,9 +80,11 @@ class TorchEngine:
             return search(self.model, src, max_len, decode, indices)
 
     def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[Tensor]:
-        """Every layer's and head's weights averaged (as `explain` shows them)."""
-        return [cross_attention(self.model, source, target + [EOS_ID]).mean(dim=(0, 1))
-                for source, target in zip(sources, targets)]
+        """The aligning head's weights (`head`), else every layer's and head's averaged
+        (as `explain` draws them)."""
+        weights = (cross_attention(self.model, source, target + [EOS_ID])
+                   for source, target in zip(sources, targets))
+        return [found[self.head] if self.head else found.mean(dim=(0, 1)) for found in weights]
 
 
 class Ct2Engine:

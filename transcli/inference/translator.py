@@ -16,7 +16,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
-from transcli.config.schema import DecodeConfig
+from transcli.config.schema import DecodeConfig, guided_head
 from transcli.data.terms import trained_with_annotation
 from transcli.data.tokenizer import Tokenizer
 from transcli.inference import device_defaults
@@ -53,15 +53,18 @@ class Translator:
     def __init__(self, model: Transformer | Engine, tokenizer: Tokenizer, decode: DecodeConfig,
                  device: str | torch.device | None = None, *,
                  glossary: Optional[Glossary] = None, annotated: bool = False,
-                 calibration: Optional[Calibration] = None):
+                 calibration: Optional[Calibration] = None,
+                 head: Optional[tuple[int, int]] = None):
         """`model`: a Transformer (searched by `TorchEngine` on `device`) or any other
         `Engine` (with `decode.batch_tokens` set: `load_translator` chooses it for
         CTranslate2's device). `glossary`: terms written in Spanish (`realtext.Preparer`;
         `load_translator` reads `decode.glossary`), by annotation where the model was
         `annotated` (`train.term_annotation`). `calibration`: what gives each
-        translation its confidence (`load_translator` reads the run's)."""
+        translation its confidence (`load_translator` reads the run's). `head`: the
+        cross-attention head the run trained to align (`train.guided_alignment`), which
+        places tags and spans on the torch engine."""
         if isinstance(model, torch.nn.Module):
-            self.engine: Engine = TorchEngine(model, device)
+            self.engine: Engine = TorchEngine(model, device, head)
             decode = device_defaults.fitted(decode, model.cfg, model.vocab_size, self.engine.device)
         else:
             self.engine = model
@@ -300,5 +303,5 @@ def load_translator(run: RunDir, checkpoint: str = "best", device: str = "auto",
         return Translator(engine, run.tokenizer, decode, glossary=glossary, annotated=annotated,
                           calibration=calibration)
     return Translator(inference_model(run, checkpoint, target, decode), run.tokenizer, decode,
-                      target,
-                      glossary=glossary, annotated=annotated, calibration=calibration)
+                      target, glossary=glossary, annotated=annotated, calibration=calibration,
+                      head=guided_head(run.config.train, run.config.model))
