@@ -32,11 +32,13 @@ def calibrate(
       transcli calibrate -m run
       transcli calibrate -m run --checkpoint avg --lines 1000
     """
-    from transcli.inference.calibrate import calibrate_run
     from transcli.rundir.run import open_run_dir
 
     started = time.perf_counter()
-    fitted = calibrate_run(open_run_dir(model), checkpoint, device or "auto", lines)
+    run = open_run_dir(model)
+    from transcli.inference.calibrate import calibrate_run  # torch loads here
+
+    fitted = calibrate_run(run, checkpoint, device or "auto", lines)
     print(f"transcli: confidence fitted on {fitted.lines} valid lines in "
           f"{time.perf_counter() - started:.0f} s: Pearson {fitted.pearson:.2f} against "
           f"their sentence chrF; written to {model / 'confidence.json'}", file=sys.stderr)

@@ -48,10 +48,7 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
                 batch_tokens: int | None, device: str) -> None:
     """Write `index<TAB>total<TAB>per_token<TAB>tokens` for every line pair of `src` and
     `tgt` to `output` (a path, or - for stdout), in input order."""
-    from transcli.inference import device_defaults
-    from transcli.inference.scoring import PairScorer
     from transcli.inference.streaming import Output, drain, stream
-    from transcli.inference.translator import inference_model
     from transcli.rundir.run import open_run_dir
     from transcli.system.devices import pick_device
 
@@ -65,6 +62,10 @@ def score_files(run_dir: Path, checkpoint: str, src: Path, tgt: Path, output: st
     if output != "-":  # a wrong output is said before the model loads
         check_output(output, target.inputs, "scores")
     chosen = pick_device(device)
+    from transcli.inference import device_defaults  # torch loads here
+    from transcli.inference.scoring import PairScorer
+    from transcli.inference.translator import inference_model
+
     model = inference_model(run, checkpoint, chosen)
     # decode.batch_tokens, or (0) greedy translation's budget for the device
     budget = device_defaults.batch_tokens(replace(run.config.decode, strategy="greedy"), model.cfg,

@@ -126,7 +126,6 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         return translate_document(model_dir, checkpoint, input, output, overrides, device,
                                   attention, force, document, trust)
     from transcli.inference.streaming import Output, drain, stream
-    from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
 
     typed = input == "-" and sys.stdin.isatty()
@@ -139,6 +138,8 @@ def translate_file(model_dir: Path, checkpoint: str, input: str, output: str,
         target = Output(output, [input, *run.inputs(checkpoint)], "translations")
         if output != "-":  # a wrong output is said before the model loads
             check_output(output, target.inputs, "translations")
+        from transcli.inference.translator import load_translator  # torch loads here
+
         translator = load_translator(run, checkpoint, device)
         writer = stack.enter_context(_attention_writer(attention, translator, force))
         work = functools.partial(_translated, translator, writer, trust)
@@ -190,7 +191,6 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
     if document.binary and output == "-" and sys.stdout.isatty():
         raise UserError(f"a {document.title} is not written to the terminal: give -o FILE")
     opened = Document(document, input, force=force)  # bad input: said before torch loads
-    from transcli.inference.translator import load_translator
     from transcli.rundir.run import open_run_dir
 
     run = open_run_dir(model_dir, overrides)
@@ -200,6 +200,8 @@ def translate_document(model_dir: Path, checkpoint: str, input: str, output: str
     target = Output(output, [input, *run.inputs(checkpoint)], "translation", streamed=False)
     if output != "-":
         check_output(output, target.inputs, "translation")
+    from transcli.inference.translator import load_translator  # torch loads here
+
     translator = load_translator(run, checkpoint, device)
     counts = opened.translate(target, functools.partial(_translated, translator, None, trust),
                               align=translator.alignments)

@@ -15,15 +15,8 @@ import json
 import stat
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Optional
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Optional
 
-import torch
-from safetensors import SafetensorError
-from safetensors.torch import load as st_load
-from safetensors.torch import save_file as st_save_file
-from safetensors.torch import save_model as st_save_model
-
-from transcli.model.transformer import upgrade_parameter_names
 from transcli.rundir.layout import (
     AVG_FILE,
     CHECKPOINT_DIR,
@@ -45,6 +38,13 @@ from transcli.system.files import (
 )
 from transcli.system.outputs import output_file
 
+if TYPE_CHECKING:
+    import torch
+
+# torch and safetensors are imported by the functions that read or write tensors: finding
+# a run's checkpoint (`resolve_checkpoint`, the headers) needs neither, so a command that
+# refuses its arguments says so before torch loads.
+
 MAX_HEADER = 100 << 20  # bytes: safetensors' own limit on a header's size
 TOKENIZER_KEY = "tokenizer_sha256"  # in a weights file's metadata: what it was trained with
 
@@ -53,6 +53,8 @@ def save_weights(model: torch.nn.Module, path: str | Path,
                  tokenizer_sha256: Optional[str] = None) -> None:
     """Atomically write the model's weights (tied tensors stored once), recording the
     SHA-256 of the tokenizer they were trained with when given (`load_weights`)."""
+    from safetensors.torch import save_model as st_save_model
+
     metadata = {TOKENIZER_KEY: tokenizer_sha256} if tokenizer_sha256 else None
     with output_file(path, "weights", record=RUN_RECORD) as out, \
             _safetensors_errors(path, "weights"):
@@ -62,6 +64,8 @@ def save_weights(model: torch.nn.Module, path: str | Path,
 @contextlib.contextmanager
 def _safetensors_errors(path: str | Path, what: str) -> Iterator[None]:
     """safetensors reports a full disk as its own error type: one line naming `path`."""
+    from safetensors import SafetensorError
+
     try:
         yield
     except SafetensorError as exc:
@@ -76,6 +80,10 @@ def load_weights(model: torch.nn.Module, path: str | Path,
     vocabulary, one trained with another tokenizer than `tokenizer_sha256` (when both
     the file and the caller know it), or one holding non-finite values. Checkpoints
     written before the residual blocks had names load too."""
+    import torch
+
+    from transcli.model.transformer import upgrade_parameter_names
+
     module = _unwrap(model)
     weights, metadata = read_weights(path)
     trained_with = (metadata or {}).get(TOKENIZER_KEY)
@@ -119,6 +127,8 @@ def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, st
     """Step `step`: weights, then training state (a kill between the two leaves the
     previous step the latest complete one), then the older steps pruned to `keep_last`
     (`prune_checkpoints`)."""
+    import torch
+
     save_weights(model, step_path(Path(run_dir), step), tokenizer_sha256)
     with output_file(state_path(Path(run_dir), step), "training state",
                      record=RUN_RECORD) as handle:
@@ -134,6 +144,8 @@ def save_checkpoint(model: torch.nn.Module, state: dict, run_dir: str | Path, st
 
 def load_state(run_dir: str | Path, step: int) -> dict:
     """Training state of `step`, read without unpickling arbitrary objects."""
+    import torch
+
     path = state_path(Path(run_dir), step)
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
@@ -179,6 +191,8 @@ def average_last(run_dir: Path, last: int) -> None:
     """`avg` as the element-wise mean of the last `last` step checkpoints (Vaswani et al.
     average the last 5 or 20), accumulated in float64 and stored in the files' own
     dtypes; nothing without a step checkpoint."""
+    from safetensors.torch import save_file as st_save_file
+
     paths = [path for _, path in step_checkpoints(run_dir)][-last:]
     if not paths:
         return
@@ -197,6 +211,9 @@ def average_last(run_dir: Path, last: int) -> None:
 
 def read_weights(path: str | Path) -> tuple[dict[str, torch.Tensor], Optional[dict[str, str]]]:
     """A safetensors file's tensors and metadata, read in one open."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load as st_load
+
     try:
         with open(path, "rb") as handle:
             data = handle.read()

@@ -18,16 +18,13 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
-
-import torch
+from typing import TYPE_CHECKING, Any, Optional
 
 from transcli.config.loading import Override, load_config, save_config, with_overrides
 from transcli.config.schema import Config
 from transcli.data.encoded import MANIFEST_FILE
 from transcli.data.prepared_dir import PreparedDir
 from transcli.data.tokenizer import TOKENIZER_FILE, Tokenizer
-from transcli.model.transformer import Transformer
 from transcli.rundir.checkpoints import load_weights, resolve_checkpoint
 from transcli.rundir.layout import (
     CHECKPOINT_DIR,
@@ -47,6 +44,11 @@ from transcli.system.errors import UserError, first_line
 from transcli.system.files import cannot_write, read_json
 from transcli.system.outputs import output_file
 from transcli.system.replacing import remove_leftovers
+
+if TYPE_CHECKING:  # (torch loads with the model, not with the run dir: `model`)
+    import torch
+
+    from transcli.model.transformer import Transformer
 
 # Below this many updates the shipped recipes' models still translate poorly
 # (docs/TRAINING.md, "What a short run gives", has their BLEU by update).
@@ -153,6 +155,8 @@ class RunDir:
 
     def model(self, weights: Path, device: str | torch.device = "cpu") -> Transformer:
         """The model of this run's config with the weights of `weights`, in eval mode."""
+        from transcli.model.transformer import Transformer
+
         model = Transformer(self.config.model, self.tokenizer.vocab_size)
         load_weights(model, weights, self.tokenizer.sha256)
         return model.to(device).eval()

@@ -60,6 +60,7 @@ def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], devic
 
     runs = [open_run_dir(run_dir, overrides) for run_dir in run_dirs]
     pairs = directions(run_dirs, runs)
+    weights = [run.checkpoint(checkpoint) for run in runs]  # the files the models load
     sys.setswitchinterval(SWITCH_INTERVAL)
     # The HTTP side needs a core of its own for requests; the models share the others.
     threads = max(1, (available_cores() - 1) // len(runs))
@@ -87,12 +88,11 @@ def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], devic
         from transcli.serve.files import FileStore
         from transcli.serve.settings import Settings
 
-        models = loaded_models(runs, pairs, checkpoint, device, decodes, limits)
-        weights = runs[0].checkpoint(checkpoint)  # the file the (first) model is loaded from
+        models = loaded_models(runs, pairs, weights, device, decodes, limits)
         local = ipaddress.ip_address(sock.getsockname()[0]).is_loopback
         settings = Settings(" + ".join(run_dir.resolve().name for run_dir in run_dirs),
-                            checkpoint, weights.name, api_key, docs, web, cors_origin, local,
-                            tuple(name.lower() for name in hosts))
+                            checkpoint, weights[0].name, api_key, docs, web, cors_origin,
+                            local, tuple(name.lower() for name in hosts))
         store = FileStore()
         app = create_app(models, Detector(models.pairs.codes), store, settings)
         config = uvicorn.Config(app, access_log=False, log_level="warning", backlog=BACKLOG,
@@ -124,20 +124,20 @@ def directions(run_dirs: Sequence[Path], runs: Sequence[RunDir]) -> list[tuple[s
     return pairs
 
 
-def loaded_models(runs: Sequence[RunDir], pairs: Sequence[tuple[str, str]], checkpoint: str,
-                  device: str, decodes: Sequence[DecodeConfig], limits: Limits) -> Models:
-    """Each run's model loaded by its own worker thread (`Batcher`), which has translated
-    once."""
+def loaded_models(runs: Sequence[RunDir], pairs: Sequence[tuple[str, str]],
+                  weights: Sequence[Path], device: str, decodes: Sequence[DecodeConfig],
+                  limits: Limits) -> Models:
+    """Each run's model (from its `weights` file) loaded by its own worker thread
+    (`Batcher`), which has translated once."""
     from transcli.inference.translator import load_translator  # torch loads here
     from transcli.serve.batcher import Batcher
     from transcli.serve.models import Models
 
-    def loader(run: RunDir, decode: DecodeConfig) -> Callable[[], Translator]:
-        weights = str(run.checkpoint(checkpoint))
-        return lambda: load_translator(run, weights, device, decode)
+    def loader(run: RunDir, path: Path, decode: DecodeConfig) -> Callable[[], Translator]:
+        return lambda: load_translator(run, str(path), device, decode)
 
-    models = Models({pair: Batcher(loader(run, decode), limits)
-                     for pair, run, decode in zip(pairs, runs, decodes)})
+    models = Models({pair: Batcher(loader(run, path, decode), limits)
+                     for pair, run, path, decode in zip(pairs, runs, weights, decodes)})
     models.start()
     return models
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # (torch loads where a function needs it: `available_cores` does not)
+    import torch
 
 
 def available_cores() -> int:
@@ -25,6 +27,8 @@ def set_threads(threads: int) -> int:
     """Give torch `threads` intra-op threads (0: one per available core), never more than
     the cores this process may use (more only make the threads wait on each other, and
     thousands exhaust the process); returns the count."""
+    import torch
+
     cores = available_cores()
     if threads > cores:
         print(f"transcli: note: {threads} threads asked for, {cores} core(s) here: "
@@ -37,6 +41,7 @@ def set_threads(threads: int) -> int:
 def inference_setup(device: torch.device, threads: int) -> None:
     """Before a model for translating or scoring loads onto `device`: on the CPU,
     `threads` torch threads (0: one per available core)."""
+
     if device.type == "cpu":
         set_threads(threads)
 
@@ -45,6 +50,8 @@ def cpu_has_bf16() -> bool:
     """Whether torch has bf16 kernels for this CPU (oneDNN's check: AVX512 or AMX). On
     others (AVX2-only x86, for one) bf16 autocast still runs, but through conversions that
     make training many times slower than fp32 (README, "The CPU recipe")."""
+    import torch
+
     return (torch.backends.mkldnn.is_available()
             and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()))
 
@@ -59,6 +66,8 @@ def training_precision(device_type: str, precision: str, cpu_precision: str) -> 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """Mixed precision: matmuls in bf16/fp16, weights, softmax and loss in fp32."""
+    import torch
+
     if precision == "fp32":
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
