@@ -101,13 +101,23 @@ def test_a_server_of_one_direction_refuses_the_other_in_libretranslates_words(
         one.stop()
 
 
-def test_two_runs_of_one_direction_are_one_line(run_dir: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "transcli", "serve", "-m", str(run_dir),
-                           "-m", str(run_dir), "--port", "0"], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
-    assert done.returncode != 0 and done.stdout == ""
-    assert done.stderr.strip() == f"transcli: error: --model {run_dir} and --model {run_dir} " \
-                                  f"both translate en to es: give one run per direction"
+def test_two_runs_of_one_direction_or_one_glossary_for_both_are_one_line(
+        run_dir: Path, reverse_run: Path, tmp_path: Path) -> None:
+    def refusal(*flags: str | Path) -> str:
+        done = subprocess.run([sys.executable, "-m", "transcli", "serve", *map(str, flags),
+                               "--port", "0"], capture_output=True, text=True, cwd=ROOT,
+                              timeout=120)
+        assert done.returncode != 0 and done.stdout == ""
+        return done.stderr.strip()
+
+    assert refusal("-m", run_dir, "-m", run_dir) == \
+        f"transcli: error: --model {run_dir} and --model {run_dir} both translate en to es: " \
+        f"give one run per direction"
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("station\tterminal\n", encoding="utf-8")
+    assert refusal("-m", run_dir, "-m", reverse_run, "--glossary", terms) == \
+        "transcli: error: --glossary with two runs: a glossary's terms are one direction's; " \
+        "set decode.glossary in each run's config.yaml instead"
 
 
 # ----------------------------------------------------------------------------- the page

@@ -60,6 +60,9 @@ def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], devic
 
     runs = [open_run_dir(run_dir, overrides) for run_dir in run_dirs]
     pairs = directions(run_dirs, runs)
+    if len(runs) > 1 and any(_key(item) == "decode.glossary" for item in overrides):
+        raise UserError("--glossary with two runs: a glossary's terms are one direction's; "
+                        "set decode.glossary in each run's config.yaml instead")
     weights = [run.checkpoint(checkpoint) for run in runs]  # the files the models load
     sys.setswitchinterval(SWITCH_INTERVAL)
     # The HTTP side needs a core of its own for requests; the models share the others.
@@ -109,6 +112,11 @@ def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], devic
     if not models.stop(wait=max(0.5, stop_by - time.monotonic())):
         say("the model call in progress did not end within --drain-timeout: not waiting")
     say("stopped")
+
+
+def _key(override: Any) -> str:
+    """The config key an override sets: ("decode.glossary", value) or "decode.glossary=..."."""
+    return override[0] if isinstance(override, tuple) else str(override).split("=", 1)[0]
 
 
 def directions(run_dirs: Sequence[Path], runs: Sequence[RunDir]) -> list[tuple[str, str]]:
