@@ -6,6 +6,7 @@ has the call."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 import pytest
-from helpers import PAIRS, ROOT
+from helpers import PAIRS, ROOT, TINY_CONFIG
 from helpers.server import Server, assert_error
 
 for needed in ("fastapi", "uvicorn", "libretranslatepy"):
@@ -52,7 +53,10 @@ def test_each_direction_is_translated_by_its_run(both):
     status, body = both.translate([SPANISH[2], SPANISH[3]], source="es", target="en",
                                   alternatives=2)
     assert status == 200 and body["translatedText"] == [ENGLISH[2], ENGLISH[3]]
-    assert len(body["alternatives"]) == 2
+    # each text's other translations, by the es -> en run's n-best search, never the best
+    assert [len(others) for others in body["alternatives"]] == [2, 2]
+    for best, others in zip(body["translatedText"], body["alternatives"]):
+        assert best not in others and all(others)
 
 
 def test_auto_routes_each_text_by_its_language(both):
@@ -66,6 +70,57 @@ def test_auto_routes_each_text_by_its_language(both):
     assert [found["language"] for found in body["detectedLanguage"]] == ["es", "en"]
 
 
+def test_a_list_in_two_source_languages_is_one_answer_from_two_runs(
+        run_dir: Path, tmp_path: Path, tiny_spm: Path) -> None:
+    """A server of English, and French (a third run memorising two French sentences), to
+    Spanish: a list of texts in both with source "auto" is translated by both runs at
+    once, each text by its own, in one answer (in this process, through `answer`)."""
+    import asyncio
+
+    from helpers.memorised import memorised_model
+
+    from transcli.config.loading import load_config, save_config
+    from transcli.data.tokenizer import TOKENIZER_FILE
+    from transcli.inference.translator import load_translator
+    from transcli.rundir.checkpoints import save_weights
+    from transcli.rundir.layout import CONFIG_FILE, step_path
+    from transcli.rundir.run import open_run_dir
+    from transcli.serve.batcher import Batcher
+    from transcli.serve.detection import Detector
+    from transcli.serve.documents import DocumentThread
+    from transcli.serve.limits import Limits
+    from transcli.serve.models import Models
+    from transcli.serve.protocol import translate_request
+    from transcli.serve.translating import answer
+
+    french = [("J'aime beaucoup les arbres.", SPANISH[0]),
+              ("Où est la gare, s'il vous plaît ?", SPANISH[1])]
+    fr_run = tmp_path / "run-fr-es"
+    fr_run.mkdir()
+    save_config(load_config(TINY_CONFIG, ["data.src_lang=fr"]), fr_run / CONFIG_FILE)
+    (fr_run / TOKENIZER_FILE).write_bytes(tiny_spm.read_bytes())
+    save_weights(memorised_model(tiny_spm, tuple(french)), step_path(fr_run, 200))
+
+    def batcher(run: Path) -> Batcher:
+        return Batcher(lambda: load_translator(open_run_dir(run), "last", "cpu"), Limits())
+
+    models = Models({("en", "es"): batcher(run_dir), ("fr", "es"): batcher(fr_run)})
+    models.start()
+    detector, thread = Detector(models.pairs.codes), DocumentThread("test-html", 4)
+    try:
+        request = translate_request(
+            {"q": [french[0][0], ENGLISH[3], french[1][0], SPANISH[4]], "source": "auto",
+             "target": "es", "alternatives": 1}, 10_000, 3, models.pairs)
+        found = asyncio.run(answer(request, models, detector, thread)).body()
+    finally:
+        models.stop(wait=30)
+        detector.close()
+    assert found["translatedText"] == [SPANISH[0], SPANISH[3], SPANISH[1], SPANISH[4]]
+    assert [d["language"] for d in found["detectedLanguage"]] == ["fr", "en", "fr", "es"]
+    assert [len(others) for others in found["alternatives"]] == [1, 1, 1, 0]
+    assert [batcher.answered for batcher in models.all] == [1, 1]  # one request each
+
+
 def test_html_and_files_go_to_their_direction(both):
     status, body = both.translate(f"<p><b>{SPANISH[6]}</b></p>", source="es", target="en",
                                   format="html")
@@ -77,11 +132,19 @@ def test_html_and_files_go_to_their_direction(both):
     assert url.endswith("notas.en.srt")
     assert both.request("GET", url, raw=True)[1] == \
         f"1\n00:00:01,000 --> 00:00:02,000\n{ENGLISH[7]}\n".encode()
-    status, answer, _ = both.upload("notas.txt", SPANISH[8].encode(), source="auto",
+    status, answer, _ = both.upload("notas.es.txt", SPANISH[8].encode(), source="auto",
                                     target="en")
     assert status == 200
-    assert both.request("GET", urlsplit(answer["translatedFileUrl"]).path, raw=True)[1] == \
-        f"{ENGLISH[8]}\n".encode()
+    url = urlsplit(answer["translatedFileUrl"]).path
+    assert url.endswith("notas.en.txt")  # the language detected, named as a given one
+    assert both.request("GET", url, raw=True)[1] == f"{ENGLISH[8]}\n".encode()
+    # a tag placed by the es -> en run's alignment of its own translation
+    page = "<p>Me <b>gustan</b> los árboles.</p>\n".encode()
+    status, answer, _ = both.upload("pagina.html", page, source="es", target="en")
+    assert status == 200
+    written = both.request("GET", urlsplit(answer["translatedFileUrl"]).path, raw=True)[1]
+    assert written.count(b"<b>") == written.count(b"</b>") == 1
+    assert re.sub(rb"</?b>", b"", written) == f"<p>{ENGLISH[0]}</p>\n".encode()
 
 
 def test_a_server_of_one_direction_refuses_the_other_in_libretranslates_words(

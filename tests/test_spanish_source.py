@@ -2,9 +2,9 @@
 model translating Spanish to English (the tiny model memorising `PAIRS` and `SLOTS` the
 other way). Numbers written the Spanish way (a decimal comma, `.` between thousands),
 amounts, times, and every other span kind come back as written; paragraphs are cut at
-`¿…?`, `¡…!` and kept whole at Spanish abbreviations; capitals come back; glossary terms
-go from Spanish to English; documents keep their markup; `evaluate`, `explain` and
-`score` read the run's direction."""
+`¿…?`, `¡…!` and kept whole at Spanish abbreviations (`Sra.`, `EE. UU.`); capitals come
+back; glossary terms go from Spanish to English; documents keep their markup; `evaluate`,
+`explain` and `score` read the run's direction."""
 
 from __future__ import annotations
 
@@ -69,6 +69,14 @@ def test_a_paragraph_is_cut_at_spanish_question_and_exclamation_marks(translator
     assert translator.translate([line]) == [f"{ENGLISH[1]} {ENGLISH[2]}  {ENGLISH[0]}"]
 
 
+def test_spanish_abbreviations_stay_inside_their_sentence():
+    from transcli.inference.sentences import split_sentences
+
+    assert split_sentences("¿Dónde vive la Sra. García? Vive en EE. UU. desde 2020. "
+                           "¡Qué bien!") == ["¿Dónde vive la Sra. García?",
+                                             "Vive en EE. UU. desde 2020.", "¡Qué bien!"]
+
+
 def test_capitals_come_back_in_their_case(translator):
     assert translator.translate(["ME GUSTAN LOS ÁRBOLES.", "¿QUIERES UN POCO DE CAFÉ?"]) == \
         ["I LIKE TREES.", "DO YOU WANT SOME COFFEE?"]
@@ -125,7 +133,13 @@ def test_the_commands_read_the_direction_from_the_run(spanish_run, tmp_path):
                    "--out", tmp_path / "pictures")
     assert done.returncode == 0, done.stderr
     assert f"Source: {SPANISH[1]}\nTranslation: {ENGLISH[1]}\n" in done.stdout
-    done = run_cli("score", "-m", spanish_run, "--checkpoint", "last", "--src", source,
-                   "--tgt", reference)
-    assert done.returncode == 0, done.stderr
-    assert len(done.stdout.splitlines()) == 4
+    # score: the memorised pairs are likely (near 0 per token) read Spanish to English,
+    # unlikely the other way round
+    per_token = {}
+    for name, (src, tgt) in {"es-en": (source, reference), "en-es": (reference, source)}.items():
+        done = run_cli("score", "-m", spanish_run, "--checkpoint", "last", "--src", src,
+                       "--tgt", tgt)
+        assert done.returncode == 0, done.stderr
+        per_token[name] = [float(row.split("\t")[2]) for row in done.stdout.splitlines()]
+    assert len(per_token["es-en"]) == 4 and min(per_token["es-en"]) > -0.5, per_token
+    assert max(per_token["en-es"]) < min(per_token["es-en"]) - 1, per_token

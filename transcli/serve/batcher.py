@@ -173,13 +173,17 @@ class Batcher:
             self._withdraw(job)
             raise
 
+    def finish(self) -> None:
+        """Tell the worker to end once it has translated what is queued (`stop` waits)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+
     def stop(self, wait: float | None = None) -> bool:
         """Translate what is queued, then end the worker, waiting for it at most `wait`
         seconds; whether it ended (a worker still loading the model, when a signal stopped
         `start`, or still translating, is left to end with the process)."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify()
+        self.finish()
         if self._ready.is_set():
             self._thread.join(wait)
         if self._thread.is_alive():

@@ -31,11 +31,11 @@ class Models:
     def limits(self) -> Limits:
         return self.all[0].limits  # (the same for each)
 
-    @property
-    def calibrated(self) -> bool:
-        """Whether every model has a confidence calibration (then answers give one)."""
+    def calibrated(self, used: list[Batcher]) -> bool:
+        """Whether the models `used` for an answer (all of them, when it used none) have
+        a confidence calibration: then the answer gives one."""
         return all(batcher.translator is not None and batcher.translator.calibration
-                   is not None for batcher in self.all)
+                   is not None for batcher in used or self.all)
 
     def batcher(self, source: str, target: str) -> Batcher:
         """The batcher of the pair; LibreTranslate's 400 when no model translates it."""
@@ -51,6 +51,8 @@ class Models:
     def stop(self, wait: float) -> bool:
         """Stop every worker; whether all ended within `wait` seconds."""
         end = time.monotonic() + wait
+        for batcher in self.all:  # all finish their queues at once, then each is waited for
+            batcher.finish()
         return all([batcher.stop(wait=max(0.0, end - time.monotonic()))
                     for batcher in self.all])
 

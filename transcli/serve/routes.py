@@ -154,14 +154,15 @@ class Routes:
             data = await upload.read()
         finally:
             await upload.close()  # a large part was spooled to a temporary file
-        used: list[Batcher] = []  # the pair's, once the file's language is known
+        used: list[tuple[str, Batcher]] = []  # its language and pair's batcher, once known
 
         async def translate(lines: list[str], sizes: Optional[list[int]]) -> list[str]:
             return await translate_file_lines(lines, sizes, source, target, self.models,
                                               self.detector, checked.glossary, used)
 
         async def align(lines: list[str], done: list[str]) -> list[Any]:
-            return await model_call(used[0], used[0].align(lines, done))
+            batcher = used[0][1]
+            return await model_call(batcher, batcher.align(lines, done))
 
         async def work() -> bytes:
             async with self.file_places:
@@ -170,8 +171,9 @@ class Routes:
                     self.limits.max_file_chars, align)
 
         translated = await within_timeout(self.limits, work())
+        named = used[0][0] if used else source  # (a file in its target language: as sent)
         key = self.store.put(translated, translated_name(
-            upload.filename, target, *([source] if source != AUTO else [])), found.media_type)
+            upload.filename, target, *([named] if named != AUTO else [])), found.media_type)
         return JSONResponse({"translatedFileUrl": str(request.url_for("download_file",
                                                                       key=key))})
 

@@ -55,6 +55,7 @@ def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], devic
     """Serve the runs' models on host:port until a stop signal (module doc); `overrides`
     are the config's, as `load_translator` takes them; `hosts`: names it answers to
     besides its own when it listens on a loopback address (`app.host_checked`)."""
+    from transcli.rundir.layout import is_step
     from transcli.rundir.run import open_run_dir
     from transcli.system.runtime import available_cores
 
@@ -63,6 +64,9 @@ def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], devic
     if len(runs) > 1 and any(_key(item) == "decode.glossary" for item in overrides):
         raise UserError("--glossary with two runs: a glossary's terms are one direction's; "
                         "set decode.glossary in each run's config.yaml instead")
+    if len(runs) > 1 and checkpoint not in ("best", "last", "avg") and not is_step(checkpoint):
+        raise UserError(f"--checkpoint {checkpoint}: a file is one run's weights; with two "
+                        f"runs give best, last, avg or a step number")
     weights = [run.checkpoint(checkpoint) for run in runs]  # the files the models load
     sys.setswitchinterval(SWITCH_INTERVAL)
     # The HTTP side needs a core of its own for requests; the models share the others.

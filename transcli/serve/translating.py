@@ -67,8 +67,9 @@ async def answer(request: TranslateRequest, models: Models, detector: Detector,
             if alternatives is not None:
                 alternatives[index] = kept
             sure[index] = (best, [dict(others)[text] for text in kept])
+    calibrated = models.calibrated([batcher for batcher, _ in groups])
     return TranslateAnswer(request, translations, detected, alternatives,
-                           sure if models.calibrated else None)
+                           sure if calibrated else None)
 
 
 async def _ranks(request: TranslateRequest, batcher: Batcher, texts: list[str]
@@ -165,18 +166,18 @@ def _unique(texts: list[str], best: str) -> list[str]:
 async def translate_file_lines(lines: list[str], sizes: Optional[Sequence[int]], source: str,
                                target: str, models: Models, detector: Detector,
                                terms: Optional[dict[str, str]] = None,
-                               used: Optional[list[Batcher]] = None) -> list[str]:
+                               used: Optional[list[tuple[str, Batcher]]] = None) -> list[str]:
     """A file's lines translated (`sizes`: a document's chunks; `terms`: the request's
     glossary, `terms_glossary`), or as they are when the file's language is the target
-    (with source "auto": of its text as a whole). The batcher of its pair is appended to
-    `used` (for the alignments of its tags)."""
+    (with source "auto": of its text as a whole). Its source language and the batcher of
+    its pair are appended to `used` (for its name and the alignments of its tags)."""
     if source == AUTO:
         source = (await detector.detect_each(["\n".join(lines)]))[0]["language"]
     if source == target or not lines:
         return lines
     batcher = models.batcher(source, target)
     if used is not None:
-        used.append(batcher)
+        used.append((source, batcher))
     glossary = terms_glossary(terms, batcher)
     return await model_call(batcher, batcher.translate(lines, sizes, glossary))
 

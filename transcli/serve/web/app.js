@@ -14,6 +14,7 @@
     inFlight: null,    // the AbortController of the translation request in flight
     asked: 0,          // requests sent so far: an answer to an older one is dropped
     shown: "",         // the translation shown
+    shownFor: "",      // the text it translates
     languages: [],     // GET /languages: each language with the targets it translates to
     detected: null,    // the language detected in the text last translated ("auto")
   };
@@ -68,27 +69,24 @@
 
   // ------------------------------------------------------------------ settings
 
+  // The page translates once both the settings and the languages are in.
   async function loadSettings() {
+    let s;
     try {
-      state.settings = await answerOf(await fetch("/frontend/settings"));
+      s = await answerOf(await fetch("/frontend/settings"));
+      state.languages = await answerOf(await fetch("/languages"));
     } catch (error) {
       showError(describe(error));
       return;
     }
-    const s = state.settings;
     const model = s.model || {};
     $("model").textContent = `Model: ${model.name} · checkpoint ${model.checkpoint}` +
       (model.checkpointFile ? ` (${model.checkpointFile})` : "");
     $("key-row").hidden = !s.keyRequired;
     $("formats").textContent = `(${s.supportedFilesFormat.join(", ")})`;
     $("file").accept = s.supportedFilesFormat.join(",");
-    try {
-      state.languages = await answerOf(await fetch("/languages"));
-    } catch (error) {
-      showError(describe(error));
-      return;
-    }
     fillLanguages(s.language.source.code, s.language.target.code);
+    state.settings = s;
     updateCounter();
     if (source.value.trim()) scheduleTranslation();
   }
@@ -144,8 +142,9 @@
   }
 
   // The pair the swap button turns to (the detected language for "auto"), if the server
-  // translates it.
+  // translates it; none while the translation shown is not the text's (typed since).
   function swapped() {
+    if (source.value.trim() && source.value !== state.shownFor) return null;
     const chosen = $("source-language").value;
     const from = chosen === "auto" ? state.detected : chosen;
     const to = $("target-language").value;
@@ -187,6 +186,7 @@
   function scheduleTranslation() {
     clearTimeout(state.timer);
     cancelInFlight();  // its answer would be for the text before this change
+    $("swap").disabled = !swapped();
     const within = updateCounter();
     if (!state.settings) return;
     if (!source.value.trim()) {
@@ -218,8 +218,9 @@
     const asked = state.asked;
     state.inFlight = controller;
     $("busy").hidden = false;
+    const text = source.value;
     const body = {
-      q: source.value,
+      q: text,
       source: $("source-language").value,
       target: $("target-language").value,
       format: "text",
@@ -234,6 +235,7 @@
       const answer = await answerOf(response);
       if (asked !== state.asked) return;
       clearError();
+      state.shownFor = text;
       showTranslation(answer.translatedText, answer.alternatives || [],
                       answer.detectedLanguage || null, answer.confidence,
                       answer.alternativesConfidence || []);
