@@ -93,8 +93,8 @@ def test_a_list_in_two_source_languages_is_one_answer_from_two_runs(
     from transcli.serve.protocol import translate_request
     from transcli.serve.translating import answer
 
-    french = [("J'aime beaucoup les arbres.", SPANISH[0]),
-              ("Où est la gare, s'il vous plaît ?", SPANISH[1])]
+    french = [("Nous aimons beaucoup les arbres.", SPANISH[0]),  # (letters of the tiny
+              ("Ou est la gare, s'il vous plait ?", SPANISH[1])]  # vocabulary only)
     fr_run = tmp_path / "run-fr-es"
     fr_run.mkdir()
     save_config(load_config(TINY_CONFIG, ["data.src_lang=fr"]), fr_run / CONFIG_FILE)
