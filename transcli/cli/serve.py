@@ -37,6 +37,10 @@ ReqLimitOpt = typer.Option(0, help="Requests per client per minute to translate,
                            "translate a file (429 above; 0: no limit).")
 MaxAlternativesOpt = typer.Option(
     3, help="Alternative translations a request may ask for (an n-best search).")
+HostOpt = typer.Option(
+    "127.0.0.1", help="Address to listen on; 0.0.0.0 (or ::) opens it to the network.")
+PortOpt = typer.Option(5000, min=0, max=65535, metavar="<int>",
+                       help="Port (0: any free one; the address is printed on stderr).")
 ModelsOpt = typer.Option(
     ..., "--model", "-m", help="Run directory written by `train`; twice to serve two "
     "directions, one run each (en to es and es to en).")
@@ -49,10 +53,8 @@ def serve(
     *,
     model: list[Path] = ModelsOpt,
     checkpoint: str = CheckpointOpt,
-    host: str = typer.Option(
-        "127.0.0.1", help="Address to listen on; 0.0.0.0 (or ::) opens it to the network."),
-    port: int = typer.Option(5000, min=0, max=65535, metavar="<int>",
-                             help="Port (0: any free one; the address is printed on stderr)."),
+    host: str = HostOpt,
+    port: int = PortOpt,
     api_key: Optional[str] = typer.Option(
         None, envvar=KEY_VARIABLE, show_envvar=True,
         help="Answer only requests whose api_key field is this (403 otherwise)."),
@@ -83,12 +85,10 @@ def serve(
     """Serve the model over HTTP with LibreTranslate's API (POST /translate, /detect,
     /translate_file, GET /languages), and a web page to type into at /.
 
-    Each run translates its own direction (its data.src_lang to data.tgt_lang): give a
-    run per direction to serve both. Concurrent requests share model batches; every
-    answer is what `transcli translate` gives for the same lines and options. The models
-    load before the server listens, so GET /health answering means ready. SIGINT or
-    SIGTERM finishes the requests in flight (for up to --drain-timeout seconds), then
-    exits 0.
+    A run serves its own direction (data.src_lang to data.tgt_lang); give one run per
+    direction to serve both. Every answer is what `transcli translate` gives for the same
+    lines and options. GET /health answering means ready; SIGINT or SIGTERM finishes the
+    requests in flight (for up to --drain-timeout seconds), then exits 0.
 
     Examples:
 

@@ -55,19 +55,9 @@ def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], devic
     """Serve the runs' models on host:port until a stop signal (module doc); `overrides`
     are the config's, as `load_translator` takes them; `hosts`: names it answers to
     besides its own when it listens on a loopback address (`app.host_checked`)."""
-    from transcli.rundir.layout import is_step
-    from transcli.rundir.run import open_run_dir
     from transcli.system.runtime import available_cores
 
-    runs = [open_run_dir(run_dir, overrides) for run_dir in run_dirs]
-    pairs = directions(run_dirs, runs)
-    if len(runs) > 1 and any(_key(item) == "decode.glossary" for item in overrides):
-        raise UserError("--glossary with two runs: a glossary's terms are one direction's; "
-                        "set decode.glossary in each run's config.yaml instead")
-    if len(runs) > 1 and checkpoint not in ("best", "last", "avg") and not is_step(checkpoint):
-        raise UserError(f"--checkpoint {checkpoint}: a file is one run's weights; with two "
-                        f"runs give best, last, avg or a step number")
-    weights = [run.checkpoint(checkpoint) for run in runs]  # the files the models load
+    runs, pairs = opened_runs(run_dirs, overrides, checkpoint)
     sys.setswitchinterval(SWITCH_INTERVAL)
     # The HTTP side needs a core of its own for requests; the models share the others.
     threads = max(1, (available_cores() - 1) // len(runs))
@@ -89,6 +79,7 @@ def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], devic
             f"port can use the model (docs/SERVE.md)")
     store = models = None
     try:
+        weights = [run.checkpoint(checkpoint) for run in runs]  # the files the models load
         from transcli.serve.app import create_app
         from transcli.serve.connections import Connection
         from transcli.serve.detection import Detector
@@ -116,6 +107,24 @@ def serve(run_dirs: Sequence[Path], checkpoint: str, overrides: list[Any], devic
     if not models.stop(wait=max(0.5, stop_by - time.monotonic())):
         say("the model call in progress did not end within --drain-timeout: not waiting")
     say("stopped")
+
+
+def opened_runs(run_dirs: Sequence[Path], overrides: list[Any], checkpoint: str
+                ) -> tuple[list[RunDir], list[tuple[str, str]]]:
+    """Each run dir opened, and its direction; what two runs cannot share is refused: a
+    direction, a glossary (one direction's terms), a checkpoint file (one run's)."""
+    from transcli.rundir.layout import is_step
+    from transcli.rundir.run import open_run_dir
+
+    runs = [open_run_dir(run_dir, overrides) for run_dir in run_dirs]
+    pairs = directions(run_dirs, runs)
+    if len(runs) > 1 and any(_key(item) == "decode.glossary" for item in overrides):
+        raise UserError("--glossary with two runs: a glossary's terms are one direction's; "
+                        "set decode.glossary in each run's config.yaml instead")
+    if len(runs) > 1 and checkpoint not in ("best", "last", "avg") and not is_step(checkpoint):
+        raise UserError(f"--checkpoint {checkpoint}: a file is one run's weights; with two "
+                        f"runs give best, last, avg or a step number")
+    return runs, pairs
 
 
 def _key(override: Any) -> str:
