@@ -143,3 +143,18 @@ def test_the_commands_read_the_direction_from_the_run(spanish_run, tmp_path):
         per_token[name] = [float(row.split("\t")[2]) for row in done.stdout.splitlines()]
     assert len(per_token["es-en"]) == 4 and min(per_token["es-en"]) > -0.5, per_token
     assert max(per_token["en-es"]) < min(per_token["es-en"]) - 1, per_token
+
+
+def test_a_run_takes_its_direction_from_the_prepared_dir(tmp_path):
+    """A dir prepared as Spanish to English (data.src_lang es; which text the files hold
+    does not matter here), trained with a config that says nothing of the languages
+    (English to Spanish by default): the run records the prepared dir's direction, which
+    every command after `train` reads."""
+    from helpers.training import fast_config, prepare_sample, train_dirs
+
+    from transcli.rundir.run import open_run_dir
+
+    prepared = prepare_sample(tmp_path, 0, 60, "data.src_lang=es", "data.tgt_lang=en")
+    train_dirs(fast_config("train.max_steps=2"), prepared, tmp_path / "run")
+    data = open_run_dir(tmp_path / "run").config.data
+    assert (data.src_lang, data.tgt_lang) == ("es", "en")

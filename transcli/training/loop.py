@@ -54,7 +54,10 @@ RELEASE_EVERY = 50  # updates between handing kept memory back to the OS (not pe
 def train(cfg: Config, data: PreparedDir, run: RunDir,
           options: StartOptions = StartOptions()) -> None:
     """Train on an opened prepared dir into a run dir (as `options` ask: a new run, a
-    resume, --force); under torchrun, one process per device."""
+    resume, --force); under torchrun, one process per device. The run's languages are the
+    prepared dir's (a config's data.src_lang/tgt_lang name what `prepare` reads)."""
+    source, target = data.langs
+    cfg = replace(cfg, data=replace(cfg.data, src_lang=source, tgt_lang=target))
     dist = Dist.from_env()
     device = training_device(cfg.train.device, dist)
     if device.type == "cpu":
