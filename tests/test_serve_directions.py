@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from helpers import PAIRS, ROOT, TINY_CONFIG
-from helpers.server import Server, assert_error
+from helpers.server import Server
 
 for needed in ("fastapi", "uvicorn", "libretranslatepy"):
     pytest.importorskip(needed, reason="the serve extra and the dev extra")
@@ -145,23 +145,6 @@ def test_html_and_files_go_to_their_direction(both):
     written = both.request("GET", urlsplit(answer["translatedFileUrl"]).path, raw=True)[1]
     assert written.count(b"<b>") == written.count(b"</b>") == 1
     assert re.sub(rb"</?b>", b"", written) == f"<p>{ENGLISH[0]}</p>\n".encode()
-
-
-def test_a_server_of_one_direction_refuses_the_other_in_libretranslates_words(
-        run_dir: Path, tmp_path: Path) -> None:
-    one = Server(run_dir, tmp_path)
-    try:
-        assert one.request("GET", "/languages")[1] == [
-            {"code": "en", "name": "English", "targets": ["es"]},
-            {"code": "es", "name": "Spanish", "targets": []}]
-        status, body = one.translate(SPANISH[0], source="es", target="en")
-        assert_error(status, body, 400)
-        assert body["error"] == "English (en) is not available as a target language from " \
-                                "Spanish (es)"
-        status, body = one.translate(SPANISH[0], source="auto", target="en")
-        assert_error(status, body, 400)
-    finally:
-        one.stop()
 
 
 def test_two_runs_of_one_direction_or_one_glossary_for_both_are_one_line(
