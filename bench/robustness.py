@@ -199,9 +199,10 @@ def heldout(path: Path = HELDOUT) -> Variant:
 
 def lost_characters(src: str, hyp: str) -> int:
     """Characters of `src` a translation should carry (outside ASCII and the Latin script:
-    emoji, other scripts, symbols) missing from `hyp`, counted with their multiplicity,
-    plus each `⁇` (sentencepiece's unknown piece) in `hyp`."""
-    carried = Counter(char for char in src if not char.isspace()
+    emoji, other scripts, symbols; not Spanish's opening `¿` and `¡`, which English does not
+    write) missing from `hyp`, counted with their multiplicity, plus each `⁇`
+    (sentencepiece's unknown piece) in `hyp`."""
+    carried = Counter(char for char in src if not char.isspace() and char not in "¿¡"
                       and not _LATIN_OR_ASCII.match(char))
     have = Counter(hyp)
     return sum(max(0, count - have[char]) for char, count in carried.items()) + hyp.count("⁇")

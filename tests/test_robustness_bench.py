@@ -31,6 +31,7 @@ def test_lost_characters_counts_what_should_have_come_through():
     assert lost_characters("Hi 😀😀", "Hola 😀") == 1  # counted with their multiplicity
     assert lost_characters("Café 1,5 ñ", "Café") == 0  # Latin letters are language
     assert lost_characters("Hello", "Hola ⁇ ⁇") == 2  # sentencepiece's unknown piece
+    assert lost_characters("¿Vienes? ¡Sí! 😀", "Are you coming? Yes! 😀") == 0  # English
 
 
 def test_variants_and_complements():
