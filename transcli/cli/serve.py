@@ -42,8 +42,8 @@ HostOpt = typer.Option(
 PortOpt = typer.Option(5000, min=0, max=65535, metavar="<int>",
                        help="Port (0: any free one; the address is printed on stderr).")
 ModelsOpt = typer.Option(
-    ..., "--model", "-m", metavar="<path>", help="Run directory written by `train`; twice to serve two "
-    "directions, one run each (en to es and es to en).")
+    ..., "--model", "-m", metavar="<path>", help="Run directory written by `train`; twice "
+    "to serve two directions, one run each (en to es and es to en).")
 MaxFileCharsOpt = typer.Option(
     100_000, help="Characters of text in a file sent to /translate_file (400 above).")
 
