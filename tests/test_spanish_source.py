@@ -27,6 +27,8 @@ from transcli.inference.translator import Translator
 from transcli.rundir.checkpoints import save_weights
 from transcli.rundir.layout import CONFIG_FILE, step_path
 
+pytestmark = pytest.mark.slow  # a model memorised for the module (`make test` keeps to 3 min)
+
 ENGLISH = [en for en, _ in PAIRS]
 SPANISH = [es for _, es in PAIRS]
 
@@ -115,7 +117,6 @@ def spanish_run(tmp_path_factory: pytest.TempPathFactory, slot_spm: Path) -> Pat
     return run
 
 
-@pytest.mark.slow
 def test_the_commands_read_the_direction_from_the_run(spanish_run, tmp_path):
     """translate, evaluate (with a model), explain and score: Spanish in, English out,
     no flag repeated."""
