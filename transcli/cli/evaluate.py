@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 import typer
 
 from transcli.cli.options import CheckpointOpt, DecodeSetOpt, Device, device_option, with_decoding
-from transcli.config.loading import Override
+from transcli.config.loading import Override, override_parts
 from transcli.inference.bleu import CorpusScorer, Scores, format_text, scored_lines
 from transcli.system.errors import UserError
 from transcli.system.outputs import check_output, check_stdout
@@ -216,8 +216,7 @@ def _check_options(hyp: Optional[Path], model: Optional[Path], src: Optional[Pat
 def _option_name(override: Override) -> str:
     """The flag that gives an override: ("decode.beam_size", 5) or "decode.beam_size=5"
     -> --beam-size."""
-    key, value = (override.partition("=")[::2] if isinstance(override, str)
-                  else (override[0], str(override[1])))
+    key, value = override_parts(override)
     if key == "decode.quantize" and value == "int8":
         return "--int8"
     if not key.startswith("decode."):

@@ -72,6 +72,15 @@ def save_config(cfg: Config, path: str | Path) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
+def override_parts(item: Override) -> tuple[str, str]:
+    """An override's dotted key and its value as text: ("decode.beam_size", 5) or
+    "decode.beam_size=5" -> ("decode.beam_size", "5")."""
+    if isinstance(item, str):
+        key, _, value = item.partition("=")
+        return key.strip(), value.strip()
+    return item[0], str(item[1])
+
+
 def apply_override(cfg: Config, item: str) -> str:
     """Apply one `--set section.key=value` (the value is parsed as YAML, then typed);
     returns the dotted key."""

@@ -113,23 +113,20 @@ def opened_runs(run_dirs: Sequence[Path], overrides: list[Any], checkpoint: str
                 ) -> tuple[list[RunDir], list[tuple[str, str]]]:
     """Each run dir opened, and its direction; what two runs cannot share is refused: a
     direction, a glossary (one direction's terms), a checkpoint file (one run's)."""
+    from transcli.config.loading import override_parts
     from transcli.rundir.layout import is_step
     from transcli.rundir.run import open_run_dir
 
     runs = [open_run_dir(run_dir, overrides) for run_dir in run_dirs]
     pairs = directions(run_dirs, runs)
-    if len(runs) > 1 and any(_key(item) == "decode.glossary" for item in overrides):
+    if len(runs) > 1 and any(override_parts(item)[0] == "decode.glossary"
+                             for item in overrides):
         raise UserError("--glossary with two runs: a glossary's terms are one direction's; "
                         "set decode.glossary in each run's config.yaml instead")
     if len(runs) > 1 and checkpoint not in ("best", "last", "avg") and not is_step(checkpoint):
         raise UserError(f"--checkpoint {checkpoint}: a file is one run's weights; with two "
                         f"runs give best, last, avg or a step number")
     return runs, pairs
-
-
-def _key(override: Any) -> str:
-    """The config key an override sets: ("decode.glossary", value) or "decode.glossary=..."."""
-    return override[0] if isinstance(override, tuple) else str(override).split("=", 1)[0]
 
 
 def directions(run_dirs: Sequence[Path], runs: Sequence[RunDir]) -> list[tuple[str, str]]:
